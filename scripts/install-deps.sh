@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package vitattn needs to build, test and benchmark.
+# Run as root (or with sudo). Safe to run again: apt skips what is present.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends \
+  build-essential cmake ninja-build pkg-config \
+  libopencv-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev \
+  python3 python3-numpy python3-opencv libopenblas0-pthread

@@ -1,0 +1,147 @@
+#include "app.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "batch_runner.hpp"
+#include "core/error.hpp"
+#include "explain.hpp"
+#include "io/file_io.hpp"
+#include "io/model_file.hpp"
+#include "io/process_image.hpp"
+#include "io/threads.hpp"
+#include "options.hpp"
+
+namespace vitattn::cli {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kExitOk = 0, kExitSomeFailed = 1, kExitUsage = 2;
+
+void setup_logging(int verbosity) {
+  auto logger = spdlog::stderr_color_mt("vitattn");
+  logger->set_pattern("%^%l%$: %v");
+  logger->set_level(verbosity < 0 ? spdlog::level::err : verbosity == 0 ? spdlog::level::info : spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+}
+
+SingleHeadModel make_model(const Options& o) {
+  SingleHeadModel model;
+  if (!o.model.empty()) {
+    model = io::load_model(o.model);
+    spdlog::debug("model {}: S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(), model.patch_size,
+                  model.d_model(), model.d_k(), model.pos_embed.rows());
+  } else {
+    model = make_seeded_model(o.shape, o.seed);
+    spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.img_size(),
+                  model.patch_size, model.d_model(), model.d_k());
+  }
+  if (!o.mean.empty()) model.norm.mean = io::parse_rgb_triplet(o.mean, "--mean");
+  if (!o.std.empty()) model.norm.std = io::parse_rgb_triplet(o.std, "--std");
+  model.validate(o.model.empty() ? "seeded model" : o.model);
+  spdlog::debug("normalisation mean {},{},{} std {},{},{}", model.norm.mean[0], model.norm.mean[1],
+                model.norm.mean[2], model.norm.std[0], model.norm.std[1], model.norm.std[2]);
+  return model;
+}
+
+io::ProcessOptions process_options(const Options& o) {
+  io::ProcessOptions p;
+  p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
+  p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
+  p.render.alpha = o.alpha;
+  p.scale = !o.no_scale;
+  p.save_attention = o.save_attention;
+  p.max_pixels = o.max_pixels;
+  return p;
+}
+
+// The output folder must exist and take files before any work starts.
+void prepare_output(const fs::path& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw Error(io::display(out) + ": cannot create output folder: " + ec.message());
+  if (!fs::is_directory(out, ec)) throw Error(io::display(out) + ": output path exists and is not a folder");
+  if (::access(out.c_str(), W_OK | X_OK) != 0)
+    throw Error(io::display(out) + ": output folder is not writable: " + std::strerror(errno));
+}
+
+int run_images(const Options& o) {
+  if (o.inputs.empty() && o.save_model.empty()) {
+    spdlog::error("no input images given (try: vitattn --help)");
+    return kExitUsage;
+  }
+  // Backstop for formats whose header vitattn does not read: OpenCV's own decoders
+  // refuse images over this many pixels (read once, before the first decode).
+  ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(o.max_pixels).c_str(), 1);
+
+  const SingleHeadModel model = make_model(o);
+  if (!o.save_model.empty()) {
+    io::save_model(o.save_model, model);
+    spdlog::info("wrote model to {}", o.save_model);
+  }
+  if (o.inputs.empty()) return kExitOk;
+
+  const fs::path out = o.output;
+  prepare_output(out);
+  const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
+  const io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive, [](const fs::path& p) {
+    spdlog::debug("skipped {} (not an image by its extension)", io::display(p));
+  });
+  for (const auto& note : plan.renamed) spdlog::warn("{}", note);
+  for (const auto& err : plan.errors) spdlog::error("{}", err);
+  if (plan.jobs.empty()) {
+    spdlog::warn("no images found in the inputs given");
+    return plan.errors.empty() ? kExitOk : kExitSomeFailed;
+  }
+
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(plan.jobs.size()));
+  io::set_library_threads(workers > 1 ? 1 : cores);  // parallel over images, not inside one
+  spdlog::debug("{} images, {} workers", plan.jobs.size(), workers);
+
+  const io::ProcessOptions options = process_options(o);
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
+  const BatchResult result = run_batch(
+      plan.jobs, workers, [&](const io::ImageJob& job) { io::process_image(job, model, options); }, progress);
+  progress.finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  spdlog::info("{} image{} in {:.2f} s: {} written to {}{}", plan.jobs.size(), plan.jobs.size() == 1 ? "" : "s",
+               seconds, result.written, io::display(out),
+               result.failed ? fmt::format(", {} failed", result.failed) : std::string());
+  return result.failed || !plan.errors.empty() ? kExitSomeFailed : kExitOk;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app("vitattn", "vitattn");
+  Options options;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, or the error and a hint
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  setup_logging(options.verbosity);
+  try {
+    if (options.explain) return explain(std::cout, options.explain_heatmap);
+    return run_images(options);
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+}
+
+}  // namespace vitattn::cli

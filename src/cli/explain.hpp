@@ -1,0 +1,12 @@
+#pragma once
+// `vitattn explain`: the worked examples of attention, with every matrix printed.
+#include <ostream>
+#include <string>
+
+namespace vitattn::cli {
+
+// Prints the four examples to `out`; writes example (b)'s weights as a PNG heatmap when
+// `heatmap_png` is not empty. Returns the exit status.
+int explain(std::ostream& out, const std::string& heatmap_png);
+
+}  // namespace vitattn::cli

@@ -1,0 +1,55 @@
+#include "progress.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace vitattn::cli {
+
+Progress::Progress(std::size_t total, bool enabled) : total_(total), enabled_(enabled && total > 1) {}
+
+Progress::~Progress() { finish(); }
+
+void Progress::advance(bool ok) {
+  std::lock_guard lock(mutex_);
+  ++done_;
+  if (!ok) ++failed_;
+  draw_locked(done_ == total_);
+}
+
+void Progress::error(const std::string& message) {
+  std::lock_guard lock(mutex_);
+  clear_locked();
+  spdlog::error(message);
+  draw_locked(true);
+}
+
+void Progress::finish() {
+  std::lock_guard lock(mutex_);
+  clear_locked();
+  enabled_ = false;
+}
+
+void Progress::clear_locked() {
+  if (!drawn_) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+  drawn_ = false;
+}
+
+void Progress::draw_locked(bool force) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;  // redraw ≤ 10×/s
+  last_draw_ = now;
+  constexpr std::size_t width = 30;
+  const std::size_t filled = total_ ? width * done_ / total_ : width;
+  std::string bar(filled, '#');
+  bar.append(width - filled, '.');
+  std::fprintf(stderr, "\r\033[K[%s] %zu/%zu images", bar.c_str(), done_, total_);
+  if (failed_) std::fprintf(stderr, ", %zu failed", failed_);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,73 @@
+#include "seeded_model.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "error.hpp"
+
+namespace vitattn {
+
+std::uint64_t SplitMix64::next() {
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+float SplitMix64::uniform_pm1() {
+  const auto top24 = static_cast<std::int32_t>(next() >> 40);  // [0, 2^24)
+  return static_cast<float>(top24 - (1 << 23)) * 0x1p-23f;
+}
+
+namespace {
+
+// Fill with uniform(-bound, bound). Products of two floats are correctly rounded by
+// IEEE 754, so the bytes do not depend on the platform either.
+template <typename M>
+void fill_uniform(M& m, SplitMix64& rng, float bound) {
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rng.uniform_pm1() * bound;
+}
+
+}  // namespace
+
+SingleHeadModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
+  if (s.patch_size <= 0 || s.img_size <= 0 || s.d_model <= 0 || s.d_k <= 0)
+    throw Error("seeded model: img-size, patch-size, dim and d-k must be positive");
+  if (s.img_size % s.patch_size != 0)
+    throw Error("seeded model: img-size " + std::to_string(s.img_size) + " is not a multiple of patch-size " +
+                std::to_string(s.patch_size));
+  const int grid = s.img_size / s.patch_size;
+  const int patch_dim = 3 * s.patch_size * s.patch_size;
+
+  SingleHeadModel m;
+  m.patch_size = s.patch_size;
+  m.w_patch.resize(s.d_model, patch_dim);
+  m.b_patch = RowVector::Zero(s.d_model);
+  m.cls_token.resize(s.d_model);
+  m.pos_embed.resize(1 + grid * grid, s.d_model);
+  m.w_q.resize(s.d_k, s.d_model);
+  m.w_k.resize(s.d_k, s.d_model);
+  m.w_v.resize(s.d_k, s.d_model);
+  m.b_q = RowVector::Zero(s.d_k);
+  m.b_k = RowVector::Zero(s.d_k);
+  m.b_v = RowVector::Zero(s.d_k);
+
+  // Bounds as PyTorch's default Linear/Conv init (uniform ±1/√fan_in), except where an
+  // untrained head would otherwise show nothing: position embeddings are kept small
+  // (as timm's std 0.02) so the map follows image content rather than position, and the
+  // query/key gains are raised so class-token scores spread over a few units instead of
+  // a flat softmax.
+  SplitMix64 rng(seed);
+  const float patch_bound = 1.0f / std::sqrt(static_cast<float>(patch_dim));
+  const float qk_bound = kQueryKeyGain / std::sqrt(static_cast<float>(s.d_model));
+  const float v_bound = 1.0f / std::sqrt(static_cast<float>(s.d_model));
+  fill_uniform(m.w_patch, rng, patch_bound);
+  fill_uniform(m.cls_token, rng, 1.0f);
+  fill_uniform(m.pos_embed, rng, kPosEmbedBound);
+  fill_uniform(m.w_q, rng, qk_bound);
+  fill_uniform(m.w_k, rng, qk_bound);
+  fill_uniform(m.w_v, rng, v_bound);
+  return m;
+}
+
+}  // namespace vitattn

@@ -1,0 +1,95 @@
+#include "file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+
+std::string display(const fs::path& path) { return path.string(); }
+
+namespace {
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+  throw Error(display(path) + ": " + what);
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// Closes a POSIX descriptor on every exit path.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> read_file(const fs::path& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) fail(path, errno_text(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail(path, errno_text(errno));
+  if (S_ISDIR(st.st_mode)) fail(path, "is a folder, not a file");
+  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(f.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(path, errno_text(errno));
+    }
+    if (n == 0) break;  // the file shrank while we read it
+    done += static_cast<std::size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+bool is_temporary_name(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name.size() > 1 && name[0] == '.' && name.find(".tmp-") != std::string::npos;
+}
+
+void write_file_atomic(const fs::path& path, const void* data, std::size_t size) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" +
+                                             std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+  if (f.fd < 0) fail(path, "cannot write: " + errno_text(errno));
+  const auto* p = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(f.fd, p + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      fail(path, "cannot write: " + errno_text(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const int fd = f.fd;
+  f.fd = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(path, "cannot write: " + errno_text(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(path, "cannot write: " + errno_text(err));
+  }
+}
+
+}  // namespace vitattn::io

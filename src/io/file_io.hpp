@@ -1,0 +1,23 @@
+#pragma once
+// Whole-file reads and all-or-nothing writes.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace vitattn::io {
+
+// Reads a regular file; throws Error "PATH: <reason>" (missing, a folder, unreadable).
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+
+// Writes `bytes` next to `path` under a temporary name, then renames it into place, so a
+// reader (or a crash) never sees a half-written file. Throws Error naming `path`.
+void write_file_atomic(const std::filesystem::path& path, const void* data, std::size_t size);
+
+// The temporary name write_file_atomic uses: ".<name>.tmp-<pid>-<n>" in the same folder.
+bool is_temporary_name(const std::filesystem::path& path);
+
+std::string display(const std::filesystem::path& path);  // path as UTF-8 for messages
+
+}  // namespace vitattn::io

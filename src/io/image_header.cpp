@@ -1,0 +1,130 @@
+#include "image_header.hpp"
+
+#include <cctype>
+#include <cstring>
+
+namespace vitattn::io {
+namespace {
+
+using Bytes = std::span<const std::uint8_t>;
+
+std::uint32_t be16(Bytes b, std::size_t i) { return static_cast<std::uint32_t>(b[i] << 8 | b[i + 1]); }
+std::uint32_t le16(Bytes b, std::size_t i) { return static_cast<std::uint32_t>(b[i] | b[i + 1] << 8); }
+std::uint32_t be32(Bytes b, std::size_t i) { return be16(b, i) << 16 | be16(b, i + 2); }
+std::uint32_t le32(Bytes b, std::size_t i) { return le16(b, i) | le16(b, i + 2) << 16; }
+std::uint32_t le24(Bytes b, std::size_t i) { return le16(b, i) | static_cast<std::uint32_t>(b[i + 2]) << 16; }
+
+bool starts_with(Bytes b, const char* magic, std::size_t n, std::size_t at = 0) {
+  return b.size() >= at + n && std::memcmp(b.data() + at, magic, n) == 0;
+}
+
+std::optional<ImageSize> png_size(Bytes b) {
+  if (b.size() < 24 || !starts_with(b, "IHDR", 4, 12)) return std::nullopt;
+  return ImageSize{be32(b, 16), be32(b, 20)};
+}
+
+// Walks the JPEG marker segments up to the first frame header (SOF) or scan (SOS).
+struct JpegWalk {
+  std::optional<ImageSize> size;      // from the first SOF
+  std::optional<std::size_t> scan;    // offset of the first SOS marker
+};
+
+JpegWalk walk_jpeg(Bytes b) {
+  JpegWalk w;
+  std::size_t i = 2;
+  while (i + 4 <= b.size()) {
+    if (b[i] != 0xFF) return w;
+    const std::uint8_t marker = b[i + 1];
+    if (marker == 0xFF) { ++i; continue; }  // fill byte
+    if ((marker >= 0xD0 && marker <= 0xD8) || marker == 0x01) { i += 2; continue; }  // no length
+    const std::uint32_t len = be16(b, i + 2);
+    if (marker == 0xDA) { w.scan = i; return w; }
+    // SOF0..SOF15 carry the frame size, except DHT (C4), JPG (C8) and DAC (CC).
+    if (!w.size && marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC &&
+        i + 9 <= b.size())
+      w.size = ImageSize{be16(b, i + 7), be16(b, i + 5)};
+    if (len < 2) return w;
+    i += 2 + len;
+  }
+  return w;
+}
+
+std::optional<ImageSize> webp_size(Bytes b) {
+  if (b.size() < 30) return std::nullopt;
+  if (starts_with(b, "VP8X", 4, 12)) return ImageSize{le24(b, 24) + 1, le24(b, 27) + 1};
+  if (starts_with(b, "VP8L", 4, 12)) {
+    const std::uint32_t bits = le32(b, 21);
+    return ImageSize{(bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1};
+  }
+  if (starts_with(b, "VP8 ", 4, 12)) return ImageSize{le16(b, 26) & 0x3FFF, le16(b, 28) & 0x3FFF};
+  return std::nullopt;
+}
+
+std::optional<ImageSize> tiff_size(Bytes b) {
+  const bool le = b[0] == 'I';
+  auto u16 = [&](std::size_t i) { return le ? le16(b, i) : be16(b, i); };
+  auto u32 = [&](std::size_t i) { return le ? le32(b, i) : be32(b, i); };
+  if (b.size() < 8) return std::nullopt;
+  const std::size_t ifd = u32(4);
+  if (ifd + 2 > b.size()) return std::nullopt;
+  const std::uint32_t count = u16(ifd);
+  std::uint64_t w = 0, h = 0;
+  for (std::uint32_t e = 0; e < count; ++e) {
+    const std::size_t at = ifd + 2 + 12 * e;
+    if (at + 12 > b.size()) return std::nullopt;
+    const std::uint32_t tag = u16(at), type = u16(at + 2);
+    const std::uint32_t value = type == 3 ? u16(at + 8) : u32(at + 8);  // SHORT or LONG
+    if (tag == 256) w = value;
+    if (tag == 257) h = value;
+  }
+  if (w == 0 || h == 0) return std::nullopt;
+  return ImageSize{w, h};
+}
+
+std::optional<ImageSize> pnm_size(Bytes b) {
+  // "P6 <ws> width <ws> height ..." with '#' comments allowed between fields.
+  std::size_t i = 2;
+  std::uint64_t v[2] = {0, 0};
+  for (auto& out : v) {
+    while (i < b.size() && (std::isspace(b[i]) || b[i] == '#')) {
+      if (b[i] == '#')
+        while (i < b.size() && b[i] != '\n') ++i;
+      else
+        ++i;
+    }
+    if (i >= b.size() || !std::isdigit(b[i])) return std::nullopt;
+    while (i < b.size() && std::isdigit(b[i]) && out < (1ULL << 40)) out = out * 10 + (b[i++] - '0');
+  }
+  return ImageSize{v[0], v[1]};
+}
+
+}  // namespace
+
+bool is_jpeg(Bytes b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
+
+std::optional<ImageSize> read_image_size(Bytes b) {
+  if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return png_size(b);
+  if (is_jpeg(b)) return walk_jpeg(b).size;
+  if ((starts_with(b, "GIF87a", 6) || starts_with(b, "GIF89a", 6)) && b.size() >= 10)
+    return ImageSize{le16(b, 6), le16(b, 8)};
+  if (starts_with(b, "BM", 2) && b.size() >= 26) {
+    const auto h = static_cast<std::int32_t>(le32(b, 22));  // negative: top-down rows
+    return ImageSize{le32(b, 18), static_cast<std::uint64_t>(h < 0 ? -static_cast<std::int64_t>(h) : h)};
+  }
+  if (starts_with(b, "RIFF", 4) && starts_with(b, "WEBP", 4, 8)) return webp_size(b);
+  if (starts_with(b, "II*\0", 4) || starts_with(b, "MM\0*", 4)) return tiff_size(b);
+  if (b.size() >= 3 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6' && std::isspace(b[2])) return pnm_size(b);
+  return std::nullopt;
+}
+
+bool jpeg_is_truncated(Bytes b) {
+  // Entropy-coded data stuffs every 0xFF as FF 00, so FF D9 after the first scan can only
+  // be the real end-of-image marker. (Walking the segments skips an EXIF thumbnail's own.)
+  const auto scan = walk_jpeg(b).scan;
+  if (!scan) return true;
+  for (std::size_t j = *scan + 2; j + 1 < b.size(); ++j)
+    if (b[j] == 0xFF && b[j + 1] == 0xD9) return false;
+  return true;
+}
+
+}  // namespace vitattn::io

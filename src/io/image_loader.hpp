@@ -1,0 +1,24 @@
+#pragma once
+// Decoding an image file and preparing it for the model.
+#include <cstdint>
+#include <filesystem>
+#include <opencv2/core.hpp>
+
+#include "core/image_tensor.hpp"
+
+namespace vitattn::io {
+
+// Reads and decodes with OpenCV IMREAD_COLOR (8-bit BGR: grey replicated, alpha dropped,
+// 16-bit scaled down, EXIF orientation applied). Refuses, with Error "PATH: reason",
+// empty files, images over `max_pixels` (checked from the header before decoding),
+// truncated JPEGs and anything OpenCV cannot decode.
+cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels);
+
+// Same, from bytes already in memory; `source` names them in errors.
+cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& source, std::uint64_t max_pixels);
+
+// bgr (H, W) 8-bit → (3, S, S) normalised RGB: cv::resize with INTER_AREA when the image
+// shrinks on both axes, INTER_LINEAR otherwise, then (u8/255 − mean) / std.
+ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& norm);
+
+}  // namespace vitattn::io

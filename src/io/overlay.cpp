@@ -1,0 +1,94 @@
+#include "overlay.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.hpp"
+#include "core/model.hpp"
+#include "file_io.hpp"
+
+namespace vitattn::io {
+namespace {
+
+struct NamedColormap {
+  const char* name;
+  int id;
+};
+
+constexpr NamedColormap kColormaps[] = {
+    {"autumn", cv::COLORMAP_AUTUMN},   {"bone", cv::COLORMAP_BONE},       {"jet", cv::COLORMAP_JET},
+    {"winter", cv::COLORMAP_WINTER},   {"rainbow", cv::COLORMAP_RAINBOW}, {"ocean", cv::COLORMAP_OCEAN},
+    {"summer", cv::COLORMAP_SUMMER},   {"spring", cv::COLORMAP_SPRING},   {"cool", cv::COLORMAP_COOL},
+    {"hsv", cv::COLORMAP_HSV},         {"pink", cv::COLORMAP_PINK},       {"hot", cv::COLORMAP_HOT},
+    {"parula", cv::COLORMAP_PARULA},   {"magma", cv::COLORMAP_MAGMA},     {"inferno", cv::COLORMAP_INFERNO},
+    {"plasma", cv::COLORMAP_PLASMA},   {"viridis", cv::COLORMAP_VIRIDIS}, {"cividis", cv::COLORMAP_CIVIDIS},
+    {"twilight", cv::COLORMAP_TWILIGHT}, {"twilight_shifted", cv::COLORMAP_TWILIGHT_SHIFTED},
+    {"turbo", cv::COLORMAP_TURBO},     {"deepgreen", cv::COLORMAP_DEEPGREEN},
+};
+
+int cv_interp(Interp i) {
+  switch (i) {
+    case Interp::nearest: return cv::INTER_NEAREST;
+    case Interp::cubic: return cv::INTER_CUBIC;
+    case Interp::linear: break;
+  }
+  return cv::INTER_LINEAR;
+}
+
+// (grid, grid) float in [0, 1] → 8-bit, upsampled to `size` (cubic may overshoot: clamp).
+cv::Mat upsample_to_u8(const Matrix& unit_map, cv::Size size, int interpolation) {
+  const cv::Mat small(static_cast<int>(unit_map.rows()), static_cast<int>(unit_map.cols()), CV_32F,
+                      const_cast<float*>(unit_map.data()));
+  cv::Mat big, u8;
+  cv::resize(small, big, size, 0, 0, interpolation);
+  big.convertTo(u8, CV_8U, 255.0);  // saturate_cast clamps to [0, 255]
+  return u8;
+}
+
+}  // namespace
+
+std::optional<int> colormap_by_name(const std::string& name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const auto& c : kColormaps)
+    if (lower == c.name) return c.id;
+  return std::nullopt;
+}
+
+std::vector<std::string> colormap_names() {
+  std::vector<std::string> names;
+  for (const auto& c : kColormaps) names.emplace_back(c.name);
+  return names;
+}
+
+cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOptions& options) {
+  const Matrix unit = normalize_for_display(map);  // (grid, grid) in [0, 1]
+  const cv::Mat level = upsample_to_u8(unit, bgr.size(), cv_interp(options.interp));
+  cv::Mat heat, out;
+  cv::applyColorMap(level, heat, options.colormap);
+  cv::addWeighted(bgr, 1.0 - options.alpha, heat, options.alpha, 0.0, out);
+  return out;
+}
+
+cv::Mat render_heatmap(const Matrix& map, int cell, int colormap) {
+  const Matrix unit = normalize_for_display(map);
+  const cv::Mat level = upsample_to_u8(
+      unit, cv::Size(static_cast<int>(map.cols()) * cell, static_cast<int>(map.rows()) * cell), cv::INTER_NEAREST);
+  cv::Mat heat;
+  cv::applyColorMap(level, heat, colormap);
+  return heat;
+}
+
+void write_png_atomic(const std::filesystem::path& path, const cv::Mat& image) {
+  std::vector<std::uint8_t> png;
+  try {
+    if (!cv::imencode(".png", image, png)) throw Error(display(path) + ": PNG encoding failed");
+  } catch (const cv::Exception& e) {
+    throw Error(display(path) + ": PNG encoding failed: " + e.err);
+  }
+  write_file_atomic(path, png.data(), png.size());
+}
+
+}  // namespace vitattn::io

@@ -1,0 +1,35 @@
+#pragma once
+// Drawing the class-token map over the original image.
+#include <filesystem>
+#include <opencv2/core.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace vitattn::io {
+
+enum class Interp { nearest, linear, cubic };
+
+struct RenderOptions {
+  Interp interp = Interp::linear;
+  int colormap = 2;  // cv::COLORMAP_JET
+  double alpha = 0.5;  // weight of the heatmap in the blend
+};
+
+// Colormap by its OpenCV name ("jet", "inferno", "viridis", "turbo", ...), case-insensitive.
+std::optional<int> colormap_by_name(const std::string& name);
+std::vector<std::string> colormap_names();
+
+// map (grid, grid) any range → min-max normalised, upsampled to the image's size,
+// coloured and blended: (1 − alpha)·image + alpha·heatmap. bgr 8-bit in, 8-bit out.
+cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOptions& options);
+
+// A map alone as a coloured image, each cell `cell` pixels wide (used by explain).
+cv::Mat render_heatmap(const Matrix& map, int cell, int colormap);
+
+// PNG-encodes and writes via a temporary file and rename; throws Error naming `path`.
+void write_png_atomic(const std::filesystem::path& path, const cv::Mat& image);
+
+}  // namespace vitattn::io

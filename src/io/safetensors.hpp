@@ -1,0 +1,69 @@
+#pragma once
+// safetensors: an 8-byte little-endian header length N, N bytes of JSON
+// {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}},
+// then the raw little-endian tensor data, offsets counted from its start.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vitattn::io {
+
+inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2 };
+
+std::size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+struct TensorInfo {
+  DType dtype = DType::F32;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t begin = 0;  // byte offsets into the data section
+  std::uint64_t end = 0;
+  std::uint64_t element_count() const;  // product of shape (checked when read)
+};
+
+class SafeTensors {
+ public:
+  // Reads and checks the whole file: header size and JSON, dtypes, shapes against byte
+  // counts (overflow-checked), offsets that must tile the data section exactly — no gap,
+  // no overlap, nothing past the end, no bytes left over. Throws Error "PATH: ...".
+  static SafeTensors load(const std::filesystem::path& path);
+  static SafeTensors parse(std::vector<std::uint8_t> bytes, const std::string& source);
+
+  const std::string& source() const { return source_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find(const std::string& name) const;
+
+  // The tensor's values as float32 (F32, F16, BF16 and F64 accepted), shape checked against
+  // `expected` first. Throws "PATH: NAME is [a, b], expected [c, d]" and the like.
+  std::vector<float> floats(const std::string& name, const std::vector<std::uint64_t>& expected) const;
+  std::vector<float> floats(const std::string& name) const;
+
+ private:
+  std::string source_;
+  std::vector<std::uint8_t> bytes_;
+  std::uint64_t data_start_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+struct NamedTensor {
+  std::string name;
+  std::vector<std::uint64_t> shape;
+  std::vector<float> values;  // written as F32
+};
+
+// Serialises F32 tensors in the order given, header padded with spaces to 8 bytes.
+std::vector<std::uint8_t> encode_safetensors(const std::vector<NamedTensor>& tensors,
+                                             const std::map<std::string, std::string>& metadata);
+void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata);
+
+std::string shape_string(const std::vector<std::uint64_t>& shape);  // "[64, 768]"
+
+}  // namespace vitattn::io
