@@ -50,7 +50,10 @@ void example_a(std::ostream& out) {
   print(out, "scaled = scores / √2", scaled, 3);
   const Attention a = scaled_dot_product_attention(q, k, v);
   print(out, "weights = softmax(scaled) = e^s / Σe^s", a.weights, 3);
-  out << "  by hand: e^0.707 = 2.028, e^0 = 1, sum = 5.056 → 0.401, 0.198, 0.401\n";
+  const Eigen::ArrayXf e = scaled.row(0).transpose().array().exp();
+  out << std::setprecision(3) << "  by hand: e^" << scaled(0, 0) << " = " << e(0) << ", e^" << scaled(0, 1) << " = "
+      << e(1) << ", e^" << scaled(0, 2) << " = " << e(2) << "; sum = " << e.sum() << " → " << e(0) / e.sum() << ", "
+      << e(1) / e.sum() << ", " << e(2) / e.sum() << "\n";
   print(out, "output = weights·V = 0.401·[1,0] + 0.198·[0,1] + 0.401·[1,1]", a.output, 3);
 }
 
@@ -130,7 +133,7 @@ void example_d(std::ostream& out) {
   float above = 0;
   for (Eigen::Index i = 0; i < a.weights.rows(); ++i)
     for (Eigen::Index j = i + 1; j < a.weights.cols(); ++j) above = std::max(above, std::abs(a.weights(i, j)));
-  out << "  largest weight above the diagonal: " << std::setprecision(1) << above
+  out << "  largest weight above the diagonal: " << std::defaultfloat << above << std::fixed
       << " (exactly 0: e^−∞ = 0); the first token can only attend to itself, so its row is [1 0 0 0].\n";
   print(out, "masked output", a.output, 3);
 }

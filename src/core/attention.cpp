@@ -15,7 +15,10 @@ void softmax_rows(Matrix& scores) {
       row.setZero();
       continue;
     }
-    row = (row.array() - row_max).exp();
+    const Eigen::ArrayXf shifted = row.array().transpose() - row_max;
+    // Eigen's vectorised exp clamps its argument, so exp(−inf) comes out as a denormal,
+    // not 0: masked entries are zeroed explicitly so that a mask means exactly 0.
+    row = (shifted == kMasked).select(0.0f, shifted.exp()).transpose();
     row /= row.sum();
   }
 }

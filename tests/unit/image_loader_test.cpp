@@ -1,0 +1,104 @@
+// Decoding: header sizes read without decoding, and clear refusals of bad files.
+#include "io/image_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.hpp"
+#include "io/image_header.hpp"
+
+namespace vitattn::io {
+namespace {
+
+std::vector<std::uint8_t> encode(const cv::Mat& img, const std::string& ext) {
+  std::vector<std::uint8_t> buf;
+  EXPECT_TRUE(cv::imencode(ext, img, buf)) << ext;
+  return buf;
+}
+
+std::string error_of(const std::vector<std::uint8_t>& bytes, std::uint64_t max_pixels = 100'000'000) {
+  try {
+    decode_image(bytes, "in.img", max_pixels);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ImageHeader, ReadsTheSizeOfEveryCommonFormat) {
+  const cv::Mat img(37, 53, CV_8UC3, cv::Scalar(1, 2, 3));
+  for (const char* ext : {".png", ".jpg", ".bmp", ".webp", ".tiff", ".ppm"}) {
+    const auto size = read_image_size(encode(img, ext));
+    ASSERT_TRUE(size.has_value()) << ext;
+    EXPECT_EQ(size->width, 53u) << ext;
+    EXPECT_EQ(size->height, 37u) << ext;
+  }
+  const cv::Mat grey(5, 9, CV_8U, cv::Scalar(7));
+  const auto pgm = read_image_size(encode(grey, ".pgm"));
+  ASSERT_TRUE(pgm.has_value());
+  EXPECT_EQ(pgm->width, 9u);
+  EXPECT_FALSE(read_image_size(std::vector<std::uint8_t>{'h', 'e', 'l', 'l', 'o'}).has_value());
+}
+
+TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
+  // A PNG that claims 60000×60000 in its header and holds nothing else.
+  auto png = encode(cv::Mat(1, 1, CV_8UC3), ".png");
+  const std::uint8_t size[8] = {0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60};
+  std::memcpy(png.data() + 16, size, 8);
+  const std::string msg = error_of(png);
+  EXPECT_NE(msg.find("image is 60000x60000 (3600.0 MP), over the --max-pixels limit of 100.0 MP"), std::string::npos)
+      << msg;
+  EXPECT_NE(error_of(encode(cv::Mat(30, 40, CV_8UC3), ".jpg"), 1000).find("over the --max-pixels"), std::string::npos);
+}
+
+TEST(ImageLoader, ClearErrorsForEmptyGarbageAndTruncatedFiles) {
+  EXPECT_EQ(error_of({}), "in.img: file is empty (0 bytes)");
+  EXPECT_EQ(error_of({'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'}),
+            "in.img: not a readable image (unknown format or corrupt data)");
+  cv::Mat img(64, 64, CV_8UC3);
+  cv::randu(img, 0, 256);
+  auto jpg = encode(img, ".jpg");
+  EXPECT_EQ(error_of(jpg), "");
+  jpg.resize(jpg.size() / 2);
+  EXPECT_EQ(error_of(jpg), "in.img: JPEG data is truncated (no end-of-image marker)");
+  auto png = encode(img, ".png");
+  png.resize(png.size() / 2);
+  EXPECT_NE(error_of(png), "");
+}
+
+TEST(ImageLoader, GreyRgbaAnd16BitBecome8BitBgr) {
+  const cv::Mat grey(10, 12, CV_8U, cv::Scalar(77));
+  const cv::Mat rgba(10, 12, CV_8UC4, cv::Scalar(1, 2, 3, 4));
+  const cv::Mat deep(10, 12, CV_16UC3, cv::Scalar(256 * 200, 0, 65535));
+  for (const auto& [img, ext] : {std::pair{grey, ".png"}, {rgba, ".png"}, {deep, ".png"}, {deep, ".tiff"}}) {
+    const cv::Mat out = decode_image(encode(img, ext), "x", 1'000'000);
+    EXPECT_EQ(out.type(), CV_8UC3);
+    EXPECT_EQ(out.size(), cv::Size(12, 10));
+  }
+  EXPECT_EQ(decode_image(encode(grey, ".png"), "x", 1000).at<cv::Vec3b>(3, 3), cv::Vec3b(77, 77, 77));
+  EXPECT_EQ(decode_image(encode(deep, ".png"), "x", 1000).at<cv::Vec3b>(3, 3), cv::Vec3b(200, 0, 255));
+}
+
+TEST(Preprocess, ResizeRuleAndNormalisation) {
+  cv::Mat img(300, 451, CV_8UC3);
+  cv::randu(img, 0, 256);
+  const Normalization norm{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}};
+  const ImageTensor t = preprocess(img, 224, norm);
+  cv::Mat expected;
+  cv::resize(img, expected, cv::Size(224, 224), 0, 0, cv::INTER_AREA);
+  const cv::Vec3b bgr = expected.at<cv::Vec3b>(10, 20);
+  EXPECT_FLOAT_EQ(t.at(0, 10, 20), (bgr[2] / 255.0f - 0.5f) / 0.5f);  // channel 0 is red
+  EXPECT_FLOAT_EQ(t.at(2, 10, 20), (bgr[0] / 255.0f - 0.5f) / 0.5f);
+
+  const cv::Mat small(5, 300, CV_8UC3, cv::Scalar(0, 0, 255));  // narrower than S on one axis: linear
+  cv::Mat up;
+  cv::resize(small, up, cv::Size(224, 224), 0, 0, cv::INTER_LINEAR);
+  const ImageTensor ts = preprocess(small, 224, norm);
+  EXPECT_FLOAT_EQ(ts.at(0, 100, 100), (up.at<cv::Vec3b>(100, 100)[2] / 255.0f - 0.5f) / 0.5f);
+}
+
+}  // namespace
+}  // namespace vitattn::io

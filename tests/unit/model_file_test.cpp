@@ -1,0 +1,108 @@
+// The native model layout: save → load gives the same floats; bad files are refused by name.
+#include "io/model_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/seeded_model.hpp"
+#include "io/safetensors.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::io {
+namespace {
+
+std::string load_error(const std::filesystem::path& p) {
+  try {
+    load_model(p);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<NamedTensor> native_tensors(const SingleHeadModel& m) {
+  auto v = [](const auto& x) { return std::vector<float>(x.data(), x.data() + x.size()); };
+  const auto d = static_cast<std::uint64_t>(m.d_model()), p = static_cast<std::uint64_t>(m.patch_size),
+             dk = static_cast<std::uint64_t>(m.d_k()), t = static_cast<std::uint64_t>(m.pos_embed.rows());
+  return {{"patch_embed.proj.weight", {d, 3, p, p}, v(m.w_patch)},
+          {"cls_token", {1, 1, d}, v(m.cls_token)},
+          {"pos_embed", {1, t, d}, v(m.pos_embed)},
+          {"attn.q.weight", {dk, d}, v(m.w_q)},
+          {"attn.k.weight", {dk, d}, v(m.w_k)},
+          {"attn.v.weight", {dk, d}, v(m.w_v)}};
+}
+
+TEST(ModelFile, SaveThenLoadIsBitIdentical) {
+  test::TempDir dir;
+  SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 11);
+  m.norm.mean = {0.1f, 0.2f, 0.3f};
+  m.norm.std = {0.7f, 0.8f, 0.9f};
+  save_model(dir / "m.safetensors", m);
+  const SingleHeadModel back = load_model(dir / "m.safetensors");
+  EXPECT_EQ(back.w_patch, m.w_patch);
+  EXPECT_EQ(back.pos_embed, m.pos_embed);
+  EXPECT_EQ(back.w_q, m.w_q);
+  EXPECT_EQ(back.b_v, m.b_v);
+  EXPECT_EQ(back.norm.mean, m.norm.mean);
+  EXPECT_EQ(back.norm.std, m.norm.std);
+  EXPECT_EQ(back.img_size(), 32);
+}
+
+TEST(ModelFile, BiasesAreOptionalAndShapesComeFromTheTensors) {
+  test::TempDir dir;
+  const SingleHeadModel m = make_seeded_model(SeededShape{48, 16, 20, 6}, 2);
+  write_safetensors(dir / "m.safetensors", native_tensors(m), {});
+  const SingleHeadModel back = load_model(dir / "m.safetensors");
+  EXPECT_EQ(back.patch_size, 16);
+  EXPECT_EQ(back.d_model(), 20);
+  EXPECT_EQ(back.d_k(), 6);
+  EXPECT_EQ(back.img_size(), 48);
+  EXPECT_EQ(back.b_q, RowVector::Zero(6));
+  EXPECT_EQ(back.norm.mean, Normalization{}.mean);
+}
+
+TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
+  test::TempDir dir;
+  const SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 3);
+
+  auto t = native_tensors(m);
+  t.erase(t.begin() + 4);  // attn.k.weight
+  write_safetensors(dir / "missing.safetensors", t, {});
+  EXPECT_NE(load_error(dir / "missing.safetensors").find("attn.k.weight is missing"), std::string::npos)
+      << load_error(dir / "missing.safetensors");
+
+  t = native_tensors(m);
+  t[3].shape = {4, 48};  // attn.q.weight: d_k=4 but k, v have 8
+  t[3].values.resize(4 * 48);
+  write_safetensors(dir / "misshaped.safetensors", t, {});
+  EXPECT_NE(load_error(dir / "misshaped.safetensors").find("attn.q.weight is [4, 48], expected [4, 24]"),
+            std::string::npos)
+      << load_error(dir / "misshaped.safetensors");
+
+  t = native_tensors(m);
+  t[5].values[7] = std::numeric_limits<float>::infinity();
+  write_safetensors(dir / "inf.safetensors", t, {});
+  EXPECT_NE(load_error(dir / "inf.safetensors").find("attn.v.weight holds a non-finite value"), std::string::npos)
+      << load_error(dir / "inf.safetensors");
+
+  t = native_tensors(m);
+  t[2].shape = {1, 16, 24};  // 15 patches: not a square grid
+  t[2].values.resize(16 * 24);
+  write_safetensors(dir / "grid.safetensors", t, {});
+  EXPECT_NE(load_error(dir / "grid.safetensors").find("square"), std::string::npos);
+
+  write_safetensors(dir / "meta.safetensors", native_tensors(m), {{"mean", "0.5,0.5"}});
+  EXPECT_NE(load_error(dir / "meta.safetensors").find("__metadata__.mean is \"0.5,0.5\""), std::string::npos)
+      << load_error(dir / "meta.safetensors");
+}
+
+TEST(ParseRgbTriplet, AcceptsThreeNumbersOnly) {
+  EXPECT_EQ(parse_rgb_triplet("0.5, 0.25,1", "x"), (std::array<float, 3>{0.5f, 0.25f, 1.0f}));
+  EXPECT_THROW(parse_rgb_triplet("0.5,0.5", "x"), Error);
+  EXPECT_THROW(parse_rgb_triplet("0.5,0.5,0.5,0.5", "x"), Error);
+  EXPECT_THROW(parse_rgb_triplet("a,b,c", "x"), Error);
+  EXPECT_THROW(parse_rgb_triplet("nan,1,1", "x"), Error);
+}
+
+}  // namespace
+}  // namespace vitattn::io

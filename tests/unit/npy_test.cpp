@@ -1,0 +1,30 @@
+// The .npy writer: the exact header numpy expects and the data in C order.
+#include "io/npy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace vitattn::io {
+namespace {
+
+TEST(Npy, HeaderIsVersion1AlignedTo64AndDataIsRowMajor) {
+  Matrix m(2, 3);
+  m << 1, 2, 3, 4, 5, 6;
+  const auto bytes = encode_npy(m);
+  ASSERT_GE(bytes.size(), 10u);
+  EXPECT_EQ(std::memcmp(bytes.data(), "\x93NUMPY\x01\x00", 8), 0);
+  const std::size_t header_len = bytes[8] | static_cast<std::size_t>(bytes[9]) << 8;
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 10, header_len);
+  EXPECT_EQ(header.rfind("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0), 0u) << header;
+  EXPECT_EQ(header.back(), '\n');
+  ASSERT_EQ(bytes.size(), 10 + header_len + 6 * sizeof(float));
+  float data[6];
+  std::memcpy(data, bytes.data() + 10 + header_len, sizeof data);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(data[i], static_cast<float>(i + 1));
+}
+
+}  // namespace
+}  // namespace vitattn::io

@@ -1,0 +1,162 @@
+// The safetensors reader: a round trip, half-precision decoding, and every rejection path.
+#include "io/safetensors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::io {
+namespace {
+
+std::vector<std::uint8_t> file_with(const std::string& header, std::size_t data_bytes) {
+  std::vector<std::uint8_t> out(8 + header.size() + data_bytes, 0);
+  for (std::size_t i = 0; i < 8; ++i) out[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));  // u64 LE
+  std::copy(header.begin(), header.end(), out.begin() + 8);
+  return out;
+}
+
+// Parses and returns the error message ("" when it parsed).
+std::string error_of(std::vector<std::uint8_t> bytes) {
+  try {
+    SafeTensors::parse(std::move(bytes), "m.safetensors");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SafeTensors, RoundTripKeepsValuesShapesAndMetadata) {
+  const std::vector<NamedTensor> tensors = {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"b.c", {1}, {-0.5f}}, {"empty", {0, 4}, {}}};
+  auto bytes = encode_safetensors(tensors, {{"mean", "0.5,0.5,0.5"}});
+  std::uint64_t header_len;
+  std::memcpy(&header_len, bytes.data(), 8);
+  EXPECT_EQ((8 + header_len) % 8, 0u) << "data section must start 8-byte aligned";
+  const SafeTensors st = SafeTensors::parse(bytes, "x");
+  EXPECT_EQ(st.metadata().at("mean"), "0.5,0.5,0.5");
+  const TensorInfo* a = st.find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->shape, (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_EQ(st.floats("a", {2, 3}), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(st.floats("b.c"), (std::vector<float>{-0.5f}));
+  EXPECT_TRUE(st.floats("empty").empty());
+}
+
+TEST(SafeTensors, WritesAndLoadsAFile) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", {{"w", {2}, {3.5f, -1}}}, {});
+  EXPECT_EQ(SafeTensors::load(dir / "m.safetensors").floats("w"), (std::vector<float>{3.5f, -1}));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename(), "m.safetensors") << "temporary file left behind";
+}
+
+TEST(SafeTensors, DecodesF16AndBF16) {
+  // F16: 1.0 = 0x3C00, -2.0 = 0xC000, 65504 = 0x7BFF, 2^-24 = 0x0001 (subnormal).
+  // BF16: 1.0 = 0x3F80, -2.0 = 0xC000, 3.140625 = 0x4049.
+  const std::uint16_t f16[4] = {0x3C00, 0xC000, 0x7BFF, 0x0001};
+  const std::uint16_t bf16[3] = {0x3F80, 0xC000, 0x4049};
+  auto bytes = file_with(
+      R"({"h":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[8,14]}})",
+      14);
+  const std::size_t data = bytes.size() - 14;
+  std::memcpy(bytes.data() + data, f16, 8);
+  std::memcpy(bytes.data() + data + 8, bf16, 6);
+  const SafeTensors st = SafeTensors::parse(bytes, "x");
+  EXPECT_EQ(st.floats("h"), (std::vector<float>{1.0f, -2.0f, 65504.0f, 0x1p-24f}));
+  EXPECT_EQ(st.floats("b"), (std::vector<float>{1.0f, -2.0f, 3.140625f}));
+}
+
+TEST(SafeTensors, AcceptsNonFloatTensorsButNotAsWeights) {
+  // HF checkpoints carry integer buffers such as position_ids: they load, but are no weights.
+  const auto bytes = file_with(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", 16);
+  const SafeTensors st = SafeTensors::parse(bytes, "m.safetensors");
+  try {
+    st.floats("ids");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ids has dtype I64"), std::string::npos) << e.what();
+  }
+}
+
+struct Malformed {
+  const char* what;
+  std::vector<std::uint8_t> bytes;
+  const char* expected;  // a substring of the message
+};
+
+std::vector<Malformed> malformed_cases() {
+  std::vector<Malformed> c;
+  auto huge = file_with("", 0);
+  const std::uint64_t too_big = kMaxHeaderBytes + 1;
+  std::memcpy(huge.data(), &too_big, 8);
+  c.push_back({"header over 100 MB", huge, "over the 100000000-byte limit"});
+  auto longer = file_with("{}", 0);
+  const std::uint64_t claims = 500;
+  std::memcpy(longer.data(), &claims, 8);
+  c.push_back({"header longer than file", longer, "header is 500 bytes but the file has only 2"});
+  c.push_back({"too short", {1, 2, 3}, "too short"});
+  c.push_back({"invalid JSON", file_with("{\"a\": [1, 2", 0), "not valid JSON"});
+  c.push_back({"not an object", file_with("[1, 2]", 0), "not a JSON object"});
+  c.push_back({"unknown dtype", file_with(R"({"w":{"dtype":"F128","shape":[1],"data_offsets":[0,16]}})", 16),
+               "w: unknown dtype F128"});
+  c.push_back({"no shape", file_with(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", 4), "w: no shape"});
+  c.push_back({"negative dim", file_with(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
+               "not a whole number"});
+  c.push_back({"bad offsets", file_with(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4),
+               "data_offsets is not [begin, end]"});
+  c.push_back({"size mismatch", file_with(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 20),
+               "w: F32 [2, 3] needs 24 bytes, data_offsets give 20"});
+  c.push_back({"overflowing shape",
+               file_with(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
+               "is too large"});
+  c.push_back({"past the end", file_with(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
+               "past the 8 bytes of data"});
+  c.push_back({"reversed offsets", file_with(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8),
+               "end before they begin"});
+  c.push_back({"overlap",
+               file_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+               "b: data overlaps a"});
+  c.push_back({"gap",
+               file_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12),
+               "b: gap of 4 bytes"});
+  c.push_back({"gap at start", file_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "gap of 4 bytes"});
+  c.push_back({"file longer than header says", file_with(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9),
+               "5 bytes of data after the last tensor"});
+  c.push_back({"metadata not strings", file_with(R"({"__metadata__":{"mean":1}})", 0), "__metadata__.mean is not a string"});
+  return c;
+}
+
+TEST(SafeTensors, RejectsEveryMalformedFileWithASpecificMessage) {
+  for (auto& m : malformed_cases()) {
+    const std::string msg = error_of(m.bytes);
+    EXPECT_NE(msg.find(m.expected), std::string::npos) << m.what << ": got \"" << msg << "\"";
+    EXPECT_EQ(msg.rfind("m.safetensors: ", 0), 0u) << m.what << ": message must name the file: " << msg;
+  }
+}
+
+TEST(SafeTensors, ShapeCheckNamesExpectedAndActual) {
+  const auto bytes = encode_safetensors({{"attn.q.weight", {64, 384}, std::vector<float>(64 * 384)}}, {});
+  const SafeTensors st = SafeTensors::parse(bytes, "model.safetensors");
+  try {
+    st.floats("attn.q.weight", {64, 768});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "model.safetensors: attn.q.weight is [64, 384], expected [64, 768]");
+  }
+  EXPECT_THROW(st.floats("attn.k.weight", {64, 768}), Error);
+}
+
+TEST(SafeTensors, MissingFileIsAnErrorNamingIt) {
+  try {
+    SafeTensors::load("/nonexistent/m.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/m.safetensors: ", 0), 0u) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vitattn::io

@@ -1,0 +1,41 @@
+#pragma once
+// Small helpers shared by the unit tests.
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "core/tensor.hpp"
+
+namespace vitattn::test {
+
+inline Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
+  return m;
+}
+
+// A fresh empty folder under the system temp folder, removed when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("vitattn-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace vitattn::test
