@@ -98,9 +98,9 @@ std::optional<ImageSize> pnm_size(Bytes b) {
   return ImageSize{v[0], v[1]};
 }
 
-}  // namespace
-
 bool is_jpeg(Bytes b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
+
+}  // namespace
 
 std::optional<ImageSize> read_image_size(Bytes b) {
   if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return png_size(b);
@@ -117,14 +117,36 @@ std::optional<ImageSize> read_image_size(Bytes b) {
   return std::nullopt;
 }
 
-bool jpeg_is_truncated(Bytes b) {
+namespace {
+
+std::optional<std::string> jpeg_problem(Bytes b) {
   // Entropy-coded data stuffs every 0xFF as FF 00, so FF D9 after the first scan can only
   // be the real end-of-image marker. (Walking the segments skips an EXIF thumbnail's own.)
   const auto scan = walk_jpeg(b).scan;
-  if (!scan) return true;
+  if (!scan) return "corrupt JPEG (no image data found)";
   for (std::size_t j = *scan + 2; j + 1 < b.size(); ++j)
-    if (b[j] == 0xFF && b[j + 1] == 0xD9) return false;
-  return true;
+    if (b[j] == 0xFF && b[j + 1] == 0xD9) return std::nullopt;
+  return "JPEG data is truncated (no end-of-image marker)";
+}
+
+std::optional<std::string> png_problem(Bytes b) {
+  // Chunks: 4-byte big-endian length, 4-byte type, data, 4-byte CRC; the last is IEND.
+  std::size_t i = 8;
+  while (i + 12 <= b.size()) {
+    const std::uint64_t len = be32(b, i);
+    if (starts_with(b, "IEND", 4, i + 4)) return std::nullopt;
+    i += 12 + len;
+  }
+  return "PNG data is truncated (no IEND chunk)";
+}
+
+}  // namespace
+
+
+std::optional<std::string> container_problem(Bytes b) {
+  if (is_jpeg(b)) return jpeg_problem(b);
+  if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return png_problem(b);
+  return std::nullopt;
 }
 
 }  // namespace vitattn::io

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 namespace vitattn::io {
 
@@ -16,10 +17,9 @@ struct ImageSize {
 // PNG, JPEG, GIF, BMP, WebP, TIFF and PNM; nullopt for other formats or unparseable headers.
 std::optional<ImageSize> read_image_size(std::span<const std::uint8_t> bytes);
 
-bool is_jpeg(std::span<const std::uint8_t> bytes);
-
-// A JPEG whose compressed data has no end-of-image marker was cut short; libjpeg would
-// quietly fill the missing rows with grey.
-bool jpeg_is_truncated(std::span<const std::uint8_t> bytes);
+// What is structurally wrong with a JPEG or PNG file, checked before decoding, or
+// nullopt when nothing is (or the format is another). A JPEG cut short would otherwise be
+// decoded with its missing rows filled grey, and libpng would print its own complaint.
+std::optional<std::string> container_problem(std::span<const std::uint8_t> bytes);
 
 }  // namespace vitattn::io

@@ -2,6 +2,8 @@
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -15,6 +17,26 @@ std::string megapixels(std::uint64_t pixels) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MP", static_cast<double>(pixels) / 1e6);
   return buf;
+}
+
+// OpenCV ignores PNG colour profiles, but libpng still prints "iCCP: known incorrect sRGB
+// profile" to stderr for many common files, burying real errors in a batch. The chunk is
+// dropped before decoding; the pixels are the same.
+std::optional<std::vector<std::uint8_t>> without_png_iccp(const std::vector<std::uint8_t>& b) {
+  if (b.size() < 8 || std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) != 0) return std::nullopt;
+  for (std::size_t i = 8; i + 12 <= b.size();) {
+    const std::size_t len = static_cast<std::size_t>(b[i]) << 24 | static_cast<std::size_t>(b[i + 1]) << 16 |
+                            static_cast<std::size_t>(b[i + 2]) << 8 | b[i + 3];
+    if (len > b.size() - i - 12) return std::nullopt;
+    if (std::memcmp(b.data() + i + 4, "iCCP", 4) == 0) {
+      std::vector<std::uint8_t> out(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(i));
+      out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(i + 12 + len), b.end());
+      return out;
+    }
+    if (std::memcmp(b.data() + i + 4, "IDAT", 4) == 0) return std::nullopt;  // iCCP comes before IDAT
+    i += 12 + len;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -31,12 +53,14 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
       throw Error(source + ": image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
                   megapixels(pixels) + "), over the --max-pixels limit of " + megapixels(max_pixels));
   }
-  if (is_jpeg(view) && jpeg_is_truncated(view)) throw Error(source + ": JPEG data is truncated (no end-of-image marker)");
+  if (const auto problem = container_problem(view)) throw Error(source + ": " + *problem);
 
+  const auto stripped = without_png_iccp(bytes);
+  const std::vector<std::uint8_t>& data = stripped ? *stripped : bytes;
   cv::Mat bgr;
   try {
     // imdecode takes a non-owning Mat over our bytes: no copy.
-    const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8U, const_cast<std::uint8_t*>(bytes.data()));
+    const cv::Mat buf(1, static_cast<int>(data.size()), CV_8U, const_cast<std::uint8_t*>(data.data()));
     bgr = cv::imdecode(buf, cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {
     throw Error(source + ": cannot decode image: " + e.err);

@@ -64,9 +64,10 @@ TEST(ImageLoader, ClearErrorsForEmptyGarbageAndTruncatedFiles) {
   EXPECT_EQ(error_of(jpg), "");
   jpg.resize(jpg.size() / 2);
   EXPECT_EQ(error_of(jpg), "in.img: JPEG data is truncated (no end-of-image marker)");
+  EXPECT_EQ(error_of({0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x02, 0x12}), "in.img: corrupt JPEG (no image data found)");
   auto png = encode(img, ".png");
   png.resize(png.size() / 2);
-  EXPECT_NE(error_of(png), "");
+  EXPECT_EQ(error_of(png), "in.img: PNG data is truncated (no IEND chunk)");
 }
 
 TEST(ImageLoader, GreyRgbaAnd16BitBecome8BitBgr) {
