@@ -127,6 +127,7 @@ int run(int argc, char** argv) {
   add_options(app, options);
   try {
     app.parse(argc, argv);
+    check_combinations(app, options);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;

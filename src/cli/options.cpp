@@ -6,6 +6,13 @@
 
 namespace vitattn::cli {
 
+void check_combinations(const CLI::App& app, const Options& o) {
+  if (o.model.empty()) return;
+  for (const char* seeded_only : {"--seed", "--img-size", "--patch-size", "--dim", "--d-k"})
+    if (app.count(seeded_only) > 0)
+      throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
+}
+
 void add_options(CLI::App& app, Options& o) {
   app.description(
       "vitattn — draws where a Vision Transformer's class token looks.\n"
@@ -29,21 +36,20 @@ void add_options(CLI::App& app, Options& o) {
                                           std::to_string(std::thread::hardware_concurrency()) + " here)")
       ->check(CLI::Range(1, 1024));
 
-  auto* model = app.add_option("--model", o.model, "Model weights (safetensors, native single-head layout)")
-                    ->check(CLI::ExistingFile)
-                    ->type_name("FILE")
-                    ->group("Model");
-  auto* seed = app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
-                   ->capture_default_str()
-                   ->group("Model");
-  const CLI::Range positive(1, 1 << 16);
+  app.add_option("--model", o.model, "Model weights (safetensors, native single-head layout, see models/README.md)")
+      ->check(CLI::Validator(CLI::ExistingFile).description(""))
+      ->type_name("FILE")
+      ->group("Model");
+  app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
+      ->capture_default_str()
+      ->group("Model");
+  const auto positive = CLI::Validator(CLI::Range(1, 1 << 16)).description("");
   CLI::Option* shape[] = {
       app.add_option("--img-size", o.shape.img_size, "Seeded model: input size S")->capture_default_str()->check(positive),
       app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")->capture_default_str()->check(positive),
       app.add_option("--dim", o.shape.d_model, "Seeded model: token width D")->capture_default_str()->check(positive),
       app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")->capture_default_str()->check(positive)};
-  seed->excludes(model);
-  for (auto* s : shape) s->excludes(model)->group("Model");
+  for (auto* s : shape) s->group("Model");
   app.add_option("--mean", o.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
       ->group("Model");

@@ -33,4 +33,7 @@ struct Options {
 // Declares every option on `app`, bound to `options`.
 void add_options(CLI::App& app, Options& options);
 
+// Rules between options that CLI11 cannot state one option at a time; throws CLI::ValidationError.
+void check_combinations(const CLI::App& app, const Options& options);
+
 }  // namespace vitattn::cli

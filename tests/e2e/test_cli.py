@@ -348,6 +348,15 @@ class Cli(unittest.TestCase):
             self.assertEqual(cv2.imread(str(self.dir / "out" / f"{p.stem}_attn.png")).shape,
                              cv2.imread(str(p)).shape)
 
+    def test_models_readme_snippet_writes_a_model_vitattn_loads(self):
+        text = (REPO / "models/README.md").read_text()
+        snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+        subprocess.run([sys.executable, "-c", snippet], cwd=self.dir, check=True)
+        self.write("x.png", photo_like(64, 64))
+        rc, _, err = run("--model", "head.safetensors", "x.png", "--save-attention", "-o", "out", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(self.dir / "out/x_attn.npy").shape, (197, 197))
+
     # --- explain -------------------------------------------------------------------------
     def test_explain_walks_the_examples(self):
         rc, out, err = run("explain", "--heatmap", self.dir / "b.png")
