@@ -175,6 +175,7 @@ std::vector<float> SafeTensors::floats(const std::string& name) const {
   const std::uint8_t* p = bytes_.data() + data_start_ + info->begin;
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   std::vector<float> out(n);
+  if (n == 0) return out;
   switch (info->dtype) {
     case DType::F32:
       std::memcpy(out.data(), p, n * 4);
@@ -238,6 +239,7 @@ std::vector<std::uint8_t> encode_safetensors(const std::vector<NamedTensor>& ten
   std::memcpy(out.data() + 8, json.data(), json.size());
   std::uint8_t* p = out.data() + 8 + json.size();
   for (const auto& t : tensors) {
+    if (t.values.empty()) continue;  // memcpy from a null pointer is undefined even for 0 bytes
     std::memcpy(p, t.values.data(), 4 * t.values.size());
     p += 4 * t.values.size();
   }
