@@ -2,9 +2,11 @@
 """End-to-end tests: run the vitattn binary like a user and check what lands on disk.
 
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
-Environment: VITATTN_BIN (the binary), VITATTN_SHARED (../shared, optional: the tests
-that need its photos are reported as skipped when it is absent).
-Prints a closing line "e2e: N passed, M failed, K skipped"; exits 1 on any failure.
+Environment: VITATTN_BIN (the binary), VITATTN_SHARED (../shared).
+Without arguments it runs the tests that need nothing but the binary. With --shared it runs
+only the tests on the photos in ../shared/images (test_photos_*), and exits 77 (ctest:
+skipped) when they are absent.
+Prints a closing line "e2e: N passed, M failed"; exits 1 on any failure.
 """
 import os
 import re
@@ -327,8 +329,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(spread, 0, "each patch is one flat colour with nearest upsampling")
         self.assertGreater(len(np.unique(heat.reshape(-1, 3), axis=0)), 10, "the map is not flat")
 
-    @unittest.skipUnless(PHOTOS, "needs ../shared/images")
-    def test_no_scale_gives_a_sharper_class_row(self):
+    def test_photos_no_scale_gives_a_sharper_class_row(self):
         for p in PHOTOS:
             rc, _, err = run(p, "--save-attention", "-o", self.dir / "scaled")
             self.assertEqual(rc, 0, err)
@@ -338,8 +339,7 @@ class Cli(unittest.TestCase):
             h_raw = entropy(np.load(self.dir / "raw" / f"{p.stem}_cls.npy"))
             self.assertLess(h_raw, h_scaled - 0.05, p.name)
 
-    @unittest.skipUnless(PHOTOS, "needs ../shared/images")
-    def test_sample_photos_give_structured_maps(self):
+    def test_photos_give_structured_maps(self):
         rc, _, err = run(*PHOTOS, "--save-attention", "-o", self.dir / "out")
         self.assertEqual(rc, 0, err)
         for p in PHOTOS:
@@ -377,18 +377,18 @@ class Cli(unittest.TestCase):
         self.assertEqual(heat.shape, (256, 256, 3))
 
 
-class Result(unittest.TextTestResult):
-    pass
-
-
 if __name__ == "__main__":
     if not Path(BIN).is_file():
         print(f"e2e: binary {BIN} not found", file=sys.stderr)
         sys.exit(1)
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Cli)
+    shared = "--shared" in sys.argv[1:]
+    if shared and not PHOTOS:
+        print(f"e2e --shared: skipped, no photos in {SHARED / 'images'}")
+        sys.exit(77)
+    names = [n for n in unittest.defaultTestLoader.getTestCaseNames(Cli) if n.startswith("test_photos_") == shared]
+    suite = unittest.TestSuite(Cli(n) for n in names)
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors)
-    skipped = len(result.skipped)
-    passed = result.testsRun - failed - skipped
-    print(f"e2e: {passed} passed, {failed} failed, {skipped} skipped")
+    passed = result.testsRun - failed - len(result.skipped)
+    print(f"e2e{' --shared' if shared else ''}: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
