@@ -138,6 +138,10 @@ def main():
     if not os.access("/usr/bin/time", os.X_OK):
         die("/usr/bin/time missing: apt-get install -y time")
     print(f"cores: {os.cpu_count()}, vitattn -j {args.jobs}, rounds: {args.rounds}")
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"WARNING: 1-minute load average is {load:.2f} before starting: other work "
+              "on this machine will make the figures noisy; rerun on a quiet machine.")
 
     bench = args.dir or tempfile.mkdtemp(prefix="vitattn-bench-")
     os.makedirs(bench, exist_ok=True)
@@ -177,6 +181,7 @@ def main():
             print(("warm-up: " if rnd == 0 else f"round {rnd}: ") + ", ".join(line), flush=True)
 
         med = {n: statistics.median(v) for n, v in times.items()}
+        print(f"1-minute load average after the rounds: {os.getloadavg()[0]:.2f}")
         print(f"\nmedian wall time over {args.rounds} rounds ({n_photos} photos):")
         for n in names:
             label = {"vitattn": f"vitattn -j {args.jobs}", "vitattn-j1": "vitattn -j 1",
