@@ -12,17 +12,6 @@
 namespace vitattn::cli {
 namespace {
 
-Matrix rows(std::initializer_list<std::initializer_list<float>> r) {
-  Matrix m(static_cast<Eigen::Index>(r.size()), static_cast<Eigen::Index>(r.begin()->size()));
-  Eigen::Index i = 0;
-  for (const auto& row : r) {
-    Eigen::Index j = 0;
-    for (float v : row) m(i, j++) = v;
-    ++i;
-  }
-  return m;
-}
-
 void print(std::ostream& out, const std::string& label, const Matrix& m, int precision = 4) {
   out << "  " << label << "  (" << m.rows() << "×" << m.cols() << ")\n";
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
@@ -38,9 +27,9 @@ void heading(std::ostream& out, const char* text) { out << "\n" << text << "\n" 
 // (a) One query against three keys, d_k = 2: small enough to do by hand.
 void example_a(std::ostream& out) {
   heading(out, "(a) One query, three tokens, d_k = 2");
-  const Matrix q = rows({{1, 0}});
-  const Matrix k = rows({{1, 0}, {0, 1}, {1, 1}});
-  const Matrix v = rows({{1, 0}, {0, 1}, {1, 1}});
+  const Matrix q = matrix_from_rows({{1, 0}});
+  const Matrix k = matrix_from_rows({{1, 0}, {0, 1}, {1, 1}});
+  const Matrix v = matrix_from_rows({{1, 0}, {0, 1}, {1, 1}});
   print(out, "q₁", q, 0);
   print(out, "K (one key per row)", k, 0);
   print(out, "V (one value per row)", v, 0);
@@ -57,8 +46,8 @@ void example_a(std::ostream& out) {
   print(out, "output = weights·V = 0.401·[1,0] + 0.198·[0,1] + 0.401·[1,1]", a.output, 3);
 }
 
-Matrix example_b_q() { return rows({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}}); }
-Matrix example_b_v() { return rows({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}}); }
+Matrix example_b_q() { return matrix_from_rows({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}}); }
+Matrix example_b_v() { return matrix_from_rows({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}}); }
 
 // (b) Self-attention over four tokens with K = Q.
 Matrix example_b(std::ostream& out) {

@@ -48,21 +48,10 @@ NaiveAttention naive_attention(const Matrix& q, const Matrix& k, const Matrix& v
   return r;
 }
 
-Matrix mat(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
-  Eigen::Index i = 0;
-  for (const auto& r : rows) {
-    Eigen::Index j = 0;
-    for (float x : r) m(i, j++) = x;
-    ++i;
-  }
-  return m;
-}
-
 TEST(Attention, ThreeTokenExampleByHand) {
   // q₁=[1,0]; scores 1,0,1 → scaled 0.707,0,0.707 → weights 0.40,0.20,0.40 → output [0.80,0.60]
-  const Matrix q = mat({{1, 0}});
-  const Matrix kv = mat({{1, 0}, {0, 1}, {1, 1}});
+  const Matrix q = matrix_from_rows({{1, 0}});
+  const Matrix kv = matrix_from_rows({{1, 0}, {0, 1}, {1, 1}});
   const Attention a = scaled_dot_product_attention(q, kv, kv);
   const double e = std::exp(1.0 / std::sqrt(2.0));
   const double w_outer = e / (2 * e + 1), w_mid = 1 / (2 * e + 1);
@@ -78,8 +67,8 @@ TEST(Attention, ThreeTokenExampleByHand) {
 }
 
 TEST(Attention, FourTokenSelfAttentionExample) {
-  const Matrix q = mat({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}});
-  const Matrix v = mat({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}});
+  const Matrix q = matrix_from_rows({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}});
+  const Matrix v = matrix_from_rows({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}});
   const Attention a = scaled_dot_product_attention(q, q, v);
   // Row 0: scaled scores [1, 0, 0.5, 0.5] (Q·Qᵀ/2).
   const double z = std::exp(1.0) + 1 + 2 * std::exp(0.5);
@@ -97,7 +86,7 @@ TEST(Attention, FourTokenSelfAttentionExample) {
 }
 
 TEST(Attention, WhyScaleSoftmaxSaturates) {
-  Matrix small = mat({{2, 1, 0}}), large = mat({{20, 10, 0}});
+  Matrix small = matrix_from_rows({{2, 1, 0}}), large = matrix_from_rows({{20, 10, 0}});
   softmax_rows(small);
   softmax_rows(large);
   EXPECT_NEAR(small(0, 0), 0.665, 0.001);
@@ -109,7 +98,7 @@ TEST(Attention, WhyScaleSoftmaxSaturates) {
 }
 
 TEST(Attention, SoftmaxIsStableForHugeScores) {
-  Matrix s = mat({{1000, 1001, 999}, {-1e30f, 0, -1e30f}});
+  Matrix s = matrix_from_rows({{1000, 1001, 999}, {-1e30f, 0, -1e30f}});
   softmax_rows(s);
   ASSERT_TRUE(s.allFinite());
   const double z = std::exp(-1.0) + 1 + std::exp(-2.0);
@@ -118,8 +107,8 @@ TEST(Attention, SoftmaxIsStableForHugeScores) {
 }
 
 TEST(Attention, CausalMaskZeroesTheFutureExactly) {
-  const Matrix q = mat({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}});
-  const Matrix v = mat({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}});
+  const Matrix q = matrix_from_rows({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 1}});
+  const Matrix v = matrix_from_rows({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}});
   const Matrix mask = causal_mask(4);
   const Attention a = scaled_dot_product_attention(q, q, v, mask);
   for (Eigen::Index i = 0; i < 4; ++i) {
@@ -134,7 +123,7 @@ TEST(Attention, CausalMaskZeroesTheFutureExactly) {
 }
 
 TEST(Attention, FullyMaskedRowAttendsToNothing) {
-  Matrix s = mat({{kMasked, kMasked}, {0, kMasked}});
+  Matrix s = matrix_from_rows({{kMasked, kMasked}, {0, kMasked}});
   softmax_rows(s);
   EXPECT_EQ(s(0, 0), 0.0f);
   EXPECT_EQ(s(0, 1), 0.0f);
