@@ -173,7 +173,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionVsNaive,
                          ::testing::Values(RandomCase{1, 3, 2, 2, false, true}, RandomCase{5, 5, 4, 4, false, true},
                                            RandomCase{197, 197, 64, 64, false, true},
                                            RandomCase{197, 197, 64, 64, false, false},
-                                           RandomCase{17, 33, 12, 7, true, true}, RandomCase{65, 65, 12, 12, true, false}));
+                                           RandomCase{17, 33, 12, 7, true, true}, RandomCase{65, 65, 12, 12, true, false}),
+                         [](const ::testing::TestParamInfo<RandomCase>& param_info) {
+                           const RandomCase& c = param_info.param;
+                           return "q" + std::to_string(c.n_q) + "_k" + std::to_string(c.n_k) + "_dk" +
+                                  std::to_string(c.d_k) + "_dv" + std::to_string(c.d_v) + (c.masked ? "_masked" : "") +
+                                  (c.scale ? "" : "_unscaled");
+                         });
 
 TEST(Attention, RejectsMismatchedShapes) {
   const Matrix q(3, 4), k(5, 3), v(5, 2);
