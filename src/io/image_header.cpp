@@ -69,7 +69,7 @@ std::optional<ImageSize> tiff_size(Bytes b) {
   if (ifd + 2 > b.size()) return std::nullopt;
   const std::uint32_t count = u16(ifd);
   std::uint64_t w = 0, h = 0;
-  for (std::uint32_t e = 0; e < count; ++e) {
+  for (std::size_t e = 0; e < count; ++e) {
     const std::size_t at = ifd + 2 + 12 * e;
     if (at + 12 > b.size()) return std::nullopt;
     const std::uint32_t tag = u16(at), type = u16(at + 2);
