@@ -33,13 +33,15 @@ struct Fd {
 
 }  // namespace
 
-std::vector<std::uint8_t> read_file(const fs::path& path) {
+std::vector<std::uint8_t> read_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) fail(path, errno_text(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail(path, errno_text(errno));
   if (S_ISDIR(st.st_mode)) fail(path, "is a folder, not a file");
   if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    fail(path, "file is " + std::to_string(st.st_size) + " bytes, over the limit of " + std::to_string(max_bytes));
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
   while (done < bytes.size()) {

@@ -2,14 +2,16 @@
 // Whole-file reads and all-or-nothing writes.
 #include <cstdint>
 #include <filesystem>
-#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace vitattn::io {
 
-// Reads a regular file; throws Error "PATH: <reason>" (missing, a folder, unreadable).
-std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+// Reads a regular file of at most `max_bytes`; throws Error "PATH: <reason>" (missing,
+// a folder, unreadable, too large).
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path,
+                                    std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
 
 // Writes `bytes` next to `path` under a temporary name, then renames it into place, so a
 // reader (or a crash) never sees a half-written file. Throws Error naming `path`.

@@ -3,6 +3,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -73,7 +74,12 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
 }
 
 cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels) {
-  return decode_image(read_file(path), display(path), max_pixels);
+  // No image within the pixel limit takes more than 8 bytes a pixel (16-bit RGBA, stored
+  // raw), so a larger file is refused before it is read into memory.
+  const std::uint64_t max_bytes = max_pixels > (std::numeric_limits<std::uint64_t>::max() - (64u << 20)) / 8
+                                      ? std::numeric_limits<std::uint64_t>::max()
+                                      : 8 * max_pixels + (64u << 20);
+  return decode_image(read_file(path, max_bytes), display(path), max_pixels);
 }
 
 ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& norm) {

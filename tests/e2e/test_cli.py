@@ -113,6 +113,18 @@ class Cli(unittest.TestCase):
         for word in ("--model", "--save-attention", "--colormap", "--interp", "--max-pixels", "Exit status", "explain"):
             self.assertIn(word, out)
 
+    def test_readme_shows_the_current_help(self):
+        _, out, _ = run("--help")
+        self.assertIn(out.rstrip(), (REPO / "README.md").read_text(), "README's --help block is out of date")
+
+    def test_oversized_file_is_refused_before_reading(self):
+        big = self.dir / "big.jpg"
+        with open(big, "wb") as f:
+            f.truncate(80 * 1024 * 1024)  # sparse: 80 MiB of zeros, nothing really written
+        rc, _, err = run(big, "--max-pixels", "1000", "-o", self.dir / "out")
+        self.assertEqual(rc, 1)
+        self.assertIn("big.jpg: file is 83886080 bytes, over the limit of", err)
+
     def test_one_image_lands_in_the_default_folder_at_its_own_size(self):
         self.write("cat.jpg", photo_like(300, 451))
         rc, _, err = run("cat.jpg", cwd=self.dir)
