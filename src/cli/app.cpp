@@ -12,10 +12,14 @@
 #include <thread>
 
 #include "batch_runner.hpp"
+#include "forward_command.hpp"
+#include "model_setup.hpp"
 #include "core/error.hpp"
 #include "explain.hpp"
 #include "io/file_io.hpp"
 #include "io/model_file.hpp"
+#include "io/npy.hpp"
+#include "io/vit_loader.hpp"
 #include "io/process_image.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
@@ -33,25 +37,6 @@ void setup_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
-SingleHeadModel make_model(const Options& o) {
-  SingleHeadModel model;
-  if (!o.model.empty()) {
-    model = io::load_model(o.model);
-    spdlog::debug("model {}: S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(), model.patch_size,
-                  model.d_model(), model.d_k(), model.pos_embed.rows());
-  } else {
-    model = make_seeded_model(o.shape, o.seed);
-    spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.img_size(),
-                  model.patch_size, model.d_model(), model.d_k());
-  }
-  if (!o.mean.empty()) model.norm.mean = io::parse_rgb_triplet(o.mean, "--mean");
-  if (!o.std.empty()) model.norm.std = io::parse_rgb_triplet(o.std, "--std");
-  model.validate(o.model.empty() ? "seeded model" : o.model);
-  spdlog::debug("normalisation mean {},{},{} std {},{},{}", model.norm.mean[0], model.norm.mean[1],
-                model.norm.mean[2], model.norm.std[0], model.norm.std[1], model.norm.std[2]);
-  return model;
-}
-
 io::ProcessOptions process_options(const Options& o) {
   io::ProcessOptions p;
   p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
@@ -60,7 +45,38 @@ io::ProcessOptions process_options(const Options& o) {
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
+  io::EncoderView& v = p.view;
+  v.layer = o.layer;
+  v.rollout = o.rollout;
+  v.discard_ratio = static_cast<float>(o.discard_ratio);
+  if (o.threshold > 0) v.threshold = static_cast<float>(o.threshold);
+  v.img_size = o.img_size_given ? o.shape.img_size : 0;
+  v.keep_aspect = o.keep_aspect;
+  if (o.head == "all") {
+    v.head = io::HeadChoice::all;
+  } else if (o.head == "mean" || o.head == "max" || o.head == "min") {
+    v.head = io::HeadChoice::fuse;
+    v.fusion = o.head == "mean" ? HeadFusion::mean : o.head == "max" ? HeadFusion::max : HeadFusion::min;
+  } else {
+    v.head = io::HeadChoice::index;
+    v.head_index = std::stoi(o.head);  // the validator let only digits through
+  }
   return p;
+}
+
+// Choices that depend on the model: caught before any image is read.
+void check_view(const Options& o, const io::Model& model) {
+  const auto* vit = std::get_if<VitModel>(&model);
+  if (!vit) {
+    for (const char* encoder_only : {"--layer", "--head", "--rollout", "--keep-aspect", "--family", "--heads", "--eps", "--gelu"})
+      if (o.given.count(encoder_only))
+        throw Error(std::string(encoder_only) + " needs a ViT checkpoint; " + o.model + " is the single-head layout");
+    return;
+  }
+  io::resolve_layer(o.layer, vit->n_layers());
+  const io::ProcessOptions p = process_options(o);
+  if (p.view.head == io::HeadChoice::index && p.view.head_index >= vit->n_heads)
+    throw Error("--head " + o.head + ": the model has heads 0…" + std::to_string(vit->n_heads - 1));
 }
 
 // The output folder must exist and take files before any work starts.
@@ -82,9 +98,12 @@ int run_images(const Options& o) {
   // refuse images over this many pixels (read once, before the first decode).
   ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(o.max_pixels).c_str(), 1);
 
-  const SingleHeadModel model = make_model(o);
+  const io::Model model = make_model(o);
+  check_view(o, model);
   if (!o.save_model.empty()) {
-    io::save_model(o.save_model, model);
+    const auto* single = std::get_if<SingleHeadModel>(&model);
+    if (!single) throw Error("--save-model writes the single-head layout; " + o.model + " is a full checkpoint");
+    io::save_model(o.save_model, *single);
     spdlog::info("wrote model to {}", o.save_model);
   }
   if (o.inputs.empty()) return kExitOk;
@@ -130,6 +149,9 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     check_combinations(app, options);
+    for (const CLI::Option* opt : app.get_options())
+      if (opt->count() > 0) options.given.insert(opt->get_name());
+    options.img_size_given = options.given.count("--img-size") > 0;
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, or the error and a hint
     return code == 0 ? kExitOk : kExitUsage;
@@ -137,6 +159,7 @@ int run(int argc, char** argv) {
   setup_logging(options.verbosity);
   try {
     if (options.explain) return explain(std::cout, options.explain_heatmap);
+    if (options.forward) return run_forward(options);
     return run_images(options);
   } catch (const Error& e) {
     spdlog::error("{}", e.what());

@@ -2,29 +2,59 @@
 
 #include <thread>
 
+#include "io/checkpoint_families.hpp"
 #include "io/overlay.hpp"
 
 namespace vitattn::cli {
 
 void check_combinations(const CLI::App& app, const Options& o) {
-  if (o.model.empty()) return;
-  for (const char* seeded_only : {"--seed", "--img-size", "--patch-size", "--dim", "--d-k"})
-    if (app.count(seeded_only) > 0)
-      throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
+  const auto given = [&app](const char* name) { return app.count(name) > 0; };
+  if (!o.model.empty()) {
+    for (const char* seeded_only : {"--seed", "--patch-size", "--dim", "--d-k"})
+      if (given(seeded_only))
+        throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
+  } else {
+    for (const char* encoder_only : {"--family", "--heads", "--eps", "--gelu", "--layer", "--head", "--rollout",
+                                     "--discard-ratio", "--keep-aspect"})
+      if (given(encoder_only))
+        throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
+  }
+  if (given("--discard-ratio") && !o.rollout) throw CLI::ValidationError("--discard-ratio needs --rollout");
+  if (o.rollout && o.head != "mean" && o.head != "max" && o.head != "min")
+    throw CLI::ValidationError("--rollout fuses heads with --head mean, max or min, not \"" + o.head + "\"");
 }
+
+namespace {
+
+// --head: a head index or one of mean|max|min|all
+const CLI::Validator kHeadChoice(
+    [](std::string& s) -> std::string {
+      if (s == "mean" || s == "max" || s == "min" || s == "all") return {};
+      if (!s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos) return {};
+      return "expected a head index (0, 1, …) or mean, max, min, all; got \"" + s + "\"";
+    },
+    "", "head choice");
+
+}  // namespace
 
 void add_options(CLI::App& app, Options& o) {
   app.description(
       "vitattn — draws where a Vision Transformer's class token looks.\n"
       "For each image: resize to SxS, cut into PxP patches, embed them as tokens with a class token\n"
-      "and position embeddings, run one attention head (softmax(Q·Kᵀ/√d_k)), and blend the class\n"
-      "token's attention over the patches onto the image, at the image's own resolution.\n"
-      "Writes <out>/<name>_attn.png for every input image. Seeded weights are untrained.");
+      "and position embeddings, run attention (softmax(Q·Kᵀ/√d_k)), and blend the class token's\n"
+      "attention over the patches onto the image, at the image's own resolution.\n"
+      "Without --model: one seeded, untrained head. With a ViT checkpoint (timm, DINO, DINOv2,\n"
+      "Hugging Face, torchvision): the encoder runs up to --layer and --head picks what is drawn.\n"
+      "Writes <out>/<name>_attn.png for every input image.");
   app.footer(
       "Examples:\n"
       "  vitattn images/cat.jpg                     → vitattn-out/cat_attn.png\n"
       "  vitattn -r photos/ -o maps/                all images below photos/, sub-folders mirrored\n"
-      "  vitattn --model head.safetensors img.png   weights from a file (see models/README.md)\n"
+      "  vitattn --model dino_vits16.safetensors --head all --threshold 0.6 img.jpg\n"
+      "                                             DINO's per-head maps with their 60 % mass outline\n"
+      "  vitattn --model vit.safetensors --rollout --discard-ratio 0.9 img.jpg\n"
+      "                                             attention rollout over all layers\n"
+      "  vitattn forward --model m.safetensors x.npy   encoder outputs for a preprocessed tensor\n"
       "  vitattn explain                            the worked examples, step by step\n"
       "Exit status: 0 all inputs done; 1 some inputs failed (the others are written); 2 usage or model error.");
   app.get_formatter()->column_width(34);
@@ -36,7 +66,8 @@ void add_options(CLI::App& app, Options& o) {
                                           std::to_string(std::thread::hardware_concurrency()) + " here)")
       ->check(CLI::Range(1, 1024));
 
-  app.add_option("--model", o.model, "Model weights (safetensors, native single-head layout, see models/README.md)")
+  app.add_option("--model", o.model,
+                 "Weights (safetensors): a ViT checkpoint, or the single-head layout (models/README.md)")
       ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE")
       ->group("Model");
@@ -44,8 +75,12 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->group("Model");
   const auto positive = CLI::Validator(CLI::Range(1, 1 << 16)).description("");
+  app.add_option("--img-size", o.shape.img_size,
+                 "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
+                 "are resampled bicubically; seeded model: 224")
+      ->check(positive)
+      ->group("Model");
   CLI::Option* shape[] = {
-      app.add_option("--img-size", o.shape.img_size, "Seeded model: input size S")->capture_default_str()->check(positive),
       app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")->capture_default_str()->check(positive),
       app.add_option("--dim", o.shape.d_model, "Seeded model: token width D")->capture_default_str()->check(positive),
       app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")->capture_default_str()->check(positive)};
@@ -56,13 +91,51 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--std", o.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
       ->group("Model");
-  app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32)")
+  app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; single-head only)")
       ->type_name("FILE")
       ->group("Model");
   app.add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
 
+  const std::string checkpoints = "Checkpoints";
+  app.add_option("--family", o.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
+      ->check(CLI::IsMember(io::family_names()))
+      ->group(checkpoints);
+  app.add_option("--heads", o.heads, "Number of heads, when the file does not say (default: D/64)")
+      ->check(CLI::Range(1, 1 << 12))
+      ->group(checkpoints);
+  app.add_option("--eps", o.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
+      ->check(CLI::Range(1e-30, 1.0))
+      ->group(checkpoints);
+  app.add_option("--gelu", o.gelu, "GELU form (default: the family's, erf)")
+      ->check(CLI::IsMember({"erf", "tanh"}))
+      ->group(checkpoints);
+  app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
+      ->capture_default_str()
+      ->check(CLI::Range(-4096, 4095))
+      ->group(checkpoints);
+  app.add_option("--head", o.head,
+                 "Head index, or mean|max|min over heads, or all (one overlay per head + a sheet of all)")
+      ->capture_default_str()
+      ->check(kHeadChoice)
+      ->type_name("h|mean|max|min|all")
+      ->group(checkpoints);
+  app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(checkpoints);
+  app.add_option("--discard-ratio", o.discard_ratio, "Rollout: drop this fraction of the weakest links per layer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99))
+      ->group(checkpoints);
+  app.add_flag("--keep-aspect", o.keep_aspect,
+               "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
+      ->group(checkpoints);
+
+  app.add_option("--threshold", o.threshold,
+                 "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->type_name("FRACTION")
+      ->group("Output");
   app.add_flag("--save-attention", o.save_attention,
-               "Also write <name>_attn.npy (full attention matrix, float32) and <name>_cls.npy (class-token map)")
+               "Also write <name>_attn.npy (attention, float32: [T, T], or [H, T, T] for a checkpoint's layer) "
+               "and <name>_cls.npy (the map drawn)")
       ->group("Output");
   app.add_option("--interp", o.interp, "Upsampling of the map: nearest shows the patch grid")
       ->capture_default_str()
@@ -90,6 +163,17 @@ void add_options(CLI::App& app, Options& o) {
   explain->add_option("--heatmap", o.explain_heatmap, "Also write example (b)'s weight matrix as a PNG heatmap")
       ->type_name("FILE.png");
   explain->callback([&o] { o.explain = true; });
+
+  auto* fwd = app.add_subcommand(
+      "forward",
+      "Run a checkpoint's encoder on preprocessed tensors (.npy, float32/64, [3, H, W] or [N, 3, H, W]) and write\n"
+      "<out>/<stem>_attention.npy [N, L, H, T, T], <stem>_features.npy [N, D] (class token after the final\n"
+      "norm) and <stem>_logits.npy [N, C] when the model has a classifier. Takes --model, -o and the\n"
+      "Checkpoints options; for checking against other implementations.");
+  fwd->add_option("tensors", o.forward_inputs, "Input tensors (.npy)")->required()->type_name("FILE.npy...")
+      ->check(CLI::ExistingFile);
+  fwd->fallthrough();  // --model, -o and the Checkpoints options belong to the main command
+  fwd->callback([&o] { o.forward = true; });
 }
 
 }  // namespace vitattn::cli

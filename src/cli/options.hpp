@@ -2,6 +2,7 @@
 // Everything the command line can say, parsed by CLI11 (whose help text is the manual).
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,24 @@ struct Options {
   std::string colormap = "jet";
   double alpha = 0.5;
   std::uint64_t max_pixels = 100'000'000;
+  // Encoder checkpoints
+  std::string family;          // empty: recognised from the tensor names
+  int heads = 0;               // 0: from the file, else D/64
+  double eps = 0;              // 0: the family's
+  std::string gelu;            // empty: the family's
+  int layer = -1;
+  std::string head = "mean";   // h | mean | max | min | all
+  bool rollout = false;
+  double discard_ratio = 0.0;
+  double threshold = 0.0;      // 0: no mass mask
+  bool keep_aspect = false;
+  bool img_size_given = false; // --img-size was on the command line
+  std::set<std::string> given; // long names of the options on the command line
   int verbosity = 0;  // -q: −1, -v: +1
   bool explain = false;
   std::string explain_heatmap;
+  bool forward = false;        // the `forward` subcommand: preprocessed .npy tensors in, arrays out
+  std::vector<std::string> forward_inputs;
 };
 
 // Declares every option on `app`, bound to `options`.

@@ -96,13 +96,6 @@ Matrix embed_tokens(const SingleHeadModel& model, const Matrix& patches) {
   return x;
 }
 
-Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {
-  Matrix y(x.rows(), w.rows());
-  y.noalias() = x * w.transpose();
-  y.rowwise() += b;
-  return y;
-}
-
 Matrix cls_row_to_grid(const Matrix& weights, int grid_size) {
   Matrix grid(grid_size, grid_size);
   for (int j = 0; j < grid_size * grid_size; ++j) grid(j / grid_size, j % grid_size) = weights(0, 1 + j);

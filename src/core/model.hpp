@@ -4,6 +4,7 @@
 #include <string>
 
 #include "image_tensor.hpp"
+#include "layers.hpp"
 #include "tensor.hpp"
 
 namespace vitattn {
@@ -34,9 +35,6 @@ Matrix patchify(const ImageTensor& image, int patch_size);
 
 // patches (n_patches, 3·P·P) → x (1 + n_patches, d_model): [cls; W_E·p + b_E] + pos_embed
 Matrix embed_tokens(const SingleHeadModel& model, const Matrix& patches);
-
-// x (n_tokens, d_model) · wᵀ (d_model, d_k) + b → (n_tokens, d_k)
-Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b);
 
 struct AttentionMaps {
   Matrix weights;  // (n_tokens, n_tokens) softmax probabilities A

@@ -82,13 +82,17 @@ cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels) 
   return decode_image(read_file(path, max_bytes), display(path), max_pixels);
 }
 
-ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& norm) {
+ImageTensor preprocess(const cv::Mat& bgr, int width, int height, const Normalization& norm) {
   CV_Assert(bgr.type() == CV_8UC3);
-  const bool shrinks = bgr.cols >= img_size && bgr.rows >= img_size;
+  const bool shrinks = bgr.cols >= width && bgr.rows >= height;
   cv::Mat resized, rgb;
-  cv::resize(bgr, resized, cv::Size(img_size, img_size), 0, 0, shrinks ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::resize(bgr, resized, cv::Size(width, height), 0, 0, shrinks ? cv::INTER_AREA : cv::INTER_LINEAR);
   cv::cvtColor(resized, rgb, cv::COLOR_BGR2RGB);
-  return normalize_rgb(rgb.ptr<std::uint8_t>(), img_size, img_size, norm);
+  return normalize_rgb(rgb.ptr<std::uint8_t>(), height, width, norm);
+}
+
+ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& norm) {
+  return preprocess(bgr, img_size, img_size, norm);
 }
 
 }  // namespace vitattn::io

@@ -20,5 +20,7 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
 // bgr (H, W) 8-bit → (3, S, S) normalised RGB: cv::resize with INTER_AREA when the image
 // shrinks on both axes, INTER_LINEAR otherwise, then (u8/255 − mean) / std.
 ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& norm);
+// Same to (3, height, width): INTER_AREA only when both sides shrink.
+ImageTensor preprocess(const cv::Mat& bgr, int width, int height, const Normalization& norm);
 
 }  // namespace vitattn::io

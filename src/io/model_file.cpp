@@ -70,8 +70,9 @@ std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::strin
   return out;
 }
 
-SingleHeadModel load_model(const std::filesystem::path& path) {
-  const SafeTensors st = SafeTensors::load(path);
+SingleHeadModel load_model(const std::filesystem::path& path) { return load_model(SafeTensors::load(path)); }
+
+SingleHeadModel load_model(const SafeTensors& st) {
   const std::string& src = st.source();
 
   // Shapes come from the tensors themselves: D and P from the patch embedding,

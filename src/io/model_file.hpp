@@ -8,6 +8,8 @@ namespace vitattn::io {
 
 // Loads and validates a model; throws Error naming the file and the offending tensor.
 SingleHeadModel load_model(const std::filesystem::path& path);
+class SafeTensors;
+SingleHeadModel load_model(const SafeTensors& st);
 
 // Writes every tensor (biases included) as F32, with mean/std in __metadata__, so that
 // loading the file gives back the same floats bit for bit.

@@ -1,13 +1,28 @@
 #pragma once
-// NumPy's .npy format, version 1.0, float32 C order: what numpy.load reads back.
+// NumPy's .npy format: float32 C-order arrays written as version 1.0 (what numpy.load reads
+// back); float32/float64 C-order arrays read (versions 1.0–3.0), e.g. preprocessed inputs.
+#include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "core/tensor.hpp"
 
 namespace vitattn::io {
 
+struct NpyArray {
+  std::vector<std::uint64_t> shape;
+  std::vector<float> values;  // C order
+};
+
+std::vector<std::uint8_t> encode_npy(const float* data, const std::vector<std::uint64_t>& shape);
 std::vector<std::uint8_t> encode_npy(const Matrix& m);
+void write_npy(const std::filesystem::path& path, const float* data, const std::vector<std::uint64_t>& shape);
 void write_npy(const std::filesystem::path& path, const Matrix& m);  // all-or-nothing
+
+// Throws Error "SOURCE: …" for anything but a little-endian float32/float64 C-order array
+// whose data size matches its shape exactly.
+NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& source);
+NpyArray read_npy(const std::filesystem::path& path, std::uint64_t max_bytes = std::uint64_t{1} << 32);
 
 }  // namespace vitattn::io

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -70,6 +71,38 @@ cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOption
   cv::applyColorMap(level, heat, options.colormap);
   cv::addWeighted(bgr, 1.0 - options.alpha, heat, options.alpha, 0.0, out);
   return out;
+}
+
+void draw_mask_outline(cv::Mat& bgr, const Matrix& mask) {
+  cv::Mat cells(static_cast<int>(mask.rows()), static_cast<int>(mask.cols()), CV_8U);
+  for (int y = 0; y < cells.rows; ++y)
+    for (int x = 0; x < cells.cols; ++x) cells.at<std::uint8_t>(y, x) = mask(y, x) > 0.5f ? 255 : 0;
+  cv::Mat big;
+  cv::resize(cells, big, bgr.size(), 0, 0, cv::INTER_NEAREST);  // patch edges stay crisp
+  std::vector<std::vector<cv::Point>> contours;
+  cv::findContours(big, contours, cv::RETR_EXTERNAL, cv::CHAIN_APPROX_SIMPLE);
+  const int thickness = std::max(1, std::min(bgr.cols, bgr.rows) / 150);
+  cv::drawContours(bgr, contours, -1, cv::Scalar(255, 255, 255), thickness, cv::LINE_AA);
+}
+
+cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::string>& labels, int tile) {
+  const int n = static_cast<int>(images.size());
+  const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
+  const int rows = (n + cols - 1) / cols;
+  const cv::Size src = images.front().size();
+  const double scale = static_cast<double>(tile) / std::max(src.width, src.height);
+  const cv::Size cell(std::max(1, static_cast<int>(std::lround(src.width * scale))),
+                      std::max(1, static_cast<int>(std::lround(src.height * scale))));
+  cv::Mat sheet(rows * cell.height, cols * cell.width, CV_8UC3, cv::Scalar(0, 0, 0));
+  const double font = std::max(0.3, cell.height / 400.0);
+  for (int i = 0; i < n; ++i) {
+    cv::Mat roi = sheet(cv::Rect((i % cols) * cell.width, (i / cols) * cell.height, cell.width, cell.height));
+    cv::resize(images[static_cast<std::size_t>(i)], roi, cell, 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+    const cv::Point at(4, static_cast<int>(18 * font / 0.5));
+    cv::putText(roi, labels[static_cast<std::size_t>(i)], at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(0, 0, 0), 3, cv::LINE_AA);
+    cv::putText(roi, labels[static_cast<std::size_t>(i)], at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
+  }
+  return sheet;
 }
 
 cv::Mat render_heatmap(const Matrix& map, int cell, int colormap) {

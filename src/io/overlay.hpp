@@ -26,6 +26,12 @@ std::vector<std::string> colormap_names();
 // coloured and blended: (1 − alpha)·image + alpha·heatmap. bgr 8-bit in, 8-bit out.
 cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOptions& options);
 
+// Draws the outline of a 0/1 patch mask (grid_h, grid_w), laid over the whole image, in place.
+void draw_mask_outline(cv::Mat& bgr, const Matrix& mask);
+
+// Tiles images (each scaled to fit `tile` pixels) in a near-square grid, each with its label.
+cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::string>& labels, int tile);
+
 // A map alone as a coloured image, each cell `cell` pixels wide (used by explain).
 cv::Mat render_heatmap(const Matrix& map, int cell, int colormap);
 

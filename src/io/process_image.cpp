@@ -1,5 +1,6 @@
 #include "process_image.hpp"
 
+#include <cmath>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -8,21 +9,134 @@
 #include "npy.hpp"
 
 namespace vitattn::io {
+namespace {
 
-void process_image(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
+void make_parent(const std::filesystem::path& base) {
+  std::error_code ec;
+  std::filesystem::create_directories(base.parent_path(), ec);
+  if (ec) throw Error(display(base.parent_path()) + ": cannot create output folder: " + ec.message());
+}
+
+void process_single_head(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
   const cv::Mat bgr = load_image(job.input, options.max_pixels);            // (H, W) original
   const ImageTensor x = preprocess(bgr, model.img_size(), model.norm);       // (3, S, S)
   const AttentionMaps maps = run_single_head(model, x, options.scale);
-  const cv::Mat overlay = render_overlay(bgr, maps.cls_map, options.render);  // (H, W)
+  cv::Mat overlay = render_overlay(bgr, maps.cls_map, options.render);       // (H, W)
+  if (options.view.threshold) draw_mask_outline(overlay, mass_mask(maps.cls_map, *options.view.threshold));
 
-  std::error_code ec;
-  std::filesystem::create_directories(job.output_base.parent_path(), ec);
-  if (ec) throw Error(display(job.output_base.parent_path()) + ": cannot create output folder: " + ec.message());
+  make_parent(job.output_base);
   if (options.save_attention) {
     write_npy(with_suffix(job.output_base, "_attn.npy"), maps.weights);  // (n_tokens, n_tokens)
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
   }
   write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlay);
+}
+
+// The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
+std::vector<Matrix> encoder_maps(const VitModel& model, const ForwardResult& r, const EncoderView& view, int grid_h,
+                                 int grid_w) {
+  const int first = model.first_patch_token();
+  const std::vector<Matrix>& heads = r.attention.back();  // the chosen layer
+  std::vector<Matrix> maps;
+  if (view.rollout) {
+    maps.push_back(class_token_map(attention_rollout(r.attention, view.fusion, view.discard_ratio), first, grid_h, grid_w));
+  } else if (view.head == HeadChoice::all) {
+    for (const Matrix& a : heads) maps.push_back(class_token_map(a, first, grid_h, grid_w));
+  } else if (view.head == HeadChoice::index) {
+    maps.push_back(class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w));
+  } else {
+    maps.push_back(class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w));
+  }
+  return maps;
+}
+
+void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+  const EncoderView& view = options.view;
+  const int layer = resolve_layer(view.layer, model.n_layers());
+  if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
+    throw Error("--head " + std::to_string(view.head_index) + ": the model has heads 0…" + std::to_string(model.n_heads - 1));
+
+  const cv::Mat bgr = load_image(job.input, options.max_pixels);  // (H, W) original
+  const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
+  auto [width, height] = view.img_size > 0 || view.keep_aspect
+                             ? input_size(bgr.cols, bgr.rows, s, model.patch_size, view.keep_aspect)
+                             : std::pair{model.grid_w * model.patch_size, model.grid_h * model.patch_size};
+  const ImageTensor x = preprocess(bgr, width, height, model.norm);  // (3, height, width)
+  const int grid_h = height / model.patch_size, grid_w = width / model.patch_size;
+
+  ForwardOptions fo;
+  fo.last_layer = layer;
+  fo.keep_from_layer = view.rollout ? 0 : layer;
+  fo.scale = options.scale;
+  const ForwardResult r = forward(model, x, fo);
+  const std::vector<Matrix> maps = encoder_maps(model, r, view, grid_h, grid_w);
+
+  std::vector<cv::Mat> overlays;
+  for (const Matrix& map : maps) {
+    overlays.push_back(render_overlay(bgr, map, options.render));
+    if (view.threshold) draw_mask_outline(overlays.back(), mass_mask(map, *view.threshold));
+  }
+
+  make_parent(job.output_base);
+  if (options.save_attention) {
+    const std::vector<Matrix>& heads = r.attention.back();
+    const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
+    std::vector<float> all;  // (n_heads, n_tokens, n_tokens)
+    all.reserve(heads.size() * n_tokens * n_tokens);
+    for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
+    write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), {heads.size(), n_tokens, n_tokens});
+    std::vector<float> drawn;  // (grid_h, grid_w), or (n_heads, grid_h, grid_w) with --head all
+    for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
+    std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(grid_h), static_cast<std::uint64_t>(grid_w)};
+    if (view.head == HeadChoice::all && !view.rollout) shape.insert(shape.begin(), maps.size());
+    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
+  }
+  if (overlays.size() == 1) {
+    write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlays.front());
+    return;
+  }
+  std::vector<std::string> labels;
+  for (std::size_t h = 0; h < overlays.size(); ++h) {
+    labels.push_back("head " + std::to_string(h));
+    write_png_atomic(with_suffix(job.output_base, ("_attn_h" + std::to_string(h) + ".png").c_str()), overlays[h]);
+  }
+  // The sheet of all heads is written last: when it exists, the per-head files do too.
+  write_png_atomic(with_suffix(job.output_base, "_attn.png"), tile_images(overlays, labels, 512));
+}
+
+}  // namespace
+
+std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch_size, bool keep_aspect) {
+  int w = img_size, h = img_size;
+  if (keep_aspect) {
+    const double aspect = static_cast<double>(std::max(image_w, image_h)) / std::min(image_w, image_h);
+    const double longer = std::max(1.0, std::round(img_size * aspect / patch_size)) * patch_size;
+    if (longer / patch_size * (img_size / patch_size) > kMaxPatches)
+      throw Error("--keep-aspect: an image of " + std::to_string(image_w) + "x" + std::to_string(image_h) +
+                  " at --img-size " + std::to_string(img_size) + " needs more than " + std::to_string(kMaxPatches) +
+                  " patches; use a smaller --img-size or drop --keep-aspect");
+    (image_w >= image_h ? w : h) = static_cast<int>(longer);
+  }
+  return {w, h};
+}
+
+int resolve_layer(int layer, int n_layers) {
+  const int l = layer < 0 ? n_layers + layer : layer;
+  if (l < 0 || l >= n_layers)
+    throw Error("--layer " + std::to_string(layer) + ": the model has layers 0…" + std::to_string(n_layers - 1) +
+                " (or −1…−" + std::to_string(n_layers) + " from the end)");
+  return l;
+}
+
+void process_image(const ImageJob& job, const Model& model, const ProcessOptions& options) {
+  std::visit(
+      [&](const auto& m) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, SingleHeadModel>)
+          process_single_head(job, m, options);
+        else
+          process_encoder(job, m, options);
+      },
+      model);
 }
 
 }  // namespace vitattn::io

@@ -1,0 +1,88 @@
+#include "forward_command.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+#include "io/npy.hpp"
+#include "io/threads.hpp"
+#include "model_setup.hpp"
+
+namespace vitattn::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// One .npy of [3, H, W] or [N, 3, H, W] → N images.
+std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
+  const io::NpyArray a = io::read_npy(path);
+  std::vector<std::uint64_t> s = a.shape;
+  if (s.size() == 3) s.insert(s.begin(), 1);
+  if (s.size() != 4 || s[1] != 3 || s[0] == 0 || s[2] == 0 || s[3] == 0 || s[2] % static_cast<std::uint64_t>(patch_size) ||
+      s[3] % static_cast<std::uint64_t>(patch_size) || s[2] * s[3] > 4096ull * 4096ull)
+    throw Error(io::display(path) + ": expected [3, H, W] or [N, 3, H, W] with H and W multiples of " +
+                std::to_string(patch_size));
+  std::vector<ImageTensor> images(s[0]);
+  const std::size_t per = 3 * s[2] * s[3];
+  for (std::size_t n = 0; n < images.size(); ++n) {
+    images[n].height = static_cast<int>(s[2]);
+    images[n].width = static_cast<int>(s[3]);
+    images[n].chw.assign(a.values.begin() + static_cast<std::ptrdiff_t>(n * per),
+                         a.values.begin() + static_cast<std::ptrdiff_t>((n + 1) * per));
+    for (float v : images[n].chw)
+      if (!std::isfinite(v)) throw Error(io::display(path) + ": holds a non-finite value");
+  }
+  return images;
+}
+
+void forward_file(const VitModel& model, const fs::path& input, const fs::path& out, bool scale) {
+  const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
+  std::vector<float> attention, features, logits;
+  std::uint64_t n_tokens = 0;
+  for (const ImageTensor& x : images) {
+    ForwardOptions fo;
+    fo.keep_from_layer = 0;
+    fo.scale = scale;
+    const ForwardResult r = forward(model, x, fo);
+    n_tokens = static_cast<std::uint64_t>(r.tokens.rows());
+    for (const auto& layer : r.attention)
+      for (const Matrix& a : layer) attention.insert(attention.end(), a.data(), a.data() + a.size());
+    features.insert(features.end(), r.tokens.data(), r.tokens.data() + r.tokens.cols());  // row 0: class token
+    logits.insert(logits.end(), r.logits.data(), r.logits.data() + r.logits.size());
+  }
+  const auto n = static_cast<std::uint64_t>(images.size());
+  const std::string stem = input.stem().string();
+  io::write_npy(out / (stem + "_attention.npy"), attention.data(),
+                {n, static_cast<std::uint64_t>(model.n_layers()), static_cast<std::uint64_t>(model.n_heads), n_tokens, n_tokens});
+  io::write_npy(out / (stem + "_features.npy"), features.data(), {n, static_cast<std::uint64_t>(model.d_model())});
+  if (model.w_head.size() > 0)
+    io::write_npy(out / (stem + "_logits.npy"), logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
+  spdlog::info("{}: {} input{} → {}", io::display(input), n, n == 1 ? "" : "s", io::display(out / (stem + "_*.npy")));
+}
+
+}  // namespace
+
+int run_forward(const Options& o) {
+  if (o.model.empty()) throw Error("forward needs --model with a ViT checkpoint");
+  const io::Model model = make_model(o);
+  const auto* vit = std::get_if<VitModel>(&model);
+  if (!vit) throw Error(o.model + ": forward needs a ViT checkpoint; this is the single-head layout");
+  std::error_code ec;
+  fs::create_directories(o.output, ec);
+  if (ec) throw Error(io::display(o.output) + ": cannot create output folder: " + ec.message());
+  io::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  int failed = 0;
+  for (const auto& input : o.forward_inputs) {
+    try {
+      forward_file(*vit, input, o.output, !o.no_scale);
+    } catch (const Error& e) {
+      spdlog::error("{}", e.what());
+      ++failed;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace vitattn::cli

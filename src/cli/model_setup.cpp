@@ -1,0 +1,59 @@
+#include "model_setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "io/model_file.hpp"
+#include "io/safetensors.hpp"
+#include "io/vit_loader.hpp"
+
+namespace vitattn::cli {
+namespace {
+
+void apply_normalization(const Options& o, Normalization& norm) {
+  if (!o.mean.empty()) norm.mean = io::parse_rgb_triplet(o.mean, "--mean");
+  if (!o.std.empty()) norm.std = io::parse_rgb_triplet(o.std, "--std");
+  spdlog::debug("normalisation mean {},{},{} std {},{},{}", norm.mean[0], norm.mean[1], norm.mean[2], norm.std[0],
+                norm.std[1], norm.std[2]);
+}
+
+}  // namespace
+
+io::Model make_model(const Options& o) {
+  if (o.model.empty()) {
+    SingleHeadModel model = make_seeded_model(o.shape, o.seed);
+    spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.img_size(),
+                  model.patch_size, model.d_model(), model.d_k());
+    apply_normalization(o, model.norm);
+    model.validate("seeded model");
+    return model;
+  }
+  const io::SafeTensors st = io::SafeTensors::load(o.model);
+  if (!io::is_encoder_checkpoint(st)) {
+    if (o.img_size_given) throw Error(o.model + ": --img-size needs a ViT checkpoint; this is the single-head layout");
+    SingleHeadModel model = io::load_model(st);
+    spdlog::debug("model {}: single-head layout, S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(),
+                  model.patch_size, model.d_model(), model.d_k(), model.pos_embed.rows());
+    apply_normalization(o, model.norm);
+    model.validate(o.model);
+    return model;
+  }
+  io::VitOverrides overrides;
+  overrides.family = o.family;
+  overrides.heads = o.heads;
+  if (o.eps > 0) overrides.eps = static_cast<float>(o.eps);
+  if (!o.gelu.empty()) overrides.gelu = o.gelu == "tanh" ? Gelu::tanh : Gelu::erf;
+  io::LoadedVit loaded = io::load_vit(st, overrides);
+  apply_normalization(o, loaded.model.norm);
+  loaded.model.validate(o.model);
+  const int p = loaded.model.patch_size;
+  if (o.img_size_given && o.shape.img_size % p != 0)
+    throw Error("--img-size " + std::to_string(o.shape.img_size) + " is not a multiple of the patch size " + std::to_string(p));
+  if (o.img_size_given && (o.shape.img_size / p) * (o.shape.img_size / p) > io::kMaxPatches)
+    throw Error("--img-size " + std::to_string(o.shape.img_size) + " makes more than " + std::to_string(io::kMaxPatches) +
+                " patches of " + std::to_string(p) + " pixels");
+  spdlog::debug("model {}: {}", o.model, loaded.summary());
+  return std::move(loaded.model);
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,29 @@
+#pragma once
+// From attention probabilities to the map that is drawn: pick or fuse heads, roll out
+// across layers, lay the class token's row on the patch grid, and DINO's mass mask.
+#include <vector>
+
+#include "tensor.hpp"
+
+namespace vitattn {
+
+enum class HeadFusion { mean, max, min };
+
+// heads H × (n_tokens, n_tokens) → (n_tokens, n_tokens), element-wise mean, max or min over heads
+Matrix fuse_heads(const std::vector<Matrix>& heads, HeadFusion fusion);
+
+// Attention rollout (Abnar & Zuidema 2020; head fusion and discarding as in jacobgil/vit-explain):
+// for each layer, fuse the heads, zero the weakest discard_ratio of all links (never the class
+// token's link to itself), mix in the residual path as (A + I)/2, renormalise every row to sum 1,
+// and multiply: R = Â_L · … · Â_0.  layers [L][H] (n_tokens, n_tokens) → R (n_tokens, n_tokens)
+Matrix attention_rollout(const std::vector<std::vector<Matrix>>& layers, HeadFusion fusion, float discard_ratio);
+
+// Row 0 (the class token) over the patches → (grid_h, grid_w); patches start at `first_patch`
+// (1, or 1 + n_registers), patch j at (j / grid_w, j % grid_w).
+Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w);
+
+// DINO's mass mask: 1 on the smallest set of patches that holds `fraction` of the map's total
+// mass (largest first), 0 elsewhere. map (grid_h, grid_w), values ≥ 0 → mask (grid_h, grid_w)
+Matrix mass_mask(const Matrix& map, float fraction);
+
+}  // namespace vitattn

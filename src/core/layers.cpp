@@ -1,0 +1,38 @@
+#include "layers.hpp"
+
+#include <cmath>
+#include <unsupported/Eigen/SpecialFunctions>  // Array::erf (vectorised for float)
+
+namespace vitattn {
+
+Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
+  Matrix y(x.rows(), x.cols());
+  const float inv_d = 1.0f / static_cast<float>(x.cols());
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const auto row = x.row(i).array();
+    const float mean = row.sum() * inv_d;
+    const float var = (row - mean).square().sum() * inv_d;
+    const float inv_std = 1.0f / std::sqrt(var + eps);
+    y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
+  }
+  return y;
+}
+
+void gelu_inplace(Matrix& x, Gelu kind) {
+  auto a = x.array();
+  if (kind == Gelu::erf) {
+    a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+  } else {
+    const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
+    a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).tanh());
+  }
+}
+
+Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {
+  Matrix y(x.rows(), w.rows());
+  y.noalias() = x * w.transpose();
+  if (b.size() > 0) y.rowwise() += b;
+  return y;
+}
+
+}  // namespace vitattn

@@ -1,0 +1,25 @@
+#pragma once
+// The element-wise and row-wise layers of a transformer block, each a small function.
+#include "tensor.hpp"
+
+namespace vitattn {
+
+struct LayerNorm {
+  RowVector weight;  // (d_model) γ; empty means "no such norm"
+  RowVector bias;    // (d_model) β
+  bool present() const { return weight.size() > 0; }
+};
+
+// x (n_tokens, d_model) → (x − mean) / √(var + eps) · γ + β, row by row (biased variance, as torch).
+Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps);
+
+enum class Gelu { erf, tanh };
+
+// In place: exact GELU ½x(1 + erf(x/√2)), or its tanh approximation
+// ½x(1 + tanh(√(2/π)(x + 0.044715x³))) used by some checkpoints.
+void gelu_inplace(Matrix& x, Gelu kind);
+
+// x (n_tokens, d_in) · wᵀ (d_in, d_out) + b → (n_tokens, d_out); b may be empty (no bias).
+Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b);
+
+}  // namespace vitattn

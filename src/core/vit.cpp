@@ -1,0 +1,179 @@
+#include "vit.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "attention.hpp"
+#include "error.hpp"
+#include "model.hpp"
+#include "pos_embed.hpp"
+
+namespace vitattn {
+namespace {
+
+std::string dims(Eigen::Index rows, Eigen::Index cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+void expect(const std::string& source, const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) {
+  if (m.rows() != rows || m.cols() != cols)
+    throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
+  if (!m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+}
+
+void expect(const std::string& source, const std::string& name, const RowVector& v, Eigen::Index n,
+            bool optional = false) {
+  if (optional && v.size() == 0) return;
+  if (v.size() != n)
+    throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
+  if (!v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+}
+
+}  // namespace
+
+void VitModel::validate(const std::string& source) const {
+  if (patch_size <= 0) throw Error(source + ": patch size must be positive");
+  const Eigen::Index d = d_model();
+  if (d <= 0) throw Error(source + ": d_model must be positive");
+  if (n_heads <= 0 || d % n_heads != 0)
+    throw Error(source + ": " + std::to_string(n_heads) + " heads do not divide d_model " + std::to_string(d) +
+                " (set the head count with --heads)");
+  if (!(eps > 0.0f) || !std::isfinite(eps)) throw Error(source + ": LayerNorm eps must be positive");
+  expect(source, "patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
+  expect(source, "patch embedding bias", b_patch, d, true);
+  expect(source, "class token", cls_token, d);
+  expect(source, "register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
+  if (grid_h <= 0 || grid_w <= 0)
+    throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
+                " rows, which is not a square patch grid (with or without a class position)");
+  expect(source, "position embeddings", pos_embed, (pos_has_cls ? 1 : 0) + Eigen::Index{grid_h} * grid_w, d);
+  if (blocks.empty()) throw Error(source + ": no encoder blocks found");
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const EncoderBlock& b = blocks[i];
+    const std::string at = "block " + std::to_string(i) + " ";
+    const Eigen::Index d_mlp = b.w_fc1.rows();
+    expect(source, at + "norm1 weight", b.norm1.weight, d);
+    expect(source, at + "norm1 bias", b.norm1.bias, d);
+    expect(source, at + "qkv weight", b.w_qkv, 3 * d, d);
+    expect(source, at + "qkv bias", b.b_qkv, 3 * d, true);
+    expect(source, at + "attention output weight", b.w_proj, d, d);
+    expect(source, at + "attention output bias", b.b_proj, d, true);
+    expect(source, at + "layer scale 1", b.ls1, d, true);
+    expect(source, at + "norm2 weight", b.norm2.weight, d);
+    expect(source, at + "norm2 bias", b.norm2.bias, d);
+    if (d_mlp <= 0) throw Error(source + ": " + at + "MLP has no hidden units");
+    expect(source, at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
+    expect(source, at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
+    expect(source, at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
+    expect(source, at + "mlp fc2 bias", b.b_fc2, d, true);
+    expect(source, at + "layer scale 2", b.ls2, d, true);
+  }
+  if (final_norm.present()) {
+    expect(source, "final norm weight", final_norm.weight, d);
+    expect(source, "final norm bias", final_norm.bias, d);
+  }
+  if (w_head.size() > 0) {
+    expect(source, "classifier weight", w_head, w_head.rows(), d);
+    expect(source, "classifier bias", b_head, w_head.rows(), true);
+  }
+  for (std::size_t c = 0; c < 3; ++c)
+    if (!std::isfinite(norm.mean[c]) || !(norm.std[c] > 0.0f) || !std::isfinite(norm.std[c]))
+      throw Error(source + ": mean must be finite and std finite and positive");
+}
+
+Matrix embed_image(const VitModel& model, const ImageTensor& image) {
+  const int p = model.patch_size;
+  const Matrix patches = patchify(image, p);  // (n_patches, 3·P·P), raster order
+  const int grid_h = image.height / p, grid_w = image.width / p;
+  const Eigen::Index n_patches = patches.rows();
+  const Eigen::Index first = model.first_patch_token();
+  const Eigen::Index cls_rows = model.pos_has_cls ? 1 : 0;
+
+  Matrix x(first + n_patches, model.d_model());
+  // patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
+  x.bottomRows(n_patches).noalias() = patches * model.w_patch.transpose();
+  if (model.b_patch.size() > 0) x.bottomRows(n_patches).rowwise() += model.b_patch;
+  // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
+  x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - cls_rows),
+                                                   model.grid_h, model.grid_w, grid_h, grid_w);
+  x.row(0) = model.cls_token;
+  if (model.pos_has_cls) x.row(0) += model.pos_embed.row(0);
+  // Registers (DINOv2) sit between the class token and the patches and carry no position.
+  if (model.n_registers() > 0) x.middleRows(1, model.n_registers()) = model.register_tokens;
+  return x;
+}
+
+namespace {
+
+// xn (n_tokens, d_model) → attention output (n_tokens, d_model) before the projection;
+// each head's probabilities (n_tokens, n_tokens) go to `attention` when it is given.
+Matrix multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn,
+                            std::vector<Matrix>* attention, bool weights_only, bool scale) {
+  const Eigen::Index d = model.d_model(), d_head = model.d_head(), n_tokens = xn.rows();
+  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_model) → qkv (n_tokens, 3·d_model) = [q | k | v]
+  const Matrix qkv = linear(xn, block.w_qkv, block.b_qkv);
+  const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
+  Matrix out(weights_only ? 0 : n_tokens, d);
+  Matrix scores(n_tokens, n_tokens);
+  for (int h = 0; h < model.n_heads; ++h) {
+    const auto q = qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
+    const auto k = qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
+    const auto v = qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
+    // q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens)
+    scores.noalias() = (q * s) * k.transpose();
+    softmax_rows(scores);
+    // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
+    if (!weights_only) out.middleCols(h * d_head, d_head).noalias() = scores * v;
+    if (attention) attention->push_back(scores);
+  }
+  return out;
+}
+
+// x += ls ⊙ branch (layer scale is optional)
+void add_residual(Matrix& x, Matrix& branch, const RowVector& layer_scale) {
+  if (layer_scale.size() > 0) branch.array().rowwise() *= layer_scale.array();
+  x += branch;
+}
+
+}  // namespace
+
+Matrix encoder_block(const VitModel& model, const EncoderBlock& block, const Matrix& x,
+                     std::vector<Matrix>* attention, bool attention_only, bool scale) {
+  // x (n_tokens, d_model) → x + Attn(LN1(x)) → x + MLP(LN2(x))
+  const Matrix a = multi_head_attention(model, block, layer_norm(x, block.norm1, model.eps), attention,
+                                        attention_only, scale);
+  if (attention_only) return x;
+  Matrix y = x;
+  Matrix branch = linear(a, block.w_proj, block.b_proj);              // (n_tokens, d_model)
+  add_residual(y, branch, block.ls1);
+  Matrix hidden = linear(layer_norm(y, block.norm2, model.eps), block.w_fc1, block.b_fc1);  // (n_tokens, d_mlp)
+  gelu_inplace(hidden, model.gelu);
+  branch = linear(hidden, block.w_fc2, block.b_fc2);                  // (n_tokens, d_model)
+  add_residual(y, branch, block.ls2);
+  return y;
+}
+
+ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options) {
+  const int n_layers = model.n_layers();
+  const bool full = options.last_layer < 0 || options.last_layer >= n_layers;
+  const int last = full ? n_layers - 1 : options.last_layer;
+  const int keep_from = options.keep_from_layer < 0 ? last : std::min(options.keep_from_layer, last);
+
+  ForwardResult result;
+  result.first_kept_layer = keep_from;
+  result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
+  Matrix x = embed_image(model, image);  // (n_tokens, d_model)
+  for (int l = 0; l <= last; ++l) {
+    std::vector<Matrix>* keep = l >= keep_from ? &result.attention[static_cast<std::size_t>(l - keep_from)] : nullptr;
+    x = encoder_block(model, model.blocks[static_cast<std::size_t>(l)], x, keep, !full && l == last, options.scale);
+  }
+  if (!full) return result;
+  result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
+  if (model.w_head.size() > 0) {
+    // class token (1, d_model) · w_headᵀ (d_model, n_classes) → logits (1, n_classes)
+    result.logits = linear(result.tokens.topRows(1), model.w_head, model.b_head);
+  }
+  return result;
+}
+
+}  // namespace vitattn

@@ -1,0 +1,82 @@
+#pragma once
+// A Vision Transformer encoder (ViT, DeiT, DINO, DINOv2): patch embedding, class token,
+// optional register tokens, position embeddings, pre-norm blocks, final norm, optional
+// classifier. PyTorch nn.Linear convention throughout: y = x·Wᵀ + b, W is (out, in).
+#include <string>
+#include <vector>
+
+#include "image_tensor.hpp"
+#include "layers.hpp"
+#include "tensor.hpp"
+
+namespace vitattn {
+
+struct EncoderBlock {
+  LayerNorm norm1;
+  Matrix w_qkv;       // (3·d_model, d_model): rows [W_Q; W_K; W_V]; head h uses rows h·d_head … within each
+  RowVector b_qkv;    // (3·d_model), empty when the model has no qkv bias
+  Matrix w_proj;      // (d_model, d_model) attention output projection
+  RowVector b_proj;   // (d_model)
+  RowVector ls1;      // (d_model) layer scale of the attention branch; empty when absent
+  LayerNorm norm2;
+  Matrix w_fc1;       // (d_mlp, d_model)
+  RowVector b_fc1;    // (d_mlp)
+  Matrix w_fc2;       // (d_model, d_mlp)
+  RowVector b_fc2;    // (d_model)
+  RowVector ls2;      // (d_model) layer scale of the MLP branch; empty when absent
+};
+
+struct VitModel {
+  int patch_size = 16;          // P
+  int n_heads = 1;              // H; d_head = d_model / H
+  float eps = 1e-6f;            // LayerNorm ε
+  Gelu gelu = Gelu::erf;
+  Matrix w_patch;               // (d_model, 3·P·P): Conv2d(3, d_model, P, stride P) weight, flattened (c, y, x)
+  RowVector b_patch;            // (d_model)
+  RowVector cls_token;          // (d_model)
+  Matrix register_tokens;       // (n_registers, d_model), after the class token, no position embedding
+  Matrix pos_embed;             // (pos_has_cls + grid_h·grid_w, d_model)
+  bool pos_has_cls = true;      // row 0 of pos_embed belongs to the class token
+  int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
+  std::vector<EncoderBlock> blocks;
+  LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)
+  Matrix w_head;                // (n_classes, d_model), empty when there is no classifier
+  RowVector b_head;             // (n_classes)
+  Normalization norm;           // image normalisation the model was trained with
+
+  int d_model() const { return static_cast<int>(w_patch.rows()); }
+  int d_head() const { return d_model() / n_heads; }
+  int n_layers() const { return static_cast<int>(blocks.size()); }
+  int n_registers() const { return static_cast<int>(register_tokens.rows()); }
+  int first_patch_token() const { return 1 + n_registers(); }  // [cls, registers…, patches…]
+
+  // Throws Error naming `source` and the first tensor whose shape does not fit the others,
+  // or that holds a non-finite value.
+  void validate(const std::string& source) const;
+};
+
+struct ForwardOptions {
+  int last_layer = -1;          // stop after this block's attention (−1: run every block, norm and head)
+  int keep_from_layer = -1;     // keep attention of layers keep_from_layer … last (−1: only the last one run)
+  bool scale = true;            // 1/√d_head
+};
+
+struct ForwardResult {
+  int first_kept_layer = 0;
+  std::vector<std::vector<Matrix>> attention;  // [layer − first_kept_layer][head] (n_tokens, n_tokens)
+  Matrix tokens;     // (n_tokens, d_model) after the final norm; only when every block ran
+  RowVector logits;  // (n_classes); only when every block ran and the model has a classifier
+};
+
+// image (3, grid_h·P, grid_w·P) → x (n_tokens, d_model) = [cls; registers; W_E·p + b_E] + positions,
+// with the position embeddings resampled when the grid differs from the trained one.
+Matrix embed_image(const VitModel& model, const ImageTensor& image);
+
+// One pre-norm block. When `attention` is given, each head's probabilities are stored there.
+// attention_only: stop once the probabilities are known (the rest of the block is not needed).
+Matrix encoder_block(const VitModel& model, const EncoderBlock& block, const Matrix& x,
+                     std::vector<Matrix>* attention, bool attention_only, bool scale);
+
+ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options = {});
+
+}  // namespace vitattn

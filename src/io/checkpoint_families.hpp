@@ -1,0 +1,48 @@
+#pragma once
+// The checkpoint namings vitattn reads, as data: for each family, which tensor plays which
+// role, and the family's defaults. A new naming is a new table entry, not new math.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/image_tensor.hpp"
+#include "core/layers.hpp"
+
+namespace vitattn::io {
+
+// Names inside one block, relative to the block's prefix. Empty: the block has no such tensor.
+struct BlockNaming {
+  std::string norm1;                  // LayerNorm before attention: <name>.weight / <name>.bias
+  std::vector<std::string> qkv;       // one packed [Q; K; V] linear, or three (query, key, value)
+  std::string proj;                   // attention output linear
+  std::string ls1;                    // layer scale γ of the attention branch (full tensor name)
+  std::string norm2;
+  std::string fc1, fc2;               // MLP linears
+  std::vector<std::string> fc_alt;    // alternative names of fc1, fc2 (older releases)
+  std::string ls2;
+};
+
+struct CheckpointFamily {
+  std::string name;                   // what --family takes and -v prints
+  std::string description;
+  std::vector<std::string> prefixes;  // tried in order, e.g. "vit." then ""
+  std::string patch_embed;            // Conv2d: <name>.weight [D, 3, P, P], <name>.bias
+  std::string cls_token;              // [1, 1, D]
+  std::string pos_embed;              // [1, (1 +) N, D]
+  std::vector<std::string> registers; // [1, R, D], any of these names
+  std::string block;                  // block prefix with "{i}" for the index
+  BlockNaming block_naming;
+  std::string final_norm;             // empty: no final norm
+  std::string head;                   // classifier linear; empty: none read
+  // Defaults, each overridable from the command line.
+  float eps = 1e-6f;
+  Gelu gelu = Gelu::erf;
+  Normalization norm;                 // ImageNet unless set
+};
+
+// Every family, in the order detection tries them.
+const std::vector<CheckpointFamily>& checkpoint_families();
+const CheckpointFamily* family_by_name(const std::string& name);
+std::vector<std::string> family_names();
+
+}  // namespace vitattn::io

@@ -1,0 +1,35 @@
+#pragma once
+// Loads a ViT encoder checkpoint (timm, DINO, DINOv2, Hugging Face, torchvision, tintn) from
+// safetensors by recognising its naming (checkpoint_families.hpp).
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "checkpoint_families.hpp"
+#include "core/vit.hpp"
+#include "safetensors.hpp"
+
+namespace vitattn::io {
+
+struct VitOverrides {
+  std::string family;          // empty: recognise from the tensor names
+  int heads = 0;               // 0: from __metadata__, else d_model / 64
+  std::optional<float> eps;    // LayerNorm ε
+  std::optional<Gelu> gelu;
+};
+
+struct LoadedVit {
+  VitModel model;
+  std::string family;          // the family's name
+  std::string prefix;          // e.g. "vit." for ViTForImageClassification
+  std::string heads_from;      // where the head count came from, for -v
+  std::string summary() const; // one line for -v: family, sizes, ε, GELU, mean/std
+};
+
+// True when the file holds an encoder (not the native single-head layout).
+bool is_encoder_checkpoint(const SafeTensors& st);
+
+// Throws Error "PATH: …" naming the missing or misshaped tensor.
+LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
+
+}  // namespace vitattn::io
