@@ -23,8 +23,10 @@ void gelu_inplace(Matrix& x, Gelu kind) {
   if (kind == Gelu::erf) {
     a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
   } else {
+    // std::tanh, not Eigen's fast vectorised tanh: on the CIFAR-10 test model the fast one
+    // triples the logits' error against PyTorch (9.5e-6 against 3.3e-6).
     const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-    a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).tanh());
+    a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).unaryExpr([](float t) { return std::tanh(t); }));
   }
 }
 
