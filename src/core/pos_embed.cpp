@@ -40,15 +40,21 @@ Matrix interpolate_pos_embed(const Matrix& pos, int grid_h, int grid_w, int new_
     throw Error("interpolate_pos_embed: " + std::to_string(pos.rows()) + " positions do not form a " +
                 std::to_string(grid_h) + "x" + std::to_string(grid_w) + " grid");
   if (grid_h == new_h && grid_w == new_w) return pos;
-  Matrix out = Matrix::Zero(Eigen::Index{new_h} * new_w, pos.cols());
+  Matrix out(Eigen::Index{new_h} * new_w, pos.cols());
+  RowVector along_x(pos.cols());
   for (int oy = 0; oy < new_h; ++oy) {
     const Taps ky = taps(oy, grid_h, new_h);
     for (int ox = 0; ox < new_w; ++ox) {
       const Taps kx = taps(ox, grid_w, new_w);
       auto dst = out.row(Eigen::Index{oy} * new_w + ox);
-      for (std::size_t i = 0; i < 4; ++i)
-        for (std::size_t j = 0; j < 4; ++j)
-          dst += (ky.weight[i] * kx.weight[j]) * pos.row(Eigen::Index{ky.index[i]} * grid_w + kx.index[j]);
+      dst.setZero();
+      // Along x within each of the 4 source rows, then along y: torch's order of operations.
+      for (std::size_t i = 0; i < 4; ++i) {
+        const Eigen::Index row0 = Eigen::Index{ky.index[i]} * grid_w;
+        along_x = kx.weight[0] * pos.row(row0 + kx.index[0]) + kx.weight[1] * pos.row(row0 + kx.index[1]) +
+                  kx.weight[2] * pos.row(row0 + kx.index[2]) + kx.weight[3] * pos.row(row0 + kx.index[3]);
+        dst += ky.weight[i] * along_x;
+      }
     }
   }
   return out;

@@ -1,0 +1,342 @@
+// The encoder against a naive double-precision forward written from the papers' equations,
+// and the small layers and map functions on hand-made inputs.
+#include "core/vit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/attention_maps.hpp"
+#include "core/error.hpp"
+#include "core/layers.hpp"
+#include "core/pos_embed.hpp"
+#include "test_util.hpp"
+
+namespace vitattn {
+namespace {
+
+using Dbl = std::vector<std::vector<double>>;  // rows of doubles, no Eigen
+
+double at(const RowVector& v, std::size_t j) { return v.size() ? static_cast<double>(v(static_cast<Eigen::Index>(j))) : 0.0; }
+
+// y = x·Wᵀ + b, one multiply-add at a time
+Dbl naive_linear(const Dbl& x, const Matrix& w, const RowVector& b) {
+  Dbl y(x.size(), std::vector<double>(static_cast<std::size_t>(w.rows())));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t o = 0; o < y[i].size(); ++o) {
+      double s = at(b, o);
+      for (std::size_t k = 0; k < x[i].size(); ++k) s += x[i][k] * double{w(static_cast<Eigen::Index>(o), static_cast<Eigen::Index>(k))};
+      y[i][o] = s;
+    }
+  return y;
+}
+
+Dbl naive_layer_norm(const Dbl& x, const LayerNorm& n, double eps) {
+  Dbl y = x;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    double mean = 0, var = 0;
+    for (double v : x[i]) mean += v;
+    mean /= static_cast<double>(x[i].size());
+    for (double v : x[i]) var += (v - mean) * (v - mean);
+    var /= static_cast<double>(x[i].size());
+    for (std::size_t j = 0; j < x[i].size(); ++j) y[i][j] = (x[i][j] - mean) / std::sqrt(var + eps) * at(n.weight, j) + at(n.bias, j);
+  }
+  return y;
+}
+
+struct NaiveOut {
+  std::vector<std::vector<Dbl>> attention;  // [layer][head]
+  Dbl tokens;
+};
+
+NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
+  const int p = m.patch_size, gh = img.height / p, gw = img.width / p, d = m.d_model(), h = m.n_heads, dh = d / h;
+  const std::size_t first = static_cast<std::size_t>(m.first_patch_token());
+  Dbl x(first + static_cast<std::size_t>(gh * gw), std::vector<double>(static_cast<std::size_t>(d)));
+  for (int j = 0; j < d; ++j) {
+    x[0][static_cast<std::size_t>(j)] = double{m.cls_token(j)} + double{m.pos_embed(0, j)};
+    for (int r = 0; r < m.n_registers(); ++r) x[static_cast<std::size_t>(1 + r)][static_cast<std::size_t>(j)] = m.register_tokens(r, j);
+  }
+  for (int py = 0; py < gh; ++py)
+    for (int px = 0; px < gw; ++px) {
+      auto& t = x[first + static_cast<std::size_t>(py * gw + px)];
+      for (int o = 0; o < d; ++o) {
+        double s = at(m.b_patch, static_cast<std::size_t>(o)) + double{m.pos_embed(1 + py * gw + px, o)};
+        for (int c = 0; c < 3; ++c)
+          for (int y = 0; y < p; ++y)
+            for (int xx = 0; xx < p; ++xx) s += double{m.w_patch(o, (c * p + y) * p + xx)} * double{img.at(c, py * p + y, px * p + xx)};
+        t[static_cast<std::size_t>(o)] = s;
+      }
+    }
+  NaiveOut out;
+  const std::size_t n = x.size();
+  for (const EncoderBlock& b : m.blocks) {
+    const Dbl qkv = naive_linear(naive_layer_norm(x, b.norm1, m.eps), b.w_qkv, b.b_qkv);
+    Dbl a(n, std::vector<double>(static_cast<std::size_t>(d)));
+    out.attention.emplace_back();
+    for (int hh = 0; hh < h; ++hh) {
+      Dbl w(n, std::vector<double>(n));
+      for (std::size_t i = 0; i < n; ++i) {
+        double mx = -1e300;
+        for (std::size_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int k = 0; k < dh; ++k) s += qkv[i][static_cast<std::size_t>(hh * dh + k)] * qkv[j][static_cast<std::size_t>(d + hh * dh + k)];
+          w[i][j] = s / std::sqrt(double(dh));
+          mx = std::max(mx, w[i][j]);
+        }
+        double sum = 0;
+        for (auto& v : w[i]) sum += (v = std::exp(v - mx));
+        for (auto& v : w[i]) v /= sum;
+        for (int k = 0; k < dh; ++k) {
+          double s = 0;
+          for (std::size_t j = 0; j < n; ++j) s += w[i][j] * qkv[j][static_cast<std::size_t>(2 * d + hh * dh + k)];
+          a[i][static_cast<std::size_t>(hh * dh + k)] = s;
+        }
+      }
+      out.attention.back().push_back(w);
+    }
+    const Dbl proj = naive_linear(a, b.w_proj, b.b_proj);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += proj[i][j] * (b.ls1.size() ? at(b.ls1, j) : 1.0);
+    Dbl hid = naive_linear(naive_layer_norm(x, b.norm2, m.eps), b.w_fc1, b.b_fc1);
+    for (auto& row : hid)
+      for (auto& v : row) v = m.gelu == Gelu::erf ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                                                 : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    const Dbl mlp = naive_linear(hid, b.w_fc2, b.b_fc2);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += mlp[i][j] * (b.ls2.size() ? at(b.ls2, j) : 1.0);
+  }
+  out.tokens = m.final_norm.present() ? naive_layer_norm(x, m.final_norm, m.eps) : x;
+  return out;
+}
+
+RowVector random_row(Eigen::Index n, std::mt19937& rng, float scale = 1.0f) {
+  return test::random_matrix(1, n, rng, scale);
+}
+
+VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu) {
+  const int d = 8, p = 2, g = 3, mlp = 16;
+  VitModel m;
+  m.patch_size = p;
+  m.n_heads = 2;
+  m.gelu = gelu;
+  m.w_patch = test::random_matrix(d, 3 * p * p, rng, 0.5f);
+  m.b_patch = random_row(d, rng, 0.1f);
+  m.cls_token = random_row(d, rng);
+  if (registers > 0) m.register_tokens = test::random_matrix(registers, d, rng);
+  m.pos_embed = test::random_matrix(1 + g * g, d, rng, 0.2f);
+  m.grid_h = m.grid_w = g;
+  auto ln = [&] { return LayerNorm{(random_row(d, rng, 0.5f).array() + 1.0f).matrix(), random_row(d, rng, 0.1f)}; };
+  for (int l = 0; l < 3; ++l) {
+    EncoderBlock b;
+    b.norm1 = ln();
+    b.w_qkv = test::random_matrix(3 * d, d, rng, 0.8f);
+    b.b_qkv = random_row(3 * d, rng, 0.1f);
+    b.w_proj = test::random_matrix(d, d, rng, 0.4f);
+    b.b_proj = random_row(d, rng, 0.1f);
+    b.norm2 = ln();
+    b.w_fc1 = test::random_matrix(mlp, d, rng, 0.4f);
+    b.b_fc1 = random_row(mlp, rng, 0.1f);
+    b.w_fc2 = test::random_matrix(d, mlp, rng, 0.3f);
+    b.b_fc2 = random_row(d, rng, 0.1f);
+    if (layer_scale) b.ls1 = random_row(d, rng), b.ls2 = random_row(d, rng);
+    m.blocks.push_back(b);
+  }
+  m.final_norm = ln();
+  m.validate("tiny");
+  return m;
+}
+
+ImageTensor random_image(int h, int w, std::mt19937& rng) {
+  ImageTensor t;
+  t.height = h;
+  t.width = w;
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  t.chw.resize(static_cast<std::size_t>(3 * h * w));
+  for (float& v : t.chw) v = u(rng);
+  return t;
+}
+
+struct Variant {
+  int registers;
+  bool layer_scale;
+  Gelu gelu;
+};
+
+class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
+  std::mt19937 rng(42);
+  const Variant v = GetParam();
+  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu);
+  const ImageTensor img = random_image(6, 6, rng);
+  ForwardOptions o;
+  o.keep_from_layer = 0;
+  const ForwardResult r = forward(m, img, o);
+  const NaiveOut ref = naive_forward(m, img);
+  ASSERT_EQ(r.attention.size(), 3u);
+  for (std::size_t l = 0; l < 3; ++l)
+    for (std::size_t h = 0; h < 2; ++h) {
+      const Matrix& a = r.attention[l][h];
+      ASSERT_EQ(static_cast<std::size_t>(a.rows()), ref.attention[l][h].size());
+      for (Eigen::Index i = 0; i < a.rows(); ++i)
+        for (Eigen::Index j = 0; j < a.cols(); ++j)
+          EXPECT_NEAR(a(i, j), ref.attention[l][h][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 2e-6)
+              << "layer " << l << " head " << h;
+    }
+  for (Eigen::Index i = 0; i < r.tokens.rows(); ++i)
+    for (Eigen::Index j = 0; j < r.tokens.cols(); ++j)
+      EXPECT_NEAR(r.tokens(i, j), ref.tokens[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 2e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vit, ForwardVsNaive,
+                         ::testing::Values(Variant{0, false, Gelu::erf}, Variant{0, true, Gelu::tanh},
+                                           Variant{4, true, Gelu::erf}),
+                         [](const auto& param_info) {
+                           const Variant& v = param_info.param;
+                           return std::to_string(v.registers) + "registers_" + (v.layer_scale ? "layerscale_" : "") +
+                                  (v.gelu == Gelu::erf ? "erf" : "tanh");
+                         });
+
+TEST(Forward, StoppingAtALayerGivesThatLayersAttentionOnly) {
+  std::mt19937 rng(3);
+  const VitModel m = tiny_vit(rng, 0, false, Gelu::erf);
+  const ImageTensor img = random_image(6, 6, rng);
+  ForwardOptions all;
+  all.keep_from_layer = 0;
+  const ForwardResult full = forward(m, img, all);
+  ForwardOptions one;
+  one.last_layer = 1;
+  const ForwardResult part = forward(m, img, one);
+  ASSERT_EQ(part.attention.size(), 1u);
+  EXPECT_EQ(part.first_kept_layer, 1);
+  EXPECT_EQ(part.tokens.size(), 0);  // the rest of the network was not run
+  EXPECT_TRUE(part.attention[0][1].isApprox(full.attention[1][1], 1e-6f));
+}
+
+TEST(Forward, AnotherGridResamplesThePositionsAndRuns) {
+  std::mt19937 rng(5);
+  const VitModel m = tiny_vit(rng, 2, false, Gelu::erf);
+  const ForwardResult r = forward(m, random_image(8, 10, rng));  // 4×5 patches, trained 3×3
+  EXPECT_EQ(r.attention[0][0].rows(), 1 + 2 + 4 * 5);
+  for (Eigen::Index i = 0; i < r.attention[0][0].rows(); ++i) EXPECT_NEAR(r.attention[0][0].row(i).sum(), 1.0f, 1e-5f);
+}
+
+TEST(Layers, GeluMatchesTheDefinition) {
+  Matrix x(1, 7);
+  x << -4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f;
+  Matrix e = x, t = x;
+  gelu_inplace(e, Gelu::erf);
+  gelu_inplace(t, Gelu::tanh);
+  for (Eigen::Index j = 0; j < x.cols(); ++j) {
+    const double v = x(0, j);
+    EXPECT_NEAR(e(0, j), 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 1e-6);
+    EXPECT_NEAR(t(0, j), 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
+  }
+}
+
+TEST(Layers, LayerNormOfAHandRow) {
+  // mean 2.5, biased variance 1.25 → (x − 2.5)/√1.25 · γ + β
+  const Matrix x = matrix_from_rows({{1, 2, 3, 4}});
+  const LayerNorm n{matrix_from_rows({{1, 2, 1, 1}}), matrix_from_rows({{0, 0, 0, 1}})};
+  const Matrix y = layer_norm(x, n, 0.0f);
+  const float s = 1.0f / std::sqrt(1.25f);
+  EXPECT_NEAR(y(0, 0), -1.5f * s, 1e-6f);
+  EXPECT_NEAR(y(0, 1), -0.5f * s * 2, 1e-6f);
+  EXPECT_NEAR(y(0, 2), 0.5f * s, 1e-6f);
+  EXPECT_NEAR(y(0, 3), 1.5f * s + 1, 1e-6f);
+}
+
+TEST(PosEmbed, SameGridIsUnchangedAndConstantsStayConstant) {
+  std::mt19937 rng(1);
+  const Matrix pos = test::random_matrix(9, 4, rng);
+  EXPECT_EQ(interpolate_pos_embed(pos, 3, 3, 3, 3), pos);
+  const Matrix flat = Matrix::Constant(9, 2, 0.25f);  // cubic weights sum to 1
+  EXPECT_TRUE(interpolate_pos_embed(flat, 3, 3, 5, 7).isApproxToConstant(0.25f, 1e-6f));
+}
+
+TEST(PosEmbed, MatchesTorchsBicubicInterpolate) {
+  // Golden numbers printed by PyTorch 1.13.1:
+  //   torch.nn.functional.interpolate(x, size=…, mode="bicubic", align_corners=False)
+  Matrix line(4, 1);
+  line << 0, 1, 2, 3;
+  const Matrix out = interpolate_pos_embed(line, 1, 4, 1, 8);  // x = [[[[0, 1, 2, 3]]]], size (1, 8)
+  const float doubled[8] = {-0.10546875f, 0.19140625f, 0.66796875f, 1.296875f, 1.703125f, 2.33203125f, 2.80859375f, 3.10546875f};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(out(i, 0), doubled[i], 1e-6f) << i;
+
+  Matrix grid(8, 1);  // x = [[[[0, 1, 4, 2], [1, 0, 0, 3]]]], size (3, 5): both axes, up and down
+  grid << 0, 1, 4, 2, 1, 0, 0, 3;
+  const Matrix out2 = interpolate_pos_embed(grid, 2, 4, 3, 5);
+  const float expected[15] = {-0.15810249745845795f, 0.3999083340167999f, 3.0552306175231934f, 4.027590751647949f,
+                              1.76532781124115f,     0.5000001192092896f, 0.3346254527568817f,  1.203125f,
+                              2.304875612258911f,    2.5303752422332764f, 1.1581026315689087f,  0.26934269070625305f,
+                              -0.6489794254302979f,  0.5821622014045715f, 3.2954235076904297f};
+  // float rounding of terms as large as 4 (the largest input) after cancellation: 1e-6 of that
+  for (int i = 0; i < 15; ++i) EXPECT_NEAR(out2(i, 0), expected[i], 4e-6f) << i;
+}
+
+TEST(AttentionMaps, FuseHeads) {
+  const std::vector<Matrix> heads = {matrix_from_rows({{0.2f, 0.8f}}), matrix_from_rows({{0.6f, 0.4f}})};
+  EXPECT_TRUE(fuse_heads(heads, HeadFusion::mean).isApprox(matrix_from_rows({{0.4f, 0.6f}})));
+  EXPECT_EQ(fuse_heads(heads, HeadFusion::max), matrix_from_rows({{0.6f, 0.8f}}));
+  EXPECT_EQ(fuse_heads(heads, HeadFusion::min), matrix_from_rows({{0.2f, 0.4f}}));
+}
+
+TEST(AttentionMaps, RolloutOfOneLayerIsTheResidualMix) {
+  const Matrix a = matrix_from_rows({{0.5f, 0.5f}, {0.25f, 0.75f}});
+  const Matrix r = attention_rollout({{a}}, HeadFusion::mean, 0.0f);
+  EXPECT_TRUE(r.isApprox(matrix_from_rows({{0.75f, 0.25f}, {0.125f, 0.875f}})));  // (A + I)/2, rows already sum to 1
+  // Two layers multiply, later on the left.
+  const Matrix b = matrix_from_rows({{0.0f, 1.0f}, {1.0f, 0.0f}});
+  const Matrix r2 = attention_rollout({{a}, {b}}, HeadFusion::mean, 0.0f);
+  const Matrix bb = matrix_from_rows({{0.5f, 0.5f}, {0.5f, 0.5f}});
+  EXPECT_TRUE(r2.isApprox(bb * r));
+}
+
+TEST(AttentionMaps, RolloutDiscardsTheWeakestLinksButNotTheClassTokensOwn) {
+  // Smallest entry is (0, 0) = 0.1: discarding one link must spare it and drop nothing else.
+  const Matrix a = matrix_from_rows({{0.1f, 0.9f}, {0.3f, 0.7f}});
+  const Matrix kept = attention_rollout({{a}}, HeadFusion::mean, 0.25f);  // ⌊4 · 0.25⌋ = 1 link
+  EXPECT_TRUE(kept.isApprox(attention_rollout({{a}}, HeadFusion::mean, 0.0f)));
+  // Two links: (0, 0) is spared, (1, 0) = 0.3 goes → row 1 becomes (0 + 0, 0.7 + 1)/2 normalised = (0, 1).
+  const Matrix dropped = attention_rollout({{a}}, HeadFusion::mean, 0.5f);
+  EXPECT_NEAR(dropped(1, 0), 0.0f, 1e-7f);
+  EXPECT_NEAR(dropped(1, 1), 1.0f, 1e-6f);
+  EXPECT_NEAR(dropped(0, 0), 0.55f, 1e-6f);
+}
+
+TEST(AttentionMaps, ClassTokenMapSkipsRegisters) {
+  // tokens: cls, 2 registers, 2×3 patches
+  Matrix a = Matrix::Zero(9, 9);
+  for (int j = 0; j < 9; ++j) a(0, j) = static_cast<float>(j);
+  const Matrix map = class_token_map(a, 3, 2, 3);
+  EXPECT_EQ(map, matrix_from_rows({{3, 4, 5}, {6, 7, 8}}));
+  EXPECT_THROW(class_token_map(a, 1, 2, 3), Error);
+}
+
+TEST(AttentionMaps, MassMaskKeepsTheFewestPatchesHoldingTheFraction) {
+  const Matrix map = matrix_from_rows({{0.5f, 0.1f}, {0.3f, 0.1f}});
+  EXPECT_EQ(mass_mask(map, 0.45f), matrix_from_rows({{1, 0}, {0, 0}}));  // 0.5 alone holds 45 %
+  EXPECT_EQ(mass_mask(map, 0.6f), matrix_from_rows({{1, 0}, {1, 0}}));  // needs 0.5 + 0.3
+  EXPECT_EQ(mass_mask(map, 1.0f).sum(), 4.0f);
+}
+
+TEST(VitModel, ValidateNamesTheMisfit) {
+  std::mt19937 rng(9);
+  VitModel m = tiny_vit(rng, 0, false, Gelu::erf);
+  m.blocks[1].w_fc2 = test::random_matrix(8, 15, rng);
+  try {
+    m.validate("m.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "m.safetensors: block 1 mlp fc2 weight is [8, 15], expected [8, 16]");
+  }
+  m = tiny_vit(rng, 0, false, Gelu::erf);
+  m.n_heads = 3;
+  EXPECT_THROW(m.validate("m"), Error);
+}
+
+}  // namespace
+}  // namespace vitattn
