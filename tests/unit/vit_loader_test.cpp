@@ -1,0 +1,274 @@
+// Each checkpoint naming, spelled out here by hand, is recognised and loaded into the same
+// model; misfits are refused with the file and tensor named.
+#include "io/vit_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "core/error.hpp"
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::io {
+namespace {
+
+constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12, L = 2;
+
+std::vector<float> values(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// name → (shape, values); values drawn in a fixed order so every naming gets the same numbers
+struct Tensors {
+  std::vector<NamedTensor> list;
+  std::mt19937 rng{7};
+  void add(const std::string& name, std::vector<std::uint64_t> shape) {
+    std::size_t n = 1;
+    for (auto s : shape) n *= s;
+    list.push_back({name, std::move(shape), values(n, rng)});
+  }
+  SafeTensors parse(const std::map<std::string, std::string>& meta = {}) const {
+    return SafeTensors::parse(encode_safetensors(list, meta), "m.safetensors");
+  }
+};
+
+// The same roles in the same order under each naming.
+void linear(Tensors& t, const std::string& name, std::uint64_t out, std::uint64_t in, const char* sep = ".") {
+  t.add(name + sep + "weight", {out, in});
+  t.add(name + sep + "bias", {out});
+}
+void norm(Tensors& t, const std::string& name) {
+  t.add(name + ".weight", {D});
+  t.add(name + ".bias", {D});
+}
+
+Tensors timm(bool layer_scale, int registers) {
+  Tensors t;
+  t.add("patch_embed.proj.weight", {D, 3, P, P});
+  t.add("patch_embed.proj.bias", {D});
+  t.add("cls_token", {1, 1, D});
+  if (registers) t.add("register_tokens", {1, static_cast<std::uint64_t>(registers), D});
+  t.add("pos_embed", {1, 1 + G * G, D});
+  for (std::uint64_t i = 0; i < L; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".";
+    norm(t, b + "norm1");
+    linear(t, b + "attn.qkv", 3 * D, D);
+    linear(t, b + "attn.proj", D, D);
+    if (layer_scale) t.add(b + "ls1.gamma", {D});
+    norm(t, b + "norm2");
+    linear(t, b + "mlp.fc1", MLP, D);
+    linear(t, b + "mlp.fc2", D, MLP);
+    if (layer_scale) t.add(b + "ls2.gamma", {D});
+  }
+  norm(t, "norm");
+  return t;
+}
+
+Tensors torchvision() {
+  Tensors t;
+  t.add("class_token", {1, 1, D});
+  t.add("conv_proj.weight", {D, 3, P, P});
+  t.add("conv_proj.bias", {D});
+  t.add("encoder.pos_embedding", {1, 1 + G * G, D});
+  for (std::uint64_t i = 0; i < L; ++i) {
+    const std::string b = "encoder.layers.encoder_layer_" + std::to_string(i) + ".";
+    norm(t, b + "ln_1");
+    linear(t, b + "self_attention.in_proj", 3 * D, D, "_");
+    linear(t, b + "self_attention.out_proj", D, D);
+    norm(t, b + "ln_2");
+    linear(t, b + "mlp.0", MLP, D);
+    linear(t, b + "mlp.3", D, MLP);
+  }
+  norm(t, "encoder.ln");
+  linear(t, "heads.head", 5, D);
+  return t;
+}
+
+Tensors hf_vit(const std::string& prefix) {
+  Tensors t;
+  t.add(prefix + "embeddings.cls_token", {1, 1, D});
+  t.add(prefix + "embeddings.position_embeddings", {1, 1 + G * G, D});
+  t.add(prefix + "embeddings.patch_embeddings.projection.weight", {D, 3, P, P});
+  t.add(prefix + "embeddings.patch_embeddings.projection.bias", {D});
+  for (std::uint64_t i = 0; i < L; ++i) {
+    const std::string b = prefix + "encoder.layer." + std::to_string(i) + ".";
+    linear(t, b + "attention.attention.query", D, D);
+    linear(t, b + "attention.attention.key", D, D);
+    linear(t, b + "attention.attention.value", D, D);
+    linear(t, b + "attention.output.dense", D, D);
+    linear(t, b + "intermediate.dense", MLP, D);
+    linear(t, b + "output.dense", D, MLP);
+    norm(t, b + "layernorm_before");
+    norm(t, b + "layernorm_after");
+  }
+  norm(t, prefix + "layernorm");
+  linear(t, "classifier", 3, D);
+  return t;
+}
+
+const NamedTensor& find(const Tensors& t, const std::string& name) {
+  for (const auto& n : t.list)
+    if (n.name == name) return n;
+  throw std::runtime_error("test: no " + name);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(VitLoader, TimmWithAClassifierIsTimmWithHalfNormalisation) {
+  Tensors t = timm(false, 0);
+  linear(t, "head", 4, D);
+  const LoadedVit v = load_vit(t.parse({{"num_heads", "2"}}));
+  EXPECT_EQ(v.family, "timm");
+  EXPECT_EQ(v.model.n_layers(), 2);
+  EXPECT_EQ(v.model.n_heads, 2);
+  EXPECT_FLOAT_EQ(v.model.norm.mean[0], 0.5f);  // timm "augreg"
+  EXPECT_EQ(v.model.w_head.rows(), 4);
+  EXPECT_FALSE(v.model.gelu == Gelu::tanh);
+}
+
+TEST(VitLoader, HeadCountComesFromMetadataThenOptionThenWidth) {
+  Tensors t = timm(false, 0);
+  EXPECT_EQ(error_of([&] { load_vit(t.parse()); }),
+            "m.safetensors: d_model 8 is not a multiple of 64 and the file does not say how many heads; give --heads");
+  EXPECT_EQ(load_vit(t.parse({{"num_heads", "2"}})).model.n_heads, 2);
+  EXPECT_EQ(load_vit(t.parse({{"num_heads", "2"}})).heads_from, "__metadata__");
+  VitOverrides o;
+  o.heads = 4;
+  EXPECT_EQ(load_vit(t.parse(), o).model.n_heads, 4);
+  EXPECT_EQ(error_of([&] { load_vit(t.parse({{"num_heads", "2"}}), o); }),
+            "m.safetensors: __metadata__ gives 2 heads, --heads says 4");
+  o.heads = 3;
+  EXPECT_EQ(error_of([&] { load_vit(t.parse(), o); }), "m.safetensors: 3 heads do not divide d_model 8 (set the head count with --heads)");
+}
+
+TEST(VitLoader, TimmNamesWithoutAClassifierAreDinoAndWithLayerScaleDinov2) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const LoadedVit dino = load_vit(timm(false, 0).parse(meta));
+  EXPECT_EQ(dino.family, "dino");
+  EXPECT_FLOAT_EQ(dino.model.norm.mean[0], 0.485f);
+  EXPECT_FLOAT_EQ(dino.model.eps, 1e-6f);
+
+  const Tensors t = timm(true, 4);
+  const LoadedVit v2 = load_vit(t.parse(meta));
+  EXPECT_EQ(v2.family, "dinov2");
+  EXPECT_EQ(v2.model.n_registers(), 4);
+  EXPECT_EQ(v2.model.first_patch_token(), 5);
+  const auto& gamma = find(t, "blocks.1.ls2.gamma").values;
+  EXPECT_EQ(std::vector<float>(v2.model.blocks[1].ls2.data(), v2.model.blocks[1].ls2.data() + D), gamma);
+}
+
+TEST(VitLoader, TorchvisionPackedInProjectionAndClassifier) {
+  const Tensors t = torchvision();
+  const LoadedVit v = load_vit(t.parse({{"num_heads", "2"}}));
+  EXPECT_EQ(v.family, "torchvision");
+  const auto& w = find(t, "encoder.layers.encoder_layer_1.self_attention.in_proj_weight").values;
+  EXPECT_EQ(std::vector<float>(v.model.blocks[1].w_qkv.data(), v.model.blocks[1].w_qkv.data() + 3 * D * D), w);
+  EXPECT_EQ(v.model.w_head.rows(), 5);
+  EXPECT_TRUE(v.model.final_norm.present());
+  EXPECT_EQ(v.model.grid_h, 2);
+  EXPECT_TRUE(v.model.pos_has_cls);
+}
+
+TEST(VitLoader, HuggingFaceSeparateQueryKeyValueAreStackedInOrder) {
+  for (const std::string prefix : {"vit.", ""}) {
+    const Tensors t = hf_vit(prefix);
+    const LoadedVit v = load_vit(t.parse({{"num_heads", "2"}}));
+    EXPECT_EQ(v.family, "hf-vit");
+    EXPECT_EQ(v.prefix, prefix);
+    EXPECT_FLOAT_EQ(v.model.eps, 1e-12f);
+    EXPECT_FLOAT_EQ(v.model.norm.std[2], 0.5f);
+    const Matrix& w = v.model.blocks[0].w_qkv;
+    const auto& k = find(t, prefix + "encoder.layer.0.attention.attention.key.weight").values;
+    const auto& vb = find(t, prefix + "encoder.layer.0.attention.attention.value.bias").values;
+    EXPECT_EQ(std::vector<float>(w.data() + D * D, w.data() + 2 * D * D), k);  // rows D … 2D−1
+    EXPECT_EQ(std::vector<float>(v.model.blocks[0].b_qkv.data() + 2 * D, v.model.blocks[0].b_qkv.data() + 3 * D), vb);
+    EXPECT_EQ(v.model.w_head.rows(), 3);  // "classifier" sits outside the "vit." prefix
+  }
+}
+
+TEST(VitLoader, OverridesAndMetadataDefaults) {
+  VitOverrides o;
+  o.eps = 1e-5f;
+  o.gelu = Gelu::tanh;
+  const LoadedVit v = load_vit(hf_vit("").parse({{"num_heads", "2"}, {"mean", "0.1"}, {"std", "0.2,0.3,0.4"}}), o);
+  EXPECT_FLOAT_EQ(v.model.eps, 1e-5f);
+  EXPECT_EQ(v.model.gelu, Gelu::tanh);
+  EXPECT_FLOAT_EQ(v.model.norm.mean[1], 0.1f);
+  EXPECT_FLOAT_EQ(v.model.norm.std[2], 0.4f);
+  o.family = "torchvision";
+  EXPECT_EQ(error_of([&] { load_vit(hf_vit("").parse({{"num_heads", "2"}}), o); }),
+            "m.safetensors: does not use the torchvision naming (no conv_proj.weight with a first block "
+            "encoder.layers.encoder_layer_0.ln_1)");
+}
+
+TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  Tensors t = timm(false, 0);
+  for (auto& n : t.list)
+    if (n.name == "blocks.1.mlp.fc2.weight") n.shape = {D, MLP - 1}, n.values.resize(D * (MLP - 1));
+  EXPECT_EQ(error_of([&] { load_vit(t.parse(meta)); }), "m.safetensors: blocks.1.mlp.fc2.weight is [8, 11], expected [8, 12]");
+
+  t = timm(false, 0);
+  for (auto& n : t.list)
+    if (n.name == "pos_embed") n.shape = {1, 4 + 2, D}, n.values.resize(6 * D);
+  EXPECT_EQ(error_of([&] { load_vit(t.parse(meta)); }),
+            "m.safetensors: pos_embed has 6 positions, which is neither N nor 1 + N for a square grid of N patches");
+
+  t = timm(false, 0);
+  std::erase_if(t.list, [](const NamedTensor& n) { return n.name == "blocks.0.attn.proj.weight"; });
+  EXPECT_EQ(error_of([&] { load_vit(t.parse(meta)); }), "m.safetensors: tensor blocks.0.attn.proj.weight is missing (expected [8, 8])");
+
+  t = timm(false, 0);
+  find(t, "cls_token");
+  for (auto& n : t.list)
+    if (n.name == "blocks.0.norm2.bias") n.values[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(error_of([&] { load_vit(t.parse(meta)); }), "m.safetensors: blocks.0.norm2.bias holds a non-finite value at index 3");
+
+  Tensors other;
+  other.add("encoder.weight", {2, 2});
+  EXPECT_NE(error_of([&] { load_vit(other.parse()); }).find("m.safetensors: not a ViT checkpoint vitattn knows"), std::string::npos);
+}
+
+TEST(Npy, ReadsBackWhatItWritesAndFloat64) {
+  test::TempDir dir;
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  write_npy(dir / "a.npy", v.data(), {1, 2, 3});
+  const NpyArray a = read_npy(dir / "a.npy");
+  EXPECT_EQ(a.shape, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(a.values, v);
+
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::vector<std::uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<std::uint8_t>(header.size()), 0};
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  const double d[2] = {0.5, -2.25};
+  const auto* p = reinterpret_cast<const std::uint8_t*>(d);
+  bytes.insert(bytes.end(), p, p + 16);
+  EXPECT_EQ(parse_npy(bytes, "x.npy").values, (std::vector<float>{0.5f, -2.25f}));
+
+  bytes.pop_back();
+  EXPECT_EQ(error_of([&] { parse_npy(bytes, "x.npy"); }), "x.npy: .npy data is 15 bytes, shape (2,) needs 16");
+  std::string fortran = header;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  std::vector<std::uint8_t> fb = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<std::uint8_t>(fortran.size()), 0};
+  fb.insert(fb.end(), fortran.begin(), fortran.end());
+  fb.insert(fb.end(), p, p + 16);
+  EXPECT_EQ(error_of([&] { parse_npy(fb, "x.npy"); }), "x.npy: .npy array is in Fortran order; save it with numpy.ascontiguousarray");
+}
+
+}  // namespace
+}  // namespace vitattn::io
