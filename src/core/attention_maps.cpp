@@ -40,19 +40,30 @@ void discard_weakest(Matrix& a, float discard_ratio) {
 
 }  // namespace
 
+AttentionRollout::AttentionRollout(HeadFusion fusion, float discard_ratio)
+    : fusion_(fusion), discard_ratio_(discard_ratio) {
+  if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f)) throw Error("attention_rollout: discard ratio must be in [0, 1)");
+}
+
+void AttentionRollout::add_layer(const std::vector<Matrix>& heads) {
+  Matrix a = fuse_heads(heads, fusion_);  // (n_tokens, n_tokens)
+  const Eigen::Index n = a.rows();
+  discard_weakest(a, discard_ratio_);
+  a = (a + Matrix::Identity(n, n)) * 0.5f;           // the residual connection
+  a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 again
+  if (rollout_.size() == 0) {
+    rollout_ = std::move(a);
+  } else {
+    if (rollout_.rows() != n) throw Error("attention_rollout: layers have different token counts");
+    rollout_ = a * rollout_;                         // later layers on the left
+  }
+}
+
 Matrix attention_rollout(const std::vector<std::vector<Matrix>>& layers, HeadFusion fusion, float discard_ratio) {
   if (layers.empty()) throw Error("attention_rollout: no layers");
-  if (!(discard_ratio >= 0.0f && discard_ratio < 1.0f)) throw Error("attention_rollout: discard ratio must be in [0, 1)");
-  const Eigen::Index n = layers.front().front().rows();
-  Matrix rollout = Matrix::Identity(n, n);
-  for (const auto& heads : layers) {
-    Matrix a = fuse_heads(heads, fusion);  // (n_tokens, n_tokens)
-    discard_weakest(a, discard_ratio);
-    a = (a + Matrix::Identity(n, n)) * 0.5f;                  // the residual connection
-    a.array().colwise() /= a.rowwise().sum().array();         // rows sum to 1 again
-    rollout = a * rollout;                                    // later layers on the left
-  }
-  return rollout;
+  AttentionRollout rollout(fusion, discard_ratio);
+  for (const auto& heads : layers) rollout.add_layer(heads);
+  return rollout.result();
 }
 
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w) {

@@ -18,6 +18,19 @@ Matrix fuse_heads(const std::vector<Matrix>& heads, HeadFusion fusion);
 // and multiply: R = Â_L · … · Â_0.  layers [L][H] (n_tokens, n_tokens) → R (n_tokens, n_tokens)
 Matrix attention_rollout(const std::vector<std::vector<Matrix>>& layers, HeadFusion fusion, float discard_ratio);
 
+// The same, one layer at a time, so that only the running product is held.
+class AttentionRollout {
+ public:
+  AttentionRollout(HeadFusion fusion, float discard_ratio);
+  void add_layer(const std::vector<Matrix>& heads);  // H × (n_tokens, n_tokens), layers in order
+  const Matrix& result() const { return rollout_; }  // (n_tokens, n_tokens)
+
+ private:
+  HeadFusion fusion_;
+  float discard_ratio_;
+  Matrix rollout_;
+};
+
 // Row 0 (the class token) over the patches → (grid_h, grid_w); patches start at `first_patch`
 // (1, or 1 + n_registers), patch j at (j / grid_w, j % grid_w).
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w);

@@ -163,9 +163,16 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   result.first_kept_layer = keep_from;
   result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   Matrix x = embed_image(model, image);  // (n_tokens, d_model)
+  if (options.on_attention) result.attention.clear();
+  std::vector<Matrix> streamed;
   for (int l = 0; l <= last; ++l) {
-    std::vector<Matrix>* keep = l >= keep_from ? &result.attention[static_cast<std::size_t>(l - keep_from)] : nullptr;
+    std::vector<Matrix>* keep = nullptr;
+    if (l >= keep_from) keep = options.on_attention ? &streamed : &result.attention[static_cast<std::size_t>(l - keep_from)];
     x = encoder_block(model, model.blocks[static_cast<std::size_t>(l)], x, keep, !full && l == last, options.scale);
+    if (keep == &streamed) {
+      options.on_attention(l, streamed);
+      streamed.clear();
+    }
   }
   if (!full) return result;
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);

@@ -2,6 +2,7 @@
 // A Vision Transformer encoder (ViT, DeiT, DINO, DINOv2): patch embedding, class token,
 // optional register tokens, position embeddings, pre-norm blocks, final norm, optional
 // classifier. PyTorch nn.Linear convention throughout: y = x·Wᵀ + b, W is (out, in).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct ForwardOptions {
   int last_layer = -1;          // stop after this block's attention (−1: run every block, norm and head)
   int keep_from_layer = -1;     // keep attention of layers keep_from_layer … last (−1: only the last one run)
   bool scale = true;            // 1/√d_head
+  // When set, each kept layer's heads are handed here as soon as they are known, instead of
+  // being kept in ForwardResult::attention (rollout needs one layer at a time, not all).
+  std::function<void(int layer, const std::vector<Matrix>& heads)> on_attention;
 };
 
 struct ForwardResult {

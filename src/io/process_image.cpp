@@ -33,13 +33,12 @@ void process_single_head(const ImageJob& job, const SingleHeadModel& model, cons
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
-std::vector<Matrix> encoder_maps(const VitModel& model, const ForwardResult& r, const EncoderView& view, int grid_h,
-                                 int grid_w) {
+std::vector<Matrix> encoder_maps(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
+                                 const EncoderView& view, int grid_h, int grid_w) {
   const int first = model.first_patch_token();
-  const std::vector<Matrix>& heads = r.attention.back();  // the chosen layer
   std::vector<Matrix> maps;
   if (view.rollout) {
-    maps.push_back(class_token_map(attention_rollout(r.attention, view.fusion, view.discard_ratio), first, grid_h, grid_w));
+    maps.push_back(class_token_map(rollout, first, grid_h, grid_w));
   } else if (view.head == HeadChoice::all) {
     for (const Matrix& a : heads) maps.push_back(class_token_map(a, first, grid_h, grid_w));
   } else if (view.head == HeadChoice::index) {
@@ -68,8 +67,15 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   fo.last_layer = layer;
   fo.keep_from_layer = view.rollout ? 0 : layer;
   fo.scale = options.scale;
-  const ForwardResult r = forward(model, x, fo);
-  const std::vector<Matrix> maps = encoder_maps(model, r, view, grid_h, grid_w);
+  // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
+  AttentionRollout rollout(view.fusion, view.discard_ratio);
+  std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
+  fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
+    if (view.rollout) rollout.add_layer(layer_heads);
+    if (l == layer) heads = layer_heads;
+  };
+  forward(model, x, fo);
+  const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
 
   std::vector<cv::Mat> overlays;
   for (const Matrix& map : maps) {
@@ -79,7 +85,6 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
 
   make_parent(job.output_base);
   if (options.save_attention) {
-    const std::vector<Matrix>& heads = r.attention.back();
     const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
     std::vector<float> all;  // (n_heads, n_tokens, n_tokens)
     all.reserve(heads.size() * n_tokens * n_tokens);
