@@ -46,7 +46,9 @@ void VitModel::validate(const std::string& source) const {
   if (grid_h <= 0 || grid_w <= 0)
     throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
                 " rows, which is not a square patch grid (with or without a class position)");
-  expect(source, "position embeddings", pos_embed, (pos_has_cls ? 1 : 0) + Eigen::Index{grid_h} * grid_w, d);
+  if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != 1 + n_registers())
+    throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1 or 1 + registers");
+  expect(source, "position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const EncoderBlock& b = blocks[i];
@@ -87,19 +89,18 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   const int grid_h = image.height / p, grid_w = image.width / p;
   const Eigen::Index n_patches = patches.rows();
   const Eigen::Index first = model.first_patch_token();
-  const Eigen::Index cls_rows = model.pos_has_cls ? 1 : 0;
 
   Matrix x(first + n_patches, model.d_model());
   // patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
   x.bottomRows(n_patches).noalias() = patches * model.w_patch.transpose();
   if (model.b_patch.size() > 0) x.bottomRows(n_patches).rowwise() += model.b_patch;
   // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
-  x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - cls_rows),
+  x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
                                                    model.grid_h, model.grid_w, grid_h, grid_w);
   x.row(0) = model.cls_token;
-  if (model.pos_has_cls) x.row(0) += model.pos_embed.row(0);
-  // Registers (DINOv2) sit between the class token and the patches and carry no position.
+  // Registers sit between the class token and the patches; DINOv2 gives them no position.
   if (model.n_registers() > 0) x.middleRows(1, model.n_registers()) = model.register_tokens;
+  x.topRows(model.pos_prefix) += model.pos_embed.topRows(model.pos_prefix);
   return x;
 }
 

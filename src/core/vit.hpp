@@ -36,8 +36,8 @@ struct VitModel {
   RowVector b_patch;            // (d_model)
   RowVector cls_token;          // (d_model)
   Matrix register_tokens;       // (n_registers, d_model), after the class token, no position embedding
-  Matrix pos_embed;             // (pos_has_cls + grid_h·grid_w, d_model)
-  bool pos_has_cls = true;      // row 0 of pos_embed belongs to the class token
+  Matrix pos_embed;             // (pos_prefix + grid_h·grid_w, d_model)
+  int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class) or 1 + n_registers
   int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
   std::vector<EncoderBlock> blocks;
   LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)

@@ -185,16 +185,24 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
     break;
   }
 
-  // Positions: [1, 1 + N, D] with a class position, or [1, N, D] without; N a square grid.
+  // Positions: [1, 1 + N, D] with a class position, [1, N, D] without, or [1, 1 + R + N, D]
+  // with positions for the registers too (some timm models); N a square grid.
   const std::string pos = prefix + f.pos_embed;
   const Shape& pe = r.shape(pos, "[1, 1+N, D]");
   if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20))
     throw Error(src + ": " + pos + " is " + shape_string(pe) + ", expected [1, 1+N, " + std::to_string(d) + "]");
-  const int with_cls = pe[1] > 1 ? square_root(pe[1] - 1) : -1, without_cls = square_root(pe[1]);
-  if (with_cls < 0 && without_cls < 0)
-    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is neither N nor 1 + N for a square grid of N patches");
-  m.pos_has_cls = with_cls > 0;
-  m.grid_h = m.grid_w = m.pos_has_cls ? with_cls : without_cls;
+  const auto registers = static_cast<std::uint64_t>(m.n_registers());
+  int grid = -1;
+  for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
+    if (pe[1] <= leading || (grid = square_root(pe[1] - leading)) < 0) continue;
+    m.pos_prefix = static_cast<int>(leading);
+    break;
+  }
+  if (grid < 0)
+    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is neither N nor 1 + N" +
+                (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
+                " for a square grid of N patches");
+  m.grid_h = m.grid_w = grid;
   m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), di);
 
   for (int i = 0; r.has(block_prefix(prefix, f, i) + f.block_naming.norm1 + ".weight"); ++i)
@@ -267,7 +275,7 @@ std::string LoadedVit::summary() const {
                 "LayerNorm eps %g, GELU %s, %s, classifier %s, mean %g,%g,%g std %g,%g,%g",
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
-                m.pos_has_cls ? "" : " (no class position)", m.n_registers(), static_cast<double>(m.eps),
+                m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
                 m.gelu == Gelu::erf ? "erf" : "tanh", m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),

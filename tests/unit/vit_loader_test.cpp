@@ -179,7 +179,7 @@ TEST(VitLoader, TorchvisionPackedInProjectionAndClassifier) {
   EXPECT_EQ(v.model.w_head.rows(), 5);
   EXPECT_TRUE(v.model.final_norm.present());
   EXPECT_EQ(v.model.grid_h, 2);
-  EXPECT_TRUE(v.model.pos_has_cls);
+  EXPECT_EQ(v.model.pos_prefix, 1);
 }
 
 TEST(VitLoader, HuggingFaceSeparateQueryKeyValueAreStackedInOrder) {

@@ -56,14 +56,15 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
   const std::size_t first = static_cast<std::size_t>(m.first_patch_token());
   Dbl x(first + static_cast<std::size_t>(gh * gw), std::vector<double>(static_cast<std::size_t>(d)));
   for (int j = 0; j < d; ++j) {
-    x[0][static_cast<std::size_t>(j)] = double{m.cls_token(j)} + double{m.pos_embed(0, j)};
+    x[0][static_cast<std::size_t>(j)] = m.cls_token(j);
     for (int r = 0; r < m.n_registers(); ++r) x[static_cast<std::size_t>(1 + r)][static_cast<std::size_t>(j)] = m.register_tokens(r, j);
+    for (int t = 0; t < m.pos_prefix; ++t) x[static_cast<std::size_t>(t)][static_cast<std::size_t>(j)] += double{m.pos_embed(t, j)};
   }
   for (int py = 0; py < gh; ++py)
     for (int px = 0; px < gw; ++px) {
       auto& t = x[first + static_cast<std::size_t>(py * gw + px)];
       for (int o = 0; o < d; ++o) {
-        double s = at(m.b_patch, static_cast<std::size_t>(o)) + double{m.pos_embed(1 + py * gw + px, o)};
+        double s = at(m.b_patch, static_cast<std::size_t>(o)) + double{m.pos_embed(m.pos_prefix + py * gw + px, o)};
         for (int c = 0; c < 3; ++c)
           for (int y = 0; y < p; ++y)
             for (int xx = 0; xx < p; ++xx) s += double{m.w_patch(o, (c * p + y) * p + xx)} * double{img.at(c, py * p + y, px * p + xx)};
@@ -116,7 +117,7 @@ RowVector random_row(Eigen::Index n, std::mt19937& rng, float scale = 1.0f) {
   return test::random_matrix(1, n, rng, scale);
 }
 
-VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu) {
+VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu, int pos_prefix = 1) {
   const int d = 8, p = 2, g = 3, mlp = 16;
   VitModel m;
   m.patch_size = p;
@@ -126,7 +127,8 @@ VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu)
   m.b_patch = random_row(d, rng, 0.1f);
   m.cls_token = random_row(d, rng);
   if (registers > 0) m.register_tokens = test::random_matrix(registers, d, rng);
-  m.pos_embed = test::random_matrix(1 + g * g, d, rng, 0.2f);
+  m.pos_embed = test::random_matrix(pos_prefix + g * g, d, rng, 0.2f);
+  m.pos_prefix = pos_prefix;
   m.grid_h = m.grid_w = g;
   auto ln = [&] { return LayerNorm{(random_row(d, rng, 0.5f).array() + 1.0f).matrix(), random_row(d, rng, 0.1f)}; };
   for (int l = 0; l < 3; ++l) {
@@ -163,6 +165,7 @@ struct Variant {
   int registers;
   bool layer_scale;
   Gelu gelu;
+  int pos_prefix = 1;  // position rows before the patches' own
 };
 
 class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
@@ -170,7 +173,7 @@ class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
 TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
   std::mt19937 rng(42);
   const Variant v = GetParam();
-  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu);
+  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu, v.pos_prefix);
   const ImageTensor img = random_image(6, 6, rng);
   ForwardOptions o;
   o.keep_from_layer = 0;
@@ -193,10 +196,11 @@ TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Vit, ForwardVsNaive,
                          ::testing::Values(Variant{0, false, Gelu::erf}, Variant{0, true, Gelu::tanh},
-                                           Variant{4, true, Gelu::erf}),
+                                           Variant{4, true, Gelu::erf}, Variant{2, false, Gelu::erf, 0},
+                                           Variant{2, false, Gelu::erf, 3}),
                          [](const auto& param_info) {
                            const Variant& v = param_info.param;
-                           return std::to_string(v.registers) + "registers_" + (v.layer_scale ? "layerscale_" : "") +
+                           return std::to_string(v.registers) + "registers_" + std::to_string(v.pos_prefix) + "prefixpos_" + (v.layer_scale ? "layerscale_" : "") +
                                   (v.gelu == Gelu::erf ? "erf" : "tanh");
                          });
 
