@@ -16,6 +16,7 @@
 #include "model_setup.hpp"
 #include "core/error.hpp"
 #include "explain.hpp"
+#include "interrupt.hpp"
 #include "io/file_io.hpp"
 #include "io/model_file.hpp"
 #include "io/npy.hpp"
@@ -97,6 +98,7 @@ int run_images(const Options& o) {
   // Backstop for formats whose header vitattn does not read: OpenCV's own decoders
   // refuse images over this many pixels (read once, before the first decode).
   ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(o.max_pixels).c_str(), 1);
+  const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
 
   const io::Model model = make_model(o);
   check_view(o, model);
@@ -111,13 +113,20 @@ int run_images(const Options& o) {
   const fs::path out = o.output;
   prepare_output(out);
   const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
-  const io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive, [](const fs::path& p) {
+  io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive, [](const fs::path& p) {
     spdlog::debug("skipped {} (not an image by its extension)", io::display(p));
   });
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
+  const std::size_t total = plan.jobs.size();
+  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention) : 0;
+  if (const int sig = InterruptGuard::signal_received()) {
+    spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
+    return exit_status_for_signal(sig);
+  }
   if (plan.jobs.empty()) {
-    spdlog::warn("no images found in the inputs given");
+    if (skipped == 0) spdlog::warn("no images found in the inputs given");
+    else spdlog::info("{}", batch_summary(total, skipped, {}, 0.0, io::display(out), 0));
     return plan.errors.empty() ? kExitOk : kExitSomeFailed;
   }
 
@@ -130,13 +139,22 @@ int run_images(const Options& o) {
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
   const BatchResult result = run_batch(
-      plan.jobs, workers, [&](const io::ImageJob& job) { io::process_image(job, model, options); }, progress);
+      plan.jobs, workers,
+      [&](const io::ImageJob& job) {
+        io::prepare_output_path(out, job, options.save_attention);  // no symlink in the output tree is followed
+        io::process_image(job, model, options);
+      },
+      progress, [] { return InterruptGuard::signal_received() != 0; });
   progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  spdlog::info("{} image{} in {:.2f} s: {} written to {}{}", plan.jobs.size(), plan.jobs.size() == 1 ? "" : "s",
-               seconds, result.written, io::display(out),
-               result.failed ? fmt::format(", {} failed", result.failed) : std::string());
+  const int sig = InterruptGuard::signal_received();
+  const std::string summary = batch_summary(total, skipped, result, seconds, io::display(out), sig);
+  if (sig) {
+    spdlog::warn("{}", summary);
+    return exit_status_for_signal(sig);
+  }
+  spdlog::info("{}", summary);
   return result.failed || !plan.errors.empty() ? kExitSomeFailed : kExitOk;
 }
 

@@ -1,5 +1,7 @@
 #include "batch_runner.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <atomic>
 #include <exception>
 #include <new>
@@ -7,16 +9,19 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "interrupt.hpp"
 #include "io/file_io.hpp"
 
 namespace vitattn::cli {
 
 BatchResult run_batch(const std::vector<io::ImageJob>& jobs, int workers,
-                      const std::function<void(const io::ImageJob&)>& work, Progress& progress) {
+                      const std::function<void(const io::ImageJob&)>& work, Progress& progress,
+                      const std::function<bool()>& stop) {
   std::atomic<std::size_t> next{0}, written{0}, failed{0};
   auto worker = [&] {
-    // Jobs are claimed one at a time, so memory holds at most one image per worker.
-    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+    // Jobs are claimed one at a time, so memory holds at most one image per worker; the
+    // stop request is checked before each claim, so a stopped batch starts nothing new.
+    for (std::size_t i; !(stop && stop()) && (i = next.fetch_add(1)) < jobs.size();) {
       std::string error;
       try {
         work(jobs[i]);
@@ -44,7 +49,20 @@ BatchResult run_batch(const std::vector<io::ImageJob>& jobs, int workers,
     for (std::size_t t = 1; t < std::min(n, jobs.size()); ++t) pool.emplace_back(worker);
     worker();  // the calling thread works too
   }  // jthreads join here
-  return {written.load(), failed.load()};
+  BatchResult result{written.load(), failed.load(), 0};
+  result.not_started = jobs.size() - result.written - result.failed;  // every claimed job ends written or failed
+  return result;
+}
+
+std::string batch_summary(std::size_t total, std::size_t skipped, const BatchResult& r, double seconds,
+                          const std::string& out, int signal) {
+  const std::string skip = skipped ? fmt::format(", {} skipped (already done)", skipped) : std::string();
+  if (signal != 0)
+    return fmt::format("interrupted by {} after {:.2f} s: {} of {} image{} written to {}, {} failed, {} not started{}",
+                       signal_name(signal), seconds, r.written, total, total == 1 ? "" : "s", out, r.failed,
+                       r.not_started, skip);
+  return fmt::format("{} image{} in {:.2f} s: {} written to {}{}{}", total, total == 1 ? "" : "s", seconds, r.written,
+                     out, r.failed ? fmt::format(", {} failed", r.failed) : std::string(), skip);
 }
 
 }  // namespace vitattn::cli

@@ -3,6 +3,7 @@
 // and reported; it never stops the others.
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "io/batch_plan.hpp"
@@ -13,9 +14,20 @@ namespace vitattn::cli {
 struct BatchResult {
   std::size_t written = 0;
   std::size_t failed = 0;
+  std::size_t not_started = 0;  // left when `stop` said so
 };
 
+// `stop`, when given, is asked before each job is taken: once it returns true no new job
+// starts, and the jobs in hand are finished.
 BatchResult run_batch(const std::vector<io::ImageJob>& jobs, int workers,
-                      const std::function<void(const io::ImageJob&)>& work, Progress& progress);
+                      const std::function<void(const io::ImageJob&)>& work, Progress& progress,
+                      const std::function<bool()>& stop = {});
+
+// The closing line: "<n> images in <t> s: <w> written to <out>[, <f> failed][, <s> skipped
+// (already done)]", or, after a signal, "interrupted by SIGINT after <t> s: <w> of <n>
+// images written to <out>, <f> failed, <k> not started[, <s> skipped (already done)]".
+// `total` counts the skipped inputs too.
+std::string batch_summary(std::size_t total, std::size_t skipped, const BatchResult& result, double seconds,
+                          const std::string& out, int signal);
 
 }  // namespace vitattn::cli

@@ -56,12 +56,15 @@ void add_options(CLI::App& app, Options& o) {
       "                                             attention rollout over all layers\n"
       "  vitattn forward --model m.safetensors x.npy   encoder outputs for a preprocessed tensor\n"
       "  vitattn explain                            the worked examples, step by step\n"
-      "Exit status: 0 all inputs done; 1 some inputs failed (the others are written); 2 usage or model error.");
+      "Exit status: 0 all inputs done; 1 some inputs failed (the others are written); 2 usage or model error;\n"
+      "130/143 stopped by SIGINT/SIGTERM (images in hand finished, none started after; see the summary).");
   app.get_formatter()->column_width(34);
 
   app.add_option("inputs", o.inputs, "Image files and/or folders")->type_name("PATH...");
   app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR");
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
+  app.add_flag("--skip-existing", o.skip_existing,
+               "Leave out inputs whose outputs are all there already (resumes an interrupted batch)");
   app.add_option("-j,--jobs", o.jobs, "Images processed in parallel (default: all cores, " +
                                           std::to_string(std::thread::hardware_concurrency()) + " here)")
       ->check(CLI::Range(1, 1024));

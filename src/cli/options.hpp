@@ -14,6 +14,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output = "vitattn-out";
   bool recursive = false;
+  bool skip_existing = false;  // resume: leave out inputs whose outputs are all there
   int jobs = 0;  // 0: all cores
   std::string model;
   std::uint64_t seed = 0;

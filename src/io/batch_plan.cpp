@@ -1,11 +1,16 @@
 #include "batch_plan.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <map>
 #include <set>
 #include <system_error>
 
+#include "core/error.hpp"
 #include "file_io.hpp"
 
 namespace vitattn::io {
@@ -56,7 +61,11 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
       if (!recursive || is_link || canonical_or_self(entry.path()) == out_canonical) it.disable_recursion_pending();
       continue;
     }
-    if (!entry.is_regular_file(sec) || is_temporary_name(entry.path()) || !has_image_extension(entry.path())) {
+    // A symlink named like an image that leads nowhere (dangling, or a loop) is a job, so
+    // that the reader says what is wrong with it instead of it vanishing from the batch.
+    const bool broken_link = entry.is_symlink(sec) && !fs::exists(entry.status(sec));
+    if ((!entry.is_regular_file(sec) && !broken_link) || is_temporary_name(entry.path()) ||
+        !has_image_extension(entry.path())) {
       if (skipped) skipped(entry.path());
       continue;
     }
@@ -64,6 +73,16 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
   }
   std::sort(here.begin(), here.end(), [](const Candidate& a, const Candidate& b) { return a.input < b.input; });
   found.insert(found.end(), here.begin(), here.end());
+}
+
+// What comes after `root` in `p`, when `p` lies below `root` by its words alone: relative,
+// not empty, no "." or ".." anywhere. Empty otherwise.
+fs::path below(const fs::path& root, const fs::path& p) {
+  const fs::path rel = p.lexically_relative(root);
+  if (rel.empty() || rel.is_absolute()) return {};
+  for (const auto& part : rel)
+    if (part.empty() || part == "." || part == "..") return {};
+  return rel;
 }
 
 }  // namespace
@@ -128,9 +147,62 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
       plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, "_attn.png")) +
                              " (another input has the same name)");
     taken.insert(candidate);
+    // Outputs are named from the input's stem and the sub-folder it was found in, so they
+    // stay below the output folder; this makes sure of it, whatever the input path held.
+    if (below(out_dir, with_suffix(candidate, "_attn.png")).empty()) {
+      plan.errors.push_back(display(found[i].input) + ": its output " + display(with_suffix(candidate, "_attn.png")) +
+                            " would fall outside the output folder; skipped");
+      continue;
+    }
     plan.jobs.push_back({found[i].input, candidate});
   }
   return plan;
+}
+
+std::vector<const char*> output_suffixes(bool save_attention) {
+  if (save_attention) return {"_attn.png", "_attn.npy", "_cls.npy"};
+  return {"_attn.png"};
+}
+
+std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention) {
+  const auto suffixes = output_suffixes(save_attention);
+  return std::erase_if(plan.jobs, [&](const ImageJob& job) {
+    return std::all_of(suffixes.begin(), suffixes.end(), [&](const char* s) {
+      std::error_code ec;  // symlink_status: a link at an output name is not a finished output
+      return fs::is_regular_file(fs::symlink_status(with_suffix(job.output_base, s), ec));
+    });
+  });
+}
+
+void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention) {
+  const std::string input = display(job.input);
+  const fs::path rel = below(out_dir, with_suffix(job.output_base, "_attn.png"));
+  if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
+  // Walk down from the output folder one name at a time with lstat, never through a link.
+  fs::path dir = out_dir;
+  for (const auto& part : rel.parent_path()) {
+    dir /= part;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) {
+      if (errno != ENOENT)
+        throw Error(input + ": cannot use output folder " + display(dir) + ": " + std::strerror(errno));
+      if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+        throw Error(input + ": cannot create output folder " + display(dir) + ": " + std::strerror(errno));
+      if (::lstat(dir.c_str(), &st) != 0)  // made by us or, just now, by another worker
+        throw Error(input + ": cannot use output folder " + display(dir) + ": " + std::strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode))
+      throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
+    if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
+  }
+  for (const char* suffix : output_suffixes(save_attention)) {
+    const fs::path file = with_suffix(job.output_base, suffix);
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case
+    if (S_ISLNK(st.st_mode))
+      throw Error(input + ": " + display(file) + " is a symbolic link; not replaced, nothing written");
+    if (!S_ISREG(st.st_mode)) throw Error(input + ": " + display(file) + " exists and is not a file; not replaced");
+  }
 }
 
 }  // namespace vitattn::io

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -31,10 +32,58 @@ struct Fd {
   }
 };
 
+// The temporary files being written right now, so that a process about to die of a signal
+// can remove them (remove_temporaries_in_flight, called from a signal handler: no
+// allocation, no locks, only lock-free atomics and unlink). One slot per writer at a time;
+// there are as many as -j allows workers. A writer that finds no free slot still writes,
+// its temporary is then just not covered.
+constexpr std::size_t kTempSlots = 1024;
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 live, 3 taken by the remover
+  char path[PATH_MAX];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+TempSlot g_temp_slots[kTempSlots];
+
+class TempInFlight {
+ public:
+  explicit TempInFlight(const fs::path& tmp) {
+    const std::string& s = tmp.native();
+    if (s.size() >= sizeof(TempSlot::path)) return;
+    for (auto& slot : g_temp_slots) {
+      int expected = 0;
+      if (!slot.state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) continue;
+      std::memcpy(slot.path, s.c_str(), s.size() + 1);
+      slot.state.store(2, std::memory_order_release);
+      slot_ = &slot;
+      return;
+    }
+  }
+  ~TempInFlight() {
+    if (slot_ == nullptr) return;
+    int expected = 2;  // fails only once the remover took the slot, and then the process is ending
+    slot_->state.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+  TempInFlight(const TempInFlight&) = delete;
+  TempInFlight& operator=(const TempInFlight&) = delete;
+
+ private:
+  TempSlot* slot_ = nullptr;
+};
+
 }  // namespace
 
+void remove_temporaries_in_flight() noexcept {
+  for (auto& slot : g_temp_slots) {
+    int expected = 2;
+    if (slot.state.compare_exchange_strong(expected, 3, std::memory_order_acquire)) ::unlink(slot.path);
+  }
+}
+
 std::vector<std::uint8_t> read_file(const fs::path& path, std::uint64_t max_bytes) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO (or a device) named like an image must not wait for a
+  // writer forever; it is refused below as not a regular file. Regular files ignore it.
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) fail(path, errno_text(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail(path, errno_text(errno));
@@ -66,6 +115,7 @@ void write_file_atomic(const fs::path& path, const void* data, std::size_t size)
   static std::atomic<unsigned> counter{0};
   const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" +
                                              std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  const TempInFlight registered(tmp);  // before the file exists, until it is renamed or removed
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
   if (f.fd < 0) fail(path, "cannot write: " + errno_text(errno));
   const auto* p = static_cast<const char*>(data);

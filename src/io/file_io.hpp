@@ -17,6 +17,10 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path,
 // reader (or a crash) never sees a half-written file. Throws Error naming `path`.
 void write_file_atomic(const std::filesystem::path& path, const void* data, std::size_t size);
 
+// Removes the temporary files that write_file_atomic calls are writing at this moment.
+// Async-signal-safe: for a signal handler that is about to end the process.
+void remove_temporaries_in_flight() noexcept;
+
 // The temporary name write_file_atomic uses: ".<name>.tmp-<pid>-<n>" in the same folder.
 bool is_temporary_name(const std::filesystem::path& path);
 

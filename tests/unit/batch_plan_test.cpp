@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
+
+#include "core/error.hpp"
 
 #include "test_util.hpp"
 
@@ -74,6 +79,136 @@ TEST(BatchPlan, FilesNamedDirectlyAreJobsWhateverTheirExtension) {
   touch(d / "readme.txt");
   const BatchPlan plan = plan_batch({d / "readme.txt", d / "missing.jpg", d / "readme.txt"}, d / "out", false);
   ASSERT_EQ(plan.jobs.size(), 2u);  // named twice: done once
+}
+
+// Every output of `plan` lies directly or in a sub-folder below `out`, by its words alone.
+void expect_all_below(const BatchPlan& plan, const fs::path& out) {
+  for (const auto& j : plan.jobs) {
+    const fs::path rel = with_suffix(j.output_base, "_attn.png").lexically_relative(out);
+    ASSERT_FALSE(rel.empty()) << j.output_base;
+    EXPECT_FALSE(rel.is_absolute()) << rel;
+    for (const auto& part : rel) EXPECT_TRUE(part != ".." && part != ".") << rel;
+  }
+}
+
+TEST(BatchPlan, InputsWithDotDotOrAbsolutePathsLandDirectlyInTheOutputFolder) {
+  test::TempDir d;
+  touch(d / "a/b/one.png");
+  touch(d / "x/two.png");
+  touch(d / "three.png");
+  fs::create_directories(d / "work");
+  // "../x/two.png" as a user would type it from d/work, and as seen from the test's cwd.
+  const fs::path dotdot_from_cwd = (d / "x/two.png").lexically_relative(fs::current_path());
+  ASSERT_EQ(*dotdot_from_cwd.begin(), "..");
+  const BatchPlan plan = plan_batch({d / "a/b/../b/one.png", dotdot_from_cwd, fs::absolute(d / "three.png")},
+                                    d / "work/out", false);
+  EXPECT_EQ(outputs(plan, d / "work/out"), (std::vector<std::string>{"one_attn.png", "two_attn.png", "three_attn.png"}));
+  expect_all_below(plan, d / "work/out");
+  EXPECT_TRUE(plan.errors.empty());
+}
+
+TEST(BatchPlan, RecursiveWalksMirrorOnlyTheSubFoldersBelowTheInput) {
+  test::TempDir d;
+  touch(d / "in/s1/s2/deep.jpg");
+  touch(d / "in/..dots/odd.jpg");  // a folder whose name starts with ".." is an ordinary name
+  touch(d / "elsewhere/far.jpg");
+  // The same folder named three ways: plain, with "..", with a trailing "/.".
+  for (const fs::path& in : {d / "in", d / "elsewhere/../in", fs::path((d / "in").string() + "/.")}) {
+    const BatchPlan plan = plan_batch({in}, d / "out", true);
+    EXPECT_EQ(outputs(plan, d / "out"), (std::vector<std::string>{"..dots/odd_attn.png", "s1/s2/deep_attn.png"})) << in;
+    expect_all_below(plan, d / "out");
+  }
+}
+
+TEST(BatchPlan, SymlinkLoopsInAWalkEndAndBrokenImageLinksBecomeJobs) {
+  test::TempDir d;
+  touch(d / "in/a.jpg");
+  fs::create_directories(d / "in/sub");
+  fs::create_directory_symlink("..", d / "in/sub/up");   // a loop back to in/
+  fs::create_directory_symlink(".", d / "in/self");       // a loop onto itself
+  fs::create_symlink("loop.png", d / "in/loop.png");      // a file link to itself: ELOOP
+  fs::create_symlink("gone.jpg", d / "in/dangling.jpg");  // to nothing
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
+  std::vector<std::string> inputs;
+  for (const auto& j : plan.jobs) inputs.push_back(j.input.lexically_relative(d / "in").string());
+  EXPECT_EQ(inputs, (std::vector<std::string>{"a.jpg", "dangling.jpg", "loop.png"}));
+}
+
+TEST(BatchPlan, FinishedJobsAreDroppedOnlyWhenEveryOutputIsAFile) {
+  test::TempDir d;
+  for (const char* f : {"in/done.png", "in/half.png", "in/todo.png", "in/linked.png"}) touch(d / f);
+  touch(d / "out/done_attn.png");
+  touch(d / "out/done_attn.npy");
+  touch(d / "out/done_cls.npy");
+  touch(d / "out/half_attn.png");  // no .npy files yet
+  touch(d / "elsewhere.png");
+  fs::create_symlink(d / "elsewhere.png", d / "out/linked_attn.png");  // a link is not an output of ours
+  BatchPlan png_only = plan_batch({d / "in"}, d / "out", false);
+  EXPECT_EQ(drop_finished_jobs(png_only, false), 2u);
+  EXPECT_EQ(outputs(png_only, d / "out"), (std::vector<std::string>{"linked_attn.png", "todo_attn.png"}));
+  BatchPlan with_npy = plan_batch({d / "in"}, d / "out", false);
+  EXPECT_EQ(drop_finished_jobs(with_npy, true), 1u);
+  EXPECT_EQ(outputs(with_npy, d / "out"),
+            (std::vector<std::string>{"half_attn.png", "linked_attn.png", "todo_attn.png"}));
+}
+
+TEST(BatchPlan, PrepareOutputPathMakesMirroredFolders) {
+  test::TempDir d;
+  touch(d / "in/s1/s2/deep.jpg");
+  fs::create_directories(d / "out");
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  prepare_output_path(d / "out", plan.jobs[0], true);
+  EXPECT_TRUE(fs::is_directory(d / "out/s1/s2"));
+  prepare_output_path(d / "out", plan.jobs[0], true);  // again: already there is fine
+}
+
+TEST(BatchPlan, PrepareOutputPathNeverFollowsAFolderLinkOutOfTheOutputFolder) {
+  test::TempDir d;
+  touch(d / "in/sub/x.jpg");
+  touch(d / "in/sub/deeper/y.jpg");
+  fs::create_directories(d / "out");
+  fs::create_directories(d / "elsewhere");
+  fs::create_directory_symlink(d / "elsewhere", d / "out/sub");
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
+  ASSERT_EQ(plan.jobs.size(), 2u);
+  for (const auto& job : plan.jobs) {
+    try {
+      prepare_output_path(d / "out", job, false);
+      ADD_FAILURE() << job.input << ": a symlinked sub-folder was accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(job.input.string() + ": ", 0), 0u) << what;  // names the input first
+      EXPECT_NE(what.find("out/sub in the output folder is a symbolic link"), std::string::npos) << what;
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(d / "elsewhere")) << "nothing made through the link";
+}
+
+TEST(BatchPlan, PrepareOutputPathRefusesALinkAtAnOutputName) {
+  test::TempDir d;
+  touch(d / "in/x.png");
+  touch(d / "victim.txt");
+  fs::create_directories(d / "out");
+  fs::create_symlink(d / "victim.txt", d / "out/x_cls.npy");
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", false);
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  prepare_output_path(d / "out", plan.jobs[0], false);  // x_cls.npy is not written without --save-attention
+  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], true), Error);
+  fs::create_symlink(d / "victim.txt", d / "out/x_attn.png");
+  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], false), Error);
+  EXPECT_TRUE(fs::is_symlink(d / "out/x_attn.png")) << "the link itself is left as it was";
+}
+
+TEST(BatchPlan, TheOutputFolderItselfMayBeALink) {
+  test::TempDir d;
+  touch(d / "in/sub/x.png");
+  fs::create_directories(d / "real");
+  fs::create_directory_symlink(d / "real", d / "out");  // the user named it: followed
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  prepare_output_path(d / "out", plan.jobs[0], false);
+  EXPECT_TRUE(fs::is_directory(d / "real/sub"));
 }
 
 }  // namespace

@@ -1,0 +1,95 @@
+// All-or-nothing writes, and removing the temporaries in flight when the process must end.
+#include "io/file_io.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::io {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<fs::path> temporaries(const fs::path& dir) {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (is_temporary_name(e.path())) found.push_back(e.path());
+  return found;
+}
+
+TEST(FileIo, AtomicWriteLeavesOnlyTheFinalFile) {
+  test::TempDir d;
+  const std::string text = "hello";
+  write_file_atomic(d / "a.bin", text.data(), text.size());
+  EXPECT_EQ(fs::file_size(d / "a.bin"), text.size());
+  EXPECT_TRUE(temporaries(d.path()).empty());
+}
+
+// What a second Ctrl-C relies on: while a large write is in flight, its temporary can be
+// removed from outside the writer (the signal handler's call), and the writer then fails
+// instead of renaming a file that is no longer there.
+TEST(FileIo, TemporariesInFlightCanBeRemoved) {
+  test::TempDir d;
+  const std::vector<char> big(256u << 20, 'x');  // long enough to be caught in flight
+  std::atomic<bool> done{false};
+  std::string error;
+  std::thread writer([&] {
+    try {
+      write_file_atomic(d / "big.bin", big.data(), big.size());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  bool caught = false;
+  for (int i = 0; i < 20000 && !done && !caught; ++i) {
+    if (!temporaries(d.path()).empty()) {
+      remove_temporaries_in_flight();
+      caught = true;
+      EXPECT_TRUE(temporaries(d.path()).empty()) << "removed at once";
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  writer.join();
+  if (!caught) GTEST_SKIP() << "the write finished before its temporary was seen; nothing was checked";
+  EXPECT_NE(error.find("big.bin: cannot write"), std::string::npos) << "the writer went on: '" << error << "'";
+  EXPECT_FALSE(fs::exists(d / "big.bin"));
+  EXPECT_TRUE(temporaries(d.path()).empty());
+}
+
+TEST(FileIo, AFifoIsRefusedWithoutWaitingForAWriter) {
+  test::TempDir d;
+  ASSERT_EQ(::mkfifo((d / "pipe.png").c_str(), 0600), 0);
+  // Should the open wait for a writer, one comes after 2 s (so the test ends either way)
+  // and the time taken tells.
+  std::atomic<bool> done{false};
+  std::thread unblock([&] {
+    for (int i = 0; i < 200 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done) return;
+    const int fd = ::open((d / "pipe.png").c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    read_file(d / "pipe.png");
+    ADD_FAILURE() << "a FIFO was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pipe.png: is not a regular file"), std::string::npos) << e.what();
+  }
+  done = true;
+  unblock.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << "open() waited for a writer";
+}
+
+}  // namespace
+}  // namespace vitattn::io
