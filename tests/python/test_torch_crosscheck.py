@@ -1,0 +1,705 @@
+#!/usr/bin/python3
+"""Cross-check of vitattn's ViT encoder against PyTorch (torchvision's VisionTransformer).
+
+Run:  /usr/bin/python3 tests/python/test_torch_crosscheck.py [--shared]
+      Without --shared: random torchvision ViTs made here. With --shared: the trained
+      CIFAR-10 model and its golden outputs in ../shared/models, and the image path on a
+      photo from ../shared/images; exits 77 (ctest: skipped) when ../shared is absent.
+      Exits 77 as well when torch cannot be imported (CI installs python3-torch).
+Env:  VITATTN_BIN     binary to test   (default <repo>/build/dev/vitattn)
+      VITATTN_SHARED  shared fixtures  (default <repo>/../shared)
+
+Nothing here comes from vitattn: the models are torchvision's, the attention
+probabilities are what torch.nn.MultiheadAttention returns (need_weights=True,
+average_attn_weights=False) for each block's input captured by a forward hook,
+and the safetensors files are written by the small writer below.
+
+  case T  torchvision ViTs (3 sizes) exported under torchvision, timm and HF-ViT names
+          (also F16 / BF16 storage), `vitattn forward` vs torch: features, logits, every
+          layer's attention, at the trained size and at another size (position
+          embeddings resampled with F.interpolate bicubic, align_corners=False)
+  case I  image mode: --head all/2/mean/max/min, --rollout, --img-size --keep-aspect
+  case D  DINOv2-style (layer scale + 4 registers), timm and HF Dinov2 names
+  case S  (--shared) the tintn CIFAR-10 model against its PyTorch golden outputs
+Prints "crosscheck: <passed> passed, <failed> failed"; exits 1 if anything failed.
+"""
+
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+try:
+    import torch
+    import torch.nn.functional as F
+    import torchvision
+    from torchvision.models.vision_transformer import VisionTransformer
+except ImportError as e:  # CI installs python3-torch python3-torchvision (scripts/install-deps.sh)
+    print(f"SKIP: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
+    sys.exit(77)
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
+SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
+USE_SHARED = "--shared" in sys.argv[1:]
+
+ATTN_TOL = 1e-5   # absolute, on every softmax probability
+REL_TOL = 1e-4    # features / logits: max|d| <= REL_TOL * max(1, max|ref|)
+SHARED_REL_TOL = 1e-5  # the issue's bound for the trained model's logits and features
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+HALF = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+
+torch.set_num_threads(2)
+torch.set_grad_enabled(False)
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok, what):
+        ok = bool(ok)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAIL: {what}", flush=True)
+        return ok
+
+
+T = Tally()
+WORST = {}  # check kind -> largest difference seen, for the summary
+
+
+def note(kind, value):
+    WORST[kind] = max(WORST.get(kind, 0.0), float(value))
+
+
+# ---------------------------------------------------------------------------
+# safetensors writer (F32, F16, BF16), independent of vitattn's
+# ---------------------------------------------------------------------------
+
+
+def tensor_bytes(t, dtype):
+    t = t.detach().contiguous().cpu()
+    if dtype == "F32":
+        return t.to(torch.float32).numpy().astype("<f4").tobytes()
+    if dtype == "F16":
+        return t.to(torch.float16).numpy().astype("<f2").tobytes()
+    if dtype == "BF16":  # torch's own round-to-nearest-even conversion
+        return t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
+    raise ValueError(dtype)
+
+
+def write_safetensors(path, tensors, dtype="F32", metadata=None):
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        raw = tensor_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
+def rounded(t, dtype):
+    """The float32 values a file of this dtype stores for t."""
+    if dtype == "F16":
+        return t.to(torch.float16).to(torch.float32)
+    if dtype == "BF16":
+        return t.to(torch.bfloat16).to(torch.float32)
+    return t.clone()
+
+
+# ---------------------------------------------------------------------------
+# torchvision models and the three namings
+# ---------------------------------------------------------------------------
+
+
+def make_vit(image_size, d, heads, mlp, layers, classes, seed, embed_scale=1.0):
+    """torchvision ViT-like model with every parameter random (nothing left 0 or 1)."""
+    torch.manual_seed(seed)
+    m = VisionTransformer(image_size=image_size, patch_size=16, num_layers=layers, num_heads=heads,
+                          hidden_dim=d, mlp_dim=mlp, num_classes=classes)
+    g = torch.Generator().manual_seed(seed + 1)
+
+    def rnd(shape, std):
+        return torch.randn(shape, generator=g) * std
+
+    for name, p in m.named_parameters():
+        if "ln" in name and name.endswith("weight"):
+            p.copy_(1 + rnd(p.shape, 0.3))
+        elif name.endswith("bias"):
+            p.copy_(rnd(p.shape, 0.1))
+        elif name == "class_token" or name == "encoder.pos_embedding":
+            p.copy_(rnd(p.shape, 0.5))
+        elif name.endswith("in_proj_weight"):  # peaky attention, so a wrong scale or order shows
+            p.copy_(rnd(p.shape, 1.5 / math.sqrt(d)))
+        elif name == "heads.head.weight":
+            p.copy_(rnd(p.shape, 1.0 / math.sqrt(d)))
+    if embed_scale != 1.0:  # tiny token stream: LayerNorm's eps becomes visible
+        for name in ("conv_proj.weight", "conv_proj.bias", "class_token", "encoder.pos_embedding"):
+            m.get_parameter(name).mul_(embed_scale)
+    return m.eval()
+
+
+def with_eps(model, eps):
+    """Same weights, another LayerNorm eps (torchvision's norm_layer argument)."""
+    enc = model.encoder
+    from functools import partial
+    m = VisionTransformer(image_size=model.image_size, patch_size=model.patch_size, num_layers=len(enc.layers),
+                          num_heads=enc.layers[0].num_heads, hidden_dim=model.hidden_dim, mlp_dim=model.mlp_dim,
+                          num_classes=model.num_classes, norm_layer=partial(torch.nn.LayerNorm, eps=eps))
+    m.load_state_dict(model.state_dict())
+    return m.eval()
+
+
+def with_rounded_weights(model, dtype):
+    m = with_eps(model, model.encoder.ln.eps)
+    m.load_state_dict({k: rounded(v, dtype) for k, v in model.state_dict().items()})
+    return m
+
+
+def export_torchvision(sd):
+    return dict(sd)
+
+
+def export_timm(sd, n_layers):
+    out = {"patch_embed.proj.weight": sd["conv_proj.weight"], "patch_embed.proj.bias": sd["conv_proj.bias"],
+           "cls_token": sd["class_token"], "pos_embed": sd["encoder.pos_embedding"]}
+    for i in range(n_layers):
+        s, t = f"encoder.layers.encoder_layer_{i}.", f"blocks.{i}."
+        out.update({t + "norm1.weight": sd[s + "ln_1.weight"], t + "norm1.bias": sd[s + "ln_1.bias"],
+                    t + "attn.qkv.weight": sd[s + "self_attention.in_proj_weight"],
+                    t + "attn.qkv.bias": sd[s + "self_attention.in_proj_bias"],
+                    t + "attn.proj.weight": sd[s + "self_attention.out_proj.weight"],
+                    t + "attn.proj.bias": sd[s + "self_attention.out_proj.bias"],
+                    t + "norm2.weight": sd[s + "ln_2.weight"], t + "norm2.bias": sd[s + "ln_2.bias"],
+                    t + "mlp.fc1.weight": sd[s + "mlp.0.weight"], t + "mlp.fc1.bias": sd[s + "mlp.0.bias"],
+                    t + "mlp.fc2.weight": sd[s + "mlp.3.weight"], t + "mlp.fc2.bias": sd[s + "mlp.3.bias"]})
+    out.update({"norm.weight": sd["encoder.ln.weight"], "norm.bias": sd["encoder.ln.bias"]})
+    if "heads.head.weight" in sd:
+        out.update({"head.weight": sd["heads.head.weight"], "head.bias": sd["heads.head.bias"]})
+    return out
+
+
+def split_qkv(w):
+    d = w.shape[0] // 3
+    return w[:d], w[d:2 * d], w[2 * d:]
+
+
+def export_hf_vit(sd, n_layers):
+    e = "vit.embeddings."
+    out = {e + "cls_token": sd["class_token"], e + "position_embeddings": sd["encoder.pos_embedding"],
+           e + "patch_embeddings.projection.weight": sd["conv_proj.weight"],
+           e + "patch_embeddings.projection.bias": sd["conv_proj.bias"]}
+    for i in range(n_layers):
+        s, t = f"encoder.layers.encoder_layer_{i}.", f"vit.encoder.layer.{i}."
+        for part, w, b in zip(("query", "key", "value"), split_qkv(sd[s + "self_attention.in_proj_weight"]),
+                              split_qkv(sd[s + "self_attention.in_proj_bias"])):
+            out[t + f"attention.attention.{part}.weight"] = w
+            out[t + f"attention.attention.{part}.bias"] = b
+        out.update({t + "layernorm_before.weight": sd[s + "ln_1.weight"],
+                    t + "layernorm_before.bias": sd[s + "ln_1.bias"],
+                    t + "attention.output.dense.weight": sd[s + "self_attention.out_proj.weight"],
+                    t + "attention.output.dense.bias": sd[s + "self_attention.out_proj.bias"],
+                    t + "layernorm_after.weight": sd[s + "ln_2.weight"], t + "layernorm_after.bias": sd[s + "ln_2.bias"],
+                    t + "intermediate.dense.weight": sd[s + "mlp.0.weight"],
+                    t + "intermediate.dense.bias": sd[s + "mlp.0.bias"],
+                    t + "output.dense.weight": sd[s + "mlp.3.weight"], t + "output.dense.bias": sd[s + "mlp.3.bias"]})
+    out.update({"vit.layernorm.weight": sd["encoder.ln.weight"], "vit.layernorm.bias": sd["encoder.ln.bias"]})
+    if "heads.head.weight" in sd:
+        out.update({"classifier.weight": sd["heads.head.weight"], "classifier.bias": sd["heads.head.bias"]})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# torch reference outputs
+# ---------------------------------------------------------------------------
+
+
+def interp_pos(pos, grid, new_h, new_w, mode="bicubic"):
+    """[1, 1+g*g, D] -> [1, 1+new_h*new_w, D]; the class position is kept."""
+    d = pos.shape[-1]
+    patch = pos[:, 1:].reshape(1, grid, grid, d).permute(0, 3, 1, 2)                    # [1, D, g, g]
+    patch = F.interpolate(patch, size=(new_h, new_w), mode=mode, align_corners=False)
+    return torch.cat([pos[:, :1], patch.permute(0, 2, 3, 1).reshape(1, new_h * new_w, d)], dim=1)
+
+
+def torch_reference(model, x, mode="bicubic"):
+    """x [N, 3, H, W] -> (attention [N, L, heads, T, T], features [N, D], logits [N, C]) as float64 numpy.
+
+    Attention: torch's MultiheadAttention on LN1 of each block's input, captured with a hook.
+    At the trained size the model's own forward runs; at another size the same modules run
+    with the position embedding interpolated bicubically (the model's forward refuses it).
+    """
+    inputs = [None] * len(model.encoder.layers)
+    hooks = [blk.register_forward_hook(lambda mod, inp, out, i=i: inputs.__setitem__(i, inp[0]))
+             for i, blk in enumerate(model.encoder.layers)]
+    feats = []
+    hooks.append(model.encoder.register_forward_hook(lambda mod, inp, out: feats.append(out[:, 0])))
+    try:
+        n, _, h, w = x.shape
+        if h == w == model.image_size:
+            logits = model(x)
+        else:
+            p, grid = model.patch_size, model.image_size // model.patch_size
+            tok = model.conv_proj(x).reshape(n, model.hidden_dim, -1).permute(0, 2, 1)   # [N, HW, D]
+            tok = torch.cat([model.class_token.expand(n, -1, -1), tok], dim=1)
+            saved = model.encoder.pos_embedding
+            model.encoder.pos_embedding = torch.nn.Parameter(interp_pos(saved, grid, h // p, w // p, mode))
+            try:
+                out = model.encoder(tok)
+            finally:
+                model.encoder.pos_embedding = saved
+            logits = model.heads(out[:, 0])
+    finally:
+        for hk in hooks:
+            hk.remove()
+    attn = []
+    for blk, xin in zip(model.encoder.layers, inputs):
+        y = blk.ln_1(xin)
+        attn.append(blk.self_attention(y, y, y, need_weights=True, average_attn_weights=False)[1])  # [N, h, T, T]
+    attn = torch.stack(attn, dim=1)
+    return (attn.double().numpy(), feats[0].double().numpy(), logits.double().numpy())
+
+
+def dinov2_reference(model, ls1, ls2, regs, x):
+    """DINOv2 block order from torchvision's modules: x += ls1*attn(ln1 x); x += ls2*mlp(ln2 x);
+    tokens [cls+pos0, registers (no position), patches+pos]."""
+    n, _, h, w = x.shape
+    p, grid = model.patch_size, model.image_size // model.patch_size
+    pos = model.encoder.pos_embedding
+    if (h, w) != (model.image_size, model.image_size):
+        pos = interp_pos(pos, grid, h // p, w // p)
+    tok = model.conv_proj(x).reshape(n, model.hidden_dim, -1).permute(0, 2, 1) + pos[:, 1:]
+    cls = model.class_token.expand(n, -1, -1) + pos[:, :1]
+    t = torch.cat([cls, regs.expand(n, -1, -1), tok], dim=1)
+    attn = []
+    for i, blk in enumerate(model.encoder.layers):
+        y = blk.ln_1(t)
+        o, a = blk.self_attention(y, y, y, need_weights=True, average_attn_weights=False)
+        attn.append(a)
+        t = t + ls1[i] * o
+        t = t + ls2[i] * blk.mlp(blk.ln_2(t))
+    t = model.encoder.ln(t)
+    logits = model.heads(t[:, 0])
+    return torch.stack(attn, 1).double().numpy(), t[:, 0].double().numpy(), logits.double().numpy()
+
+
+# ---------------------------------------------------------------------------
+# running vitattn and comparing
+# ---------------------------------------------------------------------------
+
+
+def run_binary(label, args):
+    cmd = [str(BIN)] + [str(a) for a in args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return T.check(False, f"{label}: could not run {' '.join(cmd)}: {e}")
+    return T.check(proc.returncode == 0,
+                   f"{label}: exit {proc.returncode} from {' '.join(cmd)}\n  stderr: {proc.stderr.strip()[-2000:]}")
+
+
+def rel_check(label, what, got, want, rel_tol, kind):
+    if not T.check(got.shape == want.shape, f"{label}: {what} shape {got.shape}, want {want.shape}"):
+        return
+    diff = np.abs(got.astype(np.float64) - want)
+    scale = max(1.0, float(np.abs(want).max()))
+    note(kind, diff.max() / scale)
+    at = tuple(int(i) for i in np.unravel_index(diff.argmax(), diff.shape))
+    T.check(diff.max() <= rel_tol * scale,
+            f"{label}: {what} max|d| {diff.max():.3g} > {rel_tol:g}*{scale:.3g} at {at} "
+            f"(vitattn {got[at]:.8g}, torch {want[at]:.8g})")
+    return diff.max() / scale
+
+
+def attn_check(label, what, got, want, kind="attention"):
+    if not T.check(got.shape == want.shape, f"{label}: {what} shape {got.shape}, want {want.shape}"):
+        return None
+    diff = np.abs(got.astype(np.float64) - want)
+    note(kind, diff.max())
+    at = tuple(int(i) for i in np.unravel_index(diff.argmax(), diff.shape))
+    T.check(diff.max() <= ATTN_TOL,
+            f"{label}: {what} max|d| {diff.max():.3g} > {ATTN_TOL:g} at {at} "
+            f"(vitattn {got[at]:.8g}, torch {want[at]:.8g}); {int((diff > ATTN_TOL).sum())} entries over")
+    return diff.max()
+
+
+def compare_forward(label, out_dir, stem, ref, rel_tol=REL_TOL, with_logits=True, ref64=None):
+    """vitattn forward's outputs vs torch float32 (asserted). ref64: a function giving the torch float64
+    outputs, called only when a check fails, to show whether vitattn or float32 torch is the one off."""
+    failed_before = T.failed
+    attn_ref, feat_ref, logit_ref = ref
+    paths = {k: out_dir / f"{stem}_{k}.npy" for k in ("attention", "features", "logits")}
+    if not T.check(paths["attention"].is_file() and paths["features"].is_file(),
+                   f"{label}: missing {paths['attention']} or {paths['features']}"):
+        return
+    a = attn_check(label, "attention", np.load(paths["attention"]), attn_ref)
+    f = rel_check(label, "features", np.load(paths["features"]), feat_ref, rel_tol, "features (rel)")
+    line = f"{label} {stem}: T={attn_ref.shape[-1]} attn {a if a is not None else float('nan'):.2g}, " \
+           f"features {f if f is not None else float('nan'):.2g}"
+    if with_logits:
+        if T.check(paths["logits"].is_file(), f"{label}: missing {paths['logits']}"):
+            g = rel_check(label, "logits", np.load(paths["logits"]), logit_ref, rel_tol, "logits (rel)")
+            line += f", logits {g if g is not None else float('nan'):.2g}"
+    else:
+        T.check(not paths["logits"].exists(), f"{label}: {paths['logits']} written for a model without classifier")
+    if ref64 is not None and T.failed > failed_before and a is not None and f is not None:
+        a64, f64 = ref64()[:2]
+        line += (f"; vs float64 torch: vitattn off by attn {np.abs(np.load(paths['attention']) - a64).max():.2g} "
+                 f"features {np.abs(np.load(paths['features']) - f64).max():.2g}, torch float32 off by attn "
+                 f"{np.abs(attn_ref - a64).max():.2g} features {np.abs(feat_ref - f64).max():.2g}")
+    print(line, flush=True)
+
+
+def save_input(path, x):
+    np.save(path, x.numpy().astype(np.float32))
+
+
+# ---------------------------------------------------------------------------
+# case T: torchvision models under three namings
+# ---------------------------------------------------------------------------
+
+# (image_size, D, heads, mlp, layers, classes, other input size (H, W), embed scale, how heads are told)
+CONFIGS = [
+    (224, 192, 3, 768, 4, 10, (160, 256), 1.0, "d/64"),
+    (160, 384, 6, 1536, 2, 10, (224, 128), 1.0, "metadata"),
+    (96, 128, 4, 256, 2, 7, (64, 112), 0.01, "--heads"),
+]
+
+
+def case_t(tmp):
+    models = []
+    for ci, (size, d, heads, mlp, layers, classes, other, embed_scale, heads_from) in enumerate(CONFIGS):
+        model = make_vit(size, d, heads, mlp, layers, classes, seed=10 + ci, embed_scale=embed_scale)
+        models.append(model)
+        g = torch.Generator().manual_seed(50 + ci)
+        x_trained = torch.randn(2, 3, size, size, generator=g)
+        x_other = torch.randn(2, 3, *other, generator=g)
+        inputs = {"trained": x_trained, "other": x_other}
+        for stem, x in inputs.items():
+            save_input(tmp / f"c{ci}_{stem}.npy", x)
+        model_hf = with_eps(model, 1e-12)  # HF ViT's default LayerNorm eps, so that comparison is exact
+        refs = {(eps, stem): torch_reference(m, x) for eps, m in ((1e-6, model), (1e-12, model_hf))
+                for stem, x in inputs.items()}
+
+        def ref64(eps, stem, x):  # the same torch code in float64, for diagnosing a failure
+            return lambda: torch_reference(with_eps(model, eps).double(), x.double())
+        # sanity of the oracle: attention far from uniform; eps visible only where intended
+        a = refs[(1e-6, "trained")][0]
+        spread = a[:, :, :, 0].max(axis=-1).min() * a.shape[-1]
+        T.check(spread > 2, f"T{ci}: torch class-token attention too flat (min over heads of max*T = {spread:.3g})")
+        eps_gap = np.abs(refs[(1e-6, "trained")][0] - refs[(1e-12, "trained")][0]).max()
+        print(f"T{ci}: D={d} heads={heads} mlp={mlp} layers={layers} size={size} other={other}: "
+              f"attention spread {spread:.3g}, eps 1e-6 vs 1e-12 changes attention by {eps_gap:.3g}", flush=True)
+        # the other-size comparison must be able to tell bicubic from bilinear resampling
+        interp_gap = np.abs(refs[(1e-6, "other")][0] - torch_reference(model, x_other, "bilinear")[0]).max()
+        T.check(interp_gap > 10 * ATTN_TOL,
+                f"T{ci}: bilinear vs bicubic position embeddings barely differ (gap {interp_gap:.3g})")
+        print(f"T{ci}: bicubic vs bilinear position resampling changes attention by {interp_gap:.3g}", flush=True)
+        if embed_scale != 1.0:
+            T.check(eps_gap > 100 * ATTN_TOL, f"T{ci}: LayerNorm eps should be visible here (gap {eps_gap:.3g})")
+
+        sd = model.state_dict()
+        exports = [("torchvision", export_torchvision(sd), 1e-6, []),
+                   ("timm", export_timm(sd, layers), 1e-6, []),
+                   ("hf-vit", export_hf_vit(sd, layers), 1e-12, []),
+                   ("hf-vit --eps 1e-6", export_hf_vit(sd, layers), 1e-6, ["--eps", "1e-6"])]
+        for name, tensors, eps, extra in exports:
+            label = f"T{ci}[{name}]"
+            path = tmp / f"c{ci}_{name.split()[0]}.safetensors"
+            meta = {"num_heads": heads} if heads_from == "metadata" else None
+            if heads_from == "--heads":
+                extra = extra + ["--heads", str(heads)]
+            write_safetensors(path, tensors, "F32", meta)
+            out = tmp / f"outT{ci}_{name.replace(' ', '_')}"
+            if run_binary(label, ["forward", "--model", path, *extra, tmp / f"c{ci}_trained.npy",
+                                  tmp / f"c{ci}_other.npy", "-o", out]):
+                for stem in inputs:
+                    compare_forward(label, out, f"c{ci}_{stem}", refs[(eps, stem)], ref64=ref64(eps, stem, inputs[stem]))
+        # the stored dtype: torch run on the rounded weights is the exact reference
+        for name, dtype, export in (("timm", "BF16", export_timm), ("torchvision", "F16", export_torchvision)):
+            if ci == 2:
+                continue
+            label = f"T{ci}[{name} {dtype}]"
+            mr = with_rounded_weights(model, dtype)
+            ref = torch_reference(mr, x_trained)
+            path = tmp / f"c{ci}_{name}_{dtype}.safetensors"
+            tensors = export(sd, layers) if export is export_timm else export(sd)
+            write_safetensors(path, tensors, dtype, {"num_heads": heads} if heads_from == "metadata" else None)
+            gap = np.abs(ref[0] - refs[(1e-6, "trained")][0]).max()
+            T.check(gap > 100 * ATTN_TOL, f"{label}: rounding the weights should change the attention (gap {gap:.3g})")
+            out = tmp / f"outT{ci}_{dtype}"
+            if run_binary(label, ["forward", "--model", path, tmp / f"c{ci}_trained.npy", "-o", out]):
+                compare_forward(label, out, f"c{ci}_trained", ref)
+    return models
+
+
+# ---------------------------------------------------------------------------
+# case I: the image path
+# ---------------------------------------------------------------------------
+
+
+def preprocess(path, width, height, norm):
+    """cv2 decode, resize (INTER_AREA if both sides shrink, else INTER_LINEAR), RGB, normalise -> [1, 3, h, w]."""
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    shrink = bgr.shape[1] >= width and bgr.shape[0] >= height
+    img = cv2.resize(bgr, (width, height), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+    rgb = img[:, :, ::-1].astype(np.float32) / np.float32(255)
+    x = (rgb - np.asarray(norm[0], np.float32)) / np.asarray(norm[1], np.float32)
+    return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1)))[None]
+
+
+def fuse(heads, how):
+    return {"mean": heads.mean(0), "max": heads.max(0), "min": heads.min(0)}[how]
+
+
+def rollout(layers, how, ratio):
+    """jacobgil/vit-explain with rows renormalised: layers [L, heads, T, T] -> R [T, T]."""
+    t = layers.shape[-1]
+    r = np.eye(t)
+    for heads in layers:
+        a = fuse(heads, how).copy()
+        flat = a.reshape(-1)
+        n_drop = int(math.floor(t * t * ratio))
+        order = np.lexsort((np.arange(flat.size), flat))[:n_drop]  # smallest first, ties by flat index
+        order = order[order != 0]
+        flat[order] = 0
+        a = (a + np.eye(t)) / 2
+        a = a / a.sum(axis=1, keepdims=True)
+        r = a @ r
+    return r
+
+
+def make_image(path):
+    rng = np.random.default_rng(5)
+    h, w = 200, 300
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.dstack([255 * xx / w, 255 * yy / h, 128 + 100 * np.sin(xx / 13 + yy / 29)])
+    img = np.clip(img + rng.normal(0, 8, img.shape), 0, 255).astype(np.uint8)
+    cv2.circle(img, (90, 110), 50, (20, 40, 230), -1)
+    cv2.rectangle(img, (180, 30), (280, 120), (240, 230, 30), -1)
+    cv2.imwrite(str(path), img)
+
+
+def case_i(tmp, model, image):
+    """Image mode on the torchvision-named D=192 model (ImageNet normalisation, the family's default)."""
+    layers, heads = len(model.encoder.layers), model.encoder.layers[0].num_heads
+    grid = model.image_size // model.patch_size
+    path = tmp / "img_torchvision.safetensors"
+    write_safetensors(path, export_torchvision(model.state_dict()))
+    x = preprocess(image, model.image_size, model.image_size, IMAGENET)
+    attn, _, _ = torch_reference(model, x)
+    attn = attn[0]                                                         # [L, heads, T, T]
+    stem = image.stem
+
+    def run_view(tag, args):
+        out = tmp / f"outI_{tag}"
+        if not run_binary(f"I[{tag}]", ["--model", path, *args, "--save-attention", "-o", out, image]):
+            return None, None
+        a, c = out / f"{stem}_attn.npy", out / f"{stem}_cls.npy"
+        if not T.check(a.is_file() and c.is_file() and (out / f"{stem}_attn.png").is_file(),
+                       f"I[{tag}]: missing outputs in {out}"):
+            return None, None
+        return np.load(a), np.load(c)
+
+    # --layer 1 --head all: [heads, T, T] and [heads, g, g]
+    a, c = run_view("layer1_all", ["--layer", "1", "--head", "all"])
+    if a is not None:
+        attn_check("I[--layer 1 --head all]", "_attn.npy", a, attn[1], "image attention")
+        want = attn[1][:, 0, 1:].reshape(heads, grid, grid)
+        attn_check("I[--layer 1 --head all]", "_cls.npy", c, want, "image class map")
+        T.check(c.shape == want.shape and np.array_equal(c, a[:, 0, 1:].reshape(heads, grid, grid)),
+                "I[--layer 1 --head all]: _cls.npy is not _attn.npy's class row")
+        print(f"I: --layer 1 --head all: max|attn - torch| {np.abs(a - attn[1]).max():.2g}", flush=True)
+    # --layer 1 --head 2, mean, max, min
+    for head in ("2", "mean", "max", "min"):
+        a, c = run_view(f"layer1_{head}", ["--layer", "1", "--head", head])
+        if a is None:
+            continue
+        attn_check(f"I[--layer 1 --head {head}]", "_attn.npy", a, attn[1], "image attention")
+        fused = attn[1][int(head)] if head.isdigit() else fuse(attn[1], head)
+        d = attn_check(f"I[--layer 1 --head {head}]", "_cls.npy", c, fused[0, 1:].reshape(grid, grid),
+                       "image class map")
+        print(f"I: --layer 1 --head {head}: max|cls - torch| {d if d is not None else float('nan'):.2g}", flush=True)
+    # default layer (last) with --head mean: the layer choice must matter
+    a, c = run_view("last_mean", [])
+    if a is not None:
+        attn_check("I[default layer]", "_attn.npy", a, attn[-1], "image attention")
+        attn_check("I[default layer]", "_cls.npy", c, attn[-1].mean(0)[0, 1:].reshape(grid, grid), "image class map")
+    # rollout, mean, discard 0.5, over all layers and over layers 0..1
+    for tag, args, upto in (("rollout_all", [], layers), ("rollout_layer1", ["--layer", "1"], 2)):
+        a, c = run_view(tag, ["--rollout", "--head", "mean", "--discard-ratio", "0.5", *args])
+        if a is None:
+            continue
+        r = rollout(attn[:upto], "mean", 0.5)
+        want = r[0, 1:].reshape(grid, grid)
+        plain = rollout(attn[:upto], "mean", 0.0)[0, 1:].reshape(grid, grid)
+        gap = np.abs(plain - want).max()
+        T.check(gap > 10 * ATTN_TOL, f"I[{tag}]: discarding should change the rollout (gap {gap:.3g})")
+        d = attn_check(f"I[--rollout --discard-ratio 0.5 {' '.join(args)}]", "_cls.npy", c, want, "rollout class map")
+        print(f"I: {tag}: max|cls - numpy rollout of torch attention| {d if d is not None else float('nan'):.2g} "
+              f"(discard changes it by {gap:.2g})", flush=True)
+    # --img-size 160 --keep-aspect: shorter side 160, longer round(160*aspect/16)*16
+    bgr_h, bgr_w = cv2.imread(str(image), cv2.IMREAD_COLOR).shape[:2]
+    longer = max(1, math.floor(160 * max(bgr_h, bgr_w) / min(bgr_h, bgr_w) / 16 + 0.5)) * 16
+    w, h = (longer, 160) if bgr_w >= bgr_h else (160, longer)
+    a, c = run_view("keep_aspect", ["--img-size", "160", "--keep-aspect"])
+    if a is not None:
+        want_shape = (h // 16, w // 16)
+        if (bgr_w, bgr_h) == (300, 200):
+            T.check(want_shape == (10, 15), f"I[--keep-aspect]: the test's own expected grid is {want_shape}")
+        T.check(c.shape == want_shape, f"I[--img-size 160 --keep-aspect]: _cls.npy shape {c.shape}, want {want_shape}")
+        xa = preprocess(image, w, h, IMAGENET)
+        ra = torch_reference(model, xa)[0][0]
+        attn_check("I[--img-size 160 --keep-aspect]", "_attn.npy", a, ra[-1], "image attention")
+        d = attn_check("I[--img-size 160 --keep-aspect]", "_cls.npy", c,
+                       ra[-1].mean(0)[0, 1:].reshape(want_shape), "image class map")
+        print(f"I: --img-size 160 --keep-aspect on {bgr_w}x{bgr_h}: grid {c.shape}, "
+              f"max|cls - torch| {d if d is not None else float('nan'):.2g}", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# case D: DINOv2-style (layer scale, registers)
+# ---------------------------------------------------------------------------
+
+
+def case_d(tmp, model):
+    layers, d = len(model.encoder.layers), model.hidden_dim
+    g = torch.Generator().manual_seed(77)
+    ls1 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
+    ls2 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
+    regs = torch.randn(1, 4, d, generator=g) * 0.5
+    sd = model.state_dict()
+    timm = export_timm(sd, layers)
+    for i in range(layers):
+        timm[f"blocks.{i}.ls1.gamma"] = ls1[i]
+        timm[f"blocks.{i}.ls2.gamma"] = ls2[i]
+    timm["register_tokens"] = regs
+    # HF Dinov2 names, from the timm export
+    hf = {"embeddings.cls_token": timm["cls_token"], "embeddings.position_embeddings": timm["pos_embed"],
+          "embeddings.register_tokens": regs, "embeddings.mask_token": torch.zeros(1, d),
+          "embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
+          "embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
+          "layernorm.weight": timm["norm.weight"], "layernorm.bias": timm["norm.bias"]}
+    for i in range(layers):
+        s, t = f"blocks.{i}.", f"encoder.layer.{i}."
+        for part, w, b in zip(("query", "key", "value"), split_qkv(timm[s + "attn.qkv.weight"]),
+                              split_qkv(timm[s + "attn.qkv.bias"])):
+            hf[t + f"attention.attention.{part}.weight"] = w
+            hf[t + f"attention.attention.{part}.bias"] = b
+        for a_, b_ in (("norm1", "norm1"), ("attn.proj", "attention.output.dense"), ("norm2", "norm2"),
+                       ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")):
+            hf[t + b_ + ".weight"] = timm[s + a_ + ".weight"]
+            hf[t + b_ + ".bias"] = timm[s + a_ + ".bias"]
+        hf[t + "layer_scale1.lambda1"] = ls1[i]
+        hf[t + "layer_scale2.lambda1"] = ls2[i]
+
+    x_trained = torch.from_numpy(np.load(tmp / "c0_trained.npy"))
+    x_other = torch.from_numpy(np.load(tmp / "c0_other.npy"))
+    refs = {"c0_trained": dinov2_reference(model, ls1, ls2, regs, x_trained),
+            "c0_other": dinov2_reference(model, ls1, ls2, regs, x_other)}
+    plain = torch_reference(model, x_trained)
+    gap = np.abs(refs["c0_trained"][1] - plain[1]).max()
+    T.check(gap > 100 * REL_TOL, f"D: layer scale + registers should change the features (gap {gap:.3g})")
+    for name, tensors, with_logits in (("dinov2 (timm names)", timm, True), ("hf-dinov2", hf, False)):
+        label = f"D[{name}]"
+        path = tmp / f"dinov2_{'timm' if with_logits else 'hf'}.safetensors"
+        write_safetensors(path, tensors)
+        out = tmp / f"outD_{'timm' if with_logits else 'hf'}"
+        if run_binary(label, ["forward", "--model", path, tmp / "c0_trained.npy", tmp / "c0_other.npy", "-o", out]):
+            for stem, ref in refs.items():
+                compare_forward(label, out, stem, ref, with_logits=with_logits)
+    # the image path reads the class row from token 1+R on: check it on the registers model
+    image = tmp / "dino_img.png"
+    make_image(image)
+    path = tmp / "dinov2_timm.safetensors"
+    out = tmp / "outD_img"
+    if run_binary("D[image --head all]", ["--model", path, "--head", "all", "--save-attention", "-o", out, image]):
+        x = preprocess(image, model.image_size, model.image_size, IMAGENET)  # DINOv2's ImageNet default
+        ra = dinov2_reference(model, ls1, ls2, regs, x)[0][0]                  # [L, heads, T, T]
+        grid = model.image_size // model.patch_size
+        c = np.load(out / f"{image.stem}_cls.npy")
+        want = ra[-1][:, 0, 5:].reshape(-1, grid, grid)
+        dd = attn_check("D[image --head all]", "_cls.npy (class row from token 1+4)", c, want, "image class map")
+        print(f"D: image path with 4 registers: max|cls - torch| {dd if dd is not None else float('nan'):.2g}",
+              flush=True)
+
+
+# ---------------------------------------------------------------------------
+# case S: the trained tintn model against its PyTorch golden outputs
+# ---------------------------------------------------------------------------
+
+
+def case_s(tmp):
+    st = SHARED / "models" / "vit_cifar10_tintn.safetensors"
+    npz = SHARED / "models" / "vit_cifar10_tintn.reference.npz"
+    golden = np.load(npz)
+    np.save(tmp / "tintn_inputs.npy", golden["inputs"].astype(np.float32))
+    out = tmp / "outS"
+    if not run_binary("S[tintn]", ["forward", "--model", st, tmp / "tintn_inputs.npy", "-o", out]):
+        return
+    attn = np.load(out / "tintn_inputs_attention.npy")
+    feats = np.load(out / "tintn_inputs_features.npy")
+    logits = np.load(out / "tintn_inputs_logits.npy")
+    da = attn_check("S[tintn]", "attention", attn, golden["attention"].astype(np.float64), "tintn attention")
+    df = rel_check("S[tintn]", "features (cls_token_out)", feats, golden["cls_token_out"].astype(np.float64),
+                   SHARED_REL_TOL, "tintn features (rel)")
+    dl = rel_check("S[tintn]", "logits", logits, golden["logits"].astype(np.float64), SHARED_REL_TOL,
+                   "tintn logits (rel)")
+    abs_f = np.abs(feats - golden["cls_token_out"]).max() if feats.shape == golden["cls_token_out"].shape else np.nan
+    abs_l = np.abs(logits - golden["logits"]).max() if logits.shape == golden["logits"].shape else np.nan
+    print(f"S: tintn vs PyTorch golden: attention max|d| {da}, features max|d| {abs_f:.3g} (rel {df}), "
+          f"logits max|d| {abs_l:.3g} (rel {dl})", flush=True)
+
+
+def main():
+    if not BIN.is_file():
+        print(f"FAIL: binary {BIN} not found (build first or set VITATTN_BIN)")
+        return 1
+    if USE_SHARED and not (SHARED / "models" / "vit_cifar10_tintn.reference.npz").is_file():
+        print(f"SKIP: no shared fixtures in {SHARED}")
+        return 77
+    print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, binary {BIN}", flush=True)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="vitattn_torch_") as d:
+        tmp = Path(d)
+        if USE_SHARED:
+            case_s(tmp)
+            model = make_vit(224, 192, 3, 768, 4, 10, seed=10)
+            photo = SHARED / "images" / "chelsea.png"  # 451x300: --keep-aspect gives a 10x15 grid
+            if not photo.is_file():
+                photo = sorted(p for p in (SHARED / "images").iterdir() if p.suffix.lower() in (".png", ".jpg"))[0]
+            case_i(tmp, model, photo)
+        else:
+            models = case_t(tmp)
+            image = tmp / "synthetic.png"
+            make_image(image)
+            case_i(tmp, models[0], image)
+            case_d(tmp, models[0])
+    print("worst differences:")
+    for k, v in WORST.items():
+        print(f"  {k:24s} {v:.3g}")
+    print(f"runtime {time.monotonic() - start:.1f} s")
+    print(f"crosscheck: {T.passed} passed, {T.failed} failed")
+    return 1 if T.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
