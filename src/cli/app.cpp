@@ -69,7 +69,7 @@ io::ProcessOptions process_options(const Options& o) {
 void check_view(const Options& o, const io::Model& model) {
   const auto* vit = std::get_if<VitModel>(&model);
   if (!vit) {
-    for (const char* encoder_only : {"--layer", "--head", "--rollout", "--keep-aspect", "--family", "--heads", "--eps", "--gelu"})
+    for (const char* encoder_only : {"--layer", "--head", "--rollout", "--keep-aspect", "--family", "--heads", "--eps", "--gelu", "--pos-interp"})
       if (o.given.count(encoder_only))
         throw Error(std::string(encoder_only) + " needs a ViT checkpoint; " + o.model + " is the single-head layout");
     return;

@@ -43,6 +43,7 @@ io::Model make_model(const Options& o) {
   overrides.heads = o.heads;
   if (o.eps > 0) overrides.eps = static_cast<float>(o.eps);
   if (!o.gelu.empty()) overrides.gelu = o.gelu == "tanh" ? Gelu::tanh : Gelu::erf;
+  if (!o.pos_interp.empty()) overrides.pos_interp = io::pos_interp_by_name(o.pos_interp);
   io::LoadedVit loaded = io::load_vit(st, overrides);
   apply_normalization(o, loaded.model.norm);
   loaded.model.validate(o.model);

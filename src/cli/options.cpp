@@ -14,7 +14,7 @@ void check_combinations(const CLI::App& app, const Options& o) {
       if (given(seeded_only))
         throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
   } else {
-    for (const char* encoder_only : {"--family", "--heads", "--eps", "--gelu", "--layer", "--head", "--rollout",
+    for (const char* encoder_only : {"--family", "--heads", "--eps", "--gelu", "--pos-interp", "--layer", "--head", "--rollout",
                                      "--discard-ratio", "--keep-aspect"})
       if (given(encoder_only))
         throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
@@ -111,6 +111,11 @@ void add_options(CLI::App& app, Options& o) {
       ->group(checkpoints);
   app.add_option("--gelu", o.gelu, "GELU form (default: the family's, erf)")
       ->check(CLI::IsMember({"erf", "tanh"}))
+      ->group(checkpoints);
+  app.add_option("--pos-interp", o.pos_interp,
+                 "Position resampling for another --img-size (default: the family's library: timm antialias, "
+                 "DINO offset, torchvision corners, HF plain)")
+      ->check(CLI::IsMember({"bicubic", "bicubic-antialias", "bicubic-offset", "bicubic-corners"}))
       ->group(checkpoints);
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()

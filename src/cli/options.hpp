@@ -32,6 +32,7 @@ struct Options {
   int heads = 0;               // 0: from the file, else D/64
   double eps = 0;              // 0: the family's
   std::string gelu;            // empty: the family's
+  std::string pos_interp;      // empty: the family's
   int layer = -1;
   std::string head = "mean";   // h | mean | max | min | all
   bool rollout = false;

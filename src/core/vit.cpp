@@ -96,7 +96,7 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   if (model.b_patch.size() > 0) x.bottomRows(n_patches).rowwise() += model.b_patch;
   // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
   x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
-                                                   model.grid_h, model.grid_w, grid_h, grid_w);
+                                                   model.grid_h, model.grid_w, grid_h, grid_w, model.pos_interp);
   x.row(0) = model.cls_token;
   // Registers sit between the class token and the patches; DINOv2 gives them no position.
   if (model.n_registers() > 0) x.middleRows(1, model.n_registers()) = model.register_tokens;

@@ -8,6 +8,7 @@
 
 #include "image_tensor.hpp"
 #include "layers.hpp"
+#include "pos_embed.hpp"
 #include "tensor.hpp"
 
 namespace vitattn {
@@ -39,6 +40,7 @@ struct VitModel {
   Matrix pos_embed;             // (pos_prefix + grid_h·grid_w, d_model)
   int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class) or 1 + n_registers
   int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
+  PosInterp pos_interp = PosInterp::bicubic;  // how the checkpoint's own library resamples them
   std::vector<EncoderBlock> blocks;
   LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)
   Matrix w_head;                // (n_classes, d_model), empty when there is no classifier

@@ -16,12 +16,15 @@ std::vector<CheckpointFamily> make_families() {
   f.push_back({"timm", "timm ViT / DeiT (augreg normalisation 0.5/0.5)", {""}, "patch_embed.proj", "cls_token",
                "pos_embed", {"reg_token", "register_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f,
                Gelu::erf, kHalf});
+  f.back().pos_interp = PosInterp::antialias;  // timm's resample_abs_pos_embed
   f.push_back({"dino", "DINO v1 / DeiT (ImageNet normalisation)", {""}, "patch_embed.proj", "cls_token", "pos_embed",
                {"reg_token", "register_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf,
                kImageNet});
+  f.back().pos_interp = PosInterp::offset;  // DINO's interpolate_pos_encoding
   f.push_back({"dinov2", "DINOv2, with or without registers", {""}, "patch_embed.proj", "cls_token", "pos_embed",
                {"register_tokens", "reg_token"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf,
                kImageNet});
+  f.back().pos_interp = PosInterp::offset;  // DINOv2's interpolate_pos_encoding (interpolate_offset 0.1)
   f.push_back({"hf-vit", "Hugging Face transformers ViT (ViTModel, ViTForImageClassification)",
                {"vit.", ""}, "embeddings.patch_embeddings.projection", "embeddings.cls_token",
                "embeddings.position_embeddings", {}, "encoder.layer.{i}.",
@@ -38,11 +41,13 @@ std::vector<CheckpointFamily> make_families() {
                 "layer_scale2.lambda1"},
                // Dinov2's classifier reads [cls, mean of patches] (2·D wide): not a class-token head.
                "layernorm", "", 1e-6f, Gelu::erf, kImageNet});
+  f.back().pos_interp = PosInterp::offset;  // ported from DINOv2
   f.push_back({"torchvision", "torchvision VisionTransformer (vit_b_16 …)", {""}, "conv_proj", "class_token",
                "encoder.pos_embedding", {}, "encoder.layers.encoder_layer_{i}.",
                {"ln_1", {"self_attention.in_proj_"}, "self_attention.out_proj", "", "ln_2", "mlp.0", "mlp.3",
                 {"mlp.linear_1", "mlp.linear_2"}, ""},
                "encoder.ln", "heads.head", 1e-6f, Gelu::erf, kImageNet});
+  f.back().pos_interp = PosInterp::align_corners;  // torchvision's interpolate_embeddings
   f.push_back({"tintn", "tintn vision-transformer-from-scratch (the CIFAR-10 test model)", {""},
                "embedding.patch_embeddings.projection", "embedding.cls_token", "embedding.position_embeddings", {},
                "encoder.blocks.{i}.",

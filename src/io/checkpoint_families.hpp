@@ -7,6 +7,7 @@
 
 #include "core/image_tensor.hpp"
 #include "core/layers.hpp"
+#include "core/pos_embed.hpp"
 
 namespace vitattn::io {
 
@@ -38,6 +39,7 @@ struct CheckpointFamily {
   float eps = 1e-6f;
   Gelu gelu = Gelu::erf;
   Normalization norm;                 // ImageNet unless set
+  PosInterp pos_interp = PosInterp::bicubic;  // how the family's library resamples positions
 };
 
 // Every family, in the order detection tries them.

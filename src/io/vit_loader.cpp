@@ -246,6 +246,7 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   m.eps = f.eps;
   m.gelu = f.gelu;
   m.norm = f.norm;
+  m.pos_interp = overrides.pos_interp.value_or(f.pos_interp);
   const auto& meta = st.metadata();
   if (auto it = meta.find("layer_norm_eps"); it != meta.end()) {
     char* end = nullptr;
@@ -267,17 +268,34 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   return out;
 }
 
+const char* pos_interp_name(PosInterp p) {
+  switch (p) {
+    case PosInterp::bicubic: return "bicubic";
+    case PosInterp::antialias: return "bicubic-antialias";
+    case PosInterp::offset: return "bicubic-offset";
+    case PosInterp::align_corners: return "bicubic-corners";
+  }
+  return "?";
+}
+
+std::optional<PosInterp> pos_interp_by_name(const std::string& name) {
+  for (PosInterp p : {PosInterp::bicubic, PosInterp::antialias, PosInterp::offset, PosInterp::align_corners})
+    if (name == pos_interp_name(p)) return p;
+  return std::nullopt;
+}
+
 std::string LoadedVit::summary() const {
   const VitModel& m = model;
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "family %s%s%s: %d layers, D=%d, %d heads (%s) of %d, P=%d, grid %dx%d%s, %d registers, "
-                "LayerNorm eps %g, GELU %s, %s, classifier %s, mean %g,%g,%g std %g,%g,%g",
+                "LayerNorm eps %g, GELU %s, %s, classifier %s, positions resampled %s, mean %g,%g,%g std %g,%g,%g",
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
                 m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
                 m.gelu == Gelu::erf ? "erf" : "tanh", m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
+                pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
                 static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),
                 static_cast<double>(m.norm.std[1]), static_cast<double>(m.norm.std[2]));

@@ -16,6 +16,7 @@ struct VitOverrides {
   int heads = 0;               // 0: from __metadata__, else d_model / 64
   std::optional<float> eps;    // LayerNorm ε
   std::optional<Gelu> gelu;
+  std::optional<PosInterp> pos_interp;
 };
 
 struct LoadedVit {
@@ -25,6 +26,10 @@ struct LoadedVit {
   std::string heads_from;      // where the head count came from, for -v
   std::string summary() const; // one line for -v: family, sizes, ε, GELU, mean/std
 };
+
+// "bicubic", "bicubic-antialias" (timm), "bicubic-offset" (DINO), "bicubic-corners" (torchvision)
+const char* pos_interp_name(PosInterp p);
+std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
 // True when the file holds an encoder (not the native single-head layout).
 bool is_encoder_checkpoint(const SafeTensors& st);

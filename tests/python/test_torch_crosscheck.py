@@ -232,11 +232,26 @@ def export_hf_vit(sd, n_layers):
 # ---------------------------------------------------------------------------
 
 
-def interp_pos(pos, grid, new_h, new_w, mode="bicubic"):
+# How each family's own library resamples position embeddings (vitattn follows the family):
+# timm resample_abs_pos_embed (antialias=True), DINO/DINOv2 interpolate_pos_encoding
+# (scale_factor with a 0.1 offset), torchvision interpolate_embeddings (align_corners=True),
+# HF ViT (size=, align_corners=False).
+STYLE = {"torchvision": "corners", "timm": "antialias", "hf-vit": "bicubic", "dinov2": "offset"}
+
+
+def interp_pos(pos, grid, new_h, new_w, style="bicubic"):
     """[1, 1+g*g, D] -> [1, 1+new_h*new_w, D]; the class position is kept."""
     d = pos.shape[-1]
     patch = pos[:, 1:].reshape(1, grid, grid, d).permute(0, 3, 1, 2)                    # [1, D, g, g]
-    patch = F.interpolate(patch, size=(new_h, new_w), mode=mode, align_corners=False)
+    if style == "bilinear":
+        patch = F.interpolate(patch, size=(new_h, new_w), mode="bilinear", align_corners=False)
+    elif style == "offset":
+        patch = F.interpolate(patch, scale_factor=((new_h + 0.1) / grid, (new_w + 0.1) / grid), mode="bicubic",
+                              align_corners=False)
+        assert patch.shape[-2:] == (new_h, new_w), patch.shape
+    else:
+        patch = F.interpolate(patch, size=(new_h, new_w), mode="bicubic", align_corners=style == "corners",
+                              antialias=style == "antialias")
     return torch.cat([pos[:, :1], patch.permute(0, 2, 3, 1).reshape(1, new_h * new_w, d)], dim=1)
 
 
@@ -261,7 +276,7 @@ def torch_reference(model, x, mode="bicubic"):
             tok = model.conv_proj(x).reshape(n, model.hidden_dim, -1).permute(0, 2, 1)   # [N, HW, D]
             tok = torch.cat([model.class_token.expand(n, -1, -1), tok], dim=1)
             saved = model.encoder.pos_embedding
-            model.encoder.pos_embedding = torch.nn.Parameter(interp_pos(saved, grid, h // p, w // p, mode))
+            model.encoder.pos_embedding = torch.nn.Parameter(interp_pos(saved, grid, h // p, w // p, mode))  # mode: a style
             try:
                 out = model.encoder(tok)
             finally:
@@ -285,7 +300,7 @@ def dinov2_reference(model, ls1, ls2, regs, x):
     p, grid = model.patch_size, model.image_size // model.patch_size
     pos = model.encoder.pos_embedding
     if (h, w) != (model.image_size, model.image_size):
-        pos = interp_pos(pos, grid, h // p, w // p)
+        pos = interp_pos(pos, grid, h // p, w // p, STYLE["dinov2"])
     tok = model.conv_proj(x).reshape(n, model.hidden_dim, -1).permute(0, 2, 1) + pos[:, 1:]
     cls = model.class_token.expand(n, -1, -1) + pos[:, :1]
     t = torch.cat([cls, regs.expand(n, -1, -1), tok], dim=1)
@@ -396,23 +411,29 @@ def case_t(tmp):
         for stem, x in inputs.items():
             save_input(tmp / f"c{ci}_{stem}.npy", x)
         model_hf = with_eps(model, 1e-12)  # HF ViT's default LayerNorm eps, so that comparison is exact
-        refs = {(eps, stem): torch_reference(m, x) for eps, m in ((1e-6, model), (1e-12, model_hf))
-                for stem, x in inputs.items()}
+        refs = {(eps, stem, style): torch_reference(m, x, style) for eps, m in ((1e-6, model), (1e-12, model_hf))
+                for stem, x in inputs.items() for style in set(STYLE.values())}
 
-        def ref64(eps, stem, x):  # the same torch code in float64, for diagnosing a failure
-            return lambda: torch_reference(with_eps(model, eps).double(), x.double())
+        def ref64(eps, stem, x, style):  # the same torch code in float64, for diagnosing a failure
+            return lambda: torch_reference(with_eps(model, eps).double(), x.double(), style)
         # sanity of the oracle: attention far from uniform; eps visible only where intended
-        a = refs[(1e-6, "trained")][0]
+        a = refs[(1e-6, "trained", "bicubic")][0]
         spread = a[:, :, :, 0].max(axis=-1).min() * a.shape[-1]
         T.check(spread > 2, f"T{ci}: torch class-token attention too flat (min over heads of max*T = {spread:.3g})")
-        eps_gap = np.abs(refs[(1e-6, "trained")][0] - refs[(1e-12, "trained")][0]).max()
+        eps_gap = np.abs(refs[(1e-6, "trained", "bicubic")][0] - refs[(1e-12, "trained", "bicubic")][0]).max()
         print(f"T{ci}: D={d} heads={heads} mlp={mlp} layers={layers} size={size} other={other}: "
               f"attention spread {spread:.3g}, eps 1e-6 vs 1e-12 changes attention by {eps_gap:.3g}", flush=True)
         # the other-size comparison must be able to tell bicubic from bilinear resampling
-        interp_gap = np.abs(refs[(1e-6, "other")][0] - torch_reference(model, x_other, "bilinear")[0]).max()
+        interp_gap = np.abs(refs[(1e-6, "other", "bicubic")][0] - torch_reference(model, x_other, "bilinear")[0]).max()
         T.check(interp_gap > 10 * ATTN_TOL,
                 f"T{ci}: bilinear vs bicubic position embeddings barely differ (gap {interp_gap:.3g})")
         print(f"T{ci}: bicubic vs bilinear position resampling changes attention by {interp_gap:.3g}", flush=True)
+        # and the families' ways of resampling must differ from each other visibly, or the
+        # per-family comparison below could not tell them apart
+        for style in ("antialias", "offset", "corners"):
+            gap = np.abs(refs[(1e-6, "other", style)][0] - refs[(1e-6, "other", "bicubic")][0]).max()
+            T.check(gap > 10 * ATTN_TOL, f"T{ci}: position resampling {style} vs bicubic barely differ (gap {gap:.3g})")
+            print(f"T{ci}: position resampling {style} vs plain bicubic changes attention by {gap:.3g}", flush=True)
         if embed_scale != 1.0:
             T.check(eps_gap > 100 * ATTN_TOL, f"T{ci}: LayerNorm eps should be visible here (gap {eps_gap:.3g})")
 
@@ -431,8 +452,10 @@ def case_t(tmp):
             out = tmp / f"outT{ci}_{name.replace(' ', '_')}"
             if run_binary(label, ["forward", "--model", path, *extra, tmp / f"c{ci}_trained.npy",
                                   tmp / f"c{ci}_other.npy", "-o", out]):
+                style = STYLE[name.split()[0]]
                 for stem in inputs:
-                    compare_forward(label, out, f"c{ci}_{stem}", refs[(eps, stem)], ref64=ref64(eps, stem, inputs[stem]))
+                    compare_forward(label, out, f"c{ci}_{stem}", refs[(eps, stem, style)],
+                                    ref64=ref64(eps, stem, inputs[stem], style))
         # the stored dtype: torch run on the rounded weights is the exact reference
         for name, dtype, export in (("timm", "BF16", export_timm), ("torchvision", "F16", export_torchvision)):
             if ci == 2:
@@ -443,7 +466,7 @@ def case_t(tmp):
             path = tmp / f"c{ci}_{name}_{dtype}.safetensors"
             tensors = export(sd, layers) if export is export_timm else export(sd)
             write_safetensors(path, tensors, dtype, {"num_heads": heads} if heads_from == "metadata" else None)
-            gap = np.abs(ref[0] - refs[(1e-6, "trained")][0]).max()
+            gap = np.abs(ref[0] - refs[(1e-6, "trained", "bicubic")][0]).max()
             T.check(gap > 100 * ATTN_TOL, f"{label}: rounding the weights should change the attention (gap {gap:.3g})")
             out = tmp / f"outT{ci}_{dtype}"
             if run_binary(label, ["forward", "--model", path, tmp / f"c{ci}_trained.npy", "-o", out]):
@@ -567,7 +590,7 @@ def case_i(tmp, model, image):
             T.check(want_shape == (10, 15), f"I[--keep-aspect]: the test's own expected grid is {want_shape}")
         T.check(c.shape == want_shape, f"I[--img-size 160 --keep-aspect]: _cls.npy shape {c.shape}, want {want_shape}")
         xa = preprocess(image, w, h, IMAGENET)
-        ra = torch_reference(model, xa)[0][0]
+        ra = torch_reference(model, xa, STYLE["torchvision"])[0][0]
         attn_check("I[--img-size 160 --keep-aspect]", "_attn.npy", a, ra[-1], "image attention")
         d = attn_check("I[--img-size 160 --keep-aspect]", "_cls.npy", c,
                        ra[-1].mean(0)[0, 1:].reshape(want_shape), "image class map")

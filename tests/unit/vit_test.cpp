@@ -281,6 +281,45 @@ TEST(PosEmbed, MatchesTorchsBicubicInterpolate) {
   for (int i = 0; i < 15; ++i) EXPECT_NEAR(out2(i, 0), expected[i], 4e-6f) << i;
 }
 
+struct Golden {
+  const char* name;
+  PosInterp mode;
+  int grid_h, grid_w, new_h, new_w;
+  std::vector<float> input, expected;
+};
+
+TEST(PosEmbed, EachLibrarysWayMatchesTorch) {
+  // Printed by PyTorch 1.13.1, torch.nn.functional.interpolate(x, …, mode="bicubic"):
+  const std::vector<float> grid = {0, 1, 4, 2, 1, 0, 0, 3};
+  std::vector<float> ramp(16);
+  for (int i = 0; i < 16; ++i) ramp[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  const std::vector<Golden> cases = {
+      {"align_corners=True", PosInterp::align_corners, 2, 4, 3, 5, grid,
+       {0.0f, 0.45703125f, 2.78125f, 3.86328125f, 2.0f, 0.5f, 0.341796875f, 1.203125f, 2.271484375f, 2.5f, 1.0f,
+        0.2265625f, -0.375f, 0.6796875f, 3.0f}},
+      {"antialias=True, shrinking", PosInterp::antialias, 1, 16, 1, 5, ramp,
+       {1.1704412698745728f, 4.232781887054443f, 7.500000476837158f, 10.767217636108398f, 13.829559326171875f}},
+      {"antialias=True, growing", PosInterp::antialias, 2, 4, 3, 5, grid,
+       {-0.11475177854299545f, 0.5203716158866882f, 2.880756139755249f, 3.8373465538024902f, 1.8334389925003052f, 0.5f,
+        0.39311686158180237f, 1.21875f, 2.2472126483917236f, 2.521634578704834f, 1.1147520542144775f,
+        0.26586204767227173f, -0.44325685501098633f, 0.6570777893066406f, 3.2098309993743896f}},
+      {"scale_factor=(n+0.1)/m", PosInterp::offset, 2, 4, 3, 5, grid,
+       {-0.16600708663463593f, 0.3679295778274536f, 2.909881353378296f, 4.159955978393555f, 1.8590483665466309f,
+        0.45905590057373047f, 0.3355628252029419f, 1.2496857643127441f, 2.3842124938964844f, 2.4703495502471924f,
+        1.1395927667617798f, 0.30032312870025635f, -0.5578532218933105f, 0.45086920261383057f, 3.1359007358551025f}},
+      {"scale_factor=(n+0.1)/m, shrinking", PosInterp::offset, 1, 16, 1, 5, ramp,
+       {1.0961990356445312f, 4.253968715667725f, 7.378492832183838f, 10.485286712646484f, 13.589864730834961f}},
+  };
+  for (const Golden& g : cases) {
+    const Matrix in = Eigen::Map<const Matrix>(g.input.data(), static_cast<Eigen::Index>(g.input.size()), 1);
+    const Matrix out = interpolate_pos_embed(in, g.grid_h, g.grid_w, g.new_h, g.new_w, g.mode);
+    ASSERT_EQ(static_cast<std::size_t>(out.rows()), g.expected.size()) << g.name;
+    const float largest = in.cwiseAbs().maxCoeff();  // float rounding of the largest term
+    for (std::size_t i = 0; i < g.expected.size(); ++i)
+      EXPECT_NEAR(out(static_cast<Eigen::Index>(i), 0), g.expected[i], 1e-6f * largest) << g.name << " [" << i << "]";
+  }
+}
+
 TEST(AttentionMaps, FuseHeads) {
   const std::vector<Matrix> heads = {matrix_from_rows({{0.2f, 0.8f}}), matrix_from_rows({{0.6f, 0.4f}})};
   EXPECT_TRUE(fuse_heads(heads, HeadFusion::mean).isApprox(matrix_from_rows({{0.4f, 0.6f}})));
