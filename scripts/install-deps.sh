@@ -9,5 +9,5 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git \
   libopencv-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev \
-  python3 python3-numpy python3-opencv libopenblas0-pthread libopenblas-dev \
+  python3 python3-numpy python3-opencv python3-torch python3-torchvision libopenblas0-pthread libopenblas-dev \
   hyperfine time

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Times torchvision's VisionTransformer forward on one fixed random 3x224x224 image.
+
+The baseline for bench/run_model_bench.sh: the model is rebuilt from the safetensors file
+that bench/make_vit.py wrote (so it holds the very weights vitattn runs), then timed with
+torch.set_num_threads(T) (and OpenBLAS's own pool at T) under torch.inference_mode(), W warm-up runs, then N timed runs.
+Prints one JSON line like vitattn_forward_bench.
+
+  bench/torch_forward.py --model M.safetensors --threads T --repeat N [--warmup W]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args()
+
+    # Debian's torch does its matrix products in libblas.so.3 (OpenBLAS pthread), whose own
+    # pool ignores torch.set_num_threads: pin it too, before torch loads it, so T means T.
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    import torch
+    from make_vit import load_torchvision
+    torch.set_num_threads(args.threads)
+    model, config = load_torchvision(args.model)
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    seconds = []
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            model(x)
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            model(x)
+            seconds.append(time.perf_counter() - t0)
+    print(json.dumps({"model": args.model, "config": config, "threads": args.threads,
+                      "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                      "warmup": args.warmup, "repeat": args.repeat, "seconds": seconds,
+                      "median": statistics.median(seconds)}))
+
+
+if __name__ == "__main__":
+    main()
