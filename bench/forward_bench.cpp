@@ -3,10 +3,11 @@
 //
 //   vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]
 //
-// Prints one JSON object: per-run seconds, their median, and the process's memory
+// Prints one JSON object: per-run wall seconds, their median, the median process CPU time, and the process's memory
 // (resident set after loading, after the runs, and its peak) next to the model file size.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -100,10 +101,12 @@ int main(int argc, char** argv) {
 
     float checksum = 0.0f;  // keeps the work observable
     for (int i = 0; i < args.warmup; ++i) checksum += vitattn::forward(model, x).logits(0);
-    std::vector<double> seconds;
+    std::vector<double> seconds, cpu_seconds;
     for (int i = 0; i < args.repeat; ++i) {
       const auto t0 = clock::now();
+      const std::clock_t c0 = std::clock();
       const vitattn::ForwardResult r = vitattn::forward(model, x);
+      cpu_seconds.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
       seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
       checksum += r.logits.size() ? r.logits(0) : r.tokens(0, 0);
     }
@@ -112,7 +115,8 @@ int main(int argc, char** argv) {
                 args.model.c_str(), model.d_model(), model.n_layers(), model.n_heads, args.threads);
     std::printf("\"warmup\": %d, \"repeat\": %d, \"seconds\": [", args.warmup, args.repeat);
     for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
-    std::printf("], \"median\": %.6f, \"checksum\": %.6g, ", median(seconds), static_cast<double>(checksum));
+    std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"checksum\": %.6g, ", median(seconds), median(cpu_seconds),
+                static_cast<double>(checksum));
     std::printf("\"model_file_mb\": %.1f, \"rss_start_mb\": %.1f, \"rss_loaded_mb\": %.1f, \"rss_end_mb\": %.1f, "
                 "\"rss_peak_mb\": %.1f}\n",
                 static_cast<double>(std::filesystem::file_size(args.model)) / (1024.0 * 1024.0), rss_start_mb,

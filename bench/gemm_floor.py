@@ -87,16 +87,18 @@ def main():
 
     for _ in range(args.warmup):
         run()
-    seconds = []
+    seconds, cpu_seconds = [], []
     for _ in range(args.repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run()
         seconds.append(time.perf_counter() - t0)
+        cpu_seconds.append(time.process_time() - c0)
     med = statistics.median(seconds)
     work = gflop(steps)
     print(json.dumps({"d_model": args.d_model, "heads": args.heads, "mlp": args.mlp, "layers": args.layers,
                       "threads": args.threads, "products": len(steps), "gflop": work,
                       "warmup": args.warmup, "repeat": args.repeat, "seconds": seconds, "median": med,
+                      "cpu_median": statistics.median(cpu_seconds),
                       "gflops_per_s": work / med}))
 
 
