@@ -13,7 +13,9 @@ For a ViT with D = d_model, H heads of d = D/H, L layers, MLP width M, n = 197 t
   head             (1, D) . (D, 1000)
 
 Every output is preallocated and written with np.matmul(..., out=...), so a timed run is
-GEMMs only: no norms, softmax, GELU, bias or allocation. No implementation of the forward
+GEMMs only: no norms, softmax, GELU, bias or allocation. Weights are stored (out, in) as
+nn.Linear and safetensors hold them and read as transposed views, the layout vitattn and
+PyTorch multiply (on this machine it is also a little faster than (in, out)). No implementation of the forward
 can do less arithmetic, so vitattn / floor says how much time goes to everything else.
 OPENBLAS_NUM_THREADS is set from --threads before numpy is imported. Prints one JSON line.
 
@@ -52,21 +54,24 @@ def plan(np, rng, d, heads, mlp, layers, classes, n_patches=196, patch_dim=3 * 1
     def empty(*shape):
         return np.empty(shape, dtype=f32)
 
-    steps = [(rand(n_patches, patch_dim), rand(patch_dim, d), empty(n_patches, d))]
+    def weight_t(d_out, d_in):
+        return rand(d_out, d_in).T  # (d_in, d_out) view of an (out, in) weight
+
+    steps = [(rand(n_patches, patch_dim), weight_t(d, patch_dim), empty(n_patches, d))]
     x, xm, hidden = rand(n, d), rand(n, mlp), empty(n, mlp)
     for _ in range(layers):
         qkv = empty(n, 3 * d)
-        steps.append((x, rand(d, 3 * d), qkv))
+        steps.append((x, weight_t(3 * d, d), qkv))
         q, k, v = rand(heads, n, dh), rand(heads, n, dh), rand(heads, n, dh)
         kt = k.transpose(0, 2, 1)                    # (d, n) views: BLAS reads them transposed
         for h in range(heads):
             scores, out = empty(n, n), empty(n, dh)
             steps.append((q[h], kt[h], scores))      # (n, d) . (d, n)
             steps.append((rand(n, n), v[h], out))    # (n, n) . (n, d)
-        steps.append((x, rand(d, d), empty(n, d)))   # proj
-        steps.append((x, rand(d, mlp), hidden))      # fc1
-        steps.append((xm, rand(mlp, d), empty(n, d)))  # fc2
-    steps.append((x[:1], rand(d, classes), empty(1, classes)))
+        steps.append((x, weight_t(d, d), empty(n, d)))     # proj
+        steps.append((x, weight_t(mlp, d), hidden))        # fc1
+        steps.append((xm, weight_t(d, mlp), empty(n, d)))  # fc2
+    steps.append((x[:1], weight_t(classes, d), empty(1, classes)))
     return steps
 
 
