@@ -4,7 +4,7 @@
 //   vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]
 //
 // Prints one JSON object: per-run wall seconds, their median, the median process CPU time, and the process's memory
-// (resident set after loading, after the runs, and its peak) next to the model file size.
+// in MiB (resident set after loading, after the runs, and its peak) next to the model file size.
 #include <algorithm>
 #include <chrono>
 #include <ctime>

@@ -209,6 +209,11 @@ def main():
             print(f"| {MODELS[name][0]} ({gflop:.1f} GFLOP) | {t} | {med['vitattn']:.3f} s | {med['pytorch']:.3f} s | "
                   f"{med['floor']:.3f} s ({gflop / med['floor']:.0f}) | **{r1:.2f}×** ({ok1}) | **{r2:.2f}** ({ok2}) |")
         print(f"\ntargets: PyTorch / vitattn >= {TARGET_TORCH_OVER_VITATTN}, vitattn / floor <= {TARGET_VITATTN_OVER_FLOOR}")
+        for name, t, med, c, _ in rows:
+            used = c["floor"] / med["floor"]  # the floor is all BLAS: CPU / wall = cores it really got
+            if t > 1 and used < 0.75 * t:
+                print(f"note: {MODELS[name][0]} at {t} threads: the GEMM floor got {used:.1f} cores on average "
+                      f"(CPU / wall): the other cores were busy, so this row is not a {t}-core figure.")
         # CPU seconds (all threads of the process) are steadier than wall time on a busy
         # machine; at 1 thread they are the work itself. At 2 they include OpenBLAS's spin-waits.
         print("\nfor information, median CPU seconds per forward (all threads of the process):\n")
@@ -224,8 +229,11 @@ def main():
         for name in args.models:
             peak, res = peak_rss_mb([vitattn_bench, "--model", paths[name], "--threads", str(max(args.threads)),
                                      "--repeat", "3", "--warmup", "0"])
-            print(f"| {MODELS[name][0]} | {res['model_file_mb']:.1f} MB | {res['rss_loaded_mb']:.1f} MB | "
-                  f"{res['rss_end_mb']:.1f} MB | {peak:.1f} MB |")
+            print(f"| {MODELS[name][0]} | {res['model_file_mb']:.1f} MiB | {res['rss_loaded_mb']:.1f} MiB | "
+                  f"{res['rss_end_mb']:.1f} MiB | {peak:.1f} MiB |")
+        print("\nRSS after load ≈ the file: the weights are held once. The peak is reached while loading,\n"
+              "when the file's bytes and the model's matrices briefly coexist; the forwards add only\n"
+              "their few MiB of buffers, the same for every image.")
     finally:
         if not args.models_dir:
             import shutil
