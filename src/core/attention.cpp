@@ -9,17 +9,20 @@ namespace vitattn {
 
 void softmax_rows(Matrix& scores) {
   for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    auto row = scores.row(i);
+    auto row = scores.row(i).array();  // (n_keys), contiguous: the row is in place
     const float row_max = row.maxCoeff();
     if (!std::isfinite(row_max)) {  // fully masked row: attend to nothing
       row.setZero();
       continue;
     }
-    const Eigen::ArrayXf shifted = row.array().transpose() - row_max;
-    // Eigen's vectorised exp clamps its argument, so exp(−inf) comes out as a denormal,
-    // not 0: masked entries are zeroed explicitly so that a mask means exactly 0.
-    row = (shifted == kMasked).select(0.0f, shifted.exp()).transpose();
-    row /= row.sum();
+    if (row.minCoeff() == kMasked) {  // some entry is masked (−inf is the least value); vectorised, unlike any()
+      // Eigen's vectorised exp clamps its argument, so exp(−inf) comes out as a denormal,
+      // not 0: masked entries are zeroed explicitly so that a mask means exactly 0.
+      row = (row == kMasked).select(0.0f, (row - row_max).exp());
+    } else {
+      row = (row - row_max).exp();  // the common, unmasked case: one vectorised pass
+    }
+    row *= 1.0f / row.sum();
   }
 }
 

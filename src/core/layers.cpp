@@ -6,7 +6,13 @@
 namespace vitattn {
 
 Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
-  Matrix y(x.rows(), x.cols());
+  Matrix y;
+  layer_norm_into(x, norm, eps, y);
+  return y;
+}
+
+void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y) {
+  y.resize(x.rows(), x.cols());
   const float inv_d = 1.0f / static_cast<float>(x.cols());
   for (Eigen::Index i = 0; i < x.rows(); ++i) {
     const auto row = x.row(i).array();
@@ -15,7 +21,6 @@ Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
     const float inv_std = 1.0f / std::sqrt(var + eps);
     y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
   }
-  return y;
 }
 
 void gelu_inplace(Matrix& x, Gelu kind) {
@@ -31,10 +36,21 @@ void gelu_inplace(Matrix& x, Gelu kind) {
 }
 
 Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {
-  Matrix y(x.rows(), w.rows());
-  y.noalias() = x * w.transpose();
-  if (b.size() > 0) y.rowwise() += b;
+  Matrix y;
+  linear_into(x, w, b, y);
   return y;
+}
+
+void linear_into(const Matrix& x, const Matrix& w, const RowVector& b, Matrix& y) {
+  // y (n_tokens, d_out) = b on every row (or 0), then y += x (n_tokens, d_in) · wᵀ (d_in, d_out):
+  // `noalias() +=` is one sgemm with β = 1, where `=` would zero-fill y first.
+  y.resize(x.rows(), w.rows());
+  if (b.size() > 0) {
+    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) = b;  // a contiguous copy per row (replicate is scalar)
+  } else {
+    y.setZero();
+  }
+  y.noalias() += x * w.transpose();
 }
 
 }  // namespace vitattn

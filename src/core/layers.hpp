@@ -12,6 +12,8 @@ struct LayerNorm {
 
 // x (n_tokens, d_model) → (x − mean) / √(var + eps) · γ + β, row by row (biased variance, as torch).
 Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps);
+// The same into `y` (resized when its shape differs), so a forward can reuse one buffer.
+void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y);
 
 enum class Gelu { erf, tanh };
 
@@ -21,5 +23,8 @@ void gelu_inplace(Matrix& x, Gelu kind);
 
 // x (n_tokens, d_in) · wᵀ (d_in, d_out) + b → (n_tokens, d_out); b may be empty (no bias).
 Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b);
+// The same into `y` (resized when its shape differs). The bias is written first and the
+// product added onto it by the BLAS (β = 1): no zero-fill, no second pass for the bias.
+void linear_into(const Matrix& x, const Matrix& w, const RowVector& b, Matrix& y);
 
 }  // namespace vitattn

@@ -106,51 +106,79 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
 
 namespace {
 
-// xn (n_tokens, d_model) → attention output (n_tokens, d_model) before the projection;
-// each head's probabilities (n_tokens, n_tokens) go to `attention` when it is given.
-Matrix multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn,
-                            std::vector<Matrix>* attention, bool weights_only, bool scale) {
-  const Eigen::Index d = model.d_model(), d_head = model.d_head(), n_tokens = xn.rows();
+// The intermediate matrices of one block. A forward allocates them once and every block
+// reuses them, so the blocks run without heap traffic.
+struct BlockBuffers {
+  Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
+  Matrix qkv;     // (n_tokens, 3·d_model) [q | k | v], head h in columns h·d_head … of each
+  Matrix scores;  // (n_tokens, n_tokens) one head's scores, then its probabilities
+  Matrix heads;   // (n_tokens, d_model) the heads' outputs side by side, before the projection
+  Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
+  Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
+};
+
+// buf.xn (n_tokens, d_model) → buf.heads (n_tokens, d_model); each head's probabilities
+// (n_tokens, n_tokens) go to `attention` when it is given. weights_only: skip the A·V products.
+void multi_head_attention(const VitModel& model, const EncoderBlock& block, BlockBuffers& buf,
+                          std::vector<Matrix>* attention, bool weights_only, bool scale) {
+  const Eigen::Index d = model.d_model(), d_head = model.d_head(), n_tokens = buf.xn.rows();
   // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_model) → qkv (n_tokens, 3·d_model) = [q | k | v]
-  const Matrix qkv = linear(xn, block.w_qkv, block.b_qkv);
+  linear_into(buf.xn, block.w_qkv, block.b_qkv, buf.qkv);
   const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
-  Matrix out(weights_only ? 0 : n_tokens, d);
-  Matrix scores(n_tokens, n_tokens);
+  buf.heads.resize(weights_only ? 0 : n_tokens, d);
+  buf.scores.resize(n_tokens, n_tokens);
   for (int h = 0; h < model.n_heads; ++h) {
-    const auto q = qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
-    const auto k = qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
-    const auto v = qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
-    // q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens)
-    scores.noalias() = (q * s) * k.transpose();
-    softmax_rows(scores);
+    const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
+    const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
+    const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
+    // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s goes to sgemm's α
+    buf.scores.noalias() = (q * s) * k.transpose();
+    softmax_rows(buf.scores);
     // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
-    if (!weights_only) out.middleCols(h * d_head, d_head).noalias() = scores * v;
-    if (attention) attention->push_back(scores);
+    if (!weights_only) buf.heads.middleCols(h * d_head, d_head).noalias() = buf.scores * v;
+    if (attention) attention->push_back(buf.scores);
   }
-  return out;
 }
 
-// x += ls ⊙ branch (layer scale is optional)
-void add_residual(Matrix& x, Matrix& branch, const RowVector& layer_scale) {
-  if (layer_scale.size() > 0) branch.array().rowwise() *= layer_scale.array();
-  x += branch;
+// x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
+// Without layer scale the product lands on x directly (sgemm with β = 1): no branch matrix,
+// no separate residual pass.
+void add_branch(Matrix& x, const Matrix& u, const Matrix& w, const RowVector& b, const RowVector& layer_scale,
+                Matrix& branch) {
+  if (layer_scale.size() == 0) {
+    if (b.size() > 0) x.rowwise() += b;
+    // x (n_tokens, d_model) += u (n_tokens, d_in) · wᵀ (d_in, d_model)
+    x.noalias() += u * w.transpose();
+    return;
+  }
+  linear_into(u, w, b, branch);  // (n_tokens, d_model)
+  x.array() += branch.array().rowwise() * layer_scale.array();
+}
+
+// x (n_tokens, d_model) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), in place.
+// attention_only: stop once the probabilities are known (x is left as it was).
+void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
+               std::vector<Matrix>* attention, bool attention_only, bool scale) {
+  layer_norm_into(x, block.norm1, model.eps, buf.xn);
+  multi_head_attention(model, block, buf, attention, attention_only, scale);
+  if (attention_only) return;
+  // heads (n_tokens, d_model) · w_projᵀ (d_model, d_model) → onto x
+  add_branch(x, buf.heads, block.w_proj, block.b_proj, block.ls1, buf.branch);
+  layer_norm_into(x, block.norm2, model.eps, buf.xn);
+  // xn (n_tokens, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n_tokens, d_mlp)
+  linear_into(buf.xn, block.w_fc1, block.b_fc1, buf.hidden);
+  gelu_inplace(buf.hidden, model.gelu);
+  // hidden (n_tokens, d_mlp) · w_fc2ᵀ (d_mlp, d_model) → onto x
+  add_branch(x, buf.hidden, block.w_fc2, block.b_fc2, block.ls2, buf.branch);
 }
 
 }  // namespace
 
 Matrix encoder_block(const VitModel& model, const EncoderBlock& block, const Matrix& x,
                      std::vector<Matrix>* attention, bool attention_only, bool scale) {
-  // x (n_tokens, d_model) → x + Attn(LN1(x)) → x + MLP(LN2(x))
-  const Matrix a = multi_head_attention(model, block, layer_norm(x, block.norm1, model.eps), attention,
-                                        attention_only, scale);
-  if (attention_only) return x;
   Matrix y = x;
-  Matrix branch = linear(a, block.w_proj, block.b_proj);              // (n_tokens, d_model)
-  add_residual(y, branch, block.ls1);
-  Matrix hidden = linear(layer_norm(y, block.norm2, model.eps), block.w_fc1, block.b_fc1);  // (n_tokens, d_mlp)
-  gelu_inplace(hidden, model.gelu);
-  branch = linear(hidden, block.w_fc2, block.b_fc2);                  // (n_tokens, d_model)
-  add_residual(y, branch, block.ls2);
+  BlockBuffers buf;
+  run_block(model, block, y, buf, attention, attention_only, scale);
   return y;
 }
 
@@ -163,13 +191,14 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   ForwardResult result;
   result.first_kept_layer = keep_from;
   result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
-  Matrix x = embed_image(model, image);  // (n_tokens, d_model)
+  Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
+  BlockBuffers buf;
   if (options.on_attention) result.attention.clear();
   std::vector<Matrix> streamed;
   for (int l = 0; l <= last; ++l) {
     std::vector<Matrix>* keep = nullptr;
     if (l >= keep_from) keep = options.on_attention ? &streamed : &result.attention[static_cast<std::size_t>(l - keep_from)];
-    x = encoder_block(model, model.blocks[static_cast<std::size_t>(l)], x, keep, !full && l == last, options.scale);
+    run_block(model, model.blocks[static_cast<std::size_t>(l)], x, buf, keep, !full && l == last, options.scale);
     if (keep == &streamed) {
       options.on_attention(l, streamed);
       streamed.clear();

@@ -1,0 +1,129 @@
+// vitattn_forward_bench: times the full ViT forward (all blocks, final norm, head) on one
+// fixed random 3×224×224 image. A benchmark helper for bench/run_model_bench.sh, not a test.
+//
+//   vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]
+//
+// Prints one JSON object: per-run wall seconds, their median, the median process CPU time, and the process's memory
+// in MiB (resident set after loading, after the runs, and its peak) next to the model file size.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/vit.hpp"
+#include "io/safetensors.hpp"
+#include "io/threads.hpp"
+#include "io/vit_loader.hpp"
+
+namespace {
+
+struct Args {
+  std::string model;
+  int threads = 1;
+  int repeat = 10;
+  int warmup = 2;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "vitattn_forward_bench: " << why << "\n"
+            << "usage: vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]\n";
+  std::exit(2);
+}
+
+int positive_int(const std::string& flag, const char* text, int minimum) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || v < minimum || v > 1'000'000) usage(flag + " needs an integer ≥ " + std::to_string(minimum));
+  return static_cast<int>(v);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    const char* value = argv[++i];
+    if (flag == "--model") a.model = value;
+    else if (flag == "--threads") a.threads = positive_int(flag, value, 1);
+    else if (flag == "--repeat") a.repeat = positive_int(flag, value, 1);
+    else if (flag == "--warmup") a.warmup = positive_int(flag, value, 0);
+    else usage("unknown option " + flag);
+  }
+  if (a.model.empty()) usage("--model is required");
+  return a;
+}
+
+// A fixed normal(0, 1) image: what a normalised photo looks like to the model, same every run.
+vitattn::ImageTensor random_image(int size) {
+  vitattn::ImageTensor x;
+  x.height = x.width = size;
+  x.chw.resize(3 * static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
+  std::mt19937 rng(20240229u);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x.chw) v = normal(rng);
+  return x;
+}
+
+// "VmRSS" / "VmHWM" of this process in MB (0 when /proc is not there).
+double proc_status_mb(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;
+  return 0.0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  try {
+    using clock = std::chrono::steady_clock;
+    const double rss_start_mb = proc_status_mb("VmRSS");
+    const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::SafeTensors::load(args.model)).model;
+    const double rss_loaded_mb = proc_status_mb("VmRSS");
+    vitattn::io::set_library_threads(args.threads);
+    const vitattn::ImageTensor x = random_image(224);
+
+    float checksum = 0.0f;  // keeps the work observable
+    for (int i = 0; i < args.warmup; ++i) checksum += vitattn::forward(model, x).logits(0);
+    std::vector<double> seconds, cpu_seconds;
+    for (int i = 0; i < args.repeat; ++i) {
+      const auto t0 = clock::now();
+      const std::clock_t c0 = std::clock();
+      const vitattn::ForwardResult r = vitattn::forward(model, x);
+      cpu_seconds.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+      seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+      checksum += r.logits.size() ? r.logits(0) : r.tokens(0, 0);
+    }
+
+    std::printf("{\"model\": \"%s\", \"d_model\": %d, \"n_layers\": %d, \"n_heads\": %d, \"threads\": %d, ",
+                args.model.c_str(), model.d_model(), model.n_layers(), model.n_heads, args.threads);
+    std::printf("\"warmup\": %d, \"repeat\": %d, \"seconds\": [", args.warmup, args.repeat);
+    for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
+    std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"checksum\": %.6g, ", median(seconds), median(cpu_seconds),
+                static_cast<double>(checksum));
+    std::printf("\"model_file_mb\": %.1f, \"rss_start_mb\": %.1f, \"rss_loaded_mb\": %.1f, \"rss_end_mb\": %.1f, "
+                "\"rss_peak_mb\": %.1f}\n",
+                static_cast<double>(std::filesystem::file_size(args.model)) / (1024.0 * 1024.0), rss_start_mb,
+                rss_loaded_mb, proc_status_mb("VmRSS"), proc_status_mb("VmHWM"));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "vitattn_forward_bench: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""ViT forward benchmark (a script, not a test). Run via bench/run_model_bench.sh.
+
+For ViT-S/16 and ViT-B/16 at 224 px (random weights, bench/make_vit.py) and for each thread
+count, times one forward three ways, alternating them within each round so that drift and
+other load hit all alike:
+
+  vitattn   build/release/vitattn_forward_bench (full forward: all blocks, norm, head)
+  pytorch   bench/torch_forward.py: torchvision's model, same weights, torch.set_num_threads(T)
+  floor     bench/gemm_floor.py: the same forward's matrix products alone, numpy on OpenBLAS
+
+Prints the median seconds per forward of each (pooled over rounds x repeat runs),
+pytorch / vitattn (target >= 2.5), vitattn / floor (target <= 1.5), and the peak RSS of the
+vitattn process next to the model file size (weights are held once).
+Refuses to run unless numpy and torch both use OpenBLAS (not the reference BLAS).
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+PY = "/usr/bin/python3"
+TARGET_TORCH_OVER_VITATTN = 2.5
+TARGET_VITATTN_OVER_FLOOR = 1.5
+# name: (label, d_model, heads, mlp)
+MODELS = {"vit_s16": ("ViT-S/16", 384, 6, 1536), "vit_b16": ("ViT-B/16", 768, 12, 3072)}
+
+BLAS_PROBE = r"""
+import json, sys
+which = sys.argv[1]
+if which == "numpy":
+    import numpy as np
+    a = np.ones((256, 256), dtype=np.float32); (a @ a).sum(); version = np.__version__
+else:
+    import torch
+    a = torch.ones(256, 256); (a @ a).sum(); version = torch.__version__
+libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.split()[-1].lower()})
+print(json.dumps({'version': version, 'libs': libs}))
+"""
+
+
+def die(msg):
+    print(f"run_model_bench: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_json(cmd):
+    """Runs cmd, returns the JSON object on the last line of its stdout."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+
+
+def check_blas():
+    """Refuse to run unless numpy and torch (/usr/bin/python3) both sit on OpenBLAS."""
+    for which in ("numpy", "torch"):
+        info, _ = run_json([PY, "-c", BLAS_PROBE, which])
+        real = sorted({os.path.realpath(p) for p in info["libs"]})
+        print(f"{which} {info['version']}: BLAS mapped after a matmul: " + ", ".join(real or ["none"]))
+        blas = [r for r in real if re.search(r"lib(open)?blas[^/]*\.so", r)]
+        if not blas or not all("openblas" in r for r in blas):
+            die(f"{which} is not using OpenBLAS (the reference BLAS would make the baselines unfairly "
+                "slow). Install libopenblas0-pthread and make it the libblas.so.3 alternative:\n"
+                "  apt-get install -y libopenblas0-pthread\n"
+                "  update-alternatives --display libblas.so.3-$(dpkg-architecture -qDEB_HOST_MULTIARCH)")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE"):
+        if var in os.environ:
+            print(f"  {var}={os.environ[var]} in the environment (each way sets its own thread count)")
+
+
+def build_release():
+    """Configures the release preset when needed and brings it up to date (a no-op when it is)."""
+    binary = os.environ.get("VITATTN_FORWARD_BENCH")
+    if binary:
+        if not os.access(binary, os.X_OK):
+            die(f"VITATTN_FORWARD_BENCH={binary} is not an executable file")
+        return binary, None
+    build = os.path.join(REPO, "build", "release")
+    if not os.path.exists(os.path.join(build, "build.ninja")):
+        subprocess.run(["cmake", "--preset", "release"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    r = subprocess.run(["cmake", "--build", "--preset", "release", "--target", "vitattn_forward_bench", "vitattn"],
+                       cwd=REPO, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"release build failed:\n{r.stdout[-3000:]}{r.stderr[-2000:]}")
+    return os.path.join(build, "vitattn_forward_bench"), os.path.join(build, "vitattn")
+
+
+def make_models(folder, names):
+    missing = [n for n in names if not os.path.exists(os.path.join(folder, f"{n}.safetensors"))]
+    if missing:
+        print(f"writing {', '.join(missing)} to {folder} …", flush=True)
+        subprocess.run([PY, os.path.join(HERE, "make_vit.py"), folder, "--models", *missing], check=True)
+    return {n: os.path.join(folder, f"{n}.safetensors") for n in names}
+
+
+def check_logits(vitattn, model_path, folder):
+    """vitattn's logits against PyTorch's on one random input: the two sides run the same model."""
+    x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
+    npy = os.path.join(folder, "check_in.npy")
+    np.save(npy, x)
+    out = os.path.join(folder, "check_out")
+    subprocess.run([vitattn, "-q", "forward", "--model", model_path, npy, "-o", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    ours = np.load(os.path.join(out, "check_in_logits.npy"))
+    code = ("import sys, numpy as np, torch; sys.path.insert(0, %r); from make_vit import load_torchvision\n"
+            "m, _ = load_torchvision(%r)\n"
+            "with torch.inference_mode(): np.save(%r, m(torch.from_numpy(np.load(%r))).numpy())"
+            % (HERE, model_path, os.path.join(folder, "check_torch.npy"), npy))
+    subprocess.run([PY, "-c", code], check=True)
+    theirs = np.load(os.path.join(folder, "check_torch.npy"))
+    return float(np.abs(ours - theirs).max()), float(np.abs(theirs).max())
+
+
+def peak_rss_mb(cmd):
+    r = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{shlex.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
+    return int(m.group(1)) / 1024.0, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench_one(name, path, threads, args, vitattn_bench):
+    label, d, heads, mlp = MODELS[name]
+    common = ["--threads", str(threads), "--repeat", str(args.repeat), "--warmup", str(args.warmup)]
+    ways = {
+        "vitattn": [vitattn_bench, "--model", path, *common],
+        "pytorch": [PY, os.path.join(HERE, "torch_forward.py"), "--model", path, *common],
+        "floor": [PY, os.path.join(HERE, "gemm_floor.py"), "--d-model", str(d), "--heads", str(heads),
+                  "--mlp", str(mlp), *common],
+    }
+    names = list(ways)
+    runs = {n: [] for n in names}
+    cpu = {n: [] for n in names}  # per-process medians of CPU seconds per forward
+    extra = {}
+    for rnd in range(args.rounds):
+        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        line = []
+        for way in order:
+            res, _ = run_json(ways[way])
+            runs[way].extend(res["seconds"])
+            cpu[way].append(res["cpu_median"])
+            if way == "floor":
+                extra["gflop"] = res["gflop"]
+            line.append(f"{way} {res['median']:.3f}s (cpu {res['cpu_median']:.3f}s)")
+        print(f"  {label} T={threads} round {rnd + 1}: " + ", ".join(line), flush=True)
+    med = {n: statistics.median(v) for n, v in runs.items()}
+    cpu_med = {n: statistics.median(v) for n, v in cpu.items()}
+    return med, cpu_med, extra["gflop"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description="ViT forward benchmark: vitattn vs PyTorch vs the GEMM floor")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=10, help="timed forwards per process")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed forwards per process first")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--models-dir", help="where the random checkpoints live (default: a temp folder, removed)")
+    args = ap.parse_args()
+
+    check_blas()
+    if not os.access("/usr/bin/time", os.X_OK):
+        die("/usr/bin/time missing: apt-get install -y time")
+    vitattn_bench, vitattn = build_release()
+    print(f"vitattn: {vitattn_bench}")
+    ldd = subprocess.run(["ldd", vitattn_bench], capture_output=True, text=True).stdout
+    print("  linked BLAS: " + "; ".join(l.strip() for l in ldd.splitlines() if "blas" in l.lower()))
+    print(f"cores: {os.cpu_count()}, threads {args.threads}, {args.rounds} rounds x {args.repeat} forwards "
+          f"(+{args.warmup} warm-up) per way")
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"WARNING: 1-minute load average is {load:.2f} before starting: other work on this "
+              "machine will make the figures noisy; rerun on a quiet machine.")
+
+    folder = args.models_dir or tempfile.mkdtemp(prefix="vitattn-model-bench-")
+    os.makedirs(folder, exist_ok=True)
+    try:
+        paths = make_models(folder, args.models)
+        if vitattn:
+            diff, scale = check_logits(vitattn, paths[args.models[0]], folder)
+            print(f"check: {MODELS[args.models[0]][0]} logits, vitattn vs PyTorch: max |diff| {diff:.2e} "
+                  f"(max |logit| {scale:.2f})")
+            if not diff <= 1e-3 * max(1.0, scale):
+                die("vitattn and PyTorch disagree on the same model: the timings would compare different work")
+        rows = []
+        for name in args.models:
+            for t in args.threads:
+                med, cpu_med, gflop = bench_one(name, paths[name], t, args, vitattn_bench)
+                rows.append((name, t, med, cpu_med, gflop))
+        print(f"1-minute load average after the rounds: {os.getloadavg()[0]:.2f}")
+
+        print(f"\nmedian seconds per forward ({args.rounds} rounds x {args.repeat} runs, ways interleaved):\n")
+        print("| model | threads | vitattn | PyTorch | GEMM floor (GFLOP/s) | PyTorch / vitattn | vitattn / floor |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name, t, med, _, gflop in rows:
+            r1, r2 = med["pytorch"] / med["vitattn"], med["vitattn"] / med["floor"]
+            ok1 = "ok" if r1 >= TARGET_TORCH_OVER_VITATTN else "missed"
+            ok2 = "ok" if r2 <= TARGET_VITATTN_OVER_FLOOR else "missed"
+            print(f"| {MODELS[name][0]} ({gflop:.1f} GFLOP) | {t} | {med['vitattn']:.3f} s | {med['pytorch']:.3f} s | "
+                  f"{med['floor']:.3f} s ({gflop / med['floor']:.0f}) | **{r1:.2f}×** ({ok1}) | **{r2:.2f}** ({ok2}) |")
+        print(f"\ntargets: PyTorch / vitattn >= {TARGET_TORCH_OVER_VITATTN}, vitattn / floor <= {TARGET_VITATTN_OVER_FLOOR}")
+        for name, t, med, c, _ in rows:
+            used = c["floor"] / med["floor"]  # the floor is all BLAS: CPU / wall = cores it really got
+            if t > 1 and used < 0.75 * t:
+                print(f"note: {MODELS[name][0]} at {t} threads: the GEMM floor got {used:.1f} cores on average "
+                      f"(CPU / wall): the other cores were busy, so this row is not a {t}-core figure.")
+        # CPU seconds (all threads of the process) are steadier than wall time on a busy
+        # machine; at 1 thread they are the work itself. At 2 they include OpenBLAS's spin-waits.
+        print("\nfor information, median CPU seconds per forward (all threads of the process):\n")
+        print("| model | threads | vitattn | PyTorch | GEMM floor | PyTorch / vitattn | vitattn / floor |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name, t, _, c, _ in rows:
+            print(f"| {MODELS[name][0]} | {t} | {c['vitattn']:.3f} s | {c['pytorch']:.3f} s | {c['floor']:.3f} s | "
+                  f"{c['pytorch'] / c['vitattn']:.2f}× | {c['vitattn'] / c['floor']:.2f} |")
+
+        print("\nmemory of vitattn_forward_bench (/usr/bin/time -v peak; /proc/self/status in the process):\n")
+        print("| model | file | RSS after load | RSS after the forwards | peak RSS |")
+        print("| --- | --- | --- | --- | --- |")
+        for name in args.models:
+            peak, res = peak_rss_mb([vitattn_bench, "--model", paths[name], "--threads", str(max(args.threads)),
+                                     "--repeat", "3", "--warmup", "0"])
+            print(f"| {MODELS[name][0]} | {res['model_file_mb']:.1f} MiB | {res['rss_loaded_mb']:.1f} MiB | "
+                  f"{res['rss_end_mb']:.1f} MiB | {peak:.1f} MiB |")
+        print("\nRSS after load ≈ the file: the weights are held once. The peak is reached while loading,\n"
+              "when the file's bytes and the model's matrices briefly coexist; the forwards add only\n"
+              "their few MiB of buffers, the same for every image.")
+    finally:
+        if not args.models_dir:
+            import shutil
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
