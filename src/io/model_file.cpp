@@ -58,15 +58,15 @@ std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::strin
     while (p < end && *p == ' ') ++p;
     const auto [next, ec] = std::from_chars(p, end, out[i]);
     if (ec != std::errc() || !std::isfinite(out[i]))
-      throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+      throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
     p = next;
     while (p < end && *p == ' ') ++p;
     if (i < 2) {
-      if (p == end || *p != ',') throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+      if (p == end || *p != ',') throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
       ++p;
     }
   }
-  if (p != end) throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+  if (p != end) throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
   return out;
 }
 
