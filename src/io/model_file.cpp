@@ -70,8 +70,10 @@ std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::strin
   return out;
 }
 
-SingleHeadModel load_model(const std::filesystem::path& path) {
-  const SafeTensors st = SafeTensors::load(path);
+SingleHeadModel load_model(const std::filesystem::path& path) { return parse_model(read_file(path), display(path)); }
+
+SingleHeadModel parse_model(std::vector<std::uint8_t> bytes, const std::string& source) {
+  const SafeTensors st = SafeTensors::parse(std::move(bytes), source);
   const std::string& src = st.source();
 
   // Shapes come from the tensors themselves: D and P from the patch embedding,
@@ -118,7 +120,7 @@ SingleHeadModel load_model(const std::filesystem::path& path) {
   return m;
 }
 
-void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
+std::vector<std::uint8_t> encode_model(const SingleHeadModel& m) {
   const auto d = static_cast<std::uint64_t>(m.d_model());
   const auto p = static_cast<std::uint64_t>(m.patch_size);
   const auto d_k = static_cast<std::uint64_t>(m.d_k());
@@ -136,10 +138,14 @@ void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
       {"attn.v.weight", {d_k, d}, values(m.w_v)},
       {"attn.v.bias", {d_k}, values(m.b_v)},
   };
-  write_safetensors(path, tensors,
-                    {{"format", "vitattn-single-head"},
-                     {"mean", format_triplet(m.norm.mean)},
-                     {"std", format_triplet(m.norm.std)}});
+  return encode_safetensors(tensors, {{"format", "vitattn-single-head"},
+                                      {"mean", format_triplet(m.norm.mean)},
+                                      {"std", format_triplet(m.norm.std)}});
+}
+
+void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
+  const auto bytes = encode_model(m);
+  write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace vitattn::io
