@@ -1,7 +1,11 @@
 #include "image_header.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 
 namespace vitattn::io {
 namespace {
@@ -100,7 +104,112 @@ std::optional<ImageSize> pnm_size(Bytes b) {
 
 bool is_jpeg(Bytes b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
+// A whole number as C's atoi reads it (spaces, optional sign, digits), saturating at 2^44;
+// negative values give 0, which callers refuse as an empty image. nullopt without digits.
+std::optional<std::uint64_t> read_number(Bytes b, std::size_t& i) {
+  while (i < b.size() && std::isspace(b[i])) ++i;
+  bool negative = false;
+  if (i < b.size() && (b[i] == '+' || b[i] == '-')) negative = b[i++] == '-';
+  if (i >= b.size() || !std::isdigit(b[i])) return std::nullopt;
+  std::uint64_t v = 0;
+  while (i < b.size() && std::isdigit(b[i])) {
+    if (v < (1ULL << 44)) v = v * 10 + static_cast<std::uint64_t>(b[i] - '0');
+    ++i;
+  }
+  return negative ? 0 : v;
+}
+
+// PFM: "PF" or "Pf", then width, height and scale as whitespace-separated numbers.
+std::optional<ImageSize> pfm_size(Bytes b) {
+  std::size_t i = 2;
+  const auto w = read_number(b, i);
+  if (!w) return std::nullopt;
+  const auto h = read_number(b, i);
+  if (!h) return std::nullopt;
+  return ImageSize{*w, *h};
+}
+
+// PAM (P7): header lines "WIDTH n", "HEIGHT n", ... up to ENDHDR, '#' comments allowed. The
+// largest value given for a field is taken, so a repeated field cannot hide a larger one.
+std::optional<ImageSize> pam_size(Bytes b) {
+  std::optional<std::uint64_t> w, h;
+  std::size_t i = 2;
+  while (i < b.size()) {
+    while (i < b.size() && std::isspace(b[i])) ++i;
+    if (i >= b.size()) break;
+    if (b[i] == '#') {
+      while (i < b.size() && b[i] != '\n') ++i;
+      continue;
+    }
+    const std::size_t start = i;
+    while (i < b.size() && !std::isspace(b[i])) ++i;
+    const std::string_view word(reinterpret_cast<const char*>(b.data() + start), i - start);
+    if (word == "ENDHDR") break;
+    if (word != "WIDTH" && word != "HEIGHT") continue;
+    auto& field = word == "WIDTH" ? w : h;
+    std::size_t j = i;
+    const auto v = read_number(b, j);
+    if (v) {
+      field = std::max(field.value_or(0), *v);
+      i = j;
+    }
+  }
+  if (!w || !h) return std::nullopt;
+  return ImageSize{*w, *h};
+}
+
+// Radiance HDR, read line by line as OpenCV's RGBE_ReadHeader does (fgets into a 128-byte
+// buffer): lines up to "FORMAT=32-bit_rle_rgbe", a blank line, then "-Y height +X width",
+// scanned with the same sscanf format.
+std::optional<ImageSize> hdr_size(Bytes b) {
+  std::size_t i = 0;
+  char buf[128];
+  auto next_line = [&]() {
+    if (i >= b.size()) return false;
+    std::size_t n = 0;
+    while (i < b.size() && n < sizeof buf - 1) {
+      const char c = static_cast<char>(b[i++]);
+      buf[n++] = c;
+      if (c == '\n') break;
+    }
+    buf[n] = '\0';
+    return true;
+  };
+  if (!next_line()) return std::nullopt;
+  for (;;) {
+    if (buf[0] == '\0' || buf[0] == '\n') return std::nullopt;
+    if (std::strcmp(buf, "FORMAT=32-bit_rle_rgbe\n") == 0) break;
+    if (!next_line()) return std::nullopt;
+  }
+  if (!next_line() || std::strcmp(buf, "\n") != 0) return std::nullopt;
+  if (!next_line()) return std::nullopt;
+  int height = 0, width = 0;
+  if (std::sscanf(buf, "-Y %d +X %d", &height, &width) < 2) return std::nullopt;
+  return ImageSize{width > 0 ? static_cast<std::uint64_t>(width) : 0, height > 0 ? static_cast<std::uint64_t>(height) : 0};
+}
+
+// JPEG 2000, a .jp2 file or a raw codestream: the image area of the codestream's SIZ marker
+// segment (SOC FF4F, then SIZ FF51: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz). The largest of all
+// SIZ segments found is taken, so that a decoy one cannot stand for the real codestream.
+std::optional<ImageSize> jpeg2000_size(Bytes b) {
+  std::optional<ImageSize> size;
+  for (std::size_t j = 0; j + 24 <= b.size(); ++j) {
+    if (b[j] != 0xFF || b[j + 1] != 0x4F || b[j + 2] != 0xFF || b[j + 3] != 0x51) continue;
+    const std::uint32_t x = be32(b, j + 8), y = be32(b, j + 12), x0 = be32(b, j + 16), y0 = be32(b, j + 20);
+    const ImageSize here{x > x0 ? x - x0 : 0, y > y0 ? y - y0 : 0};
+    if (!size) size = here;
+    size->width = std::max(size->width, here.width);
+    size->height = std::max(size->height, here.height);
+  }
+  return size;
+}
+
 }  // namespace
+
+std::uint64_t pixel_count(const ImageSize& size) {
+  std::uint64_t n = 0;
+  return __builtin_mul_overflow(size.width, size.height, &n) ? UINT64_MAX : n;
+}
 
 std::optional<ImageSize> read_image_size(Bytes b) {
   if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return png_size(b);
@@ -114,6 +223,11 @@ std::optional<ImageSize> read_image_size(Bytes b) {
   if (starts_with(b, "RIFF", 4) && starts_with(b, "WEBP", 4, 8)) return webp_size(b);
   if (starts_with(b, "II*\0", 4) || starts_with(b, "MM\0*", 4)) return tiff_size(b);
   if (b.size() >= 3 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6' && std::isspace(b[2])) return pnm_size(b);
+  if (b.size() >= 3 && b[0] == 'P' && b[1] == '7' && std::isspace(b[2])) return pam_size(b);
+  if (starts_with(b, "PF", 2) || starts_with(b, "Pf", 2)) return pfm_size(b);
+  if (starts_with(b, "\x59\xA6\x6A\x95", 4)) return b.size() >= 12 ? std::optional(ImageSize{be32(b, 4), be32(b, 8)}) : std::nullopt;
+  if (starts_with(b, "#?", 2)) return hdr_size(b);
+  if (starts_with(b, "\x00\x00\x00\x0CjP  \r\n\x87\n", 12) || starts_with(b, "\xFF\x4F\xFF\x51", 4)) return jpeg2000_size(b);
   return std::nullopt;
 }
 

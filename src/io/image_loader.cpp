@@ -49,7 +49,7 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
     if (size->width == 0 || size->height == 0)
       throw Error(source + ": header gives an empty image (" + std::to_string(size->width) + "x" +
                   std::to_string(size->height) + ")");
-    const std::uint64_t pixels = size->width * size->height;  // both < 2^32: no overflow
+    const std::uint64_t pixels = pixel_count(*size);
     if (pixels > max_pixels)
       throw Error(source + ": image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
                   megapixels(pixels) + "), over the --max-pixels limit of " + megapixels(max_pixels));

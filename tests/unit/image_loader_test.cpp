@@ -43,6 +43,32 @@ TEST(ImageHeader, ReadsTheSizeOfEveryCommonFormat) {
   EXPECT_FALSE(read_image_size(std::vector<std::uint8_t>{'h', 'e', 'l', 'l', 'o'}).has_value());
 }
 
+TEST(ImageHeader, ReadsTheSizeOfTheOtherFormatsOpenCVDecodes) {
+  // Without these, --max-pixels could only be checked after OpenCV had allocated the image.
+  const cv::Mat img(37, 53, CV_8UC3, cv::Scalar(1, 2, 3));
+  cv::Mat f;
+  img.convertTo(f, CV_32FC3, 1 / 255.0);
+  const cv::Mat big(40, 33, CV_8UC3, cv::Scalar(9, 8, 7));  // OpenJPEG wants at least 32 px
+  const std::pair<const char*, cv::Mat> cases[] = {
+      {".pam", img}, {".ras", img}, {".pfm", f}, {".hdr", f}, {".jp2", big}};
+  for (const auto& [ext, m] : cases) {
+    const auto size = read_image_size(encode(m, ext));
+    ASSERT_TRUE(size.has_value()) << ext;
+    EXPECT_EQ(size->width, static_cast<std::uint64_t>(m.cols)) << ext;
+    EXPECT_EQ(size->height, static_cast<std::uint64_t>(m.rows)) << ext;
+  }
+  // A few bytes claiming a huge PFM are refused from the header, not by an allocation.
+  const std::string pfm = "PF\n30000 30000\n-1.0\n";
+  const std::string msg = error_of(std::vector<std::uint8_t>(pfm.begin(), pfm.end()));
+  EXPECT_NE(msg.find("image is 30000x30000 (900.0 MP), over the --max-pixels limit"), std::string::npos) << msg;
+  // PNM sides of 2^32 each: the pixel count saturates instead of wrapping to 0.
+  const std::string pnm = "P6 4294967296 4294967296 255\n";
+  const auto size = read_image_size(std::vector<std::uint8_t>(pnm.begin(), pnm.end()));
+  ASSERT_TRUE(size.has_value());
+  EXPECT_EQ(pixel_count(*size), UINT64_MAX);
+  EXPECT_NE(error_of(std::vector<std::uint8_t>(pnm.begin(), pnm.end())).find("over the --max-pixels"), std::string::npos);
+}
+
 TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
   // A PNG that claims 60000×60000 in its header and holds nothing else.
   auto png = encode(cv::Mat(1, 1, CV_8UC3), ".png");
