@@ -7,13 +7,15 @@
 #
 # VITATTN_SANITIZER_ENV is the environment tests of the binary run with: a sanitizer report
 # exits with 86, a status vitattn itself never uses (its 1 means "some inputs failed", which
-# several tests expect), so a report can never pass for an expected failure.
+# several tests expect), so a report can never pass for an expected failure. As in the fuzzers
+# (-rss_limit_mb=2048), a single allocation over 2 GB is a failure: it is how the replay of
+# fuzz/regressions/ notices an image whose size escaped the header check.
 set(VITATTN_SANITIZE OFF CACHE STRING "Sanitizers: OFF, ON or address (ASan+UBSan), thread (TSan)")
 set_property(CACHE VITATTN_SANITIZE PROPERTY STRINGS OFF ON address thread)
 option(VITATTN_FUZZ "Build the libFuzzer targets in fuzz/ (clang; implies ASan+UBSan)" OFF)
 
 set(VITATTN_SANITIZER_ENV "")
-set(_asan_env "ASAN_OPTIONS=exitcode=86:detect_leaks=1"
+set(_asan_env "ASAN_OPTIONS=exitcode=86:detect_leaks=1:max_allocation_size_mb=2048"
               "UBSAN_OPTIONS=exitcode=86:halt_on_error=1:print_stacktrace=1")
 if(VITATTN_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")

@@ -159,6 +159,12 @@ write("image", "bad-truncated.jpg", jpg[: len(jpg) // 2])
 huge = bytearray(png)
 huge[16:24] = struct.pack(">II", 60000, 60000)  # IHDR claims 3600 MP
 write("image", "bad-huge-header.png", huge)
+# Headers claiming 30000x30000 (900 MP) with no data: refused from the header by the 4 MP cap.
+write("image", "bad-huge-header.pfm", b"PF\n30000 30000\n-1.0\n")
+write("image", "bad-huge-header.pam", b"P7\nWIDTH 30000\nHEIGHT 30000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n")
+write("image", "bad-huge-header.ras", struct.pack(">8I", 0x59A66A95, 30000, 30000, 24, 0, 1, 0, 0))
+write("image", "bad-huge-header.hdr", b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 30000 +X 30000\n")
+write("image", "bad-huge-header.j2k", b"\xff\x4f\xff\x51" + struct.pack(">HHIIII", 41, 0, 30000, 30000, 0, 0))
 zero = bytearray(enc(".bmp", colour))
 zero[18:26] = struct.pack("<ii", 0, 0)
 write("image", "bad-zero-size.bmp", zero)

@@ -57,10 +57,20 @@ TEST(ImageHeader, ReadsTheSizeOfTheOtherFormatsOpenCVDecodes) {
     EXPECT_EQ(size->width, static_cast<std::uint64_t>(m.cols)) << ext;
     EXPECT_EQ(size->height, static_cast<std::uint64_t>(m.rows)) << ext;
   }
-  // A few bytes claiming a huge PFM are refused from the header, not by an allocation.
-  const std::string pfm = "PF\n30000 30000\n-1.0\n";
-  const std::string msg = error_of(std::vector<std::uint8_t>(pfm.begin(), pfm.end()));
-  EXPECT_NE(msg.find("image is 30000x30000 (900.0 MP), over the --max-pixels limit"), std::string::npos) << msg;
+  // A few bytes claiming 30000x30000 are refused from the header, before OpenCV allocates.
+  const std::string huge[] = {
+      "PF\n30000 30000\n-1.0\n",
+      "PF\n30000PPPP 30000\n.-01\n",  // found by image_fuzzer: OpenCV reads the width with atoi
+      "P7\nWIDTH 30000\nHEIGHT 30000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n",
+      std::string("\x59\xA6\x6A\x95\0\0\x75\x30\0\0\x75\x30\0\0\0\x18\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\0", 32),
+      "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 30000 +X 30000\n",
+      std::string("\xFF\x4F\xFF\x51\0\x29\0\0\0\0\x75\x30\0\0\x75\x30\0\0\0\0\0\0\0\0", 24),
+  };
+  for (const auto& h : huge) {
+    const std::string msg = error_of(std::vector<std::uint8_t>(h.begin(), h.end()));
+    EXPECT_NE(msg.find("image is 30000x30000 (900.0 MP), over the --max-pixels limit"), std::string::npos)
+        << h.substr(0, 2) << ": " << msg;
+  }
   // PNM sides of 2^32 each: the pixel count saturates instead of wrapping to 0.
   const std::string pnm = "P6 4294967296 4294967296 255\n";
   const auto size = read_image_size(std::vector<std::uint8_t>(pnm.begin(), pnm.end()));
