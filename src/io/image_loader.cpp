@@ -67,6 +67,13 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
     throw Error(source + ": cannot decode image: " + e.err);
   }
   if (bgr.empty()) throw Error(source + ": not a readable image (unknown format or corrupt data)");
+  // IMREAD_COLOR should give 8-bit BGR, but OpenCV 4.6's PFM decoder returns a grey "Pf" file
+  // with one channel (found by image_fuzzer). Grey is made colour here as for other formats.
+  if (bgr.type() == CV_8UC1) cv::cvtColor(bgr, bgr, cv::COLOR_GRAY2BGR);
+  if (bgr.type() != CV_8UC3)
+    throw Error(source + ": decoded to an unexpected pixel layout (" + std::to_string(bgr.channels()) +
+                " channels, depth " + std::to_string(bgr.depth()) + ")");
+
   if (static_cast<std::uint64_t>(bgr.total()) > max_pixels)  // formats whose header we do not parse
     throw Error(source + ": image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
                 ", over the --max-pixels limit of " + megapixels(max_pixels));

@@ -79,6 +79,16 @@ TEST(ImageHeader, ReadsTheSizeOfTheOtherFormatsOpenCVDecodes) {
   EXPECT_NE(error_of(std::vector<std::uint8_t>(pnm.begin(), pnm.end())).find("over the --max-pixels"), std::string::npos);
 }
 
+TEST(ImageLoader, GreyPfmBecomes8BitBgr) {
+  // Found by image_fuzzer: OpenCV 4.6 decodes a grey PFM ("Pf") to one channel despite
+  // IMREAD_COLOR, and preprocess then failed an assertion.
+  const cv::Mat grey(6, 5, CV_32FC1, cv::Scalar(200));  // OpenCV converts PFM floats to 8 bits unscaled
+  const cv::Mat bgr = decode_image(encode(grey, ".pfm"), "g.pfm", 1000);
+  EXPECT_EQ(bgr.type(), CV_8UC3);
+  EXPECT_EQ(bgr.size(), cv::Size(5, 6));
+  EXPECT_EQ(bgr.at<cv::Vec3b>(2, 3), cv::Vec3b(200, 200, 200));
+}
+
 TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
   // A PNG that claims 60000×60000 in its header and holds nothing else.
   auto png = encode(cv::Mat(1, 1, CV_8UC3), ".png");
