@@ -45,7 +45,8 @@ std::optional<std::vector<std::uint8_t>> without_png_iccp(const std::vector<std:
 cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& source, std::uint64_t max_pixels) {
   if (bytes.empty()) throw Error(source + ": file is empty (0 bytes)");
   const std::span<const std::uint8_t> view(bytes);
-  if (const auto size = read_image_size(view)) {
+  const auto size = read_image_size(view);
+  if (size) {
     if (size->width == 0 || size->height == 0)
       throw Error(source + ": header gives an empty image (" + std::to_string(size->width) + "x" +
                   std::to_string(size->height) + ")");
@@ -55,6 +56,10 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
                   megapixels(pixels) + "), over the --max-pixels limit of " + megapixels(max_pixels));
   }
   if (const auto problem = container_problem(view)) throw Error(source + ": " + *problem);
+  // Only what was sized above goes to OpenCV. It decodes more (DICOM through GDCM, NITF and DTED
+  // through GDAL, OpenEXR when enabled, BigTIFF), but their size would go unchecked, and GDCM
+  // aborts the whole process on some malformed files (found by image_fuzzer).
+  if (!size) throw Error(source + ": not a readable image (unknown format or corrupt data)");
 
   const auto stripped = without_png_iccp(bytes);
   const std::vector<std::uint8_t>& data = stripped ? *stripped : bytes;
@@ -73,7 +78,6 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   if (bgr.type() != CV_8UC3)
     throw Error(source + ": decoded to an unexpected pixel layout (" + std::to_string(bgr.channels()) +
                 " channels, depth " + std::to_string(bgr.depth()) + ")");
-
   if (static_cast<std::uint64_t>(bgr.total()) > max_pixels)  // formats whose header we do not parse
     throw Error(source + ": image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
                 ", over the --max-pixels limit of " + megapixels(max_pixels));

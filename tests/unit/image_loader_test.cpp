@@ -89,6 +89,17 @@ TEST(ImageLoader, GreyPfmBecomes8BitBgr) {
   EXPECT_EQ(bgr.at<cv::Vec3b>(2, 3), cv::Vec3b(200, 200, 200));
 }
 
+TEST(ImageLoader, FormatsWhoseSizeIsNotReadAreNotDecoded) {
+  // Found by image_fuzzer: "DICM" at byte 128 sends the bytes to GDCM, which aborts the process
+  // on this one (an assertion in gdcm::Reader). Only formats whose header was read are decoded.
+  std::vector<std::uint8_t> dicom(128, 'x');
+  for (const char c : std::string("DICM")) dicom.push_back(static_cast<std::uint8_t>(c));
+  EXPECT_EQ(error_of(dicom), "in.img: not a readable image (unknown format or corrupt data)");
+  std::vector<std::uint8_t> nitf = {'N', 'I', 'T', 'F', '0', '2', '.', '1', '0'};
+  nitf.resize(400, ' ');
+  EXPECT_EQ(error_of(nitf), "in.img: not a readable image (unknown format or corrupt data)");
+}
+
 TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
   // A PNG that claims 60000×60000 in its header and holds nothing else.
   auto png = encode(cv::Mat(1, 1, CV_8UC3), ".png");
