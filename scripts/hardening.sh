@@ -22,10 +22,10 @@ step() {
   echo "==== hardening: $name passed in $((SECONDS - start)) s"
 }
 
-step "asan build" cmake --preset asan
+step "asan configure" cmake --preset asan
 step "asan build" cmake --build --preset asan -j 2
 step "asan tests" ctest --preset asan
-step "tsan build" cmake --preset tsan
+step "tsan configure" cmake --preset tsan
 step "tsan build" cmake --build --preset tsan -j 2
 step "tsan parallel batch" ctest --preset tsan
 step "fuzz (${secs} s per fuzzer)" bash scripts/fuzz.sh "$secs"
