@@ -163,6 +163,11 @@ CASES = {
     "q_bias_misshaped": (with_tensor("attn.q.bias", np.zeros(DK + 1, "<f4")), "attn.q.bias is [3], expected [2]"),
     "pos_embed_not_a_square_grid": (with_tensor("pos_embed", np.zeros((1, 4, D), "<f4")),
                                     "pos_embed has 4 rows; expected 1 + n_patches with n_patches a square number"),
+    # Sizes over the loader's limits, with zero-byte tensors so the files stay small.
+    "implausible_token_count": (with_tensor("pos_embed", np.zeros((1, (1 << 24) + 1, 0), "<f4")),
+                                "implausible model size (D=4, P=8)"),
+    "implausible_d_k": (with_tensor("attn.q.weight", np.zeros(((1 << 20) + 1, 0), "<f4")),
+                        "implausible model size (D=4, P=8)"),
     "empty_model_d_zero": (with_tensor("patch_embed.proj.weight", np.zeros((0, 3, P, P), "<f4")), "empty model (D=0"),
     "weights_not_a_float_dtype": (with_tensor("attn.v.weight", np.zeros((DK, D), "<i4")),
                                   "attn.v.weight has dtype I32; weights must be F32, F16, BF16 or F64"),
