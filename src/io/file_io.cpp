@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -15,6 +16,22 @@ namespace vitattn::io {
 namespace fs = std::filesystem;
 
 std::string display(const fs::path& path) { return path.string(); }
+
+std::string printable(std::string_view s, bool ascii) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || (ascii && c >= 0x80)) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 
 namespace {
 

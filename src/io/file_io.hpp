@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vitattn::io {
@@ -25,5 +26,10 @@ void remove_temporaries_in_flight() noexcept;
 bool is_temporary_name(const std::filesystem::path& path);
 
 std::string display(const std::filesystem::path& path);  // path as UTF-8 for messages
+
+// Text taken from a file, made safe for a one-line message: control characters (a newline in
+// a tensor name would split the line) become \xNN. With `ascii`, so does every byte >= 0x80,
+// for text that may not be valid UTF-8 (the JSON parser quotes the bytes it choked on).
+std::string printable(std::string_view text, bool ascii = false);
 
 }  // namespace vitattn::io

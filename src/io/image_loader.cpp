@@ -45,16 +45,21 @@ std::optional<std::vector<std::uint8_t>> without_png_iccp(const std::vector<std:
 cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& source, std::uint64_t max_pixels) {
   if (bytes.empty()) throw Error(source + ": file is empty (0 bytes)");
   const std::span<const std::uint8_t> view(bytes);
-  if (const auto size = read_image_size(view)) {
+  const auto size = read_image_size(view);
+  if (size) {
     if (size->width == 0 || size->height == 0)
       throw Error(source + ": header gives an empty image (" + std::to_string(size->width) + "x" +
                   std::to_string(size->height) + ")");
-    const std::uint64_t pixels = size->width * size->height;  // both < 2^32: no overflow
+    const std::uint64_t pixels = pixel_count(*size);
     if (pixels > max_pixels)
       throw Error(source + ": image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
                   megapixels(pixels) + "), over the --max-pixels limit of " + megapixels(max_pixels));
   }
   if (const auto problem = container_problem(view)) throw Error(source + ": " + *problem);
+  // Only what was sized above goes to OpenCV. It decodes more (DICOM through GDCM, NITF and DTED
+  // through GDAL, OpenEXR when enabled, BigTIFF), but their size would go unchecked, and GDCM
+  // aborts the whole process on some malformed files (found by image_fuzzer).
+  if (!size) throw Error(source + ": not a readable image (unknown format or corrupt data)");
 
   const auto stripped = without_png_iccp(bytes);
   const std::vector<std::uint8_t>& data = stripped ? *stripped : bytes;
@@ -67,6 +72,12 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
     throw Error(source + ": cannot decode image: " + e.err);
   }
   if (bgr.empty()) throw Error(source + ": not a readable image (unknown format or corrupt data)");
+  // IMREAD_COLOR should give 8-bit BGR, but OpenCV 4.6's PFM decoder returns a grey "Pf" file
+  // with one channel (found by image_fuzzer). Grey is made colour here as for other formats.
+  if (bgr.type() == CV_8UC1) cv::cvtColor(bgr, bgr, cv::COLOR_GRAY2BGR);
+  if (bgr.type() != CV_8UC3)
+    throw Error(source + ": decoded to an unexpected pixel layout (" + std::to_string(bgr.channels()) +
+                " channels, depth " + std::to_string(bgr.depth()) + ")");
   if (static_cast<std::uint64_t>(bgr.total()) > max_pixels)  // formats whose header we do not parse
     throw Error(source + ": image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
                 ", over the --max-pixels limit of " + megapixels(max_pixels));

@@ -58,19 +58,23 @@ std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::strin
     while (p < end && *p == ' ') ++p;
     const auto [next, ec] = std::from_chars(p, end, out[i]);
     if (ec != std::errc() || !std::isfinite(out[i]))
-      throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+      throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
     p = next;
     while (p < end && *p == ' ') ++p;
     if (i < 2) {
-      if (p == end || *p != ',') throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+      if (p == end || *p != ',') throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
       ++p;
     }
   }
-  if (p != end) throw Error(what + " is \"" + text + "\", expected three numbers \"r,g,b\"");
+  if (p != end) throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
   return out;
 }
 
-SingleHeadModel load_model(const std::filesystem::path& path) { return load_model(SafeTensors::load(path)); }
+SingleHeadModel load_model(const std::filesystem::path& path) { return parse_model(read_file(path), display(path)); }
+
+SingleHeadModel parse_model(std::vector<std::uint8_t> bytes, const std::string& source) {
+  return load_model(SafeTensors::parse(std::move(bytes), source));
+}
 
 SingleHeadModel load_model(const SafeTensors& st) {
   const std::string& src = st.source();
@@ -119,7 +123,7 @@ SingleHeadModel load_model(const SafeTensors& st) {
   return m;
 }
 
-void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
+std::vector<std::uint8_t> encode_model(const SingleHeadModel& m) {
   const auto d = static_cast<std::uint64_t>(m.d_model());
   const auto p = static_cast<std::uint64_t>(m.patch_size);
   const auto d_k = static_cast<std::uint64_t>(m.d_k());
@@ -137,10 +141,14 @@ void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
       {"attn.v.weight", {d_k, d}, values(m.w_v)},
       {"attn.v.bias", {d_k}, values(m.b_v)},
   };
-  write_safetensors(path, tensors,
-                    {{"format", "vitattn-single-head"},
-                     {"mean", format_triplet(m.norm.mean)},
-                     {"std", format_triplet(m.norm.std)}});
+  return encode_safetensors(tensors, {{"format", "vitattn-single-head"},
+                                      {"mean", format_triplet(m.norm.mean)},
+                                      {"std", format_triplet(m.norm.std)}});
+}
+
+void save_model(const std::filesystem::path& path, const SingleHeadModel& m) {
+  const auto bytes = encode_model(m);
+  write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace vitattn::io

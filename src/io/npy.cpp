@@ -59,7 +59,9 @@ std::vector<std::uint8_t> encode_npy(const float* data, const std::vector<std::u
   out[8] = static_cast<std::uint8_t>(header_len & 0xff);
   out[9] = static_cast<std::uint8_t>(header_len >> 8);
   std::memcpy(out.data() + preamble, dict.data(), dict.size());
-  if (data_bytes) std::memcpy(out.data() + preamble + dict.size(), data, data_bytes);
+  // An empty array has no data pointer, and memcpy from a null pointer is undefined even
+  // for 0 bytes (found by the npy fuzzer).
+  if (data_bytes > 0) std::memcpy(out.data() + preamble + dict.size(), data, data_bytes);
   return out;
 }
 

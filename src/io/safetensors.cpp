@@ -87,7 +87,7 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
   } catch (const nlohmann::json::exception& e) {
-    throw fail(std::string("header is not valid JSON: ") + e.what());
+    throw fail("header is not valid JSON: " + printable(e.what(), true));
   }
   if (!header.is_object()) throw fail("header is not a JSON object");
 
@@ -96,11 +96,12 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   st.data_start_ = 8 + header_len;
   const std::uint64_t data_size = bytes.size() - st.data_start_;
 
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
+  for (const auto& [key_in_file, entry] : header.items()) {
+    const std::string name = printable(key_in_file);  // as messages show it
+    if (key_in_file == "__metadata__") {
       if (!entry.is_object()) throw fail("__metadata__ is not an object");
       for (const auto& [key, value] : entry.items()) {
-        if (!value.is_string()) throw fail("__metadata__." + key + " is not a string");
+        if (!value.is_string()) throw fail("__metadata__." + printable(key) + " is not a string");
         st.metadata_[key] = value.get<std::string>();
       }
       continue;
@@ -108,7 +109,7 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
     if (!entry.is_object()) throw fail(name + ": entry is not an object");
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) throw fail(name + ": no dtype");
     const auto dtype = parse_dtype(entry["dtype"].get<std::string>());
-    if (!dtype) throw fail(name + ": unknown dtype " + entry["dtype"].get<std::string>());
+    if (!dtype) throw fail(name + ": unknown dtype " + printable(entry["dtype"].get<std::string>()));
     if (!entry.contains("shape") || !entry["shape"].is_array()) throw fail(name + ": no shape");
     if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
       throw fail(name + ": data_offsets is not [begin, end]");
@@ -137,7 +138,7 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
     if (info.end - info.begin != n_bytes)
       throw fail(name + ": " + std::string(dtype_name(info.dtype)) + " " + shape_string(info.shape) + " needs " +
                  std::to_string(n_bytes) + " bytes, data_offsets give " + std::to_string(info.end - info.begin));
-    st.tensors_[name] = std::move(info);
+    st.tensors_[key_in_file] = std::move(info);
   }
 
   // The tensors must tile the data section: sorted by offset, each starts where the last ended.
@@ -148,7 +149,8 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   });
   std::uint64_t expected_begin = 0;
   std::string previous;
-  for (const auto& [name, info] : order) {
+  for (const auto& [key_in_file, info] : order) {
+    const std::string name = printable(key_in_file);
     if (info->begin < expected_begin)
       throw fail(name + ": data overlaps " + previous + " (starts at byte " + std::to_string(info->begin) +
                  ", " + previous + " ends at " + std::to_string(expected_begin) + ")");
@@ -171,7 +173,7 @@ const TensorInfo* SafeTensors::find(const std::string& name) const {
 
 std::vector<float> SafeTensors::floats(const std::string& name) const {
   const TensorInfo* info = find(name);
-  if (!info) throw Error(source_ + ": tensor " + name + " is missing");
+  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing");
   const std::uint8_t* p = bytes_.data() + data_start_ + info->begin;
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   std::vector<float> out(n);
@@ -202,7 +204,7 @@ std::vector<float> SafeTensors::floats(const std::string& name) const {
       }
       break;
     default:
-      throw Error(source_ + ": " + name + " has dtype " + dtype_name(info->dtype) +
+      throw Error(source_ + ": " + printable(name) + " has dtype " + dtype_name(info->dtype) +
                   "; weights must be F32, F16, BF16 or F64");
   }
   return out;
@@ -210,9 +212,9 @@ std::vector<float> SafeTensors::floats(const std::string& name) const {
 
 std::vector<float> SafeTensors::floats(const std::string& name, const std::vector<std::uint64_t>& expected) const {
   const TensorInfo* info = find(name);
-  if (!info) throw Error(source_ + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
+  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing (expected " + shape_string(expected) + ")");
   if (info->shape != expected)
-    throw Error(source_ + ": " + name + " is " + shape_string(info->shape) + ", expected " + shape_string(expected));
+    throw Error(source_ + ": " + printable(name) + " is " + shape_string(info->shape) + ", expected " + shape_string(expected));
   return floats(name);
 }
 

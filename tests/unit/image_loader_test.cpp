@@ -43,6 +43,63 @@ TEST(ImageHeader, ReadsTheSizeOfEveryCommonFormat) {
   EXPECT_FALSE(read_image_size(std::vector<std::uint8_t>{'h', 'e', 'l', 'l', 'o'}).has_value());
 }
 
+TEST(ImageHeader, ReadsTheSizeOfTheOtherFormatsOpenCVDecodes) {
+  // Without these, --max-pixels could only be checked after OpenCV had allocated the image.
+  const cv::Mat img(37, 53, CV_8UC3, cv::Scalar(1, 2, 3));
+  cv::Mat f;
+  img.convertTo(f, CV_32FC3, 1 / 255.0);
+  const cv::Mat big(40, 33, CV_8UC3, cv::Scalar(9, 8, 7));  // OpenJPEG wants at least 32 px
+  const std::pair<const char*, cv::Mat> cases[] = {
+      {".pam", img}, {".ras", img}, {".pfm", f}, {".hdr", f}, {".jp2", big}};
+  for (const auto& [ext, m] : cases) {
+    const auto size = read_image_size(encode(m, ext));
+    ASSERT_TRUE(size.has_value()) << ext;
+    EXPECT_EQ(size->width, static_cast<std::uint64_t>(m.cols)) << ext;
+    EXPECT_EQ(size->height, static_cast<std::uint64_t>(m.rows)) << ext;
+  }
+  // A few bytes claiming 30000x30000 are refused from the header, before OpenCV allocates.
+  const std::string huge[] = {
+      "PF\n30000 30000\n-1.0\n",
+      "PF\n30000PPPP 30000\n.-01\n",  // found by image_fuzzer: OpenCV reads the width with atoi
+      "P7\nWIDTH 30000\nHEIGHT 30000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n",
+      std::string("\x59\xA6\x6A\x95\0\0\x75\x30\0\0\x75\x30\0\0\0\x18\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\0", 32),
+      "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 30000 +X 30000\n",
+      std::string("\xFF\x4F\xFF\x51\0\x29\0\0\0\0\x75\x30\0\0\x75\x30\0\0\0\0\0\0\0\0", 24),
+  };
+  for (const auto& h : huge) {
+    const std::string msg = error_of(std::vector<std::uint8_t>(h.begin(), h.end()));
+    EXPECT_NE(msg.find("image is 30000x30000 (900.0 MP), over the --max-pixels limit"), std::string::npos)
+        << h.substr(0, 2) << ": " << msg;
+  }
+  // PNM sides of 2^32 each: the pixel count saturates instead of wrapping to 0.
+  const std::string pnm = "P6 4294967296 4294967296 255\n";
+  const auto size = read_image_size(std::vector<std::uint8_t>(pnm.begin(), pnm.end()));
+  ASSERT_TRUE(size.has_value());
+  EXPECT_EQ(pixel_count(*size), UINT64_MAX);
+  EXPECT_NE(error_of(std::vector<std::uint8_t>(pnm.begin(), pnm.end())).find("over the --max-pixels"), std::string::npos);
+}
+
+TEST(ImageLoader, GreyPfmBecomes8BitBgr) {
+  // Found by image_fuzzer: OpenCV 4.6 decodes a grey PFM ("Pf") to one channel despite
+  // IMREAD_COLOR, and preprocess then failed an assertion.
+  const cv::Mat grey(6, 5, CV_32FC1, cv::Scalar(200));  // OpenCV converts PFM floats to 8 bits unscaled
+  const cv::Mat bgr = decode_image(encode(grey, ".pfm"), "g.pfm", 1000);
+  EXPECT_EQ(bgr.type(), CV_8UC3);
+  EXPECT_EQ(bgr.size(), cv::Size(5, 6));
+  EXPECT_EQ(bgr.at<cv::Vec3b>(2, 3), cv::Vec3b(200, 200, 200));
+}
+
+TEST(ImageLoader, FormatsWhoseSizeIsNotReadAreNotDecoded) {
+  // Found by image_fuzzer: "DICM" at byte 128 sends the bytes to GDCM, which aborts the process
+  // on this one (an assertion in gdcm::Reader). Only formats whose header was read are decoded.
+  std::vector<std::uint8_t> dicom(128, 'x');
+  for (const char c : std::string("DICM")) dicom.push_back(static_cast<std::uint8_t>(c));
+  EXPECT_EQ(error_of(dicom), "in.img: not a readable image (unknown format or corrupt data)");
+  std::vector<std::uint8_t> nitf = {'N', 'I', 'T', 'F', '0', '2', '.', '1', '0'};
+  nitf.resize(400, ' ');
+  EXPECT_EQ(error_of(nitf), "in.img: not a readable image (unknown format or corrupt data)");
+}
+
 TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
   // A PNG that claims 60000×60000 in its header and holds nothing else.
   auto png = encode(cv::Mat(1, 1, CV_8UC3), ".png");

@@ -96,6 +96,28 @@ TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
       << load_error(dir / "meta.safetensors");
 }
 
+TEST(ModelFile, ParseFromBytesMatchesLoadFromFile) {
+  // parse_model is what the fuzzer drives; load_model must stay the same thing read from a file.
+  test::TempDir dir;
+  const SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 5);
+  const auto bytes = encode_safetensors(native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
+  write_safetensors(dir / "m.safetensors", native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
+  const SingleHeadModel a = parse_model(bytes, "m.safetensors");
+  const SingleHeadModel b = load_model(dir / "m.safetensors");
+  EXPECT_EQ(a.w_patch, b.w_patch);
+  EXPECT_EQ(a.pos_embed, b.pos_embed);
+  EXPECT_EQ(a.w_v, b.w_v);
+  EXPECT_EQ(a.norm.mean, b.norm.mean);
+  auto broken = bytes;
+  broken.resize(broken.size() - 1);
+  try {
+    parse_model(broken, "cut.safetensors");
+    FAIL() << "a file one byte short must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cut.safetensors: ", 0), 0u) << e.what();
+  }
+}
+
 TEST(ParseRgbTriplet, AcceptsThreeNumbersOnly) {
   EXPECT_EQ(parse_rgb_triplet("0.5, 0.25,1", "x"), (std::array<float, 3>{0.5f, 0.25f, 1.0f}));
   EXPECT_THROW(parse_rgb_triplet("0.5,0.5", "x"), Error);

@@ -26,5 +26,14 @@ TEST(Npy, HeaderIsVersion1AlignedTo64AndDataIsRowMajor) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(data[i], static_cast<float>(i + 1));
 }
 
+TEST(Npy, EmptyMatrixIsAHeaderOnly) {
+  // Found by the npy fuzzer: an empty matrix made encode_npy memcpy from a null pointer.
+  const auto bytes = encode_npy(Matrix(0, 5));
+  const std::size_t header_len = bytes[8] | static_cast<std::size_t>(bytes[9]) << 8;
+  ASSERT_EQ(bytes.size(), 10 + header_len);
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 10, header_len);
+  EXPECT_EQ(header.rfind("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }", 0), 0u) << header;
+}
+
 }  // namespace
 }  // namespace vitattn::io

@@ -137,6 +137,36 @@ TEST(SafeTensors, RejectsEveryMalformedFileWithASpecificMessage) {
   }
 }
 
+TEST(SafeTensors, MessagesStayOnOneLineWhateverTheFileHolds) {
+  // Names and dtypes come from the file: a newline in them must not split the error line, and
+  // the JSON parser's quote of invalid UTF-8 must not reach the terminal raw.
+  struct Case {
+    std::vector<std::uint8_t> bytes;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {file_with(R"({"a\nb":[1]})", 0), "m.safetensors: a\\x0Ab: entry is not an object"},
+      {file_with(R"({"w":{"dtype":"F\n32","shape":[1],"data_offsets":[0,4]}})", 4), "w: unknown dtype F\\x0A32"},
+      {file_with(R"({"__metadata__":{"k\r":1}})", 0), "__metadata__.k\\x0D is not a string"},
+      {file_with("{\"\xff\xfe\": 1}", 0), "header is not valid JSON"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = error_of(c.bytes);
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << msg;
+    for (const char ch : msg) {
+      EXPECT_GE(static_cast<unsigned char>(ch), 0x20) << "control character in: " << msg;
+      EXPECT_LT(static_cast<unsigned char>(ch), 0x80) << "non-ASCII byte in: " << msg;
+    }
+  }
+  const SafeTensors st = SafeTensors::parse(file_with(R"({"x\ny":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", 1), "m");
+  try {
+    st.floats("x\ny");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "m: x\\x0Ay has dtype I8; weights must be F32, F16, BF16 or F64");
+  }
+}
+
 TEST(SafeTensors, ShapeCheckNamesExpectedAndActual) {
   const auto bytes = encode_safetensors({{"attn.q.weight", {64, 384}, std::vector<float>(64 * 384)}}, {});
   const SafeTensors st = SafeTensors::parse(bytes, "model.safetensors");

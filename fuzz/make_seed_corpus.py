@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""Writes the seed corpora in fuzz/corpus/<target>/: small valid files and hand-broken ones.
+
+    /usr/bin/python3 fuzz/make_seed_corpus.py
+
+Needs Debian's python3-numpy and python3-opencv. The output is committed; run this again
+only to change the seeds (it rewrites fuzz/corpus/ from scratch; the files come out the same
+on the same Debian packages). Names carry what the replay test (fuzz/replay.cpp) checks:
+"ok-*" must be accepted by the target, "bad-*" refused. Everything is tiny on purpose: the
+fuzzers start from these and mutate them.
+"""
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+OUT = Path(__file__).resolve().parent / "corpus"
+
+
+shutil.rmtree(OUT, ignore_errors=True)
+
+
+def write(target, name, data):
+    d = OUT / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(bytes(data))
+
+
+# --- safetensors -------------------------------------------------------------------------
+
+def bf16(a):
+    """float32 → bfloat16 bits (truncation), as little-endian bytes."""
+    return (np.asarray(a, "<f4").view("<u4") >> 16).astype("<u2").tobytes()
+
+
+def safetensors(tensors, metadata=None):
+    """tensors: name → (dtype name, shape, raw bytes)."""
+    header, blobs, offset = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def model(dtype="F32", biases=True, extra=None, metadata=None, drop=(), change=None):
+    """A valid tiny model, P=2, D=4, d_k=2, 1+N=5 tokens (S=4), then the changes asked for."""
+    rng = np.random.default_rng(7)
+    P, D, DK, T = 2, 4, 2, 5
+    shapes = {"patch_embed.proj.weight": (D, 3, P, P), "cls_token": (1, 1, D), "pos_embed": (1, T, D),
+              "attn.q.weight": (DK, D), "attn.k.weight": (DK, D), "attn.v.weight": (DK, D)}
+    if biases:
+        shapes.update({"patch_embed.proj.bias": (D,), "attn.q.bias": (DK,), "attn.k.bias": (DK,), "attn.v.bias": (DK,)})
+    tensors = {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        if name in drop:
+            continue
+        a = rng.normal(0, 0.5, shape).astype("<f4")
+        kind = dtype if isinstance(dtype, str) else dtype[i % len(dtype)]
+        raw = {"F32": lambda x: x.tobytes(), "F16": lambda x: x.astype("<f2").tobytes(),
+               "F64": lambda x: x.astype("<f8").tobytes(), "BF16": bf16}[kind](a)
+        tensors[name] = (kind, shape, raw)
+    if change:
+        change(tensors)
+    tensors.update(extra or {})
+    return safetensors(tensors, metadata)
+
+
+def put_nan(t):
+    kind, shape, raw = t["attn.k.weight"]
+    a = np.frombuffer(raw, "<f4").copy()
+    a[3] = np.nan
+    t["attn.k.weight"] = (kind, shape, a.tobytes())
+
+
+def misshape_q(t):
+    t["attn.q.weight"] = ("F32", (2, 5), bytes(40))
+
+
+def grid_of_three(t):
+    t["pos_embed"] = ("F32", (1, 4, 4), bytes(64))
+
+
+meta = {"format": "vitattn-single-head", "mean": "0.5,0.5,0.5", "std": "0.25,0.25,0.25"}
+write("safetensors", "ok-model-f32.safetensors", model(metadata=meta))
+write("safetensors", "ok-model-mixed-dtypes.safetensors", model(dtype=("F16", "BF16", "F64", "F32")))
+write("safetensors", "ok-model-no-biases-extras.safetensors",
+      model(biases=False, extra={"position_ids": ("I64", (2,), bytes(16)), "empty": ("F32", (0, 4), b"")}))
+good = model(metadata=meta)
+write("safetensors", "bad-truncated.safetensors", good[:-1])
+write("safetensors", "bad-one-byte-extra.safetensors", good + b"\0")
+write("safetensors", "bad-header-length-too-large.safetensors", struct.pack("<Q", len(good)) + good[8:])
+write("safetensors", "bad-not-json.safetensors", struct.pack("<Q", 8) + b'{"a": [1')
+write("safetensors", "bad-json-array.safetensors", struct.pack("<Q", 8) + b"[1,2,3] ")
+write("safetensors", "bad-nan-weight.safetensors", model(change=put_nan))
+write("safetensors", "bad-missing-cls-token.safetensors", model(drop=("cls_token",)))
+write("safetensors", "bad-misshaped-q.safetensors", model(change=misshape_q))
+write("safetensors", "bad-grid-not-square.safetensors", model(change=grid_of_three))
+write("safetensors", "bad-mean-two-numbers.safetensors", model(metadata={"mean": "0.5,0.5"}))
+write("safetensors", "bad-overlap.safetensors",
+      struct.pack("<Q", 96) + json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
+                                         separators=(",", ":")).encode().ljust(96) + bytes(12))
+write("safetensors", "bad-short.safetensors", b"\x05\x00\x00")
+
+# --- images ------------------------------------------------------------------------------
+
+y, x = np.mgrid[0:6, 0:8]
+colour = np.stack([x * 30, y * 40, (x + y) * 15], -1).astype(np.uint8)
+grey = colour[:, :, 1].copy()
+
+
+def enc(ext, img, params=()):
+    ok, buf = cv2.imencode(ext, img, list(params))
+    assert ok, ext
+    return buf.tobytes()
+
+
+def exif_jpeg(img, orientation):
+    jpg = enc(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 50])
+    tiff = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1)
+    tiff += struct.pack("<HHII", 0x0112, 3, 1, orientation) + struct.pack("<I", 0)
+    payload = b"Exif\x00\x00" + tiff
+    return jpg[:2] + b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload + jpg[2:]
+
+
+png = enc(".png", colour)
+jpg = enc(".jpg", colour, [cv2.IMWRITE_JPEG_QUALITY, 50])
+write("image", "ok-colour.png", png)
+write("image", "ok-grey.png", enc(".png", grey))
+write("image", "ok-rgba.png", enc(".png", cv2.cvtColor(colour, cv2.COLOR_BGR2BGRA)))
+write("image", "ok-16bit.png", enc(".png", colour.astype(np.uint16) * 257))
+write("image", "ok-colour.jpg", jpg)
+write("image", "ok-grey-progressive.jpg", enc(".jpg", grey, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1, cv2.IMWRITE_JPEG_QUALITY, 50]))
+write("image", "ok-exif-rotated.jpg", exif_jpeg(colour, 6))
+write("image", "ok-colour.bmp", enc(".bmp", colour))
+write("image", "ok-lossless.webp", enc(".webp", colour, [cv2.IMWRITE_WEBP_QUALITY, 101]))
+write("image", "ok-lossy.webp", enc(".webp", colour, [cv2.IMWRITE_WEBP_QUALITY, 20]))
+write("image", "ok-raw.tiff", enc(".tiff", colour, [cv2.IMWRITE_TIFF_COMPRESSION, 1]))
+write("image", "ok-colour.ppm", enc(".ppm", colour))
+write("image", "ok-grey.pgm", enc(".pgm", grey))
+write("image", "ok-ascii.pbm", b"P1\n# a comment\n4 2\n0 1 0 1\n1 0 1 0\n")
+write("image", "ok-colour.pam", enc(".pam", colour))
+write("image", "ok-colour.pfm", enc(".pfm", colour.astype(np.float32) / 255))
+write("image", "ok-colour.hdr", enc(".hdr", colour.astype(np.float32) / 255))
+write("image", "ok-colour.ras", enc(".ras", colour))
+write("image", "ok-colour.jp2", enc(".jp2", cv2.resize(colour, (32, 32), interpolation=cv2.INTER_NEAREST)))  # OpenJPEG needs >= 32 px
+write("image", "bad-empty.png", b"")
+write("image", "bad-text.png", b"plain text with an image extension\n")
+write("image", "bad-truncated.png", png[: len(png) // 2])
+write("image", "bad-truncated.jpg", jpg[: len(jpg) // 2])
+huge = bytearray(png)
+huge[16:24] = struct.pack(">II", 60000, 60000)  # IHDR claims 3600 MP
+write("image", "bad-huge-header.png", huge)
+# Headers claiming 30000x30000 (900 MP) with no data: refused from the header by the 4 MP cap.
+write("image", "bad-huge-header.pfm", b"PF\n30000 30000\n-1.0\n")
+write("image", "bad-huge-header.pam", b"P7\nWIDTH 30000\nHEIGHT 30000\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n")
+write("image", "bad-huge-header.ras", struct.pack(">8I", 0x59A66A95, 30000, 30000, 24, 0, 1, 0, 0))
+write("image", "bad-huge-header.hdr", b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 30000 +X 30000\n")
+write("image", "bad-huge-header.j2k", b"\xff\x4f\xff\x51" + struct.pack(">HHIIII", 41, 0, 30000, 30000, 0, 0))
+zero = bytearray(enc(".bmp", colour))
+zero[18:26] = struct.pack("<ii", 0, 0)
+write("image", "bad-zero-size.bmp", zero)
+
+# --- npy (bytes 0-7: rows and cols as u32 LE, then float32 bit patterns) -----------------
+
+write("npy", "ok-2x3.bin", struct.pack("<II", 2, 3) + np.arange(6, dtype="<f4").tobytes())
+write("npy", "ok-197x197-folded.bin", struct.pack("<II", 196, 196) + np.array([1.5, -0.0], "<f4").tobytes())
+write("npy", "ok-0-rows-wide.bin", struct.pack("<II", 0, 0xFFFFFFFF))
+write("npy", "ok-special-values.bin", struct.pack("<II", 1, 5) +
+      np.array([np.nan, np.inf, -np.inf, 1e-45, -3.4e38], "<f4").tobytes() + b"\x01\x00\xc0\x7f")
+write("npy", "ok-empty.bin", b"")
+
+if __name__ == "__main__":
+    total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
+    print(f"{sum(1 for p in OUT.rglob('*') if p.is_file())} seed files, {total} bytes in {OUT}")

@@ -1,0 +1,38 @@
+#pragma once
+// The fuzz entry points. The libFuzzer binaries (fuzz/*_fuzzer.cpp, clang only) and the
+// replay test (fuzz/replay.cpp, every build) call these same functions, so what the fuzzers
+// exercise and what ctest replays cannot drift apart.
+//
+// Each takes arbitrary bytes. An input the tool refuses with vitattn::Error is a normal
+// outcome (Outcome::refused). Anything else is a finding: a crash or sanitizer report,
+// another exception escaping, or a failed self-check (which aborts with a message).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace vitattn::fuzz {
+
+enum class Outcome { accepted, refused };
+
+// The bytes as a safetensors file: SafeTensors::parse, every tensor read back with floats()
+// (with and without its own shape), then the model loader (parse_model, as load_model does
+// for a file). A model that loads must survive encode_model → parse_model bit for bit.
+// accepted = the model loaded.
+Outcome safetensors_input(const std::uint8_t* data, std::size_t size);
+
+// The bytes as an image file through decode_image (header checks, size cap kImageMaxPixels,
+// OpenCV decode), then preprocess. accepted = decoded to 8-bit BGR within the cap.
+Outcome image_input(const std::uint8_t* data, std::size_t size);
+inline constexpr std::uint64_t kImageMaxPixels = 4'000'000;
+
+// A matrix shape and values derived from the bytes, written with encode_npy, and the result
+// parsed back by an independent little .npy header reader: magic, version, alignment, dict
+// keys, shape and the data bytes must all match. Always accepted (no input is invalid).
+Outcome npy_input(const std::uint8_t* data, std::size_t size);
+
+using Target = Outcome (*)(const std::uint8_t*, std::size_t);
+
+// "safetensors", "image" or "npy"; nullptr for any other name.
+Target target_by_name(std::string_view name);
+
+}  // namespace vitattn::fuzz
