@@ -84,7 +84,7 @@ std::pair<const CheckpointFamily*, std::string> detect(const SafeTensors& st, co
   for (const auto& f : checkpoint_families())
     for (const auto& prefix : f.prefixes)
       if (matches(st, f, prefix)) return {f.name == "timm" ? &refine_timm(st, prefix) : &f, prefix};
-  throw Error(st.source() + ": not a ViT checkpoint vitattn knows (looked for the tensor names of: " + [] {
+  throw Error(st.source() + ": neither the single-head layout (attn.q.weight) nor a ViT checkpoint vitattn knows (looked for the tensor names of: " + [] {
     std::string s;
     for (const auto& n : family_names()) s += (s.empty() ? "" : ", ") + n;
     return s;
@@ -152,7 +152,11 @@ int square_root(std::uint64_t n) {
 
 }  // namespace
 
-bool is_encoder_checkpoint(const SafeTensors& st) { return st.find("attn.q.weight") == nullptr; }
+bool is_encoder_checkpoint(const SafeTensors& st) {
+  // Any of the single head's own projections at the top level means the single-head layout
+  // (and its loader then names whichever of them is missing).
+  return !st.find("attn.q.weight") && !st.find("attn.k.weight") && !st.find("attn.v.weight");
+}
 
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   const auto [family, prefix] = detect(st, overrides.family);

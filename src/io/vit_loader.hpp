@@ -31,7 +31,7 @@ struct LoadedVit {
 const char* pos_interp_name(PosInterp p);
 std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
-// True when the file holds an encoder (not the native single-head layout).
+// True when the file holds an encoder, not the native single-head layout (attn.{q,k,v}.weight).
 bool is_encoder_checkpoint(const SafeTensors& st);
 
 // Throws Error "PATH: …" naming the missing or misshaped tensor.

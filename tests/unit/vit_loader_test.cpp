@@ -239,7 +239,7 @@ TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
 
   Tensors other;
   other.add("encoder.weight", {2, 2});
-  EXPECT_NE(error_of([&] { load_vit(other.parse()); }).find("m.safetensors: not a ViT checkpoint vitattn knows"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_vit(other.parse()); }).find("m.safetensors: neither the single-head layout (attn.q.weight) nor a ViT checkpoint vitattn knows"), std::string::npos);
 }
 
 TEST(Npy, ReadsBackWhatItWritesAndFloat64) {
