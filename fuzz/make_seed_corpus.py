@@ -178,6 +178,31 @@ write("npy", "ok-special-values.bin", struct.pack("<II", 1, 5) +
       np.array([np.nan, np.inf, -np.inf, 1e-45, -3.4e38], "<f4").tobytes() + b"\x01\x00\xc0\x7f")
 write("npy", "ok-empty.bin", b"")
 
+# --- npy_read (.npy files as `vitattn forward` reads them) ----------------------------------
+
+def npy_bytes(a):
+    import io as _io
+    buf = _io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+f4 = npy_bytes(np.arange(6, dtype="<f4").reshape(1, 2, 3))
+write("npy_read", "ok-f4-1x2x3.npy", f4)
+write("npy_read", "ok-f8-vector.npy", npy_bytes(np.array([0.5, -2.25, 1e300], "<f8")))
+write("npy_read", "ok-scalar.npy", npy_bytes(np.float32(3.0)))
+write("npy_read", "ok-empty.npy", npy_bytes(np.zeros((0, 3), "<f4")))
+write("npy_read", "ok-v2.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", 118) +
+      b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }".ljust(117) + b"\n" + np.ones(2, "<f4").tobytes())
+write("npy_read", "bad-truncated.npy", f4[:-3])
+write("npy_read", "bad-int.npy", npy_bytes(np.arange(4, dtype="<i4")))
+write("npy_read", "bad-fortran.npy", npy_bytes(np.asfortranarray(np.ones((2, 3), "<f4"))))
+write("npy_read", "bad-big-endian.npy", npy_bytes(np.ones(3, ">f4")))
+write("npy_read", "bad-huge-shape.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) +
+      b"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }".ljust(117) + b"\n")
+write("npy_read", "bad-header-length.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+write("npy_read", "bad-not-npy.npy", b"PK\x03\x04 a zip, as .npz files are")
+
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"{sum(1 for p in OUT.rglob('*') if p.is_file())} seed files, {total} bytes in {OUT}")

@@ -286,7 +286,26 @@ Outcome npy_input(const std::uint8_t* data, std::size_t size) {
   return Outcome::accepted;
 }
 
+Outcome npy_read_input(const std::uint8_t* data, std::size_t size) {
+  const std::string source = "input.npy";
+  io::NpyArray a;
+  try {
+    a = io::parse_npy(std::vector<std::uint8_t>(data, data + size), source);
+  } catch (const Error& e) {
+    require_names(e, source);
+    return Outcome::refused;
+  }
+  std::uint64_t count = 1;
+  for (auto n : a.shape) count *= n;
+  require(count == a.values.size(), "parse_npy returned a value count that does not match its shape");
+  const io::NpyArray back = io::parse_npy(io::encode_npy(a.values.data(), a.shape), "again.npy");
+  require(back.shape == a.shape, "encode_npy → parse_npy changed the shape");
+  require(same_bits(back.values.data(), a.values.data(), a.values.size()), "encode_npy → parse_npy changed the values");
+  return Outcome::accepted;
+}
+
 Target target_by_name(std::string_view name) {
+  if (name == "npy_read") return npy_read_input;
   if (name == "safetensors") return safetensors_input;
   if (name == "image") return image_input;
   if (name == "npy") return npy_input;

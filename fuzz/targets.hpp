@@ -30,9 +30,14 @@ inline constexpr std::uint64_t kImageMaxPixels = 4'000'000;
 // keys, shape and the data bytes must all match. Always accepted (no input is invalid).
 Outcome npy_input(const std::uint8_t* data, std::size_t size);
 
+// The bytes as a .npy file through parse_npy (the reader behind `vitattn forward`). What it
+// accepts must have as many values as its shape says, and must survive encode_npy →
+// parse_npy with the same shape and bits. accepted = read.
+Outcome npy_read_input(const std::uint8_t* data, std::size_t size);
+
 using Target = Outcome (*)(const std::uint8_t*, std::size_t);
 
-// "safetensors", "image" or "npy"; nullptr for any other name.
+// "safetensors", "image", "npy" or "npy_read"; nullptr for any other name.
 Target target_by_name(std::string_view name);
 
 }  // namespace vitattn::fuzz

@@ -101,7 +101,7 @@ NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& so
   std::size_t item = 0;
   if (descr == "'<f4'") item = 4;
   else if (descr == "'<f8'") item = 8;
-  else throw Error(source + ": .npy dtype " + std::string(descr) + " is not supported (float32 or float64 only)");
+  else throw Error(source + ": .npy dtype " + printable(descr, true) + " is not supported (float32 or float64 only)");
   if (dict_value(dict, "fortran_order", source) != "False")
     throw Error(source + ": .npy array is in Fortran order; save it with numpy.ascontiguousarray");
 
@@ -118,7 +118,7 @@ NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& so
     for (; p < shape.size() && shape[p] >= '0' && shape[p] <= '9' && digits < 12; ++p, ++digits)
       n = n * 10 + static_cast<std::uint64_t>(shape[p] - '0');
     if (digits == 0 || (p < shape.size() && shape[p] != ',' && shape[p] != ' '))
-      throw Error(source + ": .npy shape (" + std::string(shape) + ") is malformed");
+      throw Error(source + ": .npy shape (" + printable(shape, true) + ") is malformed");
     a.shape.push_back(n);
     if (n != 0 && count > (std::uint64_t{1} << 40) / n) throw Error(source + ": .npy shape is implausibly large");
     count *= n;
