@@ -95,9 +95,6 @@ int run_images(const Options& o) {
     spdlog::error("no input images given (try: vitattn --help)");
     return kExitUsage;
   }
-  // Backstop for formats whose header vitattn does not read: OpenCV's own decoders
-  // refuse images over this many pixels (read once, before the first decode).
-  ::setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(o.max_pixels).c_str(), 1);
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
 
   const io::Model model = make_model(o);
