@@ -59,13 +59,6 @@ void AttentionRollout::add_layer(const std::vector<Matrix>& heads) {
   }
 }
 
-Matrix attention_rollout(const std::vector<std::vector<Matrix>>& layers, HeadFusion fusion, float discard_ratio) {
-  if (layers.empty()) throw Error("attention_rollout: no layers");
-  AttentionRollout rollout(fusion, discard_ratio);
-  for (const auto& heads : layers) rollout.add_layer(heads);
-  return rollout.result();
-}
-
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w) {
   if (attention.cols() != first_patch + Eigen::Index{grid_h} * grid_w)
     throw Error("class_token_map: " + std::to_string(attention.cols()) + " tokens do not hold " +

@@ -12,13 +12,11 @@ enum class HeadFusion { mean, max, min };
 // heads H × (n_tokens, n_tokens) → (n_tokens, n_tokens), element-wise mean, max or min over heads
 Matrix fuse_heads(const std::vector<Matrix>& heads, HeadFusion fusion);
 
-// Attention rollout (Abnar & Zuidema 2020; head fusion and discarding as in jacobgil/vit-explain):
-// for each layer, fuse the heads, zero the weakest discard_ratio of all links (never the class
-// token's link to itself), mix in the residual path as (A + I)/2, renormalise every row to sum 1,
-// and multiply: R = Â_L · … · Â_0.  layers [L][H] (n_tokens, n_tokens) → R (n_tokens, n_tokens)
-Matrix attention_rollout(const std::vector<std::vector<Matrix>>& layers, HeadFusion fusion, float discard_ratio);
-
-// The same, one layer at a time, so that only the running product is held.
+// Attention rollout (Abnar & Zuidema 2020; head fusion and discarding as in jacobgil/vit-explain),
+// one layer at a time, so that only the running product is held: for each layer, fuse the
+// heads, zero the weakest discard_ratio of all links (never the class token's link to
+// itself), mix in the residual path as (A + I)/2, renormalise every row to sum 1, and
+// multiply: R = Â_L · … · Â_0, each (n_tokens, n_tokens).
 class AttentionRollout {
  public:
   AttentionRollout(HeadFusion fusion, float discard_ratio);

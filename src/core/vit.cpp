@@ -174,14 +174,6 @@ void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, Bloc
 
 }  // namespace
 
-Matrix encoder_block(const VitModel& model, const EncoderBlock& block, const Matrix& x,
-                     std::vector<Matrix>* attention, bool attention_only, bool scale) {
-  Matrix y = x;
-  BlockBuffers buf;
-  run_block(model, block, y, buf, attention, attention_only, scale);
-  return y;
-}
-
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options) {
   const int n_layers = model.n_layers();
   const bool full = options.last_layer < 0 || options.last_layer >= n_layers;
@@ -190,10 +182,9 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
 
   ForwardResult result;
   result.first_kept_layer = keep_from;
-  result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
+  if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
   BlockBuffers buf;
-  if (options.on_attention) result.attention.clear();
   std::vector<Matrix> streamed;
   for (int l = 0; l <= last; ++l) {
     std::vector<Matrix>* keep = nullptr;

@@ -78,11 +78,6 @@ struct ForwardResult {
 // with the position embeddings resampled when the grid differs from the trained one.
 Matrix embed_image(const VitModel& model, const ImageTensor& image);
 
-// One pre-norm block. When `attention` is given, each head's probabilities are stored there.
-// attention_only: stop once the probabilities are known (the rest of the block is not needed).
-Matrix encoder_block(const VitModel& model, const EncoderBlock& block, const Matrix& x,
-                     std::vector<Matrix>* attention, bool attention_only, bool scale);
-
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options = {});
 
 }  // namespace vitattn

@@ -327,13 +327,19 @@ TEST(AttentionMaps, FuseHeads) {
   EXPECT_EQ(fuse_heads(heads, HeadFusion::min), matrix_from_rows({{0.2f, 0.4f}}));
 }
 
+Matrix rollout_of(const std::vector<std::vector<Matrix>>& layers, float discard_ratio) {
+  AttentionRollout r(HeadFusion::mean, discard_ratio);
+  for (const auto& heads : layers) r.add_layer(heads);
+  return r.result();
+}
+
 TEST(AttentionMaps, RolloutOfOneLayerIsTheResidualMix) {
   const Matrix a = matrix_from_rows({{0.5f, 0.5f}, {0.25f, 0.75f}});
-  const Matrix r = attention_rollout({{a}}, HeadFusion::mean, 0.0f);
+  const Matrix r = rollout_of({{a}}, 0.0f);
   EXPECT_TRUE(r.isApprox(matrix_from_rows({{0.75f, 0.25f}, {0.125f, 0.875f}})));  // (A + I)/2, rows already sum to 1
   // Two layers multiply, later on the left.
   const Matrix b = matrix_from_rows({{0.0f, 1.0f}, {1.0f, 0.0f}});
-  const Matrix r2 = attention_rollout({{a}, {b}}, HeadFusion::mean, 0.0f);
+  const Matrix r2 = rollout_of({{a}, {b}}, 0.0f);
   const Matrix bb = matrix_from_rows({{0.5f, 0.5f}, {0.5f, 0.5f}});
   EXPECT_TRUE(r2.isApprox(bb * r));
 }
@@ -341,10 +347,10 @@ TEST(AttentionMaps, RolloutOfOneLayerIsTheResidualMix) {
 TEST(AttentionMaps, RolloutDiscardsTheWeakestLinksButNotTheClassTokensOwn) {
   // Smallest entry is (0, 0) = 0.1: discarding one link must spare it and drop nothing else.
   const Matrix a = matrix_from_rows({{0.1f, 0.9f}, {0.3f, 0.7f}});
-  const Matrix kept = attention_rollout({{a}}, HeadFusion::mean, 0.25f);  // ⌊4 · 0.25⌋ = 1 link
-  EXPECT_TRUE(kept.isApprox(attention_rollout({{a}}, HeadFusion::mean, 0.0f)));
+  const Matrix kept = rollout_of({{a}}, 0.25f);  // ⌊4 · 0.25⌋ = 1 link
+  EXPECT_TRUE(kept.isApprox(rollout_of({{a}}, 0.0f)));
   // Two links: (0, 0) is spared, (1, 0) = 0.3 goes → row 1 becomes (0 + 0, 0.7 + 1)/2 normalised = (0, 1).
-  const Matrix dropped = attention_rollout({{a}}, HeadFusion::mean, 0.5f);
+  const Matrix dropped = rollout_of({{a}}, 0.5f);
   EXPECT_NEAR(dropped(1, 0), 0.0f, 1e-7f);
   EXPECT_NEAR(dropped(1, 1), 1.0f, 1e-6f);
   EXPECT_NEAR(dropped(0, 0), 0.55f, 1e-6f);
