@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_pipeline as ref  # noqa: E402
+from tally import Tally  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
@@ -37,20 +38,6 @@ SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
 USE_SHARED = "--shared" in sys.argv[1:]
 TOL = 1e-5          # max abs difference allowed against the oracle (the requirement)
 ROW_SUM_TOL = 1e-5  # |sum(row) - 1| allowed for a float32 softmax row
-
-
-class Tally:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, ok, what):
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(f"FAIL: {what}", flush=True)
-        return ok
 
 
 T = Tally()

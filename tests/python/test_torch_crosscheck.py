@@ -47,6 +47,8 @@ except ImportError as e:  # CI installs python3-torch python3-torchvision (scrip
     sys.exit(77)
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally  # noqa: E402
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
 USE_SHARED = "--shared" in sys.argv[1:]
@@ -60,21 +62,6 @@ HALF = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
 
 torch.set_num_threads(2)
 torch.set_grad_enabled(False)
-
-
-class Tally:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, ok, what):
-        ok = bool(ok)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(f"FAIL: {what}", flush=True)
-        return ok
 
 
 T = Tally()
