@@ -116,7 +116,7 @@ int run_images(const Options& o) {
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
-  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention) : 0;
+  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention, o.threshold > 0) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
@@ -138,7 +138,7 @@ int run_images(const Options& o) {
   const BatchResult result = run_batch(
       plan.jobs, workers,
       [&](const io::ImageJob& job) {
-        io::prepare_output_path(out, job, options.save_attention);  // no symlink in the output tree is followed
+        io::prepare_output_path(out, job, options.save_attention, options.view.threshold.has_value());  // no symlink in the output tree is followed
         io::process_image(job, model, options);
       },
       progress, [] { return InterruptGuard::signal_received() != 0; });

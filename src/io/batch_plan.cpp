@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kImageExtensions[] = {"jpg", "jpeg", "jpe", "png", "bmp", "dib", "tif", "tiff", "webp",
                                             "pbm", "pgm",  "ppm", "pnm", "jp2", "sr",  "ras", "exr",  "hdr"};
 
-constexpr const char* kOutputSuffixes[] = {"_attn.png", "_attn.npy", "_cls.npy"};
+constexpr const char* kOutputSuffixes[] = {"_attn.png", "_attn.npy", "_cls.npy", "_mask.npy"};
 
 std::string lower_extension(const fs::path& p) {
   std::string ext = p.extension().string();
@@ -159,13 +159,14 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   return plan;
 }
 
-std::vector<const char*> output_suffixes(bool save_attention) {
+std::vector<const char*> output_suffixes(bool save_attention, bool save_mask) {
+  if (save_attention && save_mask) return {"_attn.png", "_attn.npy", "_cls.npy", "_mask.npy"};
   if (save_attention) return {"_attn.png", "_attn.npy", "_cls.npy"};
   return {"_attn.png"};
 }
 
-std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention) {
-  const auto suffixes = output_suffixes(save_attention);
+std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention, bool save_mask) {
+  const auto suffixes = output_suffixes(save_attention, save_mask);
   return std::erase_if(plan.jobs, [&](const ImageJob& job) {
     return std::all_of(suffixes.begin(), suffixes.end(), [&](const char* s) {
       std::error_code ec;  // symlink_status: a link at an output name is not a finished output
@@ -174,7 +175,7 @@ std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention) {
   });
 }
 
-void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention) {
+void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention, bool save_mask) {
   const std::string input = display(job.input);
   const fs::path rel = below(out_dir, with_suffix(job.output_base, "_attn.png"));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
@@ -195,7 +196,7 @@ void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save
       throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
     if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
   }
-  for (const char* suffix : output_suffixes(save_attention)) {
+  for (const char* suffix : output_suffixes(save_attention, save_mask)) {
     const fs::path file = with_suffix(job.output_base, suffix);
     struct stat st {};
     if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case

@@ -10,7 +10,7 @@ namespace vitattn::io {
 struct ImageJob {
   std::filesystem::path input;
   // Output path without its suffix: "<out>/<sub-folder>/<stem>"; outputs are
-  // output_base + "_attn.png", "_attn.npy", "_cls.npy".
+  // output_base + "_attn.png", "_attn.npy", "_cls.npy", "_mask.npy".
   std::filesystem::path output_base;
 };
 
@@ -36,19 +36,21 @@ BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std
 
 std::filesystem::path with_suffix(const std::filesystem::path& base, const char* suffix);
 
-// The suffixes a job writes: "_attn.png", plus "_attn.npy" and "_cls.npy" with --save-attention.
-std::vector<const char*> output_suffixes(bool save_attention);
+// The suffixes a job writes: "_attn.png", plus "_attn.npy" and "_cls.npy" with --save-attention,
+// plus "_mask.npy" when it also has a --threshold (save_mask).
+std::vector<const char*> output_suffixes(bool save_attention, bool save_mask = false);
 
 // --skip-existing: removes the jobs whose outputs are all there as regular files (a
 // symlink does not count), and returns how many. Outputs are written whole (temporary
 // file, then rename), so an output that exists is complete.
-std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention);
+std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention, bool save_mask = false);
 
 // Makes the folders between `out_dir` and the job's outputs, and refuses, with Error
 // "<input>: <path> ... symbolic link ...", a symlink on the way (a mirrored sub-folder
 // such as out/sub -> /elsewhere) or at an output's name (out/x_attn.png -> /etc/x): what
 // the user put in the output folder is never followed out of it, nor replaced. `out_dir`
 // itself must exist, and may be a link: the user named it. Call before writing a job's outputs.
-void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, bool save_attention);
+void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, bool save_attention,
+                         bool save_mask = false);
 
 }  // namespace vitattn::io
