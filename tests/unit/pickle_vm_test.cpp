@@ -140,9 +140,13 @@ TEST(PickleVm, RefusesGlobalsOutsideTheList) {
     c.global(module, name).op({'('}).str("echo hi").op({'t', 'R', '.'});
     const std::string e = error_of(c);
     EXPECT_NE(e.find("ckpt.pth: data.pkl: "), std::string::npos) << e;
-    EXPECT_NE(e.find(module + "." + name), std::string::npos) << e;
+    EXPECT_NE(e.find("refers to " + module + "." + name), std::string::npos) << e;  // refused at GLOBAL
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
+  // Not even as data: a global that is never called is refused all the same.
+  Code as_data;
+  as_data.op({'}', '('}).str("f").global("os", "system").op({'u', '.'});
+  EXPECT_NE(error_of(as_data).find("refers to os.system"), std::string::npos) << error_of(as_data);
 }
 
 TEST(PickleVm, RefusesCallsOfAcceptedGlobalsOtherThanTheirOwn) {
