@@ -23,6 +23,12 @@ constexpr StorageType kStorageTypes[] = {
     {"BoolStorage", DType::BOOL},
 };
 
+// A global's name as messages show it: a hostile file may make it arbitrarily long.
+std::string shorten(std::string s) {
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
 class Machine {
  public:
   Machine(std::span<const std::uint8_t> code, const std::string& source) : code_(code), source_(source) {}
@@ -125,7 +131,7 @@ class Machine {
         for (const auto& t : kStorageTypes)
           if (name == t.name) v.global = Global::storage_type, v.dtype = t.dtype, storage = true;
       if (!storage)
-        fail("refers to " + printable(module + "." + name, true) +
+        fail("refers to " + printable(shorten(module + "." + name), true) +
              ", which vitattn does not accept (only tensors, their storages, OrderedDict, plain containers and "
              "argparse.Namespace; nothing in the file is run)");
     }
