@@ -202,7 +202,9 @@ class Machine {
     Value& t = at(target);
     const Kind sk = at(state).kind;
     if (t.kind == Kind::dict && (sk == Kind::dict || sk == Kind::none)) return;  // OrderedDict's _metadata: unused
-    if (t.kind == Kind::namespace_ && sk == Kind::dict) {
+    // Once only: a second BUILD would copy the state again, and a file repeating it could
+    // spend quadratic time.
+    if (t.kind == Kind::namespace_ && sk == Kind::dict && t.items.empty()) {
       at(target).items = at(state).items;
       return;
     }

@@ -121,6 +121,10 @@ TEST(PickleVm, NamespaceIsReadAsData) {
   ASSERT_TRUE(args && args->kind == Kind::namespace_);
   EXPECT_EQ(u.lookup(*args, "arch")->text, "vit_small");
   EXPECT_EQ(u.lookup(*args, "patch_size")->integer, 16);
+
+  Code twice;  // a namespace is built once
+  twice.global("argparse", "Namespace").op({')', 0x81, '}', 'q', 0, '(', 'N', 'N', 'u', 'b', 'h', 0, 'b', '.'});
+  EXPECT_NE(error_of(twice).find("BUILD"), std::string::npos) << error_of(twice);
 }
 
 TEST(PickleVm, OrderedDictStateFromBuildIsIgnored) {
