@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/vit.hpp"
 #include "io/safetensors.hpp"
+#include "io/tensor_file.hpp"
 #include "io/threads.hpp"
 #include "io/vit_loader.hpp"
 
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
   try {
     using clock = std::chrono::steady_clock;
     const double rss_start_mb = proc_status_mb("VmRSS");
-    const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::SafeTensors::load(args.model)).model;
+    const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::load_tensor_file(args.model)).model;
     const double rss_loaded_mb = proc_status_mb("VmRSS");
     vitattn::io::set_library_threads(args.threads);
     const vitattn::ImageTensor x = random_image(224);

@@ -203,6 +203,94 @@ write("npy_read", "bad-huge-shape.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H",
 write("npy_read", "bad-header-length.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
 write("npy_read", "bad-not-npy.npy", b"PK\x03\x04 a zip, as .npz files are")
 
+# --- pth (torch.save's zip + pickle, assembled here without torch) -------------------------
+
+def pkl_str(s):
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def pkl_int(v):
+    return b"K" + bytes([v]) if 0 <= v < 256 else b"J" + struct.pack("<i", v)
+
+
+def pkl_tuple(vals):
+    return b"(" + b"".join(pkl_int(v) for v in vals) + b"t"
+
+
+def pkl_tensor(storage, key, numel, offset, size, stride):
+    """torch._utils._rebuild_tensor_v2(('storage', torch.<storage>, key, 'cpu', numel), …)"""
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n((" + pkl_str("storage") + b"ctorch\n" + storage.encode() + b"\n" +
+            pkl_str(key) + pkl_str("cpu") + pkl_int(numel) + b"tQ" + pkl_int(offset) + pkl_tuple(size) +
+            pkl_tuple(stride) + b"\x89ccollections\nOrderedDict\n)Rt" + b"R")
+
+
+def pkl_dict(items):
+    """items: name → pickled value bytes; an OrderedDict, as state_dict() returns."""
+    return (b"ccollections\nOrderedDict\n)R(" + b"".join(pkl_str(k) + v for k, v in items.items()) + b"u")
+
+
+def pth(pickle_body, storages, compress=()):
+    """A zip as torch.save writes it: archive/data.pkl, archive/data/<key>, archive/version."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        def put(name, data):
+            info = zipfile.ZipInfo("archive/" + name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if name in compress else zipfile.ZIP_STORED
+            z.writestr(info, data)
+        put("data.pkl", b"\x80\x02" + pickle_body + b".")
+        for key, data in storages.items():
+            put("data/" + key, data)
+        put("version", b"3\n")
+    return buf.getvalue()
+
+
+def pth_model(dtype="FloatStorage", np_dtype="<f4", transpose_q=False, wrap=None):
+    """The tiny single-head model of the safetensors seeds as a state dict; q transposed as a view."""
+    rng = np.random.default_rng(7)
+    P, D, DK, T = 2, 4, 2, 5
+    shapes = {"patch_embed.proj.weight": (D, 3, P, P), "cls_token": (1, 1, D), "pos_embed": (1, T, D),
+              "attn.q.weight": (DK, D), "attn.k.weight": (DK, D), "attn.v.weight": (DK, D)}
+    items, storages = {}, {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        a = rng.normal(0, 0.5, shape).astype(np_dtype)
+        stride = [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
+        if transpose_q and name == "attn.q.weight":  # stored as its transpose, saved as a view
+            a, stride = np.ascontiguousarray(a.T), [1, DK]
+        storages[str(i)] = a.tobytes()
+        items[name] = pkl_tensor(dtype, str(i), a.size, 0, shape, stride)
+    body = pkl_dict(items)
+    if wrap:
+        body = b"}(" + pkl_str(wrap) + body + pkl_str("epoch") + pkl_int(3) + b"u"
+    return pth(body, storages)
+
+
+good_pth = pth_model()
+write("pth", "ok-model-f32.pth", good_pth)
+write("pth", "ok-model-f16-transposed-view.pth", pth_model("HalfStorage", "<f2", transpose_q=True, wrap="model"))
+write("pth", "ok-shared-storage-offset.pth",
+      pth(pkl_dict({"a": pkl_tensor("FloatStorage", "0", 6, 2, (2, 2), (2, 1)),
+                    "b": pkl_tensor("FloatStorage", "0", 6, 0, (3,), (2,))}), {"0": np.arange(6, dtype="<f4").tobytes()}))
+write("pth", "ok-namespace-args.pth",
+      pth(b"}(" + pkl_str("args") + b"cargparse\nNamespace\n)\x81}(" + pkl_str("lr") + b"G?\xe0\x00\x00\x00\x00\x00\x00" +
+          pkl_str("arch") + pkl_str("vit_small") + b"ub" + pkl_str("teacher") +
+          pkl_dict({"w": pkl_tensor("BFloat16Storage", "0", 2, 0, (2,), (1,))}) + b"u", {"0": b"\x80\x3f\x00\x40"}))
+write("pth", "bad-os-system.pth", pth(b"cos\nsystem\n(" + pkl_str("echo pwned") + b"tR", {}))
+write("pth", "bad-builtins-eval.pth", pth(b"cbuiltins\neval\n(" + pkl_str("1+1") + b"tR", {}))
+write("pth", "bad-unknown-storage.pth",
+      pth(pkl_dict({"w": pkl_tensor("ComplexFloatStorage", "0", 1, 0, (1,), (1,))}), {"0": b"\0" * 8}))
+write("pth", "bad-offset-past-storage.pth",
+      pth(pkl_dict({"w": pkl_tensor("FloatStorage", "0", 4, 3, (2,), (1,))}), {"0": b"\0" * 16}))
+write("pth", "bad-huge-numel.pth",
+      pth(pkl_dict({"w": pkl_tensor("FloatStorage", "0", 2**31 - 1, 0, (1,), (1,))}), {"0": b"\0" * 4}))
+write("pth", "bad-compressed.pth",
+      pth(pkl_dict({"w": pkl_tensor("FloatStorage", "0", 4, 0, (4,), (1,))}), {"0": b"\0" * 16}, compress=("data/0",)))
+write("pth", "bad-truncated.pth", good_pth[:-30])
+write("pth", "bad-legacy-pickle.pth", b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j\xa8P\x19.")
+
+
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"{sum(1 for p in OUT.rglob('*') if p.is_file())} seed files, {total} bytes in {OUT}")

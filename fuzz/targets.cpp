@@ -15,7 +15,9 @@
 #include "io/image_loader.hpp"
 #include "io/model_file.hpp"
 #include "io/npy.hpp"
+#include "io/pth_reader.hpp"
 #include "io/safetensors.hpp"
+#include "io/vit_loader.hpp"
 
 namespace vitattn::fuzz {
 namespace {
@@ -304,7 +306,32 @@ Outcome npy_read_input(const std::uint8_t* data, std::size_t size) {
   return Outcome::accepted;
 }
 
+Outcome pth_input(const std::uint8_t* data, std::size_t size) {
+  const std::string source = "fuzz.pth";
+  const std::vector<std::uint8_t> bytes(data, data + size);
+  try {
+    const io::SafeTensors st = io::parse_pth(bytes, source);
+    for (const auto& [name, info] : st.tensors()) {
+      require(is_float_dtype(info.dtype), "parse_pth kept a tensor whose dtype is not a float type");
+      const std::vector<float> v = st.floats(name, info.shape);  // must not throw: the reader checked it
+      require(v.size() == info.element_count(), "floats() returned a different number of values than the shape");
+    }
+    // The loaders take it as they take a safetensors file; they may refuse, but only by Error.
+    try {
+      if (io::is_encoder_checkpoint(st)) (void)io::load_vit(st);
+      else (void)io::load_model(st);
+    } catch (const Error& e) {
+      require_names(e, source);
+    }
+  } catch (const Error& e) {
+    require_names(e, source);
+    return Outcome::refused;
+  }
+  return Outcome::accepted;
+}
+
 Target target_by_name(std::string_view name) {
+  if (name == "pth") return pth_input;
   if (name == "npy_read") return npy_read_input;
   if (name == "safetensors") return safetensors_input;
   if (name == "image") return image_input;

@@ -35,9 +35,14 @@ Outcome npy_input(const std::uint8_t* data, std::size_t size);
 // parse_npy with the same shape and bits. accepted = read.
 Outcome npy_read_input(const std::uint8_t* data, std::size_t size);
 
+// The bytes as a PyTorch checkpoint through parse_pth (zip, restricted pickle, views gathered
+// by stride): every tensor it keeps is a float type and reads back with floats() as its shape
+// says; then the model loaders, which may refuse only with Error. accepted = read.
+Outcome pth_input(const std::uint8_t* data, std::size_t size);
+
 using Target = Outcome (*)(const std::uint8_t*, std::size_t);
 
-// "safetensors", "image", "npy" or "npy_read"; nullptr for any other name.
+// "safetensors", "image", "npy", "npy_read" or "pth"; nullptr for any other name.
 Target target_by_name(std::string_view name);
 
 }  // namespace vitattn::fuzz

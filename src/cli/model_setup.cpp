@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "io/model_file.hpp"
 #include "io/safetensors.hpp"
+#include "io/tensor_file.hpp"
 #include "io/vit_loader.hpp"
 
 namespace vitattn::cli {
@@ -28,7 +29,7 @@ io::Model make_model(const Options& o) {
     model.validate("seeded model");
     return model;
   }
-  const io::SafeTensors st = io::SafeTensors::load(o.model);
+  const io::SafeTensors st = io::load_tensor_file(o.model, o.key);  // safetensors or .pth
   if (!io::is_encoder_checkpoint(st)) {
     if (o.img_size_given) throw Error(o.model + ": --img-size needs a ViT checkpoint; this is the single-head layout");
     SingleHeadModel model = io::load_model(st);

@@ -14,7 +14,7 @@ void check_combinations(const CLI::App& app, const Options& o) {
       if (given(seeded_only))
         throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
   } else {
-    for (const char* encoder_only : {"--family", "--heads", "--eps", "--gelu", "--pos-interp", "--layer", "--head", "--rollout",
+    for (const char* encoder_only : {"--key", "--family", "--heads", "--eps", "--gelu", "--pos-interp", "--layer", "--head", "--rollout",
                                      "--discard-ratio", "--keep-aspect"})
       if (given(encoder_only))
         throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
@@ -70,7 +70,8 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 1024));
 
   app.add_option("--model", o.model,
-                 "Weights (safetensors): a ViT checkpoint, or the single-head layout (models/README.md)")
+                 "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
+                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")
       ->check(CLI::Validator(CLI::ExistingFile).description(""))
       ->type_name("FILE")
       ->group("Model");
@@ -100,6 +101,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
 
   const std::string checkpoints = "Checkpoints";
+  app.add_option("--key", o.key,
+                 "The dict inside a .pth that holds the weights, e.g. teacher in DINO's full checkpoints "
+                 "(default: model, state_dict, teacher or student when present, else the top level)")
+      ->type_name("NAME")
+      ->group(checkpoints);
   app.add_option("--family", o.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
       ->check(CLI::IsMember(io::family_names()))
       ->group(checkpoints);

@@ -28,6 +28,7 @@ struct Options {
   double alpha = 0.5;
   std::uint64_t max_pixels = 100'000'000;
   // Encoder checkpoints
+  std::string key;             // .pth: the dict holding the weights; empty: the usual ones
   std::string family;          // empty: recognised from the tensor names
   int heads = 0;               // 0: from the file, else D/64
   double eps = 0;              // 0: the family's

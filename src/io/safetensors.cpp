@@ -166,6 +166,23 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   return st;
 }
 
+SafeTensors SafeTensors::from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
+                                     std::map<std::string, std::string> metadata, const std::string& source) {
+  for (const auto& [name, info] : tensors) {
+    std::uint64_t n_bytes = dtype_size(info.dtype);
+    for (auto d : info.shape)
+      if (__builtin_mul_overflow(n_bytes, d, &n_bytes)) throw Error(source + ": " + printable(name) + " is too large");
+    if (info.end < info.begin || info.end > data.size() || info.end - info.begin != n_bytes)
+      throw Error(source + ": " + printable(name) + " does not fit its bytes");
+  }
+  SafeTensors st;
+  st.source_ = source;
+  st.bytes_ = std::move(data);
+  st.metadata_ = std::move(metadata);
+  st.tensors_ = std::move(tensors);
+  return st;
+}
+
 const TensorInfo* SafeTensors::find(const std::string& name) const {
   const auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

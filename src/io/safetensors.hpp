@@ -33,6 +33,10 @@ class SafeTensors {
   // no overlap, nothing past the end, no bytes left over. Throws Error "PATH: ...".
   static SafeTensors load(const std::filesystem::path& path);
   static SafeTensors parse(std::vector<std::uint8_t> bytes, const std::string& source);
+  // Tensors already in memory (gathered from a PyTorch file, pth_reader.hpp): each one's bytes
+  // at [begin, end) of `data`, checked against its dtype and shape.
+  static SafeTensors from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
+                                 std::map<std::string, std::string> metadata, const std::string& source);
 
   const std::string& source() const { return source_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
