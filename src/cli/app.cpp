@@ -46,6 +46,7 @@ io::ProcessOptions process_options(const Options& o) {
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
+  p.damage.strict = o.strict;
   io::EncoderView& v = p.view;
   v.layer = o.layer;
   v.rollout = o.rollout;
@@ -110,9 +111,9 @@ int run_images(const Options& o) {
   const fs::path out = o.output;
   prepare_output(out);
   const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
-  io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive, [](const fs::path& p) {
-    spdlog::debug("skipped {} (not an image by its extension)", io::display(p));
-  });
+  io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive);
+  for (const auto& note : plan.skipped) spdlog::debug("{}", note);
+  for (const auto& note : plan.warnings) spdlog::warn("{}", note);
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
@@ -132,9 +133,10 @@ int run_images(const Options& o) {
   io::set_library_threads(workers > 1 ? 1 : cores);  // parallel over images, not inside one
   spdlog::debug("{} images, {} workers", plan.jobs.size(), workers);
 
-  const io::ProcessOptions options = process_options(o);
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
+  io::ProcessOptions options = process_options(o);
+  options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
   const BatchResult result = run_batch(
       plan.jobs, workers,
       [&](const io::ImageJob& job) {

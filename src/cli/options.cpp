@@ -167,6 +167,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->group("Output");
+  app.add_flag("--strict", o.strict,
+               "Fail an image the decoder had to patch up (damaged data), instead of warning and drawing it")
+      ->group("Output");
 
   app.add_flag_function("-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); },
                         "Only errors (no progress bar, no summary)");

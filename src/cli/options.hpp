@@ -27,6 +27,7 @@ struct Options {
   std::string colormap = "jet";
   double alpha = 0.5;
   std::uint64_t max_pixels = 100'000'000;
+  bool strict = false;         // damaged-but-decodable images fail instead of a warning
   // Encoder checkpoints
   std::string key;             // .pth: the dict holding the weights; empty: the usual ones
   std::string family;          // empty: recognised from the tensor names

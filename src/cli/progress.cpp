@@ -24,6 +24,13 @@ void Progress::error(const std::string& message) {
   draw_locked(true);
 }
 
+void Progress::warn(const std::string& message) {
+  std::lock_guard lock(mutex_);
+  clear_locked();
+  spdlog::warn(message);
+  draw_locked(true);
+}
+
 void Progress::finish() {
   std::lock_guard lock(mutex_);
   clear_locked();

@@ -14,6 +14,7 @@ class Progress {
   ~Progress();
   void advance(bool ok);                       // one more image done (thread-safe)
   void error(const std::string& message);      // log an error line above the bar (thread-safe)
+  void warn(const std::string& message);       // log a warning line above the bar (thread-safe)
   void finish();                               // clear the bar
 
  private:

@@ -12,22 +12,13 @@
 
 #include "core/error.hpp"
 #include "file_io.hpp"
+#include "image_formats.hpp"
 
 namespace vitattn::io {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kImageExtensions[] = {"jpg", "jpeg", "jpe", "png", "bmp", "dib", "tif", "tiff", "webp",
-                                            "pbm", "pgm",  "ppm", "pnm", "jp2", "sr",  "ras", "exr",  "hdr"};
-
 constexpr const char* kOutputSuffixes[] = {"_attn.png", "_attn.npy", "_cls.npy", "_mask.npy"};
-
-std::string lower_extension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  if (!ext.empty()) ext.erase(0, 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return ext;
-}
 
 fs::path canonical_or_self(const fs::path& p) {
   std::error_code ec;
@@ -40,14 +31,28 @@ struct Candidate {
   fs::path rel_dir;  // sub-folder below the output folder
 };
 
+const char* file_kind(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::character: return "a character device";
+    default: return "not a file nor a folder";
+  }
+}
+
+// Every entry of a folder ends as a job, a warning (anything image-like that is dropped) or a
+// quiet note (-v lists them): nothing found is passed over in silence.
 void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recursive, std::vector<Candidate>& found,
-                 BatchPlan& plan, const std::function<void(const fs::path&)>& skipped) {
+                 BatchPlan& plan) {
   std::error_code ec;
   auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
   if (ec) {
     plan.errors.push_back(display(dir) + ": cannot list folder: " + ec.message());
     return;
   }
+  auto warn = [&](const fs::path& p, const std::string& why) { plan.warnings.push_back(display(p) + ": skipped, " + why); };
+  auto note = [&](const fs::path& p, const std::string& why) { plan.skipped.push_back(display(p) + ": skipped, " + why); };
   std::vector<Candidate> here;
   for (const auto end = fs::recursive_directory_iterator(); it != end; it.increment(ec)) {
     if (ec) {
@@ -55,21 +60,40 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
       break;
     }
     const fs::directory_entry& entry = *it;
+    const fs::path& path = entry.path();
     std::error_code sec;
     if (entry.is_directory(sec)) {
-      const bool is_link = entry.is_symlink(sec);
-      if (!recursive || is_link || canonical_or_self(entry.path()) == out_canonical) it.disable_recursion_pending();
+      if (entry.is_symlink(sec)) {  // never followed: no loops, no walking out of the tree
+        it.disable_recursion_pending();
+        if (recursive) warn(path, "a symbolic link to a folder is not followed");
+        else note(path, "a folder (-r descends into folders)");
+      } else if (canonical_or_self(path) == out_canonical) {
+        it.disable_recursion_pending();
+        note(path, "the output folder");
+      } else if (!recursive) {
+        it.disable_recursion_pending();
+        note(path, "a folder (-r descends into folders)");
+      }
       continue;
     }
+    if (is_temporary_name(path)) {
+      note(path, "a temporary file of an unfinished write");
+      continue;
+    }
+    const ImageFormat* format = format_by_extension(path);
     // A symlink named like an image that leads nowhere (dangling, or a loop) is a job, so
     // that the reader says what is wrong with it instead of it vanishing from the batch.
     const bool broken_link = entry.is_symlink(sec) && !fs::exists(entry.status(sec));
-    if ((!entry.is_regular_file(sec) && !broken_link) || is_temporary_name(entry.path()) ||
-        !has_image_extension(entry.path())) {
-      if (skipped) skipped(entry.path());
-      continue;
+    if (!format) {
+      note(path, broken_link ? "a broken symbolic link" : entry.is_regular_file(sec) ? "not an image by its extension"
+                                                                                 : "not a regular file");
+    } else if (!format->readable) {
+      warn(path, std::string("format not supported (") + format->name + ")");
+    } else if (!entry.is_regular_file(sec) && !broken_link) {
+      warn(path, std::string("not a regular file (") + file_kind(entry.status(sec).type()) + ")");
+    } else {
+      here.push_back({path, path.lexically_relative(dir).parent_path()});
     }
-    here.push_back({entry.path(), entry.path().lexically_relative(dir).parent_path()});
   }
   std::sort(here.begin(), here.end(), [](const Candidate& a, const Candidate& b) { return a.input < b.input; });
   found.insert(found.end(), here.begin(), here.end());
@@ -88,9 +112,8 @@ fs::path below(const fs::path& root, const fs::path& p) {
 }  // namespace
 
 bool has_image_extension(const fs::path& path) {
-  const std::string ext = lower_extension(path);
-  return std::any_of(std::begin(kImageExtensions), std::end(kImageExtensions),
-                     [&](const char* e) { return ext == e; });
+  const ImageFormat* format = format_by_extension(path);
+  return format && format->readable;
 }
 
 fs::path with_suffix(const fs::path& base, const char* suffix) {
@@ -99,21 +122,26 @@ fs::path with_suffix(const fs::path& base, const char* suffix) {
   return p;
 }
 
-BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_dir, bool recursive,
-                     const std::function<void(const fs::path&)>& skipped) {
+BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_dir, bool recursive) {
   BatchPlan plan;
   const fs::path out_canonical = canonical_or_self(out_dir);
   std::vector<Candidate> found;
-  std::set<fs::path> seen;  // the same file named twice is done once
+  std::map<fs::path, fs::path> seen;  // the file itself → the name it was first found by
+  // The same file reached twice (named twice, or through a second symlink) is done once, and
+  // the user hears which name was dropped.
+  auto add = [&](Candidate c) {
+    const auto [first, fresh] = seen.emplace(canonical_or_self(c.input), c.input);
+    if (fresh) found.push_back(std::move(c));
+    else plan.warnings.push_back(display(c.input) + ": skipped, the same file as " + display(first->second) + " (done once)");
+  };
   for (const auto& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
       std::vector<Candidate> from_dir;
-      walk_folder(in, out_canonical, recursive, from_dir, plan, skipped);
-      for (auto& c : from_dir)
-        if (seen.insert(canonical_or_self(c.input)).second) found.push_back(std::move(c));
-    } else if (seen.insert(canonical_or_self(in)).second) {
-      found.push_back({in, {}});
+      walk_folder(in, out_canonical, recursive, from_dir, plan);
+      for (auto& c : from_dir) add(std::move(c));
+    } else {
+      add({in, {}});
     }
   }
 

@@ -1,7 +1,6 @@
 #pragma once
 // Which files a run reads and where each one's outputs go.
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,21 +17,29 @@ struct BatchPlan {
   std::vector<ImageJob> jobs;
   std::vector<std::string> renamed;  // notes on stem collisions and how they were resolved
   std::vector<std::string> errors;   // folders that could not be listed, one line each
+  // "PATH: skipped, why", one line each. warnings: image-like entries dropped (a FIFO named
+  // x.jpg, a refused format, a second name for a file already in the batch, a symlinked
+  // folder under -r). skipped: the rest (other files, folders without -r), for -v.
+  std::vector<std::string> warnings;
+  std::vector<std::string> skipped;
 };
 
+// Whether the folder scan takes a file with this name: a readable format's extension
+// (image_formats.hpp, the table the decoder uses too).
 bool has_image_extension(const std::filesystem::path& path);
 
 // Files named directly are always jobs (even without an image extension: the decoder
-// then says what is wrong). Folders contribute their image files, sorted, descending into
-// sub-folders only when `recursive`; the output folder itself is never walked, nor are
+// then says what is wrong). Folders contribute their regular files with a readable image
+// extension, sorted, descending into sub-folders only when `recursive`; the output folder itself is never walked, nor are
 // symlinked folders followed (no loops); a broken symlink with an image name is a job, so
 // that it gets its error. Every output lies below `out_dir`: it is named from the input's
 // stem and, in a walk, the sub-folder the input was found in (an input whose output would
 // not, which should not happen, becomes an error instead of a job). Two inputs never share an output: colliding stems
 // in one output folder become "<stem>_<ext>", and any collision left after that (or with
-// an input file) gets "-2", "-3", … in input order. `skipped` hears of files passed over.
+// an input file) gets "-2", "-3", … in input order. Every entry passed over gets a line in
+// `warnings` or `skipped`.
 BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& out_dir,
-                     bool recursive, const std::function<void(const std::filesystem::path&)>& skipped = {});
+                     bool recursive);
 
 std::filesystem::path with_suffix(const std::filesystem::path& base, const char* suffix);
 

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "decoder_messages.hpp"
 #include "file_io.hpp"
+#include "image_formats.hpp"
 #include "image_header.hpp"
 
 namespace vitattn::io {
@@ -40,11 +42,21 @@ std::optional<std::vector<std::uint8_t>> without_png_iccp(const std::vector<std:
   return std::nullopt;
 }
 
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "; ") + l;
+  return out;
+}
+
 }  // namespace
 
-cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& source, std::uint64_t max_pixels) {
+cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& source, std::uint64_t max_pixels,
+                     const DamagePolicy& damage) {
   if (bytes.empty()) throw Error(source + ": file is empty (0 bytes)");
   const std::span<const std::uint8_t> view(bytes);
+  const ImageFormat* format = format_by_signature(view);
+  if (format && !format->readable)
+    throw Error(source + ": format not supported (" + format->name + "; vitattn reads " + readable_format_names() + ")");
   const auto size = read_image_size(view);
   if (size) {
     if (size->width == 0 || size->height == 0)
@@ -59,11 +71,13 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   // Only what was sized above goes to OpenCV. It decodes more (DICOM through GDCM, NITF and DTED
   // through GDAL, OpenEXR when enabled, BigTIFF), but their size would go unchecked, and GDCM
   // aborts the whole process on some malformed files (found by image_fuzzer).
-  if (!size) throw Error(source + ": not a readable image (unknown format or corrupt data)");
+  if (!format) throw Error(source + ": not a readable image (unknown format or corrupt data)");
+  if (!size) throw Error(source + ": corrupt " + format->name + " data (no image size in its header)");
 
   const auto stripped = without_png_iccp(bytes);
   const std::vector<std::uint8_t>& data = stripped ? *stripped : bytes;
   cv::Mat bgr;
+  const DecoderMessages said;  // what libjpeg, libpng and OpenCV say about these bytes, off stderr
   try {
     // imdecode takes a non-owning Mat over our bytes: no copy.
     const cv::Mat buf(1, static_cast<int>(data.size()), CV_8U, const_cast<std::uint8_t*>(data.data()));
@@ -71,7 +85,13 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   } catch (const cv::Exception& e) {
     throw Error(source + ": cannot decode image: " + e.err);
   }
-  if (bgr.empty()) throw Error(source + ": not a readable image (unknown format or corrupt data)");
+  const std::string detail = said.lines().empty() ? "" : " (" + joined(said.lines()) + ")";
+  if (bgr.empty()) throw Error(source + ": corrupt " + format->name + " data" + detail);
+  if (!detail.empty()) {
+    const std::string what = source + ": damaged " + format->name + " data" + detail;
+    if (damage.strict) throw Error(what + "; refused by --strict");
+    if (damage.warn) damage.warn(what + "; decoded anyway, parts may look smeared or grey");
+  }
   // IMREAD_COLOR should give 8-bit BGR, but OpenCV 4.6's PFM decoder returns a grey "Pf" file
   // with one channel (found by image_fuzzer). Grey is made colour here as for other formats.
   if (bgr.type() == CV_8UC1) cv::cvtColor(bgr, bgr, cv::COLOR_GRAY2BGR);
@@ -84,13 +104,13 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   return bgr;
 }
 
-cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels) {
+cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels, const DamagePolicy& damage) {
   // No image within the pixel limit takes more than 8 bytes a pixel (16-bit RGBA, stored
   // raw), so a larger file is refused before it is read into memory.
   const std::uint64_t max_bytes = max_pixels > (std::numeric_limits<std::uint64_t>::max() - (64u << 20)) / 8
                                       ? std::numeric_limits<std::uint64_t>::max()
                                       : 8 * max_pixels + (64u << 20);
-  return decode_image(read_file(path, max_bytes), display(path), max_pixels);
+  return decode_image(read_file(path, max_bytes), display(path), max_pixels, damage);
 }
 
 ImageTensor preprocess(const cv::Mat& bgr, int width, int height, const Normalization& norm) {

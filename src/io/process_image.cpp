@@ -30,7 +30,7 @@ void write_masks(const std::filesystem::path& path, const std::vector<Matrix>& m
 }
 
 void process_single_head(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
-  const cv::Mat bgr = load_image(job.input, options.max_pixels);            // (H, W) original
+  const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const ImageTensor x = preprocess(bgr, model.img_size(), model.norm);       // (3, S, S)
   const AttentionMaps maps = run_single_head(model, x, options.scale);
   cv::Mat overlay = render_overlay(bgr, maps.cls_map, options.render);       // (H, W)
@@ -72,7 +72,7 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
     throw Error("--head " + std::to_string(view.head_index) + ": the model has heads 0…" + std::to_string(model.n_heads - 1));
 
-  const cv::Mat bgr = load_image(job.input, options.max_pixels);  // (H, W) original
+  const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
   auto [width, height] = view.img_size > 0 || view.keep_aspect
                              ? input_size(bgr.cols, bgr.rows, s, model.patch_size, view.keep_aspect)

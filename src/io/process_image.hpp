@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "batch_plan.hpp"
+#include "image_loader.hpp"
 #include "core/attention_maps.hpp"
 #include "core/model.hpp"
 #include "core/vit.hpp"
@@ -36,6 +37,7 @@ struct ProcessOptions {
   bool scale = true;            // 1/√d_k
   bool save_attention = false;  // also write _attn.npy and _cls.npy (and _mask.npy with a threshold)
   std::uint64_t max_pixels = 100'000'000;
+  DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
 };
 

@@ -3,10 +3,20 @@
 "model", names prefixed "module.", as training scripts do) comes out as a file vitattn
 recognises, and vitattn's class-token features on it match torch's own forward.
 
+A DINO full checkpoint (student, teacher with backbone. and head. tensors, optimizer, epoch,
+args as an argparse.Namespace) converts under --key teacher to exactly the teacher's backbone,
+which vitattn reads as the dino family. A checkpoint whose pickle would call os.system, in
+torch.save's zip layout and as a plain pickle, is refused with one line and runs nothing;
+other errors are one line too.
+
 Exits 77 (skipped) when torch is not installed. Prints "pth: N passed, M failed".
 """
+import argparse
+import json
 import os
+import pickle
 import subprocess
+import zipfile
 import sys
 import tempfile
 from pathlib import Path
@@ -66,6 +76,101 @@ with tempfile.TemporaryDirectory() as tmp:
         err = float(np.abs(got - logits).max())
         check(f"logits are not trivial ({dtype})", float(np.abs(logits).min()) > 1e-3)
         check(f"logits match torch ({dtype})", err <= tol * max(1.0, float(np.abs(logits).max())), f"max |Δ| {err:.2e}")
+
+
+def read_safetensors(path):
+    raw = Path(path).read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    data = raw[8 + n:]
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], "<f4").reshape(v["shape"])
+            for k, v in header.items()}
+
+
+def convert(*args):
+    return subprocess.run([sys.executable, str(REPO / "scripts/pth_to_safetensors.py"), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def one_error_line(p, *words):
+    lines = p.stderr.strip().splitlines()
+    return (p.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: ")
+            and all(w in lines[0] for w in words) and "Traceback" not in p.stderr)
+
+
+def dino_backbone(d=64, layers=2, patch=16, img=32):
+    g = torch.Generator().manual_seed(1)
+    r = lambda *shape: torch.randn(*shape, generator=g) * 0.1
+    n = (img // patch) ** 2
+    w = {"cls_token": r(1, 1, d), "pos_embed": r(1, 1 + n, d), "patch_embed.proj.weight": r(d, 3, patch, patch),
+         "patch_embed.proj.bias": r(d), "norm.weight": 1 + r(d), "norm.bias": r(d)}
+    for i in range(layers):
+        b = f"blocks.{i}."
+        w.update({b + "norm1.weight": 1 + r(d), b + "norm1.bias": r(d), b + "attn.qkv.weight": r(3 * d, d),
+                  b + "attn.qkv.bias": r(3 * d), b + "attn.proj.weight": r(d, d), b + "attn.proj.bias": r(d),
+                  b + "norm2.weight": 1 + r(d), b + "norm2.bias": r(d), b + "mlp.fc1.weight": r(4 * d, d),
+                  b + "mlp.fc1.bias": r(4 * d), b + "mlp.fc2.weight": r(d, 4 * d), b + "mlp.fc2.bias": r(d)})
+    return w
+
+
+class Boom:
+    """Unpickling this calls os.system: what a hostile checkpoint does."""
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    tmp = Path(tmp)
+    # DINO's main_dino.py saves this dict; the teacher is not wrapped in DDP, the student is.
+    backbone = dino_backbone()
+    teacher = {**{"backbone." + k: v for k, v in backbone.items()},
+               "head.mlp.0.weight": torch.randn(32, 64), "head.mlp.0.bias": torch.randn(32),
+               "head.last_layer.weight_g": torch.ones(100, 1), "head.last_layer.weight_v": torch.randn(100, 32)}
+    student = {"module." + k: v + 1 for k, v in teacher.items()}
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(3))])
+    opt.zero_grad(); opt.param_groups[0]["params"][0].sum().backward(); opt.step()
+    args = argparse.Namespace(arch="vit_small", patch_size=16, out_dim=100, lr=0.0005, local_crops_scale=(0.05, 0.4))
+    torch.save({"student": student, "teacher": teacher, "optimizer": opt.state_dict(), "epoch": 100, "args": args,
+                "dino_loss": {"center": torch.zeros(1, 100)}}, tmp / "full.pth")
+    out = tmp / "dino.safetensors"
+    p = convert(tmp / "full.pth", out, "--key", "teacher")
+    check("DINO full checkpoint converts under --key teacher", p.returncode == 0, p.stderr.strip())
+    if p.returncode == 0:
+        got = read_safetensors(out)
+        check("exactly the teacher's backbone tensors, backbone. stripped", sorted(got) == sorted(backbone),
+              f"{sorted(set(got) ^ set(backbone))[:4]}")
+        check("with the teacher's values",
+              all(np.array_equal(got[k], backbone[k].numpy()) for k in backbone if k in got))
+        np.save(tmp / "x32.npy", np.random.default_rng(0).standard_normal((3, 32, 32)).astype(np.float32))
+        p = subprocess.run([BIN, "forward", "--model", out, tmp / "x32.npy", "-o", tmp / "dino", "-v"],
+                           capture_output=True, text=True)
+        check("vitattn reads it as the dino family", p.returncode == 0 and "family dino" in p.stderr,
+              p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "")
+
+    # Hostile pickles: torch.save's zip layout with data.pkl replaced, and a bare pickle.
+    marker = tmp / "pwned"
+    torch.save({"model": {"w": torch.zeros(2)}}, tmp / "plain.pth")
+    with zipfile.ZipFile(tmp / "plain.pth") as zin, zipfile.ZipFile(tmp / "evil.pth", "w") as zout:
+        for name in zin.namelist():
+            data = zin.read(name)
+            zout.writestr(name, pickle.dumps({"model": Boom(marker)}, protocol=2) if name.endswith("data.pkl") else data)
+    (tmp / "evil.pkl").write_bytes(pickle.dumps({"model": Boom(marker)}, protocol=2))
+    for evil in ("evil.pth", "evil.pkl"):
+        p = convert(tmp / evil, tmp / "evil.safetensors")
+        check(f"{evil}: refused with one line naming the file and os.system",
+              one_error_line(p, evil, "system"), p.stderr.strip())
+        check(f"{evil}: nothing ran, nothing written", not marker.exists() and not (tmp / "evil.safetensors").exists())
+
+    for args, words in (((tmp / "missing.pth", tmp / "o.safetensors"), ("missing.pth", "no such file")),
+                        ((tmp / "full.pth", tmp / "o.safetensors", "--key", "nope"), ("full.pth", "'nope'")),
+                        ((tmp / "x32.npy", tmp / "o.safetensors"), ("x32.npy",)),
+                        ((tmp / "full.pth",), ("output",))):
+        p = convert(*args)
+        check(f"one error line for {words}", one_error_line(p, *words), p.stderr.strip()[-300:])
 
 print(f"pth: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

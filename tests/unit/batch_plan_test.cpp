@@ -30,10 +30,10 @@ std::vector<std::string> outputs(const BatchPlan& plan, const fs::path& root) {
 TEST(BatchPlan, FolderKeepsImagesOnlySortedAndNotRecursiveByDefault) {
   test::TempDir d;
   for (const char* f : {"in/b.jpg", "in/a.PNG", "in/notes.txt", "in/sub/c.jpg"}) touch(d / f);
-  std::vector<fs::path> skipped;
-  const BatchPlan flat = plan_batch({d / "in"}, d / "out", false, [&](const fs::path& p) { skipped.push_back(p); });
+  const BatchPlan flat = plan_batch({d / "in"}, d / "out", false);
   EXPECT_EQ(outputs(flat, d / "out"), (std::vector<std::string>{"a_attn.png", "b_attn.png"}));
-  EXPECT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(flat.skipped.size(), 2u);  // notes.txt, and sub/ without -r
+  EXPECT_TRUE(flat.warnings.empty());
   const BatchPlan deep = plan_batch({d / "in"}, d / "out", true);
   EXPECT_EQ(outputs(deep, d / "out"), (std::vector<std::string>{"a_attn.png", "b_attn.png", "sub/c_attn.png"}));
 }

@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.hpp"
+#include "io/image_formats.hpp"
 #include "io/image_header.hpp"
 
 namespace vitattn::io {
@@ -94,10 +95,39 @@ TEST(ImageLoader, FormatsWhoseSizeIsNotReadAreNotDecoded) {
   // on this one (an assertion in gdcm::Reader). Only formats whose header was read are decoded.
   std::vector<std::uint8_t> dicom(128, 'x');
   for (const char c : std::string("DICM")) dicom.push_back(static_cast<std::uint8_t>(c));
-  EXPECT_EQ(error_of(dicom), "in.img: not a readable image (unknown format or corrupt data)");
+  EXPECT_EQ(error_of(dicom).rfind("in.img: format not supported (DICOM; vitattn reads JPEG, PNG, ", 0), 0u);
   std::vector<std::uint8_t> nitf = {'N', 'I', 'T', 'F', '0', '2', '.', '1', '0'};
   nitf.resize(400, ' ');
-  EXPECT_EQ(error_of(nitf), "in.img: not a readable image (unknown format or corrupt data)");
+  EXPECT_EQ(error_of(nitf).rfind("in.img: format not supported (NITF; ", 0), 0u);
+}
+
+TEST(ImageFormats, EveryReadableFormatIsNamedAlikeByItsExtensionAndItsBytesAndIsSized) {
+  // The folder scan goes by extension, the decoder by signature: for every format OpenCV can
+  // write, both must name the same table entry, and the header reader must size it.
+  const cv::Mat img(64, 96, CV_8UC3, cv::Scalar(10, 120, 230));
+  cv::Mat as_float, grey;
+  img.convertTo(as_float, CV_32FC3, 1.0 / 255);
+  cv::cvtColor(img, grey, cv::COLOR_BGR2GRAY);
+  for (const char* ext : {"jpg", "jpeg", "jpe", "png", "bmp", "dib", "webp", "tif", "tiff", "pbm", "pgm", "ppm", "pnm",
+                          "pam", "pfm", "sr", "ras", "hdr", "pic", "jp2"}) {
+    const std::string dotted = std::string(".") + ext;
+    const bool is_float = dotted == ".pfm" || dotted == ".hdr" || dotted == ".pic";
+    const auto bytes = encode(is_float ? as_float : dotted == ".pbm" || dotted == ".pgm" ? grey : img, dotted);
+    const ImageFormat* by_name = format_by_extension(std::string("x.") + ext);
+    ASSERT_NE(by_name, nullptr) << ext;
+    EXPECT_TRUE(by_name->readable) << ext;
+    EXPECT_EQ(format_by_signature(bytes), by_name) << ext;
+    const auto size = read_image_size(bytes);
+    ASSERT_TRUE(size.has_value()) << ext;
+    EXPECT_EQ(size->width, 96u) << ext;
+    EXPECT_EQ(error_of(bytes), "") << ext;
+  }
+  EXPECT_EQ(format_by_extension("X.JPG"), format_by_extension("x.jpg"));
+  EXPECT_EQ(format_by_extension("notes.txt"), nullptr);
+  for (const char* refused : {"a.exr", "a.gif", "a.heic", "a.dcm"}) {
+    ASSERT_NE(format_by_extension(refused), nullptr) << refused;
+    EXPECT_FALSE(format_by_extension(refused)->readable) << refused;
+  }
 }
 
 TEST(ImageHeader, RefusesAHugeImageBeforeDecoding) {
