@@ -18,7 +18,6 @@ namespace {
 constexpr int kMaxImgSize = 4096;              // S: a 4096² input is 200 MB of floats
 constexpr int kMaxSeededWidth = 8192;          // D and d_k of the seeded model
 constexpr std::uint64_t kMaxSeededWeights = std::uint64_t{1} << 27;  // 512 MiB of floats
-constexpr std::uint64_t kMaxPixelsCap = std::uint64_t{1} << 30;      // OpenCV 4.6 decodes no more
 
 // The seeded model's shape: S a multiple of P, no more patches than a checkpoint may have
 // (io::kMaxPatches), and weights that fit the cap. Checked before anything is allocated.
@@ -259,9 +258,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(number_in(0.0, 1.0))
       ->group("Output");
-  app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them (at most 2^30, OpenCV's own limit)")
+  app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
       ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, kMaxPixelsCap))
+      ->check(CLI::PositiveNumber)
       ->group("Output");
 
   app.add_flag_function("-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); },
