@@ -7,26 +7,62 @@
 #
 #   bash scripts/hardening.sh [seconds-per-fuzzer]      (default 60)
 #
-# Every step fails the script (and CI) when it fails. Expects the packages of
-# scripts/install-deps.sh (scripts/test.sh installs them first).
-set -euo pipefail
+# Every step runs even when an earlier one failed (a red asan run must not hide what tsan
+# and the fuzzers would say); a step whose build failed is reported as not run. A table
+# of the steps closes the output, and the script fails (exit 1) when any step failed.
+# Expects the packages of scripts/install-deps.sh (scripts/test.sh installs them first).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 
+names=() results=() times=()
+failed=0
+
+# step NAME [--needs EARLIER-NAME] CMD...: runs CMD unless EARLIER-NAME failed or was not run.
 step() {
-  local name="$1"
+  local name="$1" needs=""
   shift
-  local start=$SECONDS
-  echo "==== hardening: $name"
-  "$@"
-  echo "==== hardening: $name passed in $((SECONDS - start)) s"
+  if [[ "${1:-}" == --needs ]]; then
+    needs="$2"
+    shift 2
+  fi
+  local start=$SECONDS result
+  if [[ -n "$needs" ]] && [[ "$(result_of "$needs")" != passed ]]; then
+    result="not run ($needs did not pass)"
+    failed=1
+    echo "==== hardening: $name: $result"
+  else
+    echo "==== hardening: $name"
+    if "$@"; then result=passed; else result="FAILED (exit $?)"; failed=1; fi
+    echo "==== hardening: $name $result in $((SECONDS - start)) s"
+  fi
+  names+=("$name") results+=("$result") times+=("$((SECONDS - start))")
+}
+
+result_of() {
+  local i
+  for i in "${!names[@]}"; do
+    [[ "${names[$i]}" == "$1" ]] && { echo "${results[$i]}"; return; }
+  done
+  echo "unknown"
 }
 
 step "asan configure" cmake --preset asan
-step "asan build" cmake --build --preset asan -j 2
-step "asan tests" ctest --preset asan
+step "asan build" --needs "asan configure" cmake --build --preset asan -j 2
+step "asan tests" --needs "asan build" ctest --preset asan
 step "tsan configure" cmake --preset tsan
-step "tsan build" cmake --build --preset tsan -j 2
-step "tsan parallel batch" ctest --preset tsan
+step "tsan build" --needs "tsan configure" cmake --build --preset tsan -j 2
+step "tsan parallel batch" --needs "tsan build" ctest --preset tsan
 step "fuzz (${secs} s per fuzzer)" bash scripts/fuzz.sh "$secs"
+
+echo
+echo "==== hardening summary"
+printf '  %-28s %-8s %s\n' step seconds result
+for i in "${!names[@]}"; do
+  printf '  %-28s %-8s %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
+done
+if ((failed)); then
+  echo "==== hardening: FAILED (see the table above) after $SECONDS s"
+  exit 1
+fi
 echo "==== hardening: all passed in $SECONDS s"

@@ -244,7 +244,7 @@ void add_options(CLI::App& app, Options& o) {
       ->group("Output");
   app.add_flag("--save-attention", o.save_attention,
                "Also write <name>_attn.npy (attention, float32: [T, T], or [H, T, T] for a checkpoint's layer) "
-               "and <name>_cls.npy (the map drawn)")
+               "and <name>_cls.npy (the map drawn); with --threshold also <name>_mask.npy (bool)")
       ->group("Output");
   app.add_option("--interp", o.interp, "Upsampling of the map: nearest shows the patch grid")
       ->capture_default_str()

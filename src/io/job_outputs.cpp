@@ -15,6 +15,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
     s.push_back("_attn.npy");
     s.push_back("_cls.npy");
   }
+  if (outputs.mask) s.push_back("_mask.npy");
   return s;
 }
 
@@ -35,6 +36,7 @@ bool is_output_name(const fs::path& file) {
   };
   OutputSet every;  // every output any run can write; one head stands for all in the loop below
   every.save_attention = true;
+  every.mask = true;
   for (const std::string& suffix : output_suffixes(every))
     if (ends_with(suffix)) return true;
   // "_attn_h<digits>.png"

@@ -2,7 +2,8 @@
 // The files one image job writes, named in one place. Input protection, the symlink
 // refusal, --skip-existing and the folder scan's "leave out vitattn's own outputs" all ask
 // here, so an output added later is covered by all of them at once: add it to OutputSet
-// and output_suffixes, and to written_outputs (process_image.hpp) that says when it is on.
+// and output_suffixes (and to `every` in is_output_name), and to written_outputs
+// (process_image.hpp) that says when it is on.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@ namespace vitattn::io {
 // Which of its outputs each job of a run writes.
 struct OutputSet {
   bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
+  bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
 };
 

@@ -39,19 +39,18 @@ std::string_view dict_value(std::string_view dict, std::string_view key, const s
   return dict.substr(p, end - p);
 }
 
-}  // namespace
-
-std::vector<std::uint8_t> encode_npy(const float* data, const std::vector<std::uint64_t>& shape) {
-  // Magic, version 1.0, a little-endian u16 header length, then a Python dict literal
-  // padded with spaces and ended by '\n' so the data start on a 64-byte boundary.
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
+// Magic, version 1.0, a little-endian u16 header length, then a Python dict literal padded
+// with spaces and ended by '\n' so the data start on a 64-byte boundary; then the data.
+std::vector<std::uint8_t> encode_array(const char* descr, const void* data, std::size_t item_size,
+                                       const std::vector<std::uint64_t>& shape) {
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_tuple(shape) + ", }";
   const std::size_t preamble = 10;  // magic (6) + version (2) + header length (2)
   dict.append((64 - (preamble + dict.size() + 1) % 64) % 64, ' ');
   dict += '\n';
   const auto header_len = static_cast<std::uint16_t>(dict.size());
   std::size_t count = 1;
   for (auto n : shape) count *= static_cast<std::size_t>(n);
-  const std::size_t data_bytes = count * sizeof(float);
+  const std::size_t data_bytes = count * item_size;
   std::vector<std::uint8_t> out(preamble + dict.size() + data_bytes);
   std::memcpy(out.data(), kMagic, 6);
   out[6] = 1;
@@ -65,6 +64,16 @@ std::vector<std::uint8_t> encode_npy(const float* data, const std::vector<std::u
   return out;
 }
 
+}  // namespace
+
+std::vector<std::uint8_t> encode_npy(const float* data, const std::vector<std::uint64_t>& shape) {
+  return encode_array("<f4", data, sizeof(float), shape);
+}
+
+std::vector<std::uint8_t> encode_npy_bool(const std::uint8_t* data, const std::vector<std::uint64_t>& shape) {
+  return encode_array("|b1", data, 1, shape);  // numpy's bool: one byte, 0 or 1
+}
+
 std::vector<std::uint8_t> encode_npy(const Matrix& m) {
   // Matrix is row-major, which is C order.
   return encode_npy(m.data(), {static_cast<std::uint64_t>(m.rows()), static_cast<std::uint64_t>(m.cols())});
@@ -72,6 +81,11 @@ std::vector<std::uint8_t> encode_npy(const Matrix& m) {
 
 void write_npy(const std::filesystem::path& path, const float* data, const std::vector<std::uint64_t>& shape) {
   const auto bytes = encode_npy(data, shape);
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+void write_npy_bool(const std::filesystem::path& path, const std::uint8_t* data, const std::vector<std::uint64_t>& shape) {
+  const auto bytes = encode_npy_bool(data, shape);
   write_file_atomic(path, bytes.data(), bytes.size());
 }
 

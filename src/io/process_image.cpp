@@ -17,17 +17,34 @@ void make_parent(const std::filesystem::path& base) {
   if (ec) throw Error(display(base.parent_path()) + ": cannot create output folder: " + ec.message());
 }
 
+// masks (grid_h, grid_w) each, 1 = kept → <name>_mask.npy as bool [grid_h, grid_w], or
+// [n_maps, grid_h, grid_w] when `stacked` (--head all).
+void write_masks(const std::filesystem::path& path, const std::vector<Matrix>& masks, bool stacked) {
+  std::vector<std::uint8_t> cells;
+  for (const Matrix& m : masks)
+    for (Eigen::Index i = 0; i < m.size(); ++i) cells.push_back(m.data()[i] > 0.5f ? 1 : 0);
+  std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(masks.front().rows()),
+                                   static_cast<std::uint64_t>(masks.front().cols())};
+  if (stacked) shape.insert(shape.begin(), masks.size());
+  write_npy_bool(path, cells.data(), shape);
+}
+
 void process_single_head(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
   const cv::Mat bgr = load_image(job.input, options.max_pixels);            // (H, W) original
   const ImageTensor x = preprocess(bgr, model.img_size(), model.norm);       // (3, S, S)
   const AttentionMaps maps = run_single_head(model, x, options.scale);
   cv::Mat overlay = render_overlay(bgr, maps.cls_map, options.render);       // (H, W)
-  if (options.view.threshold) draw_mask_outline(overlay, mass_mask(maps.cls_map, *options.view.threshold));
+  // The class row is a softmax row, probabilities summing to 1 with the class token's own
+  // share: the mask works on it as on an encoder's map.
+  std::vector<Matrix> masks;
+  if (options.view.threshold) masks.push_back(mass_mask(maps.cls_map, *options.view.threshold));
+  if (!masks.empty()) draw_mask_outline(overlay, masks.front());
 
   make_parent(job.output_base);
   if (options.save_attention) {
     write_npy(with_suffix(job.output_base, "_attn.npy"), maps.weights);  // (n_tokens, n_tokens)
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
+    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, false);
   }
   write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlay);
 }
@@ -79,9 +96,12 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
 
   std::vector<cv::Mat> overlays;
+  std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   for (const Matrix& map : maps) {
     overlays.push_back(render_overlay(bgr, map, options.render));
-    if (view.threshold) draw_mask_outline(overlays.back(), mass_mask(map, *view.threshold));
+    if (!view.threshold) continue;
+    masks.push_back(mass_mask(map, *view.threshold));  // on the probabilities, not the display scale
+    draw_mask_outline(overlays.back(), masks.back());
   }
 
   make_parent(job.output_base);
@@ -94,8 +114,10 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
     std::vector<float> drawn;  // (grid_h, grid_w), or (n_heads, grid_h, grid_w) with --head all
     for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
     std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(grid_h), static_cast<std::uint64_t>(grid_w)};
-    if (view.head == HeadChoice::all && !view.rollout) shape.insert(shape.begin(), maps.size());
+    const bool stacked = view.head == HeadChoice::all && !view.rollout;
+    if (stacked) shape.insert(shape.begin(), maps.size());
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
+    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
   }
   if (overlays.size() == 1) {
     write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlays.front());
@@ -137,6 +159,7 @@ int resolve_layer(int layer, int n_layers) {
 OutputSet written_outputs(const Model& model, const ProcessOptions& options) {
   OutputSet outputs;
   outputs.save_attention = options.save_attention;
+  outputs.mask = options.save_attention && options.view.threshold.has_value();
   const auto* vit = std::get_if<VitModel>(&model);
   // One overlay per head, beside the sheet, when --head all draws more than one map.
   if (vit && options.view.head == HeadChoice::all && !options.view.rollout && vit->n_heads > 1)

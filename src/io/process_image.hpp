@@ -42,7 +42,7 @@ struct InputGrid {
 struct ProcessOptions {
   RenderOptions render;
   bool scale = true;            // 1/√d_k
-  bool save_attention = false;  // also write _attn.npy and _cls.npy
+  bool save_attention = false;  // also write _attn.npy and _cls.npy (and _mask.npy with a threshold)
   std::uint64_t max_pixels = 100'000'000;
   EncoderView view;
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each encoder image's grid, when set

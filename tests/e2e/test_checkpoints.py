@@ -21,6 +21,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import skip  # noqa: E402
+from test_cli import dino_mask  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
@@ -49,11 +54,16 @@ def write_safetensors(path, tensors, metadata=None):
     Path(path).write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def timm_checkpoint(path, registers=0, heads_in_metadata=True, seed=0):
+def timm_checkpoint(path, registers=0, heads_in_metadata=True, seed=0, classes=0, embed_scale=1.0):
+    """timm names; with `classes`, a classifier (family timm, else dino). A small embed_scale
+    makes the token stream tiny, so that LayerNorm's ε shows."""
     rng = np.random.default_rng(seed)
     r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)
-    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.1), "patch_embed.proj.bias": r(D),
-         "cls_token": r(1, 1, D), "pos_embed": r(1, 1 + GRID * GRID, D)}
+    e = embed_scale
+    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.1 * e), "patch_embed.proj.bias": r(D, scale=0.3 * e),
+         "cls_token": r(1, 1, D, scale=0.3 * e), "pos_embed": r(1, 1 + GRID * GRID, D, scale=0.3 * e)}
+    if classes:
+        t["head.weight"], t["head.bias"] = r(classes, D), r(classes)
     if registers:
         t["register_tokens"] = r(1, registers, D)
     for i in range(LAYERS):
@@ -67,6 +77,46 @@ def timm_checkpoint(path, registers=0, heads_in_metadata=True, seed=0):
             t[b + "ls2.gamma"] = r(D)
     t["norm.weight"], t["norm.bias"] = 1 + r(D), r(D)
     write_safetensors(path, t, {"num_heads": str(HEADS)} if heads_in_metadata else None)
+
+
+def tintn_checkpoint(path, embed_scale=1.0, seed=0):
+    """tintn's names (tintn/vision-transformer-from-scratch), no ε in the metadata."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)
+    e = embed_scale
+    t = {"embedding.patch_embeddings.projection.weight": r(D, 3, P, P, scale=0.1 * e),
+         "embedding.patch_embeddings.projection.bias": r(D, scale=0.3 * e),
+         "embedding.cls_token": r(1, 1, D, scale=0.3 * e),
+         "embedding.position_embeddings": r(1, 1 + GRID * GRID, D, scale=0.3 * e)}
+    for i in range(LAYERS):
+        b = f"encoder.blocks.{i}."
+        t.update({b + "layernorm_1.weight": 1 + r(D), b + "layernorm_1.bias": r(D),
+                  b + "attention.qkv_projection.weight": r(3 * D, D), b + "attention.qkv_projection.bias": r(3 * D),
+                  b + "attention.output_projection.weight": r(D, D), b + "attention.output_projection.bias": r(D),
+                  b + "layernorm_2.weight": 1 + r(D), b + "layernorm_2.bias": r(D),
+                  b + "mlp.dense_1.weight": r(MLP, D), b + "mlp.dense_1.bias": r(MLP),
+                  b + "mlp.dense_2.weight": r(D, MLP), b + "mlp.dense_2.bias": r(D)})
+    t["classifier.weight"], t["classifier.bias"] = r(10, D), r(10)
+    write_safetensors(path, t, {"num_heads": str(HEADS)})
+
+
+def numpy_rollout(layers, fusion, discard_ratio):
+    """Attention rollout as jacobgil/vit-explain, rows renormalised: layers [L, H, T, T] -> R [T, T].
+    Heads are fused in float32 as the attention came (so that the discarded links are the
+    same ones), the rest in float64."""
+    t = layers.shape[-1]
+    r = np.eye(t)
+    for heads in layers:
+        heads = heads.astype(np.float32)
+        a = {"mean": heads.sum(0, dtype=np.float32) / np.float32(len(heads)), "max": heads.max(0),
+             "min": heads.min(0)}[fusion].astype(np.float64)
+        flat = a.reshape(-1)
+        order = np.lexsort((np.arange(flat.size), flat))[:int(np.floor(t * t * discard_ratio))]
+        flat[order[order != 0]] = 0  # the weakest links, never the class token's own
+        a = (a + np.eye(t)) / 2
+        a = a / a.sum(axis=1, keepdims=True)
+        r = a @ r
+    return r
 
 
 def photo(h, w, seed=1):
@@ -142,6 +192,64 @@ class Checkpoints(unittest.TestCase):
         self.assertTrue(changed.any())
         self.assertLess(changed.mean(), 0.5, "an outline, not a fill")
         np.testing.assert_array_equal(outlined[changed], 255, "the outline is white")
+
+    def test_threshold_saves_dinos_mask_of_each_drawn_map(self):
+        for t in ("0.3", "0.9"):  # asymmetric: t and 1 - t give different masks
+            for view in (["--head", "mean"], ["--head", "all"], ["--head", "1", "--layer", "0"], ["--rollout"]):
+                label = f"{' '.join(view)} --threshold {t}"
+                _, cls, _ = self.draw(*view, "--threshold", t)
+                mask = np.load(self.out / "img_mask.npy")
+                self.assertEqual((mask.dtype, mask.shape), (np.bool_, cls.shape), label)
+                want = np.array([dino_mask(c, float(t)) for c in cls.reshape(-1, GRID, GRID)]).reshape(cls.shape)
+                self.assertTrue(want.any() and not want.all(), f"{label}: the test's own mask keeps some, not all")
+                np.testing.assert_array_equal(mask, want, f"{label}: not DINO's mask of img_cls.npy")
+
+    def test_rollout_fusions_match_a_numpy_rollout_of_each_layers_attention(self):
+        layers = np.array([self.draw("--layer", str(l))[0] for l in range(LAYERS)])  # [L, H, T, T]
+        drawn = {}
+        for fusion in ("mean", "max", "min"):
+            for ratio, upto in (("0", LAYERS), ("0.5", LAYERS), ("0.5", 2)):
+                label = f"--rollout --head {fusion} --discard-ratio {ratio} --layer {upto - 1}"
+                _, cls, _ = self.draw("--rollout", "--head", fusion, "--layer", str(upto - 1),
+                                      *(["--discard-ratio", ratio] if ratio != "0" else []))
+                want = numpy_rollout(layers[:upto], fusion, float(ratio))[0, 1:].reshape(GRID, GRID)
+                np.testing.assert_allclose(cls, want, atol=2e-6, err_msg=label)
+                drawn[fusion, ratio, upto] = cls
+        for a, b in (("mean", "max"), ("mean", "min"), ("max", "min")):
+            gap = np.abs(drawn[a, "0.5", LAYERS] - drawn[b, "0.5", LAYERS]).max()
+            self.assertGreater(gap, 1e-3, f"the test cannot tell --head {a} from --head {b} in a rollout")
+
+    def test_family_defaults_are_the_libraries_own(self):
+        # Tiny tokens make LayerNorm's ε visible; another --img-size makes the position resampling run.
+        attn = lambda model, *a: self.draw("--img-size", "48", *a, model=model)[0]
+        timm = self.dir / "timm.safetensors"
+        timm_checkpoint(timm, classes=5, embed_scale=1e-3)
+        default = attn(timm, "-v")
+        np.testing.assert_array_equal(default, attn(timm, "--eps", "1e-6", "--pos-interp", "bicubic-antialias"),
+                                      "timm: ε 1e-6 and timm's antialiased bicubic resampling")
+        self.assertGreater(np.abs(default - attn(timm, "--pos-interp", "bicubic")).max(), 1e-4, "resampling shows")
+        self.assertGreater(np.abs(default - attn(timm, "--eps", "1e-5")).max(), 1e-4, "ε shows")
+        dino = self.dir / "dino.safetensors"
+        timm_checkpoint(dino, embed_scale=1e-3)
+        default = attn(dino)
+        np.testing.assert_array_equal(default, attn(dino, "--eps", "1e-6", "--pos-interp", "bicubic-offset"),
+                                      "dino: ε 1e-6 and DINO's interpolate_pos_encoding (offset 0.1)")
+        self.assertGreater(np.abs(default - attn(dino, "--pos-interp", "bicubic")).max(), 1e-4, "resampling shows")
+        tintn = self.dir / "tintn.safetensors"
+        tintn_checkpoint(tintn, embed_scale=1e-3)
+        default, err = self.draw(model=tintn)[0], self.draw("-v", model=tintn)[2]
+        self.assertIn("family tintn", err)
+        np.testing.assert_array_equal(default, self.draw("--eps", "1e-5", model=tintn)[0],
+                                      "tintn: nn.LayerNorm's default ε 1e-5")
+        self.assertGreater(np.abs(default - self.draw("--eps", "1e-6", model=tintn)[0]).max(), 1e-4, "ε shows")
+
+    def test_skip_existing_counts_the_mask(self):
+        code, _, err = run("--model", self.model, self.img, "-o", self.out, "--save-attention", "--head", "all")
+        self.assertEqual(code, 0, err)
+        code, _, err = run("--model", self.model, self.img, "-o", self.out, "--save-attention", "--head", "all",
+                           "--threshold", "0.6", "--skip-existing")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(np.load(self.out / "img_mask.npy").shape, (HEADS, GRID, GRID), err)
 
     def test_img_size_and_keep_aspect_change_the_grid(self):
         attn, cls, _ = self.draw("--img-size", "48")
@@ -226,8 +334,7 @@ if __name__ == "__main__":
         sys.exit(1)
     shared = "--shared" in sys.argv[1:]
     if shared and not CIFAR.is_file():
-        print(f"checkpoints --shared: skipped, no {CIFAR}")
-        sys.exit(77)
+        skip(f"checkpoints --shared: no {CIFAR}")
     names = [n for n in unittest.defaultTestLoader.getTestCaseNames(Checkpoints) if n.startswith("test_shared_") == shared]
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(unittest.TestSuite(Checkpoints(n) for n in names))
     failed = len(result.failures) + len(result.errors)

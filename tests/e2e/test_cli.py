@@ -20,6 +20,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from tally import skip  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
@@ -52,6 +55,17 @@ def photo_like(h, w, seed=0):
     cv2.rectangle(img, (2 * w // 3, h // 5), (2 * w // 3 + w // 8, h // 5 + h // 8), (250, 250, 250), -1)
     noise = rng.integers(-8, 9, img.shape)
     return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
+
+
+def dino_mask(attn_map, t):
+    """DINO's mass mask as visualize_attention.py computes it: sort ascending, normalise,
+    cumulative sum, keep the patches whose cumulative value exceeds 1 - t."""
+    flat = np.asarray(attn_map, np.float64).ravel()
+    idx = np.argsort(flat, kind="stable")
+    cumval = np.cumsum(flat[idx] / flat.sum())
+    mask = np.zeros(flat.size, bool)
+    mask[idx] = cumval > 1 - t
+    return mask.reshape(np.shape(attn_map))
 
 
 def entropy(p):
@@ -291,6 +305,42 @@ class Cli(unittest.TestCase):
         np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=1e-5)
         np.testing.assert_array_equal(cls, a[0, 1:].reshape(14, 14))
 
+    def test_threshold_outlines_and_saves_dinos_mask_for_the_seeded_head(self):
+        self.write("x.png", photo_like(100, 130))
+        rc, _, err = run("x.png", "--save-attention", "-o", "plain", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse((self.dir / "plain/x_mask.npy").exists(), "a mask only with --threshold")
+        plain = cv2.imread(str(self.dir / "plain/x_attn.png"))
+        masks = {}
+        for t in ("0.3", "0.9"):  # asymmetric: t and 1 - t give different masks
+            rc, _, err = run("x.png", "--save-attention", "--threshold", t, "-o", t, cwd=self.dir)
+            self.assertEqual(rc, 0, err)
+            cls = np.load(self.dir / t / "x_cls.npy")
+            mask = np.load(self.dir / t / "x_mask.npy")
+            self.assertEqual((mask.dtype, mask.shape), (np.bool_, (14, 14)))
+            want = dino_mask(cls, float(t))
+            self.assertTrue(0 < want.sum() < want.size, f"the test's own mask at {t} keeps some patches, not all")
+            np.testing.assert_array_equal(mask, want, f"--threshold {t}: not DINO's mask of x_cls.npy")
+            masks[t] = mask
+            outlined = cv2.imread(str(self.dir / t / "x_attn.png"))
+            changed = np.any(outlined != plain, axis=-1)
+            self.assertTrue(changed.any(), f"--threshold {t} drew no outline")
+            self.assertLess(changed.mean(), 0.5, "an outline, not a fill")
+            np.testing.assert_array_equal(outlined[changed], 255, "the outline is white")
+        self.assertLess(masks["0.3"].sum(), masks["0.9"].sum())
+
+    def test_skip_existing_counts_the_mask(self):
+        self.write("x.png", photo_like(60, 60))
+        rc, _, err = run("x.png", "--save-attention", "-o", "out", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        rc, _, err = run("x.png", "--save-attention", "--threshold", "0.6", "--skip-existing", "-o", "out", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue((self.dir / "out/x_mask.npy").is_file(), "the missing mask was not written: " + err)
+        rc, _, err = run("x.png", "--save-attention", "--threshold", "0.6", "--skip-existing", "-o", "out", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("1 skipped (already done)", err)
+        self.no_temporaries(self.dir / "out")
+
     def test_save_model_then_model_gives_identical_attention(self):
         self.write("x.png", photo_like(100, 130))
         rc, _, err = run("x.png", "--seed", "5", "--save-model", "m.safetensors", "--save-attention", "-o", "a", cwd=self.dir)
@@ -404,8 +454,7 @@ if __name__ == "__main__":
         sys.exit(1)
     shared = "--shared" in sys.argv[1:]
     if shared and not PHOTOS:
-        print(f"e2e --shared: skipped, no photos in {SHARED / 'images'}")
-        sys.exit(77)
+        skip(f"e2e --shared: no photos in {SHARED / 'images'}")
     names = [n for n in unittest.defaultTestLoader.getTestCaseNames(Cli) if n.startswith("test_photos_") == shared]
     suite = unittest.TestSuite(Cli(n) for n in names)
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)

@@ -33,13 +33,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "python"))
+from tally import skip  # noqa: E402
+
 try:
     import cv2
     import numpy as np
     from PIL import Image
 except ImportError as e:  # nothing here can run without them
-    print(f"hardening: skipped, {e} (install python3-numpy python3-opencv python3-pil: scripts/install-deps.sh)")
-    sys.exit(77)
+    skip(f"hardening: {e} (install python3-numpy python3-opencv python3-pil: scripts/install-deps.sh)")
 
 from test_cli import BIN, PHOTOS, exif_rotated_jpeg, photo_like  # noqa: E402  (shared helpers)
 

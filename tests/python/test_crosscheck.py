@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_pipeline as ref  # noqa: E402
-from tally import Tally  # noqa: E402
+from tally import Tally, skip  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
@@ -386,8 +386,7 @@ def case_c(tmp, images):
 
 def main():
     if USE_SHARED and not ((SHARED / "images").is_dir() and (SHARED / "models").is_dir()):
-        print(f"crosscheck --shared: skipped, {SHARED} has no images/ and models/")
-        return 77
+        skip(f"crosscheck --shared: {SHARED} has no images/ and models/")
     with tempfile.TemporaryDirectory(prefix="vitattn-crosscheck-") as tmp:
         tmp = Path(tmp)
         (tmp / "img").mkdir()

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import skip  # noqa: E402
+
 try:
     import torch
     import torchvision
-except ImportError:
-    print("pth: skipped, python3-torch/python3-torchvision not installed")
-    sys.exit(77)
+except ImportError as e:
+    skip(f"pth: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))

@@ -37,18 +37,18 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally, skip  # noqa: E402
+
 try:
     import torch
     import torch.nn.functional as F
     import torchvision
     from torchvision.models.vision_transformer import VisionTransformer
 except ImportError as e:  # CI installs python3-torch python3-torchvision (scripts/install-deps.sh)
-    print(f"SKIP: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
-    sys.exit(77)
+    skip(f"cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import Tally  # noqa: E402
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
 USE_SHARED = "--shared" in sys.argv[1:]
@@ -684,8 +684,7 @@ def main():
         print(f"FAIL: binary {BIN} not found (build first or set VITATTN_BIN)")
         return 1
     if USE_SHARED and not (SHARED / "models" / "vit_cifar10_tintn.reference.npz").is_file():
-        print(f"SKIP: no shared fixtures in {SHARED}")
-        return 77
+        skip(f"no shared fixtures in {SHARED}")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, binary {BIN}", flush=True)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="vitattn_torch_") as d:

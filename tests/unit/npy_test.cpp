@@ -35,5 +35,16 @@ TEST(Npy, EmptyMatrixIsAHeaderOnly) {
   EXPECT_EQ(header.rfind("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }", 0), 0u) << header;
 }
 
+TEST(Npy, BoolArrayIsOneByteEachWithNumpysBoolDescr) {
+  const std::uint8_t cells[6] = {1, 0, 0, 1, 1, 0};
+  const auto bytes = encode_npy_bool(cells, {1, 2, 3});
+  const std::size_t header_len = bytes[8] | static_cast<std::size_t>(bytes[9]) << 8;
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 10, header_len);
+  EXPECT_EQ(header.rfind("{'descr': '|b1', 'fortran_order': False, 'shape': (1, 2, 3), }", 0), 0u) << header;
+  ASSERT_EQ(bytes.size(), 10 + header_len + 6);
+  EXPECT_EQ(std::memcmp(bytes.data() + 10 + header_len, cells, 6), 0);
+}
+
 }  // namespace
 }  // namespace vitattn::io

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -33,7 +34,13 @@ Dbl naive_linear(const Dbl& x, const Matrix& w, const RowVector& b) {
   return y;
 }
 
-Dbl naive_layer_norm(const Dbl& x, const LayerNorm& n, double eps) {
+// The reference's own LayerNorm ε, not read from the model: tiny_vit() sets the same value
+// in the model, so a model whose ε is lost or misapplied disagrees. Large enough (against
+// token variances near 1) that ε outside the square root, or a default ε, shows.
+constexpr double kReferenceEps = 0.05;
+constexpr float kTinyVitEps = 0.05f;
+
+Dbl naive_layer_norm(const Dbl& x, const LayerNorm& n, double eps = kReferenceEps) {
   Dbl y = x;
   for (std::size_t i = 0; i < x.size(); ++i) {
     double mean = 0, var = 0;
@@ -74,7 +81,7 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
   NaiveOut out;
   const std::size_t n = x.size();
   for (const EncoderBlock& b : m.blocks) {
-    const Dbl qkv = naive_linear(naive_layer_norm(x, b.norm1, m.eps), b.w_qkv, b.b_qkv);
+    const Dbl qkv = naive_linear(naive_layer_norm(x, b.norm1), b.w_qkv, b.b_qkv);
     Dbl a(n, std::vector<double>(static_cast<std::size_t>(d)));
     out.attention.emplace_back();
     for (int hh = 0; hh < h; ++hh) {
@@ -101,7 +108,7 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
     const Dbl proj = naive_linear(a, b.w_proj, b.b_proj);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += proj[i][j] * (b.ls1.size() ? at(b.ls1, j) : 1.0);
-    Dbl hid = naive_linear(naive_layer_norm(x, b.norm2, m.eps), b.w_fc1, b.b_fc1);
+    Dbl hid = naive_linear(naive_layer_norm(x, b.norm2), b.w_fc1, b.b_fc1);
     for (auto& row : hid)
       for (auto& v : row) v = m.gelu == Gelu::erf ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
                                                  : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
@@ -109,7 +116,7 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += mlp[i][j] * (b.ls2.size() ? at(b.ls2, j) : 1.0);
   }
-  out.tokens = m.final_norm.present() ? naive_layer_norm(x, m.final_norm, m.eps) : x;
+  out.tokens = m.final_norm.present() ? naive_layer_norm(x, m.final_norm) : x;
   return out;
 }
 
@@ -117,11 +124,13 @@ RowVector random_row(Eigen::Index n, std::mt19937& rng, float scale = 1.0f) {
   return test::random_matrix(1, n, rng, scale);
 }
 
-VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu, int pos_prefix = 1) {
+// qk_gain scales the query and key weights: large gains give scores in the hundreds.
+VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu, int pos_prefix = 1, float qk_gain = 1.0f) {
   const int d = 8, p = 2, g = 3, mlp = 16;
   VitModel m;
   m.patch_size = p;
   m.n_heads = 2;
+  m.eps = kTinyVitEps;
   m.gelu = gelu;
   m.w_patch = test::random_matrix(d, 3 * p * p, rng, 0.5f);
   m.b_patch = random_row(d, rng, 0.1f);
@@ -135,6 +144,7 @@ VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu,
     EncoderBlock b;
     b.norm1 = ln();
     b.w_qkv = test::random_matrix(3 * d, d, rng, 0.8f);
+    b.w_qkv.topRows(2 * d) *= qk_gain;  // rows of q and k
     b.b_qkv = random_row(3 * d, rng, 0.1f);
     b.w_proj = test::random_matrix(d, d, rng, 0.4f);
     b.b_proj = random_row(d, rng, 0.1f);
@@ -166,6 +176,7 @@ struct Variant {
   bool layer_scale;
   Gelu gelu;
   int pos_prefix = 1;  // position rows before the patches' own
+  float qk_gain = 1.0f;
 };
 
 class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
@@ -173,8 +184,11 @@ class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
 TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
   std::mt19937 rng(42);
   const Variant v = GetParam();
-  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu, v.pos_prefix);
+  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu, v.pos_prefix, v.qk_gain);
+  ASSERT_NE(m.pos_embed.row(0).cwiseAbs().maxCoeff(), 0.0f) << "the class token's position must show";
   const ImageTensor img = random_image(6, 6, rng);
+  // Scores in the hundreds: float rounding of a score of 300 is ~2e-5, and the probabilities follow.
+  const double attn_tol = v.qk_gain > 1 ? 1e-4 : 2e-6, token_tol = v.qk_gain > 1 ? 1e-4 : 2e-5;
   ForwardOptions o;
   o.keep_from_layer = 0;
   const ForwardResult r = forward(m, img, o);
@@ -186,22 +200,22 @@ TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
       ASSERT_EQ(static_cast<std::size_t>(a.rows()), ref.attention[l][h].size());
       for (Eigen::Index i = 0; i < a.rows(); ++i)
         for (Eigen::Index j = 0; j < a.cols(); ++j)
-          EXPECT_NEAR(a(i, j), ref.attention[l][h][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 2e-6)
+          EXPECT_NEAR(a(i, j), ref.attention[l][h][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], attn_tol)
               << "layer " << l << " head " << h;
     }
   for (Eigen::Index i = 0; i < r.tokens.rows(); ++i)
     for (Eigen::Index j = 0; j < r.tokens.cols(); ++j)
-      EXPECT_NEAR(r.tokens(i, j), ref.tokens[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 2e-5);
+      EXPECT_NEAR(r.tokens(i, j), ref.tokens[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], token_tol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vit, ForwardVsNaive,
                          ::testing::Values(Variant{0, false, Gelu::erf}, Variant{0, true, Gelu::tanh},
                                            Variant{4, true, Gelu::erf}, Variant{2, false, Gelu::erf, 0},
-                                           Variant{2, false, Gelu::erf, 3}),
+                                           Variant{2, false, Gelu::erf, 3}, Variant{0, false, Gelu::erf, 1, 12.0f}),
                          [](const auto& param_info) {
                            const Variant& v = param_info.param;
                            return std::to_string(v.registers) + "registers_" + std::to_string(v.pos_prefix) + "prefixpos_" + (v.layer_scale ? "layerscale_" : "") +
-                                  (v.gelu == Gelu::erf ? "erf" : "tanh");
+                                  (v.qk_gain > 1 ? "hugescores_" : "") + (v.gelu == Gelu::erf ? "erf" : "tanh");
                          });
 
 TEST(Forward, StoppingAtALayerGivesThatLayersAttentionOnly) {
@@ -239,6 +253,14 @@ TEST(Layers, GeluMatchesTheDefinition) {
     EXPECT_NEAR(e(0, j), 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), 1e-6);
     EXPECT_NEAR(t(0, j), 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), 1e-6);
   }
+}
+
+TEST(Layers, LayerNormEpsIsInsideTheSquareRoot) {
+  // mean 2.5, biased variance 1.25; ε 0.75 → (x − 2.5)/√(1.25 + 0.75) = (x − 2.5)/√2
+  const Matrix x = matrix_from_rows({{1, 2, 3, 4}});
+  const LayerNorm n{matrix_from_rows({{1, 1, 1, 1}}), matrix_from_rows({{0, 0, 0, 0}})};
+  const Matrix y = layer_norm(x, n, 0.75f);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(y(0, j), (j + 1 - 2.5) / std::sqrt(2.0), 1e-6) << j;
 }
 
 TEST(Layers, LayerNormOfAHandRow) {
@@ -327,8 +349,9 @@ TEST(AttentionMaps, FuseHeads) {
   EXPECT_EQ(fuse_heads(heads, HeadFusion::min), matrix_from_rows({{0.2f, 0.4f}}));
 }
 
-Matrix rollout_of(const std::vector<std::vector<Matrix>>& layers, float discard_ratio) {
-  AttentionRollout r(HeadFusion::mean, discard_ratio);
+Matrix rollout_of(const std::vector<std::vector<Matrix>>& layers, float discard_ratio,
+                  HeadFusion fusion = HeadFusion::mean) {
+  AttentionRollout r(fusion, discard_ratio);
   for (const auto& heads : layers) r.add_layer(heads);
   return r.result();
 }
@@ -342,6 +365,17 @@ TEST(AttentionMaps, RolloutOfOneLayerIsTheResidualMix) {
   const Matrix r2 = rollout_of({{a}, {b}}, 0.0f);
   const Matrix bb = matrix_from_rows({{0.5f, 0.5f}, {0.5f, 0.5f}});
   EXPECT_TRUE(r2.isApprox(bb * r));
+}
+
+TEST(AttentionMaps, RolloutFusesTheHeadsAsAsked) {
+  const std::vector<Matrix> heads = {matrix_from_rows({{0.2f, 0.8f}, {0.6f, 0.4f}}),
+                                     matrix_from_rows({{0.6f, 0.4f}, {0.1f, 0.9f}})};
+  // max [[0.6, 0.8], [0.6, 0.9]] → (A + I)/2 = [[0.8, 0.4], [0.3, 0.95]] → rows / (1.2, 1.25)
+  EXPECT_TRUE(rollout_of({heads}, 0.0f, HeadFusion::max).isApprox(matrix_from_rows({{2.0f / 3, 1.0f / 3}, {0.24f, 0.76f}})));
+  // min [[0.2, 0.4], [0.1, 0.4]] → [[0.6, 0.2], [0.05, 0.7]] → rows / (0.8, 0.75)
+  EXPECT_TRUE(rollout_of({heads}, 0.0f, HeadFusion::min).isApprox(matrix_from_rows({{0.75f, 0.25f}, {1.0f / 15, 14.0f / 15}})));
+  // mean [[0.4, 0.6], [0.35, 0.65]] → [[0.7, 0.3], [0.175, 0.825]], rows already sum to 1
+  EXPECT_TRUE(rollout_of({heads}, 0.0f, HeadFusion::mean).isApprox(matrix_from_rows({{0.7f, 0.3f}, {0.175f, 0.825f}})));
 }
 
 TEST(AttentionMaps, RolloutDiscardsTheWeakestLinksButNotTheClassTokensOwn) {
@@ -363,6 +397,45 @@ TEST(AttentionMaps, ClassTokenMapSkipsRegisters) {
   const Matrix map = class_token_map(a, 3, 2, 3);
   EXPECT_EQ(map, matrix_from_rows({{3, 4, 5}, {6, 7, 8}}));
   EXPECT_THROW(class_token_map(a, 1, 2, 3), Error);
+}
+
+// DINO's own formulation (visualize_attention.py): sort ascending, normalise to sum 1,
+// cumulative sum, keep the patches whose cumulative value exceeds 1 − t.
+Matrix dino_mask(const Matrix& map, double t) {
+  std::vector<std::pair<double, Eigen::Index>> sorted;
+  double total = 0;
+  for (Eigen::Index i = 0; i < map.size(); ++i) sorted.emplace_back(double{map.data()[i]}, i), total += double{map.data()[i]};
+  std::sort(sorted.begin(), sorted.end());
+  Matrix mask = Matrix::Zero(map.rows(), map.cols());
+  double cumval = 0;
+  for (const auto& [value, index] : sorted) {
+    cumval += value / total;
+    if (cumval > 1 - t) mask.data()[index] = 1;
+  }
+  return mask;
+}
+
+TEST(AttentionMaps, MassMaskIsDinosMaskAtAsymmetricThresholds) {
+  // Sorted down: 0.31, 0.24, 0.13, 0.09, 0.08, 0.07, 0.05, 0.02, 0.01 (sum 1); the mass above
+  // each: 0, 0.31, 0.55, 0.68, 0.77, 0.85, 0.92, 0.97, 0.99. A patch is kept while that is < t.
+  const Matrix map = matrix_from_rows({{0.02f, 0.31f, 0.05f}, {0.09f, 0.01f, 0.24f}, {0.13f, 0.08f, 0.07f}});
+  const Matrix top_30 = matrix_from_rows({{0, 1, 0}, {0, 0, 0}, {0, 0, 0}});
+  const Matrix top_90 = matrix_from_rows({{0, 1, 0}, {1, 0, 1}, {1, 1, 1}});
+  EXPECT_EQ(dino_mask(map, 0.3), top_30) << "the test's own oracle";
+  EXPECT_EQ(dino_mask(map, 0.9), top_90) << "the test's own oracle";
+  EXPECT_EQ(mass_mask(map, 0.3f), top_30);
+  EXPECT_EQ(mass_mask(map, 0.9f), top_90);
+  // Not normalised (a class row also holds the class token's own share): the same masks.
+  EXPECT_EQ(mass_mask(map * 0.37f, 0.3f), top_30);
+  EXPECT_EQ(mass_mask(map * 0.37f, 0.9f), top_90);
+  // Random maps, many thresholds, against the oracle.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int trial = 0; trial < 50; ++trial) {
+    Matrix m(5, 7);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std::pow(u(rng), 3.0f);  // skewed, as attention is
+    for (double t : {0.1, 0.3, 0.5, 0.6, 0.9, 0.97}) EXPECT_EQ(mass_mask(m, static_cast<float>(t)), dino_mask(m, t)) << trial << " t=" << t;
+  }
 }
 
 TEST(AttentionMaps, MassMaskKeepsTheFewestPatchesHoldingTheFraction) {
