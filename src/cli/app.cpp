@@ -18,6 +18,7 @@
 #include "explain.hpp"
 #include "interrupt.hpp"
 #include "io/file_io.hpp"
+#include "io/file_kind.hpp"
 #include "io/model_file.hpp"
 #include "io/npy.hpp"
 #include "io/vit_loader.hpp"
@@ -91,6 +92,58 @@ void prepare_output(const fs::path& out) {
     throw Error(io::display(out) + ": output folder is not writable: " + std::strerror(errno));
 }
 
+// An output named on the command line (--save-model FILE) must not be an input of the
+// run (an image, the --model file), nor where a job's output goes, and may replace only a
+// file of the kind it writes. Also: no job output lands on the --model file.
+void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::OutputSet& outputs) {
+  const auto same_file = [](const fs::path& a, const fs::path& b) {
+    std::error_code ec;  // compare names first: canonical paths cost system calls
+    return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
+  };
+  const std::string save = "--save-model " + o.save_model;
+  if (!o.save_model.empty()) {
+    if (!o.model.empty() && same_file(o.save_model, o.model)) throw Error(save + ": is the --model file; not replaced");
+    for (const std::string& in : o.inputs)
+      if (same_file(o.save_model, in)) throw Error(save + ": is an input of this run; not replaced");
+    for (const io::ImageJob& job : plan.jobs)
+      if (same_file(o.save_model, job.input)) throw Error(save + ": is an input of this run; not replaced");
+  }
+  for (const io::ImageJob& job : plan.jobs)
+    for (const fs::path& p : io::output_paths(job.output_base, outputs)) {
+      if (!o.save_model.empty() && same_file(o.save_model, p))
+        throw Error(save + ": is where the output of " + io::display(job.input) + " goes; choose another name");
+      if (!o.model.empty() && same_file(o.model, p))
+        throw Error(io::display(job.input) + ": its output " + io::display(p) + " would replace the --model file");
+    }
+  if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
+}
+
+// -v: the patch grid the images go through, once; per image with --keep-aspect.
+void log_grid(const Options& o, const io::Model& model, io::ProcessOptions& options) {
+  if (o.verbosity < 1) return;
+  if (const auto* single = std::get_if<SingleHeadModel>(&model)) {
+    spdlog::debug("grid {0}x{0} patches of {1} px (input {2}x{2})", single->grid_size(), single->patch_size, single->img_size());
+    return;
+  }
+  const auto& vit = std::get<VitModel>(model);
+  const int p = vit.patch_size;
+  if (o.keep_aspect) {
+    const int s = o.img_size_given ? o.shape.img_size : vit.grid_h * p;
+    spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} patches of {} px", s, s / p, p);
+    options.on_grid = [](const io::ImageJob& job, const io::InputGrid& g) {
+      spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
+                    g.input_h, g.grid_w, g.grid_h);
+    };
+  } else if (o.img_size_given) {
+    const int g = o.shape.img_size / p;
+    spdlog::debug("grid {0}x{0} patches of {1} px (input {2}x{2}, --img-size); the checkpoint's own grid is {3}x{4}", g, p,
+                  o.shape.img_size, vit.grid_w, vit.grid_h);
+  } else {
+    spdlog::debug("grid {}x{} patches of {} px (input {}x{}, the checkpoint's own)", vit.grid_w, vit.grid_h, p,
+                  vit.grid_w * p, vit.grid_h * p);
+  }
+}
+
 int run_images(const Options& o) {
   if (o.inputs.empty() && o.save_model.empty()) {
     spdlog::error("no input images given (try: vitattn --help)");
@@ -100,6 +153,18 @@ int run_images(const Options& o) {
 
   const io::Model model = make_model(o);
   check_view(o, model);
+  io::ProcessOptions options = process_options(o);
+  log_grid(o, model, options);
+  const io::OutputSet outputs = io::written_outputs(model, options);  // every job writes these, no other file
+
+  const fs::path out = o.output;
+  io::BatchPlan plan;
+  if (!o.inputs.empty()) {
+    const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
+    plan = io::plan_batch(inputs, out, o.recursive, outputs);
+  }
+  check_named_outputs(o, plan, outputs);
+  if (!o.inputs.empty()) prepare_output(out);
   if (!o.save_model.empty()) {
     const auto* single = std::get_if<SingleHeadModel>(&model);
     if (!single) throw Error("--save-model writes the single-head layout; " + o.model + " is a full checkpoint");
@@ -108,16 +173,14 @@ int run_images(const Options& o) {
   }
   if (o.inputs.empty()) return kExitOk;
 
-  const fs::path out = o.output;
-  prepare_output(out);
-  const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
-  io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive);
   for (const auto& note : plan.skipped) spdlog::debug("{}", note);
   for (const auto& note : plan.warnings) spdlog::warn("{}", note);
+  for (const auto& p : plan.own_outputs)
+    spdlog::debug("left out {}: a vitattn output (named like one, in the output folder)", io::display(p));
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
-  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention, o.threshold > 0) : 0;
+  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, outputs) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
@@ -140,7 +203,7 @@ int run_images(const Options& o) {
   const BatchResult result = run_batch(
       plan.jobs, workers,
       [&](const io::ImageJob& job) {
-        io::prepare_output_path(out, job, options.save_attention, options.view.threshold.has_value());  // no symlink in the output tree is followed
+        io::prepare_output_path(out, job, outputs);  // no symlink in the output tree is followed
         io::process_image(job, model, options);
       },
       progress, [] { return InterruptGuard::signal_received() != 0; });
@@ -170,8 +233,13 @@ int run(int argc, char** argv) {
       if (opt->count() > 0) options.given.insert(opt->get_name());
     options.img_size_given = options.given.count("--img-size") > 0;
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, or the error and a hint
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    // One line, like every other error, instead of CLI11's message and usage.
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    std::cerr << "error: " << what << " (see vitattn --help)\n";
+    return kExitUsage;
   }
   setup_logging(options.verbosity);
   try {

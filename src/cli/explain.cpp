@@ -1,12 +1,16 @@
 #include "explain.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
 #include "core/attention.hpp"
+#include "core/error.hpp"
 #include "core/seeded_model.hpp"
+#include "io/file_kind.hpp"
 #include "io/overlay.hpp"
 
 namespace vitattn::cli {
@@ -130,6 +134,12 @@ void example_d(std::ostream& out) {
 }  // namespace
 
 int explain(std::ostream& out, const std::string& heatmap_png) {
+  if (!heatmap_png.empty()) {  // before any output: it writes PNG bytes, so a PNG name, over a PNG only
+    std::string ext = std::filesystem::path(heatmap_png).extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext != ".png") throw Error("--heatmap " + heatmap_png + ": writes a PNG image; give a name ending in .png");
+    io::check_replaceable(heatmap_png, io::FileKind::png, "--heatmap");
+  }
   out << "Attention, step by step: weights = softmax(Q·Kᵀ / √d_k), output = weights·V\n";
   example_a(out);
   const Matrix weights_b = example_b(out);

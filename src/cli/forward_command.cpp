@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "core/error.hpp"
@@ -37,6 +38,38 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
   return images;
 }
 
+// What forward writes for one input, in one place: attention, features, logits (the last
+// only when the model has a classifier).
+struct ForwardOutputs {
+  fs::path attention, features, logits;
+};
+ForwardOutputs forward_outputs(const fs::path& out, const fs::path& input) {
+  const std::string stem = input.stem().string();
+  return {out / (stem + "_attention.npy"), out / (stem + "_features.npy"), out / (stem + "_logits.npy")};
+}
+
+// Before any work: no output replaces an input (a tensor, the model) or another input's output.
+void check_forward_outputs(const Options& o) {
+  const auto key = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::weakly_canonical(fs::absolute(p, ec), ec);
+  };
+  std::map<fs::path, std::string> inputs{{key(o.model), "the --model file"}};
+  for (const auto& in : o.forward_inputs) inputs.emplace(key(in), "an input");
+  std::map<fs::path, std::string> written;  // output → the input it belongs to
+  for (const auto& in : o.forward_inputs) {
+    const ForwardOutputs f = forward_outputs(o.output, in);
+    for (const fs::path& p : {f.attention, f.features, f.logits}) {
+      const fs::path k = key(p);
+      if (const auto it = inputs.find(k); it != inputs.end())
+        throw Error(io::display(in) + ": its output " + io::display(p) + " would replace " + it->second + "; nothing written");
+      if (const auto [it, fresh] = written.emplace(k, in); !fresh && key(it->second) != key(in))
+        throw Error(io::display(in) + " and " + it->second + " both write " + io::display(p) +
+                    "; give them different names or run them apart");
+    }
+  }
+}
+
 void forward_file(const VitModel& model, const fs::path& input, const fs::path& out, bool scale) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   std::vector<float> attention, features, logits;
@@ -53,19 +86,21 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
     logits.insert(logits.end(), r.logits.data(), r.logits.data() + r.logits.size());
   }
   const auto n = static_cast<std::uint64_t>(images.size());
-  const std::string stem = input.stem().string();
-  io::write_npy(out / (stem + "_attention.npy"), attention.data(),
+  const ForwardOutputs f = forward_outputs(out, input);
+  io::write_npy(f.attention, attention.data(),
                 {n, static_cast<std::uint64_t>(model.n_layers()), static_cast<std::uint64_t>(model.n_heads), n_tokens, n_tokens});
-  io::write_npy(out / (stem + "_features.npy"), features.data(), {n, static_cast<std::uint64_t>(model.d_model())});
+  io::write_npy(f.features, features.data(), {n, static_cast<std::uint64_t>(model.d_model())});
   if (model.w_head.size() > 0)
-    io::write_npy(out / (stem + "_logits.npy"), logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
-  spdlog::info("{}: {} input{} → {}", io::display(input), n, n == 1 ? "" : "s", io::display(out / (stem + "_*.npy")));
+    io::write_npy(f.logits, logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
+  spdlog::info("{}: {} input{} → {}", io::display(input), n, n == 1 ? "" : "s",
+               io::display(out / (input.stem().string() + "_*.npy")));
 }
 
 }  // namespace
 
 int run_forward(const Options& o) {
   if (o.model.empty()) throw Error("forward needs --model with a ViT checkpoint");
+  check_forward_outputs(o);
   const io::Model model = make_model(o);
   const auto* vit = std::get_if<VitModel>(&model);
   if (!vit) throw Error(o.model + ": forward needs a ViT checkpoint; this is the single-head layout");

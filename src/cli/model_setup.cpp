@@ -35,6 +35,9 @@ io::Model make_model(const Options& o) {
     SingleHeadModel model = io::load_model(st);
     spdlog::debug("model {}: single-head layout, S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(),
                   model.patch_size, model.d_model(), model.d_k(), model.pos_embed.rows());
+    if (model.grid_size() * model.grid_size() > io::kMaxPatches)
+      throw Error(o.model + ": " + std::to_string(model.grid_size() * model.grid_size()) + " patches, over the cap of " +
+                  std::to_string(io::kMaxPatches));
     apply_normalization(o, model.norm);
     model.validate(o.model);
     return model;
@@ -46,11 +49,18 @@ io::Model make_model(const Options& o) {
   if (!o.gelu.empty()) overrides.gelu = o.gelu == "tanh" ? Gelu::tanh : Gelu::erf;
   if (!o.pos_interp.empty()) overrides.pos_interp = io::pos_interp_by_name(o.pos_interp);
   io::LoadedVit loaded = io::load_vit(st, overrides);
+  if (loaded.heads_guessed)
+    spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
+                 "another count, its maps are wrong: give --heads N", o.model, loaded.model.n_heads, loaded.model.d_model());
   apply_normalization(o, loaded.model.norm);
   loaded.model.validate(o.model);
   const int p = loaded.model.patch_size;
   if (o.img_size_given && o.shape.img_size % p != 0)
     throw Error("--img-size " + std::to_string(o.shape.img_size) + " is not a multiple of the patch size " + std::to_string(p));
+  if (!o.img_size_given && loaded.model.grid_h * loaded.model.grid_w > io::kMaxPatches)
+    throw Error(o.model + ": its own grid is " + std::to_string(loaded.model.grid_w) + "x" +
+                std::to_string(loaded.model.grid_h) + " patches, over the cap of " + std::to_string(io::kMaxPatches) +
+                "; give a smaller --img-size");
   if (o.img_size_given && (o.shape.img_size / p) * (o.shape.img_size / p) > io::kMaxPatches)
     throw Error("--img-size " + std::to_string(o.shape.img_size) + " makes more than " + std::to_string(io::kMaxPatches) +
                 " patches of " + std::to_string(p) + " pixels");

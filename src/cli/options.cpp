@@ -1,11 +1,45 @@
 #include "options.hpp"
 
+#include <cmath>
+#include <filesystem>
+#include <sstream>
 #include <thread>
 
+#include "core/error.hpp"
 #include "io/checkpoint_families.hpp"
+#include "io/model_file.hpp"
 #include "io/overlay.hpp"
+#include "io/process_image.hpp"
 
 namespace vitattn::cli {
+namespace {
+
+// Caps on what the options may ask for, so that a typo cannot ask for gigabytes per worker.
+constexpr int kMaxImgSize = 4096;              // S: a 4096² input is 200 MB of floats
+constexpr int kMaxSeededWidth = 8192;          // D and d_k of the seeded model
+constexpr std::uint64_t kMaxSeededWeights = std::uint64_t{1} << 27;  // 512 MiB of floats
+
+// The seeded model's shape: S a multiple of P, no more patches than a checkpoint may have
+// (io::kMaxPatches), and weights that fit the cap. Checked before anything is allocated.
+void check_seeded_shape(const SeededShape& s) {
+  const std::string shape = "seeded model (--img-size " + std::to_string(s.img_size) + ", --patch-size " +
+                            std::to_string(s.patch_size) + ")";
+  if (s.img_size % s.patch_size != 0)
+    throw CLI::ValidationError(shape + ": the image size is not a multiple of the patch size");
+  const auto grid = static_cast<std::uint64_t>(s.img_size / s.patch_size);
+  if (grid * grid > static_cast<std::uint64_t>(io::kMaxPatches))
+    throw CLI::ValidationError(shape + ": " + std::to_string(grid * grid) + " patches, over the cap of " +
+                               std::to_string(io::kMaxPatches) + " (64×64); use a larger --patch-size or a smaller --img-size");
+  // w_patch (D, 3P²) + pos_embed (1 + N, D) + cls (D) + q, k, v (d_k, D)
+  const auto d = static_cast<std::uint64_t>(s.d_model), p = static_cast<std::uint64_t>(s.patch_size);
+  const std::uint64_t weights = d * 3 * p * p + (2 + grid * grid) * d + 3 * static_cast<std::uint64_t>(s.d_k) * d;
+  if (weights > kMaxSeededWeights)
+    throw CLI::ValidationError(shape + " with --dim " + std::to_string(s.d_model) + " and --d-k " + std::to_string(s.d_k) +
+                               ": " + std::to_string(weights >> 20) + " Mi weights, over the cap of " +
+                               std::to_string(kMaxSeededWeights >> 20) + " Mi");
+}
+
+}  // namespace
 
 void check_combinations(const CLI::App& app, const Options& o) {
   const auto given = [&app](const char* name) { return app.count(name) > 0; };
@@ -19,12 +53,69 @@ void check_combinations(const CLI::App& app, const Options& o) {
       if (given(encoder_only))
         throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
   }
+  if (o.model.empty()) check_seeded_shape(o.shape);
   if (given("--discard-ratio") && !o.rollout) throw CLI::ValidationError("--discard-ratio needs --rollout");
   if (o.rollout && o.head != "mean" && o.head != "max" && o.head != "min")
     throw CLI::ValidationError("--rollout fuses heads with --head mean, max or min, not \"" + o.head + "\"");
 }
 
 namespace {
+
+// A number in [lo, hi]. CLI::Range alone lets NaN through (every comparison with NaN is
+// false), and `--alpha nan` would draw black overlays.
+CLI::Validator number_in(double lo, double hi) {
+  std::ostringstream range;
+  range << "in [" << lo << ", " << hi << "]";
+  return CLI::Validator(
+      [lo, hi, text = range.str()](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "expected a number, got \"" + s + "\"";
+        if (!std::isfinite(v)) return "must be a finite number " + text + ", got " + s;
+        if (v < lo || v > hi) return s + " is not " + text;
+        return {};
+      },
+      range.str(), "number_in");
+}
+
+// --seed: a whole number ≥ 0 (CLI11 would read "-1" as 2^64 − 1).
+const CLI::Validator kUnsigned(
+    [](std::string& s) -> std::string {
+      if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
+        return "expected a whole number ≥ 0, got \"" + s + "\"";
+      return {};
+    },
+    "", "unsigned");
+
+// A path to read: "no such file" rather than a message about its contents.
+const CLI::Validator kReadableFile(
+    [](std::string& s) -> std::string {
+      std::error_code ec;
+      const auto st = std::filesystem::status(s, ec);
+      if (s.empty()) return "empty file name";
+      if (!std::filesystem::exists(st)) return s + ": no such file";
+      if (std::filesystem::is_directory(st)) return s + ": is a folder, not a file";
+      if (!std::filesystem::is_regular_file(st)) return s + ": not a regular file";
+      return {};
+    },
+    "", "file");
+
+const CLI::Validator kNonEmpty([](std::string& s) -> std::string { return s.empty() ? "empty name" : std::string(); },
+                               "", "non-empty");
+
+// --mean/--std: three finite numbers "r,g,b"; each std positive.
+CLI::Validator rgb_triplet(const char* name, bool positive) {
+  return CLI::Validator(
+      [name, positive](std::string& s) -> std::string {
+        try {
+          const auto v = io::parse_rgb_triplet(s, name);
+          if (positive && !(v[0] > 0 && v[1] > 0 && v[2] > 0)) return "each value must be positive, got \"" + s + "\"";
+        } catch (const Error&) {
+          return "expected three finite numbers \"r,g,b\", got \"" + s + "\"";
+        }
+        return {};
+      },
+      "", "rgb");
+}
 
 // --head: a head index or one of mean|max|min|all
 const CLI::Validator kHeadChoice(
@@ -59,9 +150,10 @@ void add_options(CLI::App& app, Options& o) {
       "Exit status: 0 all inputs done; 1 some inputs failed (the others are written); 2 usage or model error;\n"
       "130/143 stopped by SIGINT/SIGTERM (images in hand finished, none started after; see the summary).");
   app.get_formatter()->column_width(34);
+  app.set_version_flag("--version", "vitattn " VITATTN_VERSION);
 
   app.add_option("inputs", o.inputs, "Image files and/or folders")->type_name("PATH...");
-  app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR");
+  app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(kNonEmpty);
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
   app.add_flag("--skip-existing", o.skip_existing,
                "Leave out inputs whose outputs are all there already (resumes an interrupted batch)");
@@ -72,31 +164,40 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--model", o.model,
                  "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
                  "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")
-      ->check(CLI::Validator(CLI::ExistingFile).description(""))
+      ->check(kReadableFile)
       ->type_name("FILE")
       ->group("Model");
   app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
       ->capture_default_str()
+      ->check(kUnsigned)
       ->group("Model");
-  const auto positive = CLI::Validator(CLI::Range(1, 1 << 16)).description("");
   app.add_option("--img-size", o.shape.img_size,
                  "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
                  "are resampled bicubically; seeded model: 224")
-      ->check(positive)
+      ->check(CLI::Range(1, kMaxImgSize))
       ->group("Model");
   CLI::Option* shape[] = {
-      app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")->capture_default_str()->check(positive),
-      app.add_option("--dim", o.shape.d_model, "Seeded model: token width D")->capture_default_str()->check(positive),
-      app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")->capture_default_str()->check(positive)};
+      app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")
+          ->capture_default_str()
+          ->check(CLI::Range(1, kMaxImgSize)),
+      app.add_option("--dim", o.shape.d_model, "Seeded model: token width D")
+          ->capture_default_str()
+          ->check(CLI::Range(1, kMaxSeededWidth)),
+      app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")
+          ->capture_default_str()
+          ->check(CLI::Range(1, kMaxSeededWidth))};
   for (auto* s : shape) s->group("Model");
   app.add_option("--mean", o.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
+      ->check(rgb_triplet("--mean", false))
       ->group("Model");
   app.add_option("--std", o.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
+      ->check(rgb_triplet("--std", true))
       ->group("Model");
   app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; single-head only)")
       ->type_name("FILE")
+      ->check(kNonEmpty)
       ->group("Model");
   app.add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
 
@@ -113,7 +214,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 1 << 12))
       ->group(checkpoints);
   app.add_option("--eps", o.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
-      ->check(CLI::Range(1e-30, 1.0))
+      ->check(number_in(1e-30, 1.0))
       ->group(checkpoints);
   app.add_option("--gelu", o.gelu, "GELU form (default: the family's, erf)")
       ->check(CLI::IsMember({"erf", "tanh"}))
@@ -136,7 +237,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(checkpoints);
   app.add_option("--discard-ratio", o.discard_ratio, "Rollout: drop this fraction of the weakest links per layer")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(number_in(0.0, 0.99))
       ->group(checkpoints);
   app.add_flag("--keep-aspect", o.keep_aspect,
                "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
@@ -144,7 +245,7 @@ void add_options(CLI::App& app, Options& o) {
 
   app.add_option("--threshold", o.threshold,
                  "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
-      ->check(CLI::Range(0.01, 1.0))
+      ->check(number_in(0.01, 1.0))
       ->type_name("FRACTION")
       ->group("Output");
   app.add_flag("--save-attention", o.save_attention,
@@ -161,7 +262,7 @@ void add_options(CLI::App& app, Options& o) {
       ->group("Output");
   app.add_option("--alpha", o.alpha, "Weight of the heatmap in the blend")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(number_in(0.0, 1.0))
       ->group("Output");
   app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
       ->capture_default_str()
@@ -178,7 +279,8 @@ void add_options(CLI::App& app, Options& o) {
 
   auto* explain = app.add_subcommand("explain", "Walk through the worked examples of attention, step by step");
   explain->add_option("--heatmap", o.explain_heatmap, "Also write example (b)'s weight matrix as a PNG heatmap")
-      ->type_name("FILE.png");
+      ->type_name("FILE.png")
+      ->check(kNonEmpty);
   explain->callback([&o] { o.explain = true; });
 
   auto* fwd = app.add_subcommand(
@@ -188,7 +290,7 @@ void add_options(CLI::App& app, Options& o) {
       "norm) and <stem>_logits.npy [N, C] when the model has a classifier. Takes --model, -o and the\n"
       "Checkpoints options; for checking against other implementations.");
   fwd->add_option("tensors", o.forward_inputs, "Input tensors (.npy)")->required()->type_name("FILE.npy...")
-      ->check(CLI::ExistingFile);
+      ->check(kReadableFile);
   fwd->fallthrough();  // --model, -o and the Checkpoints options belong to the main command
   fwd->callback([&o] { o.forward = true; });
 }

@@ -18,7 +18,6 @@ namespace vitattn::io {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kOutputSuffixes[] = {"_attn.png", "_attn.npy", "_cls.npy", "_mask.npy"};
 
 fs::path canonical_or_self(const fs::path& p) {
   std::error_code ec;
@@ -122,9 +121,17 @@ fs::path with_suffix(const fs::path& base, const char* suffix) {
   return p;
 }
 
-BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_dir, bool recursive) {
+BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_dir, bool recursive,
+                     const OutputSet& outputs) {
   BatchPlan plan;
   const fs::path out_canonical = canonical_or_self(out_dir);
+  // An earlier run's output: named like one and in the output tree (the folder the file is
+  // in, resolved, lies at or below the output folder; the file itself may be a link).
+  const auto own_output = [&out_canonical](const fs::path& p) {
+    std::error_code ec;
+    const fs::path dir = canonical_or_self(fs::absolute(p, ec).parent_path());
+    return is_output_name(p) && (dir == out_canonical || !below(out_canonical, dir).empty());
+  };
   std::vector<Candidate> found;
   std::map<fs::path, fs::path> seen;  // the file itself → the name it was first found by
   // The same file reached twice (named twice, or through a second symlink) is done once, and
@@ -139,7 +146,10 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     if (fs::is_directory(in, ec)) {
       std::vector<Candidate> from_dir;
       walk_folder(in, out_canonical, recursive, from_dir, plan);
-      for (auto& c : from_dir) add(std::move(c));
+      for (auto& c : from_dir) {
+        if (own_output(c.input)) plan.own_outputs.push_back(c.input);
+        else add(std::move(c));
+      }
     } else {
       add({in, {}});
     }
@@ -159,18 +169,11 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
       base[i] = out_dir / found[i].rel_dir / (found[i].input.stem().string() + (ext.empty() ? "" : "_" + ext.substr(1)));
     }
   }
-  // Anything still shared, or an output that would overwrite an input, gets a counter.
-  std::set<fs::path> input_paths;
-  for (const auto& c : found) input_paths.insert(canonical_or_self(c.input));
-  auto clobbers_input = [&](const fs::path& b) {
-    return std::any_of(std::begin(kOutputSuffixes), std::end(kOutputSuffixes),
-                       [&](const char* s) { return input_paths.count(canonical_or_self(with_suffix(b, s))) > 0; });
-  };
+  // Anything still shared gets a counter.
   std::set<fs::path> taken;
   for (std::size_t i = 0; i < found.size(); ++i) {
     fs::path candidate = base[i];
-    for (int n = 2; taken.count(candidate) || clobbers_input(candidate); ++n)
-      candidate = with_suffix(base[i], ("-" + std::to_string(n)).c_str());
+    for (int n = 2; taken.count(candidate); ++n) candidate = with_suffix(base[i], ("-" + std::to_string(n)).c_str());
     if (candidate != out_dir / found[i].rel_dir / found[i].input.stem())
       plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, "_attn.png")) +
                              " (another input has the same name)");
@@ -184,26 +187,29 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     }
     plan.jobs.push_back({found[i].input, candidate});
   }
+  // No output replaces an input of the run. Inputs found in folders that could be an output
+  // were left out above, so this is an input named on the command line: refuse the run.
+  std::map<fs::path, fs::path> input_paths;  // canonical → as given
+  for (const auto& c : found) input_paths.emplace(canonical_or_self(c.input), c.input);
+  for (const ImageJob& job : plan.jobs)
+    for (const fs::path& p : output_paths(job.output_base, outputs))
+      if (const auto it = input_paths.find(canonical_or_self(p)); it != input_paths.end())
+        throw Error(display(it->second) + ": is an input of this run and where the output of " + display(job.input) +
+                    " goes; nothing done (leave it out, or give another -o)");
   return plan;
 }
 
-std::vector<const char*> output_suffixes(bool save_attention, bool save_mask) {
-  if (save_attention && save_mask) return {"_attn.png", "_attn.npy", "_cls.npy", "_mask.npy"};
-  if (save_attention) return {"_attn.png", "_attn.npy", "_cls.npy"};
-  return {"_attn.png"};
-}
-
-std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention, bool save_mask) {
-  const auto suffixes = output_suffixes(save_attention, save_mask);
+std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
   return std::erase_if(plan.jobs, [&](const ImageJob& job) {
-    return std::all_of(suffixes.begin(), suffixes.end(), [&](const char* s) {
+    const auto paths = output_paths(job.output_base, outputs);
+    return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
       std::error_code ec;  // symlink_status: a link at an output name is not a finished output
-      return fs::is_regular_file(fs::symlink_status(with_suffix(job.output_base, s), ec));
+      return fs::is_regular_file(fs::symlink_status(p, ec));
     });
   });
 }
 
-void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention, bool save_mask) {
+void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const OutputSet& outputs) {
   const std::string input = display(job.input);
   const fs::path rel = below(out_dir, with_suffix(job.output_base, "_attn.png"));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
@@ -224,8 +230,7 @@ void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save
       throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
     if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
   }
-  for (const char* suffix : output_suffixes(save_attention, save_mask)) {
-    const fs::path file = with_suffix(job.output_base, suffix);
+  for (const fs::path& file : output_paths(job.output_base, outputs)) {
     struct stat st {};
     if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case
     if (S_ISLNK(st.st_mode))

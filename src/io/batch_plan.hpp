@@ -4,12 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "job_outputs.hpp"
+
 namespace vitattn::io {
 
 struct ImageJob {
   std::filesystem::path input;
-  // Output path without its suffix: "<out>/<sub-folder>/<stem>"; outputs are
-  // output_base + "_attn.png", "_attn.npy", "_cls.npy", "_mask.npy".
+  // Output path without its suffix: "<out>/<sub-folder>/<stem>"; the outputs are
+  // output_paths(output_base, …) (job_outputs.hpp).
   std::filesystem::path output_base;
 };
 
@@ -22,6 +24,8 @@ struct BatchPlan {
   // folder under -r). skipped: the rest (other files, folders without -r), for -v.
   std::vector<std::string> warnings;
   std::vector<std::string> skipped;
+  // Files found in folders and left out as vitattn's outputs (named like one, in the output tree).
+  std::vector<std::filesystem::path> own_outputs;
 };
 
 // Whether the folder scan takes a file with this name: a readable format's extension
@@ -35,29 +39,28 @@ bool has_image_extension(const std::filesystem::path& path);
 // that it gets its error. Every output lies below `out_dir`: it is named from the input's
 // stem and, in a walk, the sub-folder the input was found in (an input whose output would
 // not, which should not happen, becomes an error instead of a job). Two inputs never share an output: colliding stems
-// in one output folder become "<stem>_<ext>", and any collision left after that (or with
-// an input file) gets "-2", "-3", … in input order. Every entry passed over gets a line in
+// in one output folder become "<stem>_<ext>", and any collision left after that gets "-2",
+// "-3", … in input order. A file found in a folder that lies in the output tree and is named
+// like an output (is_output_name) is an earlier run's output: it is left out (own_outputs), so
+// that running the same command twice leaves the same files as running it once. An input
+// named on the command line that is where an output goes (any of `outputs`) makes the whole
+// plan fail: throws Error naming both. Every other entry passed over gets a line in
 // `warnings` or `skipped`.
 BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& out_dir,
-                     bool recursive);
+                     bool recursive, const OutputSet& outputs = {});
 
 std::filesystem::path with_suffix(const std::filesystem::path& base, const char* suffix);
-
-// The suffixes a job writes: "_attn.png", plus "_attn.npy" and "_cls.npy" with --save-attention,
-// plus "_mask.npy" when it also has a --threshold (save_mask).
-std::vector<const char*> output_suffixes(bool save_attention, bool save_mask = false);
 
 // --skip-existing: removes the jobs whose outputs are all there as regular files (a
 // symlink does not count), and returns how many. Outputs are written whole (temporary
 // file, then rename), so an output that exists is complete.
-std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention, bool save_mask = false);
+std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs);
 
 // Makes the folders between `out_dir` and the job's outputs, and refuses, with Error
 // "<input>: <path> ... symbolic link ...", a symlink on the way (a mirrored sub-folder
 // such as out/sub -> /elsewhere) or at an output's name (out/x_attn.png -> /etc/x): what
 // the user put in the output folder is never followed out of it, nor replaced. `out_dir`
 // itself must exist, and may be a link: the user named it. Call before writing a job's outputs.
-void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, bool save_attention,
-                         bool save_mask = false);
+void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, const OutputSet& outputs);
 
 }  // namespace vitattn::io

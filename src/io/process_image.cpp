@@ -79,6 +79,7 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
                              : std::pair{model.grid_w * model.patch_size, model.grid_h * model.patch_size};
   const ImageTensor x = preprocess(bgr, width, height, model.norm);  // (3, height, width)
   const int grid_h = height / model.patch_size, grid_w = width / model.patch_size;
+  if (options.on_grid) options.on_grid(job, {bgr.cols, bgr.rows, width, height, grid_w, grid_h});
 
   ForwardOptions fo;
   fo.last_layer = layer;
@@ -125,7 +126,7 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   std::vector<std::string> labels;
   for (std::size_t h = 0; h < overlays.size(); ++h) {
     labels.push_back("head " + std::to_string(h));
-    write_png_atomic(with_suffix(job.output_base, ("_attn_h" + std::to_string(h) + ".png").c_str()), overlays[h]);
+    write_png_atomic(with_suffix(job.output_base, head_overlay_suffix(static_cast<int>(h)).c_str()), overlays[h]);
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
   write_png_atomic(with_suffix(job.output_base, "_attn.png"), tile_images(overlays, labels, 512));
@@ -153,6 +154,17 @@ int resolve_layer(int layer, int n_layers) {
     throw Error("--layer " + std::to_string(layer) + ": the model has layers 0…" + std::to_string(n_layers - 1) +
                 " (or −1…−" + std::to_string(n_layers) + " from the end)");
   return l;
+}
+
+OutputSet written_outputs(const Model& model, const ProcessOptions& options) {
+  OutputSet outputs;
+  outputs.save_attention = options.save_attention;
+  outputs.mask = options.save_attention && options.view.threshold.has_value();
+  const auto* vit = std::get_if<VitModel>(&model);
+  // One overlay per head, beside the sheet, when --head all draws more than one map.
+  if (vit && options.view.head == HeadChoice::all && !options.view.rollout && vit->n_heads > 1)
+    outputs.head_overlays = vit->n_heads;
+  return outputs;
 }
 
 void process_image(const ImageJob& job, const Model& model, const ProcessOptions& options) {

@@ -1,6 +1,7 @@
 #pragma once
 // One image, start to finish: decode → preprocess → attention → overlay (+ .npy) on disk.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -32,6 +33,13 @@ struct EncoderView {
   bool keep_aspect = false;       // shorter side = img_size, longer side to the nearest patch multiple
 };
 
+// The patch grid an image went through: after --img-size and --keep-aspect, for -v.
+struct InputGrid {
+  int image_w = 0, image_h = 0;  // the decoded image
+  int input_w = 0, input_h = 0;  // the model input it was resized to
+  int grid_w = 0, grid_h = 0;    // patches
+};
+
 struct ProcessOptions {
   RenderOptions render;
   bool scale = true;            // 1/√d_k
@@ -39,6 +47,7 @@ struct ProcessOptions {
   std::uint64_t max_pixels = 100'000'000;
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
+  std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each encoder image's grid, when set
 };
 
 inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay under 64 MiB per head
@@ -53,6 +62,10 @@ std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch
 int resolve_layer(int layer, int n_layers);
 
 // Throws Error with a one-line message naming the input (or the output it could not write).
+// Writes output_paths(job.output_base, written_outputs(model, options)), no other file.
 void process_image(const ImageJob& job, const Model& model, const ProcessOptions& options);
+
+// Which outputs process_image writes for each job with these options: keep in step with it.
+OutputSet written_outputs(const Model& model, const ProcessOptions& options);
 
 }  // namespace vitattn::io

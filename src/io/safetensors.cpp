@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "file_io.hpp"
+#include "file_kind.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -76,6 +77,13 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   if (bytes.size() < 8) throw fail("too short for a safetensors file (" + std::to_string(bytes.size()) + " bytes)");
   std::uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
+  // Not even the start of one (a photo, a .pth): say what it is, not what its first 8 bytes
+  // would mean as a header length.
+  const bool header_fits = header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8;
+  if (bytes.size() > 8 && bytes[8] != '{' && (!header_fits || !describe_kind(bytes, bytes.size()).empty())) {
+    const std::string kind = describe_kind(bytes, bytes.size());
+    throw fail("not a safetensors file" + (kind.empty() ? std::string() : " (it is " + kind + ")"));
+  }
   if (header_len > kMaxHeaderBytes)
     throw fail("header is " + std::to_string(header_len) + " bytes, over the " + std::to_string(kMaxHeaderBytes) +
                "-byte limit");

@@ -244,6 +244,7 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
       throw Error(src + ": d_model " + std::to_string(d) + " is not a multiple of 64 and the file does not say how many heads; give --heads");
     m.n_heads = static_cast<int>(d / 64);
     out.heads_from = "d_model / 64";
+    out.heads_guessed = true;
   }
 
   // Defaults: the family's, then the file's own metadata, then the command line.

@@ -24,6 +24,7 @@ struct LoadedVit {
   std::string family;          // the family's name
   std::string prefix;          // e.g. "vit." for ViTForImageClassification
   std::string heads_from;      // where the head count came from, for -v
+  bool heads_guessed = false;  // the file did not say and no --heads: D/64, which may be wrong
   std::string summary() const; // one line for -v: family, sizes, ε, GELU, mean/std
 };
 

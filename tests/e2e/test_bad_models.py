@@ -228,20 +228,20 @@ class BadModels(unittest.TestCase):
         self.assertTrue((self.dir / "out/img_attn.png").is_file())
 
     def refused_by_option_check(self, model, problem):
-        """A missing file or a folder is caught by the --model option's own check (CLI11), which
-        prints its usual usage-error form: the problem and the file on one line, then a hint."""
+        """A missing file or a folder is caught by the --model option's own check, before the
+        file is read: one error line naming the option, the file and the problem."""
         before = sorted(p.name for p in self.dir.iterdir())
         rc, err = self.run_model(model)
         self.assertEqual(rc, 2, err)
-        self.assertEqual(err.splitlines(), [f"--model: {problem}: {model}", "Run with --help for more information."])
+        self.assertEqual(err.splitlines(), [f"error: --model: {model}: {problem} (see vitattn --help)"])
         self.assertEqual(sorted(p.name for p in self.dir.iterdir()), before, "something was written")
 
     def test_directory_given_as_model(self):
         (self.dir / "model.safetensors").mkdir()
-        self.refused_by_option_check("model.safetensors", "File is actually a directory")
+        self.refused_by_option_check("model.safetensors", "is a folder, not a file")
 
     def test_missing_model_file(self):
-        self.refused_by_option_check("nowhere.safetensors", "File does not exist")
+        self.refused_by_option_check("nowhere.safetensors", "no such file")
 
     def test_unreadable_model_file(self):
         path = self.dir / "locked.safetensors"

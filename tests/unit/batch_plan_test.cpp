@@ -16,6 +16,9 @@ namespace vitattn::io {
 namespace {
 namespace fs = std::filesystem;
 
+const OutputSet kPngOnly{};
+const OutputSet kWithNpy{.save_attention = true};
+
 void touch(const fs::path& p) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << "x";
@@ -58,11 +61,16 @@ TEST(BatchPlan, NeverOverwritesAnInput) {
   test::TempDir d;
   touch(d / "x.png");
   touch(d / "x_attn.png");  // would be x.png's output in the same folder
-  const BatchPlan plan = plan_batch({d / "x.png", d / "x_attn.png"}, d.path(), false);
-  for (const auto& j : plan.jobs) {
-    EXPECT_NE(with_suffix(j.output_base, "_attn.png"), d / "x_attn.png");
-    EXPECT_NE(with_suffix(j.output_base, "_attn.png"), d / "x.png");
-  }
+  EXPECT_THROW(plan_batch({d / "x.png", d / "x_attn.png"}, d.path(), false), Error);
+  // Every output counts: a head's overlay with --head all, the .npy files with --save-attention.
+  touch(d / "y.png");
+  touch(d / "y_attn_h1.png");
+  EXPECT_NO_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, {}, OutputSet{.head_overlays = 1}));
+  EXPECT_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, {}, OutputSet{.head_overlays = 2}), Error);
+  touch(d / "z.png");
+  touch(d / "z_cls.npy");
+  EXPECT_NO_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, {}, kPngOnly));
+  EXPECT_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, {}, kWithNpy), Error);
 }
 
 TEST(BatchPlan, OutputFolderInsideTheInputIsNotWalked) {
@@ -144,10 +152,10 @@ TEST(BatchPlan, FinishedJobsAreDroppedOnlyWhenEveryOutputIsAFile) {
   touch(d / "elsewhere.png");
   fs::create_symlink(d / "elsewhere.png", d / "out/linked_attn.png");  // a link is not an output of ours
   BatchPlan png_only = plan_batch({d / "in"}, d / "out", false);
-  EXPECT_EQ(drop_finished_jobs(png_only, false), 2u);
+  EXPECT_EQ(drop_finished_jobs(png_only, kPngOnly), 2u);
   EXPECT_EQ(outputs(png_only, d / "out"), (std::vector<std::string>{"linked_attn.png", "todo_attn.png"}));
   BatchPlan with_npy = plan_batch({d / "in"}, d / "out", false);
-  EXPECT_EQ(drop_finished_jobs(with_npy, true), 1u);
+  EXPECT_EQ(drop_finished_jobs(with_npy, kWithNpy), 1u);
   EXPECT_EQ(outputs(with_npy, d / "out"),
             (std::vector<std::string>{"half_attn.png", "linked_attn.png", "todo_attn.png"}));
 }
@@ -158,9 +166,9 @@ TEST(BatchPlan, PrepareOutputPathMakesMirroredFolders) {
   fs::create_directories(d / "out");
   const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
   ASSERT_EQ(plan.jobs.size(), 1u);
-  prepare_output_path(d / "out", plan.jobs[0], true);
+  prepare_output_path(d / "out", plan.jobs[0], kWithNpy);
   EXPECT_TRUE(fs::is_directory(d / "out/s1/s2"));
-  prepare_output_path(d / "out", plan.jobs[0], true);  // again: already there is fine
+  prepare_output_path(d / "out", plan.jobs[0], kWithNpy);  // again: already there is fine
 }
 
 TEST(BatchPlan, PrepareOutputPathNeverFollowsAFolderLinkOutOfTheOutputFolder) {
@@ -174,7 +182,7 @@ TEST(BatchPlan, PrepareOutputPathNeverFollowsAFolderLinkOutOfTheOutputFolder) {
   ASSERT_EQ(plan.jobs.size(), 2u);
   for (const auto& job : plan.jobs) {
     try {
-      prepare_output_path(d / "out", job, false);
+      prepare_output_path(d / "out", job, kPngOnly);
       ADD_FAILURE() << job.input << ": a symlinked sub-folder was accepted";
     } catch (const Error& e) {
       const std::string what = e.what();
@@ -193,10 +201,10 @@ TEST(BatchPlan, PrepareOutputPathRefusesALinkAtAnOutputName) {
   fs::create_symlink(d / "victim.txt", d / "out/x_cls.npy");
   const BatchPlan plan = plan_batch({d / "in"}, d / "out", false);
   ASSERT_EQ(plan.jobs.size(), 1u);
-  prepare_output_path(d / "out", plan.jobs[0], false);  // x_cls.npy is not written without --save-attention
-  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], true), Error);
+  prepare_output_path(d / "out", plan.jobs[0], kPngOnly);  // x_cls.npy is not written without --save-attention
+  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], kWithNpy), Error);
   fs::create_symlink(d / "victim.txt", d / "out/x_attn.png");
-  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], false), Error);
+  EXPECT_THROW(prepare_output_path(d / "out", plan.jobs[0], kPngOnly), Error);
   EXPECT_TRUE(fs::is_symlink(d / "out/x_attn.png")) << "the link itself is left as it was";
 }
 
@@ -207,8 +215,40 @@ TEST(BatchPlan, TheOutputFolderItselfMayBeALink) {
   fs::create_directory_symlink(d / "real", d / "out");  // the user named it: followed
   const BatchPlan plan = plan_batch({d / "in"}, d / "out", true);
   ASSERT_EQ(plan.jobs.size(), 1u);
-  prepare_output_path(d / "out", plan.jobs[0], false);
+  prepare_output_path(d / "out", plan.jobs[0], kPngOnly);
   EXPECT_TRUE(fs::is_directory(d / "real/sub"));
+}
+
+TEST(JobOutputs, OneListForEveryOutput) {
+  const OutputSet all_heads{.save_attention = true, .head_overlays = 3};
+  EXPECT_EQ(output_suffixes(kPngOnly), (std::vector<std::string>{"_attn.png"}));
+  EXPECT_EQ(output_suffixes(all_heads), (std::vector<std::string>{"_attn.png", "_attn_h0.png", "_attn_h1.png",
+                                                                  "_attn_h2.png", "_attn.npy", "_cls.npy"}));
+  EXPECT_EQ(output_paths("o/x", kWithNpy), (std::vector<fs::path>{"o/x_attn.png", "o/x_attn.npy", "o/x_cls.npy"}));
+}
+
+TEST(JobOutputs, OutputNamesAreRecognisedWhateverTheOptions) {
+  for (const char* name : {"x_attn.png", "a b_attn_h0.png", "x_attn_h12.png", "x_attn.npy", "x_cls.npy", "x-2_attn.png"})
+    EXPECT_TRUE(is_output_name(name)) << name;
+  for (const char* name : {"x.png", "_attn.png", "x_attn_h.png", "_attn_h3.png", "x_attn_hx.png", "x_attn.jpg", "attn.png",
+                           "x_attn_h3.jpg"})
+    EXPECT_FALSE(is_output_name(name)) << name;
+}
+
+TEST(BatchPlan, OutputsOfAnEarlierRunInTheOutputTreeAreLeftOut) {
+  test::TempDir d;
+  touch(d / "in/a.jpg");
+  touch(d / "in/a_attn.png");
+  touch(d / "in/a_attn_h1.png");
+  touch(d / "in/sub/b.png");
+  touch(d / "in/sub/b_attn.png");
+  touch(d / "other/c_attn.png");  // named like an output, but not in the output tree: an input
+  const BatchPlan plan = plan_batch({d / "in", d / "other"}, d / "in", true);
+  std::vector<std::string> inputs;
+  for (const auto& j : plan.jobs) inputs.push_back(j.input.lexically_relative(d.path()).string());
+  EXPECT_EQ(inputs, (std::vector<std::string>{"in/a.jpg", "in/sub/b.png", "other/c_attn.png"}));
+  EXPECT_EQ(outputs(plan, d / "in"), (std::vector<std::string>{"a_attn.png", "sub/b_attn.png", "c_attn_attn.png"}));
+  EXPECT_EQ(plan.own_outputs.size(), 3u);
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+#include "job_outputs.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+
+std::string head_overlay_suffix(int head) { return "_attn_h" + std::to_string(head) + ".png"; }
+
+std::vector<std::string> output_suffixes(const OutputSet& outputs) {
+  std::vector<std::string> s{"_attn.png"};
+  for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h));
+  if (outputs.save_attention) {
+    s.push_back("_attn.npy");
+    s.push_back("_cls.npy");
+  }
+  if (outputs.mask) s.push_back("_mask.npy");
+  return s;
+}
+
+std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet& outputs) {
+  std::vector<fs::path> paths;
+  for (const std::string& suffix : output_suffixes(outputs)) {
+    fs::path p = output_base;
+    p += suffix;
+    paths.push_back(std::move(p));
+  }
+  return paths;
+}
+
+bool is_output_name(const fs::path& file) {
+  const std::string name = file.filename().string();
+  const auto ends_with = [&name](const std::string& suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  OutputSet every;  // every output any run can write; one head stands for all in the loop below
+  every.save_attention = true;
+  every.mask = true;
+  for (const std::string& suffix : output_suffixes(every))
+    if (ends_with(suffix)) return true;
+  // "_attn_h<digits>.png"
+  const std::string head = "_attn_h", png = ".png";
+  if (!ends_with(png)) return false;
+  const std::size_t digits_end = name.size() - png.size();
+  std::size_t digits_begin = digits_end;
+  while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(name[digits_begin - 1]))) --digits_begin;
+  return digits_begin < digits_end && digits_begin > head.size() &&
+         name.compare(digits_begin - head.size(), head.size(), head) == 0;
+}
+
+}  // namespace vitattn::io

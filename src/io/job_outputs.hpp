@@ -1,0 +1,34 @@
+#pragma once
+// The files one image job writes, named in one place. Input protection, the symlink
+// refusal, --skip-existing and the folder scan's "leave out vitattn's own outputs" all ask
+// here, so an output added later is covered by all of them at once: add it to OutputSet
+// and output_suffixes (and to `every` in is_output_name), and to written_outputs
+// (process_image.hpp) that says when it is on.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace vitattn::io {
+
+// Which of its outputs each job of a run writes.
+struct OutputSet {
+  bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
+  bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
+  int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
+};
+
+// "_attn_h<h>.png": one head's overlay with --head all.
+std::string head_overlay_suffix(int head);
+
+// The suffixes a job writes after its output base, the overlay "_attn.png" first (written
+// last, so that when it exists the others do too).
+std::vector<std::string> output_suffixes(const OutputSet& outputs);
+
+// output_base + every suffix.
+std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs);
+
+// True when the file name is one that some vitattn run writes ("x_attn.png",
+// "x_attn_h3.png", "x_cls.npy", …), whatever its options.
+bool is_output_name(const std::filesystem::path& file);
+
+}  // namespace vitattn::io
