@@ -198,7 +198,6 @@ int run_images(const Options& o) {
 
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
-  io::ProcessOptions options = process_options(o);
   options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
   const BatchResult result = run_batch(
       plan.jobs, workers,

@@ -65,12 +65,12 @@ TEST(BatchPlan, NeverOverwritesAnInput) {
   // Every output counts: a head's overlay with --head all, the .npy files with --save-attention.
   touch(d / "y.png");
   touch(d / "y_attn_h1.png");
-  EXPECT_NO_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, {}, OutputSet{.head_overlays = 1}));
-  EXPECT_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, {}, OutputSet{.head_overlays = 2}), Error);
+  EXPECT_NO_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, OutputSet{.head_overlays = 1}));
+  EXPECT_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, OutputSet{.head_overlays = 2}), Error);
   touch(d / "z.png");
   touch(d / "z_cls.npy");
-  EXPECT_NO_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, {}, kPngOnly));
-  EXPECT_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, {}, kWithNpy), Error);
+  EXPECT_NO_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, kPngOnly));
+  EXPECT_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, kWithNpy), Error);
 }
 
 TEST(BatchPlan, OutputFolderInsideTheInputIsNotWalked) {
