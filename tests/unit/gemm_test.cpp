@@ -73,9 +73,9 @@ void naive(const Matrix& c0, const Matrix& a, const Matrix& b, bool transposed, 
   magnitude.resize(a.rows(), n);
   for (Eigen::Index i = 0; i < a.rows(); ++i)
     for (Eigen::Index j = 0; j < n; ++j) {
-      double s = accumulate ? c0(i, j) : 0.0, mag = std::abs(s);
+      double s = accumulate ? static_cast<double>(c0(i, j)) : 0.0, mag = std::abs(s);
       for (Eigen::Index p = 0; p < a.cols(); ++p) {
-        const double t = double{alpha} * a(i, p) * at(b, transposed, p, j);
+        const double t = double{alpha} * static_cast<double>(a(i, p)) * static_cast<double>(at(b, transposed, p, j));
         s += t;
         mag += std::abs(t);
       }
@@ -146,7 +146,7 @@ TEST_F(GemmTest, EveryKernelMatchesANaiveDoubleLoop) {
       for (Eigen::Index i = 0; i < s.m; ++i)
         for (Eigen::Index j = 0; j < s.n; ++j) {
           const double bound = (static_cast<double>(s.k) + 3) * u * magnitude(i, j) + 1e-30;
-          ASSERT_LE(std::abs(c(i, j) - exact(i, j)), bound)
+          ASSERT_LE(std::abs(static_cast<double>(c(i, j)) - exact(i, j)), bound)
               << label(kernel, s, transposed, alpha, accumulate) << " at (" << i << ", " << j << ")";
         }
     });
