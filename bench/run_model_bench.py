@@ -178,10 +178,11 @@ def main():
         die("/usr/bin/time missing: apt-get install -y time")
     vitattn_bench, vitattn = build_release()
     print(f"vitattn: {vitattn_bench}")
-    ldd = subprocess.run(["ldd", vitattn_bench], capture_output=True, text=True).stdout
-    blas = [l.strip() for l in ldd.splitlines() if "blas" in l.lower()]
-    # vitattn does its own products (src/core/gemm.hpp); a BLAS linked here is an old build.
-    print("  linked BLAS: " + ("; ".join(blas) if blas else "none (its own GEMM, src/core/gemm.hpp)"))
+    # vitattn does its own products (src/core/gemm.hpp); a BLAS it links directly is an old
+    # build. (OpenCV's LAPACK still loads libblas indirectly; vitattn never calls it.)
+    dyn = subprocess.run(["readelf", "-d", vitattn_bench], capture_output=True, text=True).stdout
+    blas = [l.split()[-1] for l in dyn.splitlines() if "NEEDED" in l and "blas" in l.lower()]
+    print("  BLAS linked directly: " + (", ".join(blas) if blas else "none (its own GEMM, src/core/gemm.hpp)"))
     print(f"cores: {os.cpu_count()}, threads {args.threads}, {args.rounds} rounds x {args.repeat} forwards "
           f"(+{args.warmup} warm-up) per way")
     load = os.getloadavg()[0]
