@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/gemm.hpp"
 #include "core/vit.hpp"
 #include "io/safetensors.hpp"
 #include "io/tensor_file.hpp"
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
 
     std::printf("{\"model\": \"%s\", \"d_model\": %d, \"n_layers\": %d, \"n_heads\": %d, \"threads\": %d, ",
                 args.model.c_str(), model.d_model(), model.n_layers(), model.n_heads, args.threads);
+    std::printf("\"gemm_kernel\": \"%s\", ", vitattn::gemm_kernel_name(vitattn::gemm_kernel()).c_str());
     std::printf("\"warmup\": %d, \"repeat\": %d, \"seconds\": [", args.warmup, args.repeat);
     for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
     std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"checksum\": %.6g, ", median(seconds), median(cpu_seconds),

@@ -5,7 +5,8 @@ For ViT-S/16 and ViT-B/16 at 224 px (random weights, bench/make_vit.py) and for 
 count, times one forward three ways, alternating them within each round so that drift and
 other load hit all alike:
 
-  vitattn   build/release/vitattn_forward_bench (full forward: all blocks, norm, head)
+  vitattn   build/release/vitattn_forward_bench (full forward: all blocks, norm, head; its own
+            GEMM, src/core/gemm.hpp, with --threads threads)
   pytorch   bench/torch_forward.py: torchvision's model, same weights, torch.set_num_threads(T)
   floor     bench/gemm_floor.py: the same forward's matrix products alone, numpy on OpenBLAS
 
@@ -147,12 +148,16 @@ def bench_one(name, path, threads, args, vitattn_bench):
         line = []
         for way in order:
             res, _ = run_json(ways[way])
+            if way == "vitattn" and "gemm_kernel" in res:
+                extra["kernel"] = res["gemm_kernel"]
             runs[way].extend(res["seconds"])
             cpu[way].append(res["cpu_median"])
             if way == "floor":
                 extra["gflop"] = res["gflop"]
             line.append(f"{way} {res['median']:.3f}s (cpu {res['cpu_median']:.3f}s)")
         print(f"  {label} T={threads} round {rnd + 1}: " + ", ".join(line), flush=True)
+    if "kernel" in extra:
+        print(f"  vitattn's GEMM kernel: {extra['kernel']}")
     med = {n: statistics.median(v) for n, v in runs.items()}
     cpu_med = {n: statistics.median(v) for n, v in cpu.items()}
     return med, cpu_med, extra["gflop"]
@@ -173,8 +178,11 @@ def main():
         die("/usr/bin/time missing: apt-get install -y time")
     vitattn_bench, vitattn = build_release()
     print(f"vitattn: {vitattn_bench}")
-    ldd = subprocess.run(["ldd", vitattn_bench], capture_output=True, text=True).stdout
-    print("  linked BLAS: " + "; ".join(l.strip() for l in ldd.splitlines() if "blas" in l.lower()))
+    # vitattn does its own products (src/core/gemm.hpp); a BLAS it links directly is an old
+    # build. (OpenCV's LAPACK still loads libblas indirectly; vitattn never calls it.)
+    dyn = subprocess.run(["readelf", "-d", vitattn_bench], capture_output=True, text=True).stdout
+    blas = [l.split()[-1] for l in dyn.splitlines() if "NEEDED" in l and "blas" in l.lower()]
+    print("  BLAS linked directly: " + (", ".join(blas) if blas else "none (its own GEMM, src/core/gemm.hpp)"))
     print(f"cores: {os.cpu_count()}, threads {args.threads}, {args.rounds} rounds x {args.repeat} forwards "
           f"(+{args.warmup} warm-up) per way")
     load = os.getloadavg()[0]
@@ -215,7 +223,8 @@ def main():
                 print(f"note: {MODELS[name][0]} at {t} threads: the GEMM floor got {used:.1f} cores on average "
                       f"(CPU / wall): the other cores were busy, so this row is not a {t}-core figure.")
         # CPU seconds (all threads of the process) are steadier than wall time on a busy
-        # machine; at 1 thread they are the work itself. At 2 they include OpenBLAS's spin-waits.
+        # machine; at 1 thread they are the work itself. At 2 they include OpenBLAS's spin-waits
+        # (PyTorch, floor); vitattn's pool blocks instead of spinning.
         print("\nfor information, median CPU seconds per forward (all threads of the process):\n")
         print("| model | threads | vitattn | PyTorch | GEMM floor | PyTorch / vitattn | vitattn / floor |")
         print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package vitattn needs to build, test and benchmark
-# (clang and its compiler-rt for the libFuzzer targets, scripts/fuzz.sh).
+# (clang and its compiler-rt for the libFuzzer targets, scripts/fuzz.sh). OpenBLAS is for numpy and
+# torch (the oracles and the benchmark baselines); vitattn itself links no BLAS.
 # Run as root (or with sudo). Safe to run again: apt skips what is present.
 set -euo pipefail
 SUDO=""
@@ -10,6 +11,6 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git \
   libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev \
-  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision libopenblas0-pthread libopenblas-dev \
+  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision libopenblas0-pthread \
   hyperfine time \
   clang libclang-rt-14-dev

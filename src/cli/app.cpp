@@ -193,8 +193,9 @@ int run_images(const Options& o) {
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(plan.jobs.size()));
-  io::set_library_threads(workers > 1 ? 1 : cores);  // parallel over images, not inside one
-  spdlog::debug("{} images, {} workers", plan.jobs.size(), workers);
+  const int threads_each = workers > 1 ? 1 : cores;  // parallel over images, not inside one
+  io::set_library_threads(threads_each);
+  spdlog::debug("{} images, {} workers, {} threads each", plan.jobs.size(), workers, threads_each);
 
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "gemm.hpp"
 
 namespace vitattn {
 
@@ -55,7 +56,10 @@ void AttentionRollout::add_layer(const std::vector<Matrix>& heads) {
     rollout_ = std::move(a);
   } else {
     if (rollout_.rows() != n) throw Error("attention_rollout: layers have different token counts");
-    rollout_ = a * rollout_;                         // later layers on the left
+    // a (n_tokens, n_tokens) · rollout (n_tokens, n_tokens): later layers on the left
+    Matrix product(n, n);
+    gemm_ab(product, a, rollout_);
+    rollout_ = std::move(product);
   }
 }
 

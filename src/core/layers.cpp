@@ -3,6 +3,8 @@
 #include <cmath>
 #include <unsupported/Eigen/SpecialFunctions>  // Array::erf (vectorised for float)
 
+#include "gemm.hpp"
+
 namespace vitattn {
 
 Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
@@ -42,15 +44,15 @@ Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {
 }
 
 void linear_into(const Matrix& x, const Matrix& w, const RowVector& b, Matrix& y) {
-  // y (n_tokens, d_out) = b on every row (or 0), then y += x (n_tokens, d_in) · wᵀ (d_in, d_out):
-  // `noalias() +=` is one sgemm with β = 1, where `=` would zero-fill y first.
+  // y (n_tokens, d_out) = b on every row, then y += x (n_tokens, d_in) · wᵀ (d_in, d_out):
+  // the bias is where each output's chain of multiply-adds starts.
   y.resize(x.rows(), w.rows());
-  if (b.size() > 0) {
-    for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) = b;  // a contiguous copy per row (replicate is scalar)
-  } else {
-    y.setZero();
+  if (b.size() == 0) {
+    gemm_abt(y, x, w);
+    return;
   }
-  y.noalias() += x * w.transpose();
+  for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) = b;  // a contiguous copy per row (replicate is scalar)
+  gemm_abt(y, x, w, 1.0f, Accumulate::yes);
 }
 
 }  // namespace vitattn

@@ -5,6 +5,7 @@
 
 #include "attention.hpp"
 #include "error.hpp"
+#include "gemm.hpp"
 
 namespace vitattn {
 namespace {
@@ -26,6 +27,21 @@ void expect_shape(const std::string& source, const char* name, const RowVector& 
     throw Error(source + ": " + name + " is [" + std::to_string(v.cols()) + "], expected [" +
                 std::to_string(cols) + "]");
   if (!v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+}
+
+// softmax(s·q·kᵀ)·v as attention.cpp spells it out for `explain`, with the products in gemm
+// so that the maps have the same bytes whatever the thread count (gemm.hpp).
+Attention head_attention(const Matrix& q, const Matrix& k, const Matrix& v, bool scale) {
+  const float s = scale ? 1.0f / std::sqrt(static_cast<float>(q.cols())) : 1.0f;
+  Attention a;
+  a.weights.resize(q.rows(), k.rows());
+  // s·q (n_tokens, d_k) · kᵀ (d_k, n_tokens) → scores (n_tokens, n_tokens)
+  gemm_abt(a.weights, q, k, s);
+  softmax_rows(a.weights);
+  // weights (n_tokens, n_tokens) · v (n_tokens, d_k) → output (n_tokens, d_k)
+  a.output.resize(q.rows(), v.cols());
+  gemm_ab(a.output, a.weights, v);
+  return a;
 }
 
 }  // namespace
@@ -87,9 +103,9 @@ Matrix embed_tokens(const SingleHeadModel& model, const Matrix& patches) {
     throw Error("embed_tokens: " + std::to_string(n_patches) + " patches but pos_embed has " +
                 std::to_string(model.pos_embed.rows()) + " rows");
   Matrix x(n_patches + 1, model.d_model());
-  // patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
-  x.bottomRows(n_patches).noalias() = patches * model.w_patch.transpose();
-  x.bottomRows(n_patches).rowwise() += model.b_patch;
+  // b_patch + patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
+  x.bottomRows(n_patches).rowwise() = model.b_patch;
+  gemm_abt(x.bottomRows(n_patches), patches, model.w_patch, 1.0f, Accumulate::yes);
   x.row(0) = model.cls_token;
   // x (1 + n_patches, d_model) += pos_embed (1 + n_patches, d_model)
   x += model.pos_embed;
@@ -112,7 +128,7 @@ AttentionMaps run_single_head(const SingleHeadModel& model, const ImageTensor& i
   const Matrix q = linear(x, model.w_q, model.b_q);          // (n_tokens, d_k)
   const Matrix k = linear(x, model.w_k, model.b_k);          // (n_tokens, d_k)
   const Matrix v = linear(x, model.w_v, model.b_v);          // (n_tokens, d_k)
-  Attention a = scaled_dot_product_attention(q, k, v, Matrix(), scale);
+  Attention a = head_attention(q, k, v, scale);
   AttentionMaps maps;
   maps.cls_map = cls_row_to_grid(a.weights, model.grid_size());  // (grid, grid)
   maps.weights = std::move(a.weights);

@@ -5,6 +5,7 @@
 
 #include "attention.hpp"
 #include "error.hpp"
+#include "gemm.hpp"
 #include "model.hpp"
 #include "pos_embed.hpp"
 
@@ -91,9 +92,13 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   const Eigen::Index first = model.first_patch_token();
 
   Matrix x(first + n_patches, model.d_model());
-  // patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
-  x.bottomRows(n_patches).noalias() = patches * model.w_patch.transpose();
-  if (model.b_patch.size() > 0) x.bottomRows(n_patches).rowwise() += model.b_patch;
+  // b_patch + patches (n_patches, 3·P·P) · w_patchᵀ (3·P·P, d_model) → (n_patches, d_model)
+  if (model.b_patch.size() > 0) {
+    x.bottomRows(n_patches).rowwise() = model.b_patch;
+    gemm_abt(x.bottomRows(n_patches), patches, model.w_patch, 1.0f, Accumulate::yes);
+  } else {
+    gemm_abt(x.bottomRows(n_patches), patches, model.w_patch);
+  }
   // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
   x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
                                                    model.grid_h, model.grid_w, grid_h, grid_w, model.pos_interp);
@@ -131,24 +136,24 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, Bloc
     const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
     const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
     const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
-    // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s goes to sgemm's α
-    buf.scores.noalias() = (q * s) * k.transpose();
+    // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s is gemm's α
+    gemm_abt(buf.scores, q, k, s);
     softmax_rows(buf.scores);
     // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
-    if (!weights_only) buf.heads.middleCols(h * d_head, d_head).noalias() = buf.scores * v;
+    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), buf.scores, v);
     if (attention) attention->push_back(buf.scores);
   }
 }
 
 // x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
-// Without layer scale the product lands on x directly (sgemm with β = 1): no branch matrix,
-// no separate residual pass.
+// Without layer scale the product lands on x directly (gemm accumulating onto x + b): no
+// branch matrix, no separate residual pass.
 void add_branch(Matrix& x, const Matrix& u, const Matrix& w, const RowVector& b, const RowVector& layer_scale,
                 Matrix& branch) {
   if (layer_scale.size() == 0) {
     if (b.size() > 0) x.rowwise() += b;
     // x (n_tokens, d_model) += u (n_tokens, d_in) · wᵀ (d_in, d_model)
-    x.noalias() += u * w.transpose();
+    gemm_abt(x, u, w, 1.0f, Accumulate::yes);
     return;
   }
   linear_into(u, w, b, branch);  // (n_tokens, d_model)

@@ -3,7 +3,7 @@
 // their own pool and oversubscribe the cores.
 namespace vitattn::io {
 
-// Each worker gets `threads_per_worker` threads for OpenCV and the BLAS.
+// Each worker gets `threads_per_worker` threads for OpenCV and the matrix products.
 void set_library_threads(int threads_per_worker);
 
 }  // namespace vitattn::io

@@ -1,0 +1,53 @@
+#pragma once
+// The matrix products of the forward, with the same bytes whatever the thread count, the
+// tiling or the SIMD width.
+//
+// Every output element is one chain of fused multiply-adds over k in ascending order,
+// starting from c's own value (a bias or the residual already there, or 0):
+//   c_ij ← fma(α·a_i,k−1, b_k−1,j, … fma(α·a_i1, b_1j, fma(α·a_i0, b_0j, c_ij)))
+// FMA is correctly rounded, so that chain has one result, and the AVX-512 and AVX2 kernels
+// produce it alike; how C is cut into tiles and handed to threads cannot change it. A CPU
+// without FMA gets a portable kernel (a·b, then + c), which may differ in the last bits.
+// Why not OpenBLAS: its kernels and its split of the work depend on the thread count and on
+// the kernel the environment picks (OPENBLAS_CORETYPE), and so did the outputs.
+#include <string>
+#include <vector>
+
+#include "tensor.hpp"
+
+namespace vitattn {
+
+// A row-major block of a Matrix (rows may be strided: q, k and v are column ranges of qkv).
+using MatrixView = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
+using ConstMatrixView = Eigen::Ref<const Matrix, 0, Eigen::OuterStride<>>;
+
+// Whether the product is added onto what c holds (a bias, the residual) or replaces it.
+enum class Accumulate : bool { no = false, yes = true };
+
+// c (m, n) [+]= α·a (m, k) · bᵀ (k, n), with b stored (n, k): x·Wᵀ for nn.Linear weights
+// W (out, in), and q·kᵀ. α scales a's entries (one rounding each) before the chain.
+// c must not overlap a or b.
+void gemm_abt(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 1.0f,
+              Accumulate accumulate = Accumulate::no);
+
+// c (m, n) [+]= α·a (m, k) · b (k, n): attention weights · v, rollout's layer products.
+// c must not overlap a or b.
+void gemm_ab(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 1.0f,
+             Accumulate accumulate = Accumulate::no);
+
+// The micro-kernels. The choice is made once from the CPU (never from the environment);
+// tests force each one in turn.
+enum class GemmKernel { portable, avx2_fma, avx512 };
+
+std::vector<GemmKernel> available_gemm_kernels();  // what this CPU runs; portable always
+GemmKernel best_gemm_kernel();                      // the default: AVX-512, else AVX2+FMA, else portable
+GemmKernel gemm_kernel();                           // the one in use
+void set_gemm_kernel(GemmKernel kernel);            // throws Error when this CPU cannot run it
+std::string gemm_kernel_name(GemmKernel kernel);
+
+// Threads one product may use (the caller is one of them), default 1. Each product is cut
+// into the same tiles whatever this is, so it changes the speed and never the bytes.
+void set_gemm_threads(int threads);
+int gemm_threads();
+
+}  // namespace vitattn

@@ -1,0 +1,250 @@
+// The products behind the forward (gemm.hpp): every kernel this CPU runs against a naive
+// double-precision loop; every FMA kernel bit for bit against a scalar std::fma chain (the
+// construction that makes the bytes independent of tiling, threads and vector width); the
+// same bytes for every thread count and across kernels.
+#include "core/gemm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace vitattn {
+namespace {
+
+// Restores the kernel and thread count a test changed.
+class GemmTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    set_gemm_kernel(best_gemm_kernel());
+    set_gemm_threads(1);
+  }
+};
+
+struct Shape {
+  Eigen::Index m, n, k;
+};
+
+// Awkward on purpose: single elements, empty sides, tails that fill no register tile, k
+// across several depth chunks (256) with a tail, and the forward's own shapes.
+const std::vector<Shape> kShapes = {{1, 1, 1},    {0, 5, 3},     {5, 0, 3},     {4, 5, 0},     {13, 37, 5},
+                                    {7, 3, 300},  {25, 33, 1000}, {197, 197, 64}, {197, 64, 197}, {97, 259, 513},
+                                    {130, 70, 20}};
+
+Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+  return m;
+}
+
+bool is_fma_kernel(GemmKernel k) { return k != GemmKernel::portable; }
+
+// b_kn(p, j) of the product, whichever way b is stored.
+float at(const Matrix& b, bool transposed, Eigen::Index p, Eigen::Index j) { return transposed ? b(j, p) : b(p, j); }
+
+// The construction itself, one scalar at a time: c_ij ← fma(α·a_ip, b_pj, c_ij) for p ascending,
+// from c's value (accumulate) or from 0.
+Matrix fma_chain(const Matrix& c0, const Matrix& a, const Matrix& b, bool transposed, float alpha, bool accumulate) {
+  const Eigen::Index n = transposed ? b.rows() : b.cols();
+  Matrix c(a.rows(), n);
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      float acc = accumulate ? c0(i, j) : 0.0f;
+      for (Eigen::Index p = 0; p < a.cols(); ++p) acc = std::fma(alpha * a(i, p), at(b, transposed, p, j), acc);
+      c(i, j) = acc;
+    }
+  return c;
+}
+
+// The exact value in double, and Σ|terms| for the error bound.
+void naive(const Matrix& c0, const Matrix& a, const Matrix& b, bool transposed, float alpha, bool accumulate,
+           Eigen::MatrixXd& exact, Eigen::MatrixXd& magnitude) {
+  const Eigen::Index n = transposed ? b.rows() : b.cols();
+  exact.resize(a.rows(), n);
+  magnitude.resize(a.rows(), n);
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      double s = accumulate ? static_cast<double>(c0(i, j)) : 0.0, mag = std::abs(s);
+      for (Eigen::Index p = 0; p < a.cols(); ++p) {
+        const double t = double{alpha} * static_cast<double>(a(i, p)) * static_cast<double>(at(b, transposed, p, j));
+        s += t;
+        mag += std::abs(t);
+      }
+      exact(i, j) = s;
+      magnitude(i, j) = mag;
+    }
+}
+
+// c [+]= α·a·op(b) through gemm, from c0 (accumulate) or from a c full of NaN (it must not be read).
+Matrix product(const Matrix& c0, const Matrix& a, const Matrix& b, bool transposed, float alpha, bool accumulate) {
+  const Eigen::Index n = transposed ? b.rows() : b.cols();
+  Matrix c = c0;
+  if (!accumulate) c = Matrix::Constant(a.rows(), n, std::numeric_limits<float>::quiet_NaN());
+  const Accumulate acc = accumulate ? Accumulate::yes : Accumulate::no;
+  if (transposed) gemm_abt(c, a, b, alpha, acc);
+  else gemm_ab(c, a, b, alpha, acc);
+  return c;
+}
+
+bool same_bits(const Matrix& x, const Matrix& y) {
+  return x.rows() == y.rows() && x.cols() == y.cols() &&
+         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0;
+}
+
+std::string label(GemmKernel k, const Shape& s, bool transposed, float alpha, bool accumulate) {
+  return gemm_kernel_name(k) + (transposed ? " a·bᵀ " : " a·b ") + std::to_string(s.m) + "×" + std::to_string(s.n) +
+         "×" + std::to_string(s.k) + " α=" + std::to_string(alpha) + (accumulate ? " accumulate" : "");
+}
+
+// Every case: both forms, α = 1 and an inexact α (1/√48), with and without accumulation.
+template <typename Check>
+void for_each_case(Check check) {
+  std::uint32_t seed = 1;
+  for (const Shape& s : kShapes)
+    for (bool transposed : {true, false})
+      for (float alpha : {1.0f, 1.0f / std::sqrt(48.0f)})
+        for (bool accumulate : {false, true}) {
+          const Matrix a = random_matrix(s.m, s.k, seed++);
+          const Matrix b = transposed ? random_matrix(s.n, s.k, seed++) : random_matrix(s.k, s.n, seed++);
+          const Matrix c0 = random_matrix(s.m, s.n, seed++);
+          check(s, a, b, c0, transposed, alpha, accumulate);
+        }
+}
+
+TEST_F(GemmTest, ThisCpuHasThePortableKernelAndPicksTheWidestByDefault) {
+  const std::vector<GemmKernel> kernels = available_gemm_kernels();
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_EQ(kernels.front(), GemmKernel::portable);
+  EXPECT_EQ(kernels.back(), best_gemm_kernel());
+  EXPECT_EQ(gemm_kernel(), best_gemm_kernel());
+  std::cout << "kernels on this CPU:";
+  for (GemmKernel k : kernels) std::cout << " " << gemm_kernel_name(k);
+  std::cout << "\n";
+}
+
+TEST_F(GemmTest, EveryKernelMatchesANaiveDoubleLoop) {
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    set_gemm_kernel(kernel);
+    for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
+                      bool accumulate) {
+      const Matrix c = product(c0, a, b, transposed, alpha, accumulate);
+      Eigen::MatrixXd exact, magnitude;
+      naive(c0, a, b, transposed, alpha, accumulate, exact, magnitude);
+      ASSERT_EQ(c.rows(), s.m);
+      ASSERT_EQ(c.cols(), s.n);
+      // A float chain of k + 1 terms: at most (k + 2)·u·Σ|terms| off, u = 2⁻²⁴ (plus α's rounding).
+      const double u = std::ldexp(1.0, -24);
+      for (Eigen::Index i = 0; i < s.m; ++i)
+        for (Eigen::Index j = 0; j < s.n; ++j) {
+          const double bound = (static_cast<double>(s.k) + 3) * u * magnitude(i, j) + 1e-30;
+          ASSERT_LE(std::abs(static_cast<double>(c(i, j)) - exact(i, j)), bound)
+              << label(kernel, s, transposed, alpha, accumulate) << " at (" << i << ", " << j << ")";
+        }
+    });
+  }
+}
+
+TEST_F(GemmTest, EveryFmaKernelIsBitIdenticalToTheScalarFmaChain) {
+  int fma_kernels = 0;
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    if (!is_fma_kernel(kernel)) continue;
+    ++fma_kernels;
+    set_gemm_kernel(kernel);
+    for (int threads : {1, 2}) {
+      set_gemm_threads(threads);
+      for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
+                        bool accumulate) {
+        EXPECT_TRUE(same_bits(product(c0, a, b, transposed, alpha, accumulate),
+                              fma_chain(c0, a, b, transposed, alpha, accumulate)))
+            << label(kernel, s, transposed, alpha, accumulate) << ", " << threads << " threads";
+      });
+    }
+  }
+  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
+}
+
+TEST_F(GemmTest, TheBytesDoNotDependOnTheThreadCount) {
+  // Large enough for many tiles (and above the size kept on one thread).
+  const Matrix a = random_matrix(300, 700, 11), bt = random_matrix(500, 700, 12), b = random_matrix(700, 500, 13);
+  const Matrix c0 = random_matrix(300, 500, 14);
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    set_gemm_kernel(kernel);
+    set_gemm_threads(1);
+    const Matrix abt1 = product(c0, a, bt, true, 0.125f, true), ab1 = product(c0, a, b, false, 1.0f, false);
+    for (int threads : {2, 3, 7}) {
+      set_gemm_threads(threads);
+      EXPECT_EQ(gemm_threads(), threads);
+      EXPECT_TRUE(same_bits(product(c0, a, bt, true, 0.125f, true), abt1)) << gemm_kernel_name(kernel) << ", " << threads;
+      EXPECT_TRUE(same_bits(product(c0, a, b, false, 1.0f, false), ab1)) << gemm_kernel_name(kernel) << ", " << threads;
+    }
+  }
+}
+
+TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
+  std::vector<GemmKernel> fma;
+  for (GemmKernel k : available_gemm_kernels())
+    if (is_fma_kernel(k)) fma.push_back(k);
+  if (fma.size() < 2) GTEST_SKIP() << "fewer than two FMA kernels on this CPU";
+  const Matrix a = random_matrix(197, 384, 21), w = random_matrix(1152, 384, 22), c0 = random_matrix(197, 1152, 23);
+  set_gemm_kernel(fma.front());
+  const Matrix first = product(c0, a, w, true, 1.0f, true);
+  for (GemmKernel k : fma) {
+    set_gemm_kernel(k);
+    for (int threads : {1, 2}) {
+      set_gemm_threads(threads);
+      EXPECT_TRUE(same_bits(product(c0, a, w, true, 1.0f, true), first)) << gemm_kernel_name(k) << ", " << threads;
+    }
+  }
+}
+
+TEST_F(GemmTest, StridedBlocksAreReadAndWrittenInPlace) {
+  // q and k as column ranges of one qkv matrix, the result into a column range of a wider one:
+  // the layout of the multi-head attention.
+  const Matrix qkv = random_matrix(50, 3 * 40, 31), v = random_matrix(50, 20, 32);
+  Matrix heads = Matrix::Constant(50, 60, 7.0f);
+  const auto q = qkv.middleCols(10, 20), k = qkv.middleCols(50, 20);
+  Matrix scores(50, 50);
+  gemm_abt(scores, q, k, 0.5f);
+  gemm_ab(heads.middleCols(20, 20), scores, v);
+  const Matrix q_copy = q, k_copy = k;
+  const Matrix expected_scores = fma_chain(Matrix(), q_copy, k_copy, true, 0.5f, false);
+  const Matrix expected_heads = fma_chain(Matrix(), expected_scores, v, false, 1.0f, false);
+  if (is_fma_kernel(gemm_kernel())) {
+    EXPECT_TRUE(same_bits(scores, expected_scores));
+    EXPECT_TRUE(same_bits(heads.middleCols(20, 20), expected_heads));
+  } else {
+    EXPECT_TRUE(scores.isApprox(expected_scores, 1e-5f));
+    EXPECT_TRUE(Matrix(heads.middleCols(20, 20)).isApprox(expected_heads, 1e-5f));
+  }
+  EXPECT_TRUE((heads.leftCols(20).array() == 7.0f).all()) << "columns left of the block were touched";
+  EXPECT_TRUE((heads.rightCols(20).array() == 7.0f).all()) << "columns right of the block were touched";
+}
+
+TEST_F(GemmTest, AnEmptySumLeavesOrZeroesC) {
+  const Matrix a(3, 0), b(4, 0);
+  Matrix c = Matrix::Constant(3, 4, 2.5f);
+  gemm_abt(c, a, b, 1.0f, Accumulate::yes);
+  EXPECT_TRUE((c.array() == 2.5f).all());
+  gemm_abt(c, a, b);
+  EXPECT_TRUE((c.array() == 0.0f).all());
+}
+
+TEST_F(GemmTest, ShapesThatDoNotFitAreRefused) {
+  Matrix c(3, 4);
+  EXPECT_THROW(gemm_abt(c, Matrix(3, 5), Matrix(4, 6)), Error);  // inner sizes differ
+  EXPECT_THROW(gemm_abt(c, Matrix(2, 5), Matrix(4, 5)), Error);  // c has the wrong rows
+  EXPECT_THROW(gemm_ab(c, Matrix(3, 5), Matrix(5, 3)), Error);   // c has the wrong columns
+  EXPECT_THROW(gemm_ab(c, Matrix(3, 5), Matrix(6, 4)), Error);
+}
+
+}  // namespace
+}  // namespace vitattn
