@@ -43,6 +43,8 @@ io::ProcessOptions process_options(const Options& o) {
   p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
   p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
   p.render.alpha = o.alpha;
+  p.format.format = o.format == "jpg" ? io::ImageFormat::jpg : o.format == "webp" ? io::ImageFormat::webp : io::ImageFormat::png;
+  p.format.quality = o.quality;
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
@@ -110,13 +112,15 @@ int run_images(const Options& o) {
   const fs::path out = o.output;
   prepare_output(out);
   const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
-  io::BatchPlan plan = io::plan_batch(inputs, out, o.recursive, [](const fs::path& p) {
-    spdlog::debug("skipped {} (not an image by its extension)", io::display(p));
-  });
+  const io::ProcessOptions options = process_options(o);
+  const char* overlay = io::overlay_suffix(options.format.format);  // "_attn.png", "_attn.jpg", …
+  io::BatchPlan plan = io::plan_batch(
+      inputs, out, o.recursive,
+      [](const fs::path& p) { spdlog::debug("skipped {} (not an image by its extension)", io::display(p)); }, overlay);
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
-  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention) : 0;
+  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, o.save_attention, overlay) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
@@ -132,13 +136,12 @@ int run_images(const Options& o) {
   io::set_library_threads(workers > 1 ? 1 : cores);  // parallel over images, not inside one
   spdlog::debug("{} images, {} workers", plan.jobs.size(), workers);
 
-  const io::ProcessOptions options = process_options(o);
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
   const BatchResult result = run_batch(
       plan.jobs, workers,
       [&](const io::ImageJob& job) {
-        io::prepare_output_path(out, job, options.save_attention);  // no symlink in the output tree is followed
+        io::prepare_output_path(out, job, options.save_attention, overlay);  // no symlink in the output tree is followed
         io::process_image(job, model, options);
       },
       progress, [] { return InterruptGuard::signal_received() != 0; });

@@ -7,6 +7,7 @@
 
 #include "core/attention.hpp"
 #include "core/seeded_model.hpp"
+#include "io/image_writer.hpp"
 #include "io/overlay.hpp"
 
 namespace vitattn::cli {
@@ -136,7 +137,7 @@ int explain(std::ostream& out, const std::string& heatmap_png) {
   example_c(out);
   example_d(out);
   if (!heatmap_png.empty()) {
-    io::write_png_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
+    io::write_image_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
     out << "\nWrote example (b)'s weights as a heatmap: " << heatmap_png << "\n";
   }
   return 0;

@@ -19,6 +19,8 @@ void check_combinations(const CLI::App& app, const Options& o) {
       if (given(encoder_only))
         throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
   }
+  if (given("--quality") && o.format == "png")
+    throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
   if (given("--discard-ratio") && !o.rollout) throw CLI::ValidationError("--discard-ratio needs --rollout");
   if (o.rollout && o.head != "mean" && o.head != "max" && o.head != "min")
     throw CLI::ValidationError("--rollout fuses heads with --head mean, max or min, not \"" + o.head + "\"");
@@ -45,7 +47,7 @@ void add_options(CLI::App& app, Options& o) {
       "attention over the patches onto the image, at the image's own resolution.\n"
       "Without --model: one seeded, untrained head. With a ViT checkpoint (timm, DINO, DINOv2,\n"
       "Hugging Face, torchvision): the encoder runs up to --layer and --head picks what is drawn.\n"
-      "Writes <out>/<name>_attn.png for every input image.");
+      "Writes <out>/<name>_attn.png for every input image (.jpg or .webp with --format).");
   app.footer(
       "Examples:\n"
       "  vitattn images/cat.jpg                     → vitattn-out/cat_attn.png\n"
@@ -156,6 +158,14 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--alpha", o.alpha, "Weight of the heatmap in the blend")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
+      ->group("Output");
+  app.add_option("--format", o.format,
+                 "Overlay file format: png (lossless), or jpg and webp for small previews")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"png", "jpg", "webp"}, CLI::ignore_case))
+      ->group("Output");
+  app.add_option("--quality", o.quality, "JPEG or WebP quality (default 90)")
+      ->check(CLI::Range(1, 100))
       ->group("Output");
   app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
       ->capture_default_str()

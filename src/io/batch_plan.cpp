@@ -20,8 +20,6 @@ namespace {
 constexpr const char* kImageExtensions[] = {"jpg", "jpeg", "jpe", "png", "bmp", "dib", "tif", "tiff", "webp",
                                             "pbm", "pgm",  "ppm", "pnm", "jp2", "sr",  "ras", "exr",  "hdr"};
 
-constexpr const char* kOutputSuffixes[] = {"_attn.png", "_attn.npy", "_cls.npy"};
-
 std::string lower_extension(const fs::path& p) {
   std::string ext = p.extension().string();
   if (!ext.empty()) ext.erase(0, 1);
@@ -100,7 +98,7 @@ fs::path with_suffix(const fs::path& base, const char* suffix) {
 }
 
 BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_dir, bool recursive,
-                     const std::function<void(const fs::path&)>& skipped) {
+                     const std::function<void(const fs::path&)>& skipped, const char* overlay_suffix) {
   BatchPlan plan;
   const fs::path out_canonical = canonical_or_self(out_dir);
   std::vector<Candidate> found;
@@ -134,8 +132,9 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   // Anything still shared, or an output that would overwrite an input, gets a counter.
   std::set<fs::path> input_paths;
   for (const auto& c : found) input_paths.insert(canonical_or_self(c.input));
+  const auto suffixes = output_suffixes(true, overlay_suffix);
   auto clobbers_input = [&](const fs::path& b) {
-    return std::any_of(std::begin(kOutputSuffixes), std::end(kOutputSuffixes),
+    return std::any_of(suffixes.begin(), suffixes.end(),
                        [&](const char* s) { return input_paths.count(canonical_or_self(with_suffix(b, s))) > 0; });
   };
   std::set<fs::path> taken;
@@ -144,13 +143,13 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     for (int n = 2; taken.count(candidate) || clobbers_input(candidate); ++n)
       candidate = with_suffix(base[i], ("-" + std::to_string(n)).c_str());
     if (candidate != out_dir / found[i].rel_dir / found[i].input.stem())
-      plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, "_attn.png")) +
+      plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, overlay_suffix)) +
                              " (another input has the same name)");
     taken.insert(candidate);
     // Outputs are named from the input's stem and the sub-folder it was found in, so they
     // stay below the output folder; this makes sure of it, whatever the input path held.
-    if (below(out_dir, with_suffix(candidate, "_attn.png")).empty()) {
-      plan.errors.push_back(display(found[i].input) + ": its output " + display(with_suffix(candidate, "_attn.png")) +
+    if (below(out_dir, with_suffix(candidate, overlay_suffix)).empty()) {
+      plan.errors.push_back(display(found[i].input) + ": its output " + display(with_suffix(candidate, overlay_suffix)) +
                             " would fall outside the output folder; skipped");
       continue;
     }
@@ -159,13 +158,13 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   return plan;
 }
 
-std::vector<const char*> output_suffixes(bool save_attention) {
-  if (save_attention) return {"_attn.png", "_attn.npy", "_cls.npy"};
-  return {"_attn.png"};
+std::vector<const char*> output_suffixes(bool save_attention, const char* overlay_suffix) {
+  if (save_attention) return {overlay_suffix, "_attn.npy", "_cls.npy"};
+  return {overlay_suffix};
 }
 
-std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention) {
-  const auto suffixes = output_suffixes(save_attention);
+std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention, const char* overlay_suffix) {
+  const auto suffixes = output_suffixes(save_attention, overlay_suffix);
   return std::erase_if(plan.jobs, [&](const ImageJob& job) {
     return std::all_of(suffixes.begin(), suffixes.end(), [&](const char* s) {
       std::error_code ec;  // symlink_status: a link at an output name is not a finished output
@@ -174,9 +173,9 @@ std::size_t drop_finished_jobs(BatchPlan& plan, bool save_attention) {
   });
 }
 
-void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention) {
+void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save_attention, const char* overlay_suffix) {
   const std::string input = display(job.input);
-  const fs::path rel = below(out_dir, with_suffix(job.output_base, "_attn.png"));
+  const fs::path rel = below(out_dir, with_suffix(job.output_base, overlay_suffix));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
   // Walk down from the output folder one name at a time with lstat, never through a link.
   fs::path dir = out_dir;
@@ -195,7 +194,7 @@ void prepare_output_path(const fs::path& out_dir, const ImageJob& job, bool save
       throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
     if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
   }
-  for (const char* suffix : output_suffixes(save_attention)) {
+  for (const char* suffix : output_suffixes(save_attention, overlay_suffix)) {
     const fs::path file = with_suffix(job.output_base, suffix);
     struct stat st {};
     if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case

@@ -29,7 +29,7 @@ void process_single_head(const ImageJob& job, const SingleHeadModel& model, cons
     write_npy(with_suffix(job.output_base, "_attn.npy"), maps.weights);  // (n_tokens, n_tokens)
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
   }
-  write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlay);
+  write_image_atomic(with_suffix(job.output_base, overlay_suffix(options.format.format)), overlay, options.format);
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
@@ -96,17 +96,19 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
     if (view.head == HeadChoice::all && !view.rollout) shape.insert(shape.begin(), maps.size());
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
   }
+  const char* suffix = overlay_suffix(options.format.format);
   if (overlays.size() == 1) {
-    write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlays.front());
+    write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
     return;
   }
   std::vector<std::string> labels;
   for (std::size_t h = 0; h < overlays.size(); ++h) {
     labels.push_back("head " + std::to_string(h));
-    write_png_atomic(with_suffix(job.output_base, ("_attn_h" + std::to_string(h) + ".png").c_str()), overlays[h]);
+    const std::string head_suffix = "_attn_h" + std::to_string(h) + extension(options.format.format);
+    write_image_atomic(with_suffix(job.output_base, head_suffix.c_str()), overlays[h], options.format);
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
-  write_png_atomic(with_suffix(job.output_base, "_attn.png"), tile_images(overlays, labels, 512));
+  write_image_atomic(with_suffix(job.output_base, suffix), tile_images(overlays, labels, 512), options.format);
 }
 
 }  // namespace

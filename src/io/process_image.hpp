@@ -9,6 +9,7 @@
 #include "core/attention_maps.hpp"
 #include "core/model.hpp"
 #include "core/vit.hpp"
+#include "image_writer.hpp"
 #include "overlay.hpp"
 
 namespace vitattn::io {
@@ -33,6 +34,7 @@ struct EncoderView {
 
 struct ProcessOptions {
   RenderOptions render;
+  OutputFormat format;          // the overlays' file format (PNG by default)
   bool scale = true;            // 1/√d_k
   bool save_attention = false;  // also write _attn.npy and _cls.npy
   std::uint64_t max_pixels = 100'000'000;
