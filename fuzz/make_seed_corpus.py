@@ -203,6 +203,21 @@ write("npy_read", "bad-huge-shape.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H",
 write("npy_read", "bad-header-length.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
 write("npy_read", "bad-not-npy.npy", b"PK\x03\x04 a zip, as .npz files are")
 
+# --- png (the encoder: bytes 0-6 choose width, height, channels, filter, level and IDAT size;
+#     the rest, repeated, are the pixels) ------------------------------------------------------
+
+def png_seed(w64, wmul, h64, channels, flt, level, idat, pixels):
+    return bytes([w64, wmul, h64, channels, flt, level, idat]) + bytes(pixels)
+
+
+prng = np.random.default_rng(11)
+write("png", "ok-1x1-grey.bin", png_seed(0, 0, 0, 0, 0, 0, 0, [7]))
+write("png", "ok-odd-bgr-paeth.bin", png_seed(16, 0, 8, 1, 3, 1, 0, prng.integers(0, 256, 300)))
+write("png", "ok-wide-bgra-adaptive.bin", png_seed(63, 3, 2, 2, 4, 2, 1, prng.integers(0, 256, 1000)))
+write("png", "ok-gradient-sub-up.bin", png_seed(30, 1, 20, 1, 1, 3, 3, range(256)))
+write("png", "ok-flat-up.bin", png_seed(40, 0, 40, 1, 2, 1, 0, [200, 100, 50]))
+write("png", "ok-empty.bin", b"")
+
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"{sum(1 for p in OUT.rglob('*') if p.is_file())} seed files, {total} bytes in {OUT}")

@@ -162,7 +162,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--format", o.format,
                  "Overlay file format: png (lossless), or jpg and webp for small previews")
       ->capture_default_str()
-      ->check(CLI::IsMember({"png", "jpg", "webp"}, CLI::ignore_case))
+      ->transform(CLI::IsMember({"png", "jpg", "webp"}, CLI::ignore_case))  // "JPG" → "jpg"
       ->group("Output");
   app.add_option("--quality", o.quality, "JPEG or WebP quality (default 90)")
       ->check(CLI::Range(1, 100))
