@@ -217,6 +217,8 @@ write("png", "ok-wide-bgra-adaptive.bin", png_seed(63, 3, 2, 2, 4, 2, 1, prng.in
 write("png", "ok-gradient-sub-up.bin", png_seed(30, 1, 20, 1, 1, 3, 3, range(256)))
 write("png", "ok-flat-up.bin", png_seed(40, 0, 40, 1, 2, 1, 0, [200, 100, 50]))
 write("png", "ok-empty.bin", b"")
+# 2x2 grey whose last pixel has a Paeth tie between b (0) and c (10) with a = 15: b must win
+write("png", "ok-paeth-tie.bin", png_seed(1, 0, 1, 0, 3, 1, 0, [10, 0, 15, 99]))
 
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
