@@ -136,13 +136,18 @@ std::vector<Byte> filtered_rows(const cv::Mat& image, PngFilter choice) {
   return rows;
 }
 
-std::vector<Byte> zlib_stream(const std::vector<Byte>& rows, int level) {
+struct ZlibStream {
+  std::unique_ptr<Byte[]> bytes;  // not zero-filled: only the pages deflate writes are ever touched
+  std::size_t size = 0;
+};
+
+ZlibStream zlib_stream(const std::vector<Byte>& rows, int level) {
   const std::unique_ptr<libdeflate_compressor, FreeCompressor> c(libdeflate_alloc_compressor(level));
   if (!c) fail("cannot set up libdeflate at level " + std::to_string(level));
-  std::vector<Byte> z(libdeflate_zlib_compress_bound(c.get(), rows.size()));
-  const std::size_t size = libdeflate_zlib_compress(c.get(), rows.data(), rows.size(), z.data(), z.size());
-  if (size == 0) fail("libdeflate could not compress the image");  // cannot happen with the bound's room
-  z.resize(size);
+  const std::size_t bound = libdeflate_zlib_compress_bound(c.get(), rows.size());
+  ZlibStream z{std::unique_ptr<Byte[]>(new Byte[bound]), 0};
+  z.size = libdeflate_zlib_compress(c.get(), rows.data(), rows.size(), z.bytes.get(), bound);
+  if (z.size == 0) fail("libdeflate could not compress the image");  // cannot happen with the bound's room
   return z;
 }
 
@@ -155,7 +160,7 @@ std::vector<std::uint8_t> encode_png(const cv::Mat& image, const PngOptions& opt
   if (options.level < 0 || options.level > 12) fail("level " + std::to_string(options.level) + " is not in 0…12");
   if (options.idat_bytes == 0 || options.idat_bytes > kMaxChunk) fail("IDAT chunk size out of range");
 
-  const std::vector<Byte> z = zlib_stream(filtered_rows(image, options.filter), options.level);
+  const ZlibStream z = zlib_stream(filtered_rows(image, options.filter), options.level);
 
   // IHDR: width, height, bit depth 8, colour type (0 grey, 2 RGB, 6 RGBA), compression 0,
   // filter method 0, no interlace (§11.2.2)
@@ -164,13 +169,13 @@ std::vector<std::uint8_t> encode_png(const cv::Mat& image, const PngOptions& opt
   ihdr[8] = 8;
   ihdr[9] = image.channels() == 1 ? 0 : image.channels() == 3 ? 2 : 6;
 
-  const std::size_t chunks = (z.size() + options.idat_bytes - 1) / options.idat_bytes;
-  std::vector<Byte> png(sizeof kSignature + (12 + sizeof ihdr) + (12 * chunks + z.size()) + 12);
+  const std::size_t chunks = (z.size + options.idat_bytes - 1) / options.idat_bytes;
+  std::vector<Byte> png(sizeof kSignature + (12 + sizeof ihdr) + (12 * chunks + z.size) + 12);
   Byte* at = png.data();
   std::memcpy(at, kSignature, sizeof kSignature);
   at = put_chunk(at + sizeof kSignature, "IHDR", ihdr, sizeof ihdr);
-  for (std::size_t from = 0; from < z.size(); from += options.idat_bytes)
-    at = put_chunk(at, "IDAT", z.data() + from, std::min(options.idat_bytes, z.size() - from));
+  for (std::size_t from = 0; from < z.size; from += options.idat_bytes)
+    at = put_chunk(at, "IDAT", z.bytes.get() + from, std::min(options.idat_bytes, z.size - from));
   put_chunk(at, "IEND", nullptr, 0);
   return png;
 }
