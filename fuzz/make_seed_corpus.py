@@ -290,6 +290,22 @@ write("pth", "bad-compressed.pth",
 write("pth", "bad-truncated.pth", good_pth[:-30])
 write("pth", "bad-legacy-pickle.pth", b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j\xa8P\x19.")
 
+# --- png (the encoder: bytes 0-6 choose width, height, channels, filter, level and IDAT size;
+#     the rest, repeated, are the pixels) ------------------------------------------------------
+
+def png_seed(w64, wmul, h64, channels, flt, level, idat, pixels):
+    return bytes([w64, wmul, h64, channels, flt, level, idat]) + bytes(pixels)
+
+
+prng = np.random.default_rng(11)
+write("png", "ok-1x1-grey.bin", png_seed(0, 0, 0, 0, 0, 0, 0, [7]))
+write("png", "ok-odd-bgr-paeth.bin", png_seed(16, 0, 8, 1, 3, 1, 0, prng.integers(0, 256, 300)))
+write("png", "ok-wide-bgra-adaptive.bin", png_seed(63, 3, 2, 2, 4, 2, 1, prng.integers(0, 256, 1000)))
+write("png", "ok-gradient-sub-up.bin", png_seed(30, 1, 20, 1, 1, 3, 3, range(256)))
+write("png", "ok-flat-up.bin", png_seed(40, 0, 40, 1, 2, 1, 0, [200, 100, 50]))
+write("png", "ok-empty.bin", b"")
+# 2x2 grey whose last pixel has a Paeth tie between b (0) and c (10) with a = 15: b must win
+write("png", "ok-paeth-tie.bin", png_seed(1, 0, 1, 0, 3, 1, 0, [10, 0, 15, 99]))
 
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <opencv2/imgcodecs.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "io/model_file.hpp"
 #include "io/npy.hpp"
 #include "io/pth_reader.hpp"
+#include "io/png_writer.hpp"
 #include "io/safetensors.hpp"
 #include "io/vit_loader.hpp"
 
@@ -330,8 +332,32 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size) {
   return Outcome::accepted;
 }
 
+Outcome png_input(const std::uint8_t* data, std::size_t size) {
+  std::uint8_t head[7] = {};
+  if (size > 0) std::memcpy(head, data, size < 7 ? size : 7);
+  const int width = (1 + head[0] % 64) * (1 + head[1] % 4);  // up to 256: rows longer than a filter's reach
+  const int height = 1 + head[2] % 64;
+  const int channels = head[3] % 3 == 0 ? 1 : head[3] % 3 == 1 ? 3 : 4;
+  constexpr io::PngFilter filters[] = {io::PngFilter::none, io::PngFilter::sub, io::PngFilter::up,
+                                       io::PngFilter::paeth, io::PngFilter::adaptive};
+  const io::PngOptions options{filters[head[4] % 5], head[5] % 4, 1 + static_cast<std::size_t>(head[6]) * 64};
+  cv::Mat image(height, width, CV_8UC(channels));
+  const std::size_t n = image.total() * image.elemSize();
+  const std::size_t payload = size > 7 ? size - 7 : 0;
+  for (std::size_t i = 0; i < n; ++i) image.data[i] = payload == 0 ? 0 : data[7 + i % payload];
+
+  const std::vector<std::uint8_t> png = io::encode_png(image, options);
+  const cv::Mat back = cv::imdecode(png, cv::IMREAD_UNCHANGED);
+  require(!back.empty(), "libpng cannot decode the encoder's output");
+  require(back.size() == image.size() && back.type() == image.type(), "libpng decodes another size or type");
+  require(cv::norm(back, image, cv::NORM_INF) == 0.0, "libpng decodes other pixels than were encoded");
+  require(io::encode_png(image, options) == png, "encoding the same image twice gave different bytes");
+  return Outcome::accepted;
+}
+
 Target target_by_name(std::string_view name) {
   if (name == "pth") return pth_input;
+  if (name == "png") return png_input;
   if (name == "npy_read") return npy_read_input;
   if (name == "safetensors") return safetensors_input;
   if (name == "image") return image_input;

@@ -40,9 +40,15 @@ Outcome npy_read_input(const std::uint8_t* data, std::size_t size);
 // says; then the model loaders, which may refuse only with Error. accepted = read.
 Outcome pth_input(const std::uint8_t* data, std::size_t size);
 
+// vitattn's PNG encoder: the bytes give an image (byte 0: width 1…64 · (1 + byte 1 % 4), byte 2:
+// height 1…64, byte 3: grey/BGR/BGRA, byte 4: the filter, byte 5: level 0…3, byte 6: IDAT chunk
+// size; the rest, repeated, the pixels). Encoded, then decoded by libpng (cv::imdecode): the
+// pixels must come back exactly, and a second encoding must give the same bytes. Always accepted.
+Outcome png_input(const std::uint8_t* data, std::size_t size);
+
 using Target = Outcome (*)(const std::uint8_t*, std::size_t);
 
-// "safetensors", "image", "npy", "npy_read" or "pth"; nullptr for any other name.
+// "safetensors", "image", "npy", "npy_read", "pth" or "png"; nullptr for any other name.
 Target target_by_name(std::string_view name);
 
 }  // namespace vitattn::fuzz

@@ -44,6 +44,8 @@ io::ProcessOptions process_options(const Options& o) {
   p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
   p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
   p.render.alpha = o.alpha;
+  p.format.format = o.format == "jpg" ? io::ImageFormat::jpg : o.format == "webp" ? io::ImageFormat::webp : io::ImageFormat::png;
+  p.format.quality = o.quality;
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;

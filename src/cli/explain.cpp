@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
 #include "io/file_kind.hpp"
+#include "io/image_writer.hpp"
 #include "io/overlay.hpp"
 
 namespace vitattn::cli {
@@ -146,7 +147,7 @@ int explain(std::ostream& out, const std::string& heatmap_png) {
   example_c(out);
   example_d(out);
   if (!heatmap_png.empty()) {
-    io::write_png_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
+    io::write_image_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
     out << "\nWrote example (b)'s weights as a heatmap: " << heatmap_png << "\n";
   }
   return 0;

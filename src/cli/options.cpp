@@ -54,6 +54,8 @@ void check_combinations(const CLI::App& app, const Options& o) {
         throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
   }
   if (o.model.empty()) check_seeded_shape(o.shape);
+  if (given("--quality") && o.format == "png")
+    throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
   if (given("--discard-ratio") && !o.rollout) throw CLI::ValidationError("--discard-ratio needs --rollout");
   if (o.rollout && o.head != "mean" && o.head != "max" && o.head != "min")
     throw CLI::ValidationError("--rollout fuses heads with --head mean, max or min, not \"" + o.head + "\"");
@@ -136,7 +138,7 @@ void add_options(CLI::App& app, Options& o) {
       "attention over the patches onto the image, at the image's own resolution.\n"
       "Without --model: one seeded, untrained head. With a ViT checkpoint (timm, DINO, DINOv2,\n"
       "Hugging Face, torchvision): the encoder runs up to --layer and --head picks what is drawn.\n"
-      "Writes <out>/<name>_attn.png for every input image.");
+      "Writes <out>/<name>_attn.png for every input image (.jpg or .webp with --format).");
   app.footer(
       "Examples:\n"
       "  vitattn images/cat.jpg                     → vitattn-out/cat_attn.png\n"
@@ -263,6 +265,14 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--alpha", o.alpha, "Weight of the heatmap in the blend")
       ->capture_default_str()
       ->check(number_in(0.0, 1.0))
+      ->group("Output");
+  app.add_option("--format", o.format,
+                 "Overlay file format: png (lossless), or jpg and webp for small previews")
+      ->capture_default_str()
+      ->transform(CLI::IsMember({"png", "jpg", "webp"}, CLI::ignore_case))  // "JPG" → "jpg"
+      ->group("Output");
+  app.add_option("--quality", o.quality, "JPEG or WebP quality (default 90)")
+      ->check(CLI::Range(1, 100))
       ->group("Output");
   app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
       ->capture_default_str()

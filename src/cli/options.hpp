@@ -26,6 +26,8 @@ struct Options {
   std::string interp = "linear";
   std::string colormap = "jet";
   double alpha = 0.5;
+  std::string format = "png";  // png | jpg | webp
+  int quality = 90;            // jpg and webp only
   std::uint64_t max_pixels = 100'000'000;
   bool strict = false;         // damaged-but-decodable images fail instead of a warning
   // Encoder checkpoints

@@ -170,18 +170,20 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     }
   }
   // Anything still shared gets a counter.
+  const std::string overlay = output_suffixes(outputs).front();  // "_attn.png" (or the --format's)
+  const char* overlay_suffix = overlay.c_str();
   std::set<fs::path> taken;
   for (std::size_t i = 0; i < found.size(); ++i) {
     fs::path candidate = base[i];
     for (int n = 2; taken.count(candidate); ++n) candidate = with_suffix(base[i], ("-" + std::to_string(n)).c_str());
     if (candidate != out_dir / found[i].rel_dir / found[i].input.stem())
-      plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, "_attn.png")) +
+      plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, overlay_suffix)) +
                              " (another input has the same name)");
     taken.insert(candidate);
     // Outputs are named from the input's stem and the sub-folder it was found in, so they
     // stay below the output folder; this makes sure of it, whatever the input path held.
-    if (below(out_dir, with_suffix(candidate, "_attn.png")).empty()) {
-      plan.errors.push_back(display(found[i].input) + ": its output " + display(with_suffix(candidate, "_attn.png")) +
+    if (below(out_dir, with_suffix(candidate, overlay_suffix)).empty()) {
+      plan.errors.push_back(display(found[i].input) + ": its output " + display(with_suffix(candidate, overlay_suffix)) +
                             " would fall outside the output folder; skipped");
       continue;
     }
@@ -211,7 +213,7 @@ std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
 
 void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const OutputSet& outputs) {
   const std::string input = display(job.input);
-  const fs::path rel = below(out_dir, with_suffix(job.output_base, "_attn.png"));
+  const fs::path rel = below(out_dir, with_suffix(job.output_base, output_suffixes(outputs).front().c_str()));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
   // Walk down from the output folder one name at a time with lstat, never through a link.
   fs::path dir = out_dir;

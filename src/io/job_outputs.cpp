@@ -6,11 +6,18 @@
 namespace vitattn::io {
 namespace fs = std::filesystem;
 
-std::string head_overlay_suffix(int head) { return "_attn_h" + std::to_string(head) + ".png"; }
+namespace {
+// Every format an overlay can be written in (image_writer.hpp's ImageFormat).
+constexpr const char* kOverlayExtensions[] = {".png", ".jpg", ".webp"};
+}  // namespace
+
+std::string head_overlay_suffix(int head, const std::string& image_extension) {
+  return "_attn_h" + std::to_string(head) + image_extension;
+}
 
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
-  std::vector<std::string> s{"_attn.png"};
-  for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h));
+  std::vector<std::string> s{"_attn" + outputs.image_extension};
+  for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
   if (outputs.save_attention) {
     s.push_back("_attn.npy");
     s.push_back("_cls.npy");
@@ -34,19 +41,24 @@ bool is_output_name(const fs::path& file) {
   const auto ends_with = [&name](const std::string& suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  OutputSet every;  // every output any run can write; one head stands for all in the loop below
-  every.save_attention = true;
-  every.mask = true;
-  for (const std::string& suffix : output_suffixes(every))
-    if (ends_with(suffix)) return true;
-  // "_attn_h<digits>.png"
-  const std::string head = "_attn_h", png = ".png";
-  if (!ends_with(png)) return false;
-  const std::size_t digits_end = name.size() - png.size();
-  std::size_t digits_begin = digits_end;
-  while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(name[digits_begin - 1]))) --digits_begin;
-  return digits_begin < digits_end && digits_begin > head.size() &&
-         name.compare(digits_begin - head.size(), head.size(), head) == 0;
+  for (const char* ext : kOverlayExtensions) {
+    OutputSet every;  // every output any run can write; one head stands for all in the loop below
+    every.image_extension = ext;
+    every.save_attention = true;
+    every.mask = true;
+    for (const std::string& suffix : output_suffixes(every))
+      if (ends_with(suffix)) return true;
+    // "_attn_h<digits>.<ext>"
+    const std::string head = "_attn_h", image = ext;
+    if (!ends_with(image)) continue;
+    const std::size_t digits_end = name.size() - image.size();
+    std::size_t digits_begin = digits_end;
+    while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(name[digits_begin - 1]))) --digits_begin;
+    if (digits_begin < digits_end && digits_begin > head.size() &&
+        name.compare(digits_begin - head.size(), head.size(), head) == 0)
+      return true;
+  }
+  return false;
 }
 
 }  // namespace vitattn::io

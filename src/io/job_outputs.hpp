@@ -12,22 +12,23 @@ namespace vitattn::io {
 
 // Which of its outputs each job of a run writes.
 struct OutputSet {
+  std::string image_extension = ".png";  // the overlays' format (--format): ".png", ".jpg" or ".webp"
   bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
 };
 
-// "_attn_h<h>.png": one head's overlay with --head all.
-std::string head_overlay_suffix(int head);
+// "_attn_h<h>.png" (or the format's extension): one head's overlay with --head all.
+std::string head_overlay_suffix(int head, const std::string& image_extension = ".png");
 
-// The suffixes a job writes after its output base, the overlay "_attn.png" first (written
+// The suffixes a job writes after its output base, the overlay "_attn.png" (.jpg, .webp) first (written
 // last, so that when it exists the others do too).
 std::vector<std::string> output_suffixes(const OutputSet& outputs);
 
 // output_base + every suffix.
 std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs);
 
-// True when the file name is one that some vitattn run writes ("x_attn.png",
+// True when the file name is one that some vitattn run writes ("x_attn.png", "x_attn.jpg",
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.
 bool is_output_name(const std::filesystem::path& file);
 

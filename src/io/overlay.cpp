@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/error.hpp"
 #include "core/model.hpp"
-#include "file_io.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -112,16 +109,6 @@ cv::Mat render_heatmap(const Matrix& map, int cell, int colormap) {
   cv::Mat heat;
   cv::applyColorMap(level, heat, colormap);
   return heat;
-}
-
-void write_png_atomic(const std::filesystem::path& path, const cv::Mat& image) {
-  std::vector<std::uint8_t> png;
-  try {
-    if (!cv::imencode(".png", image, png)) throw Error(display(path) + ": PNG encoding failed");
-  } catch (const cv::Exception& e) {
-    throw Error(display(path) + ": PNG encoding failed: " + e.err);
-  }
-  write_file_atomic(path, png.data(), png.size());
 }
 
 }  // namespace vitattn::io

@@ -1,6 +1,5 @@
 #pragma once
 // Drawing the class-token map over the original image.
-#include <filesystem>
 #include <opencv2/core.hpp>
 #include <optional>
 #include <string>
@@ -34,8 +33,5 @@ cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::s
 
 // A map alone as a coloured image, each cell `cell` pixels wide (used by explain).
 cv::Mat render_heatmap(const Matrix& map, int cell, int colormap);
-
-// PNG-encodes and writes via a temporary file and rename; throws Error naming `path`.
-void write_png_atomic(const std::filesystem::path& path, const cv::Mat& image);
 
 }  // namespace vitattn::io

@@ -46,7 +46,7 @@ void process_single_head(const ImageJob& job, const SingleHeadModel& model, cons
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, false);
   }
-  write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlay);
+  write_image_atomic(with_suffix(job.output_base, overlay_suffix(options.format.format)), overlay, options.format);
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
@@ -119,17 +119,19 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
   }
+  const char* suffix = overlay_suffix(options.format.format);
   if (overlays.size() == 1) {
-    write_png_atomic(with_suffix(job.output_base, "_attn.png"), overlays.front());
+    write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
     return;
   }
   std::vector<std::string> labels;
   for (std::size_t h = 0; h < overlays.size(); ++h) {
     labels.push_back("head " + std::to_string(h));
-    write_png_atomic(with_suffix(job.output_base, head_overlay_suffix(static_cast<int>(h)).c_str()), overlays[h]);
+    write_image_atomic(with_suffix(job.output_base, head_overlay_suffix(static_cast<int>(h), extension(options.format.format)).c_str()),
+                       overlays[h], options.format);
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
-  write_png_atomic(with_suffix(job.output_base, "_attn.png"), tile_images(overlays, labels, 512));
+  write_image_atomic(with_suffix(job.output_base, suffix), tile_images(overlays, labels, 512), options.format);
 }
 
 }  // namespace
@@ -158,6 +160,7 @@ int resolve_layer(int layer, int n_layers) {
 
 OutputSet written_outputs(const Model& model, const ProcessOptions& options) {
   OutputSet outputs;
+  outputs.image_extension = extension(options.format.format);
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
   const auto* vit = std::get_if<VitModel>(&model);

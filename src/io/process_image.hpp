@@ -11,6 +11,7 @@
 #include "core/attention_maps.hpp"
 #include "core/model.hpp"
 #include "core/vit.hpp"
+#include "image_writer.hpp"
 #include "overlay.hpp"
 
 namespace vitattn::io {
@@ -42,6 +43,7 @@ struct InputGrid {
 
 struct ProcessOptions {
   RenderOptions render;
+  OutputFormat format;          // the overlays' file format (PNG by default)
   bool scale = true;            // 1/√d_k
   bool save_attention = false;  // also write _attn.npy and _cls.npy (and _mask.npy with a threshold)
   std::uint64_t max_pixels = 100'000'000;

@@ -1,0 +1,29 @@
+#pragma once
+// Writing a rendered image to disk in the format the user chose: PNG with vitattn's own
+// encoder (png_writer.hpp), JPEG and WebP through OpenCV's imencode for small previews.
+#include <cstdint>
+#include <filesystem>
+#include <opencv2/core.hpp>
+#include <vector>
+
+namespace vitattn::io {
+
+enum class ImageFormat { png, jpg, webp };
+
+struct OutputFormat {
+  ImageFormat format = ImageFormat::png;
+  int quality = 90;  // 1–100, JPEG and WebP only (PNG is lossless)
+};
+
+// "_attn.png", "_attn.jpg" or "_attn.webp": the overlay's name after the output base.
+const char* overlay_suffix(ImageFormat format);
+// ".png", ".jpg" or ".webp"
+const char* extension(ImageFormat format);
+
+// 8-bit grey, BGR or BGRA → the file's bytes. Throws Error ("<format> encoding failed: …").
+std::vector<std::uint8_t> encode_image(const cv::Mat& image, const OutputFormat& format);
+
+// Encodes and writes via a temporary file and rename; throws Error naming `path`.
+void write_image_atomic(const std::filesystem::path& path, const cv::Mat& image, const OutputFormat& format = {});
+
+}  // namespace vitattn::io

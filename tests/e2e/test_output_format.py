@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""End-to-end tests of what the overlays are written as: vitattn's own PNG encoder (the
+default) and --format jpg|webp with --quality.
+
+Needs Debian's python3-numpy, python3-opencv and python3-pil (use /usr/bin/python3).
+Environment: VITATTN_BIN (the binary). Prints "e2e output format: N passed, M failed".
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import cv2
+import numpy as np
+from PIL import Image
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                   "runtime error:", "UndefinedBehaviorSanitizer")
+
+
+def run(*args):
+    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    for mark in SANITIZER_MARKS:
+        if mark in p.stderr:
+            raise AssertionError(f"sanitizer report from {args}:\n{p.stderr[-4000:]}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def photo_like(h, w, seed=0):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    img = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) * 127 // max(h + w - 2, 1)], -1)
+    img = img.astype(np.uint8)
+    cv2.circle(img, (w // 3, h // 2), max(min(h, w) // 5, 1), (20, 200, 40), -1)
+    noise = rng.integers(-8, 9, img.shape)
+    return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
+
+
+def expected_overlay(image, cls_map, alpha=0.5):
+    """The overlay as vitattn renders it (src/io/overlay.cpp), redone with cv2 from the map
+    it saved: min-max normalise, bilinear upsampling, x255 to 8 bits, jet, blend."""
+    m = cls_map.astype(np.float32)
+    lo, hi = m.min(), m.max()
+    unit = (m - lo) / np.float32(hi - lo) if hi > lo else np.zeros_like(m)
+    big = cv2.resize(unit, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_LINEAR)
+    level = np.clip(np.rint(big * np.float32(255.0)), 0, 255).astype(np.uint8)
+    heat = cv2.applyColorMap(level, cv2.COLORMAP_JET)
+    return cv2.addWeighted(image, 1.0 - alpha, heat, alpha, 0.0)
+
+
+class OutputFormat(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-format-")
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, img):
+        p = self.dir / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        ok, buf = cv2.imencode(p.suffix, img)
+        self.assertTrue(ok)
+        p.write_bytes(buf.tobytes())
+        return p
+
+    def test_png_overlays_hold_exactly_the_rendered_pixels(self):
+        # The PNG is lossless, so the pixels must be the rendered overlay's, byte for byte: the
+        # same as OpenCV's writer gave before. Odd sizes, a 1-pixel-wide and a wide image.
+        sizes = [(37, 53), (224, 224), (1, 90), (9, 1001)]
+        for i, (h, w) in enumerate(sizes):
+            self.write(f"in/p{i}.png", photo_like(h, w, seed=i))
+        rc, _, err = run(self.dir / "in", "-o", self.dir / "out", "--save-attention", "-q")
+        self.assertEqual(rc, 0, err)
+        for i, (h, w) in enumerate(sizes):
+            image = cv2.imread(str(self.dir / f"in/p{i}.png"), cv2.IMREAD_COLOR)
+            cls_map = np.load(self.dir / f"out/p{i}_cls.npy")
+            want = expected_overlay(image, cls_map)
+            path = self.dir / f"out/p{i}_attn.png"
+            by_libpng = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            self.assertEqual(by_libpng.shape, (h, w, 3))
+            diff = np.abs(by_libpng.astype(int) - want.astype(int))
+            self.assertEqual(int(diff.max()), 0, f"p{i}: {int((diff > 0).sum())} bytes differ from the rendered overlay")
+            with Image.open(path) as im:
+                self.assertEqual(im.mode, "RGB")
+                self.assertTrue(np.array_equal(np.asarray(im), by_libpng[:, :, ::-1]), f"p{i}: Pillow disagrees")
+
+    def test_png_output_is_the_same_bytes_every_run(self):
+        self.write("in/a.png", photo_like(61, 83))
+        for out in ("o1", "o2"):
+            rc, _, err = run(self.dir / "in", "-o", self.dir / out, "-q")
+            self.assertEqual(rc, 0, err)
+        self.assertEqual((self.dir / "o1/a_attn.png").read_bytes(), (self.dir / "o2/a_attn.png").read_bytes())
+
+    def test_jpg_and_webp_write_decodable_previews_with_their_extension(self):
+        img = photo_like(120, 160)
+        self.write("in/cat.png", img)
+        rc, _, err = run(self.dir / "in/cat.png", "-o", self.dir / "png", "-q")
+        self.assertEqual(rc, 0, err)
+        lossless = cv2.imread(str(self.dir / "png/cat_attn.png"))
+        for fmt, magic in (("jpg", b"\xff\xd8\xff"), ("webp", b"RIFF")):
+            out = self.dir / fmt
+            rc, _, err = run(self.dir / "in/cat.png", "-o", out, "--format", fmt, "--quality", "80", "-q")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(sorted(p.name for p in out.iterdir()), [f"cat_attn.{fmt}"])
+            path = out / f"cat_attn.{fmt}"
+            self.assertTrue(path.read_bytes().startswith(magic), fmt)
+            decoded = cv2.imread(str(path))
+            self.assertIsNotNone(decoded, fmt)
+            self.assertEqual(decoded.shape, img.shape)
+            # A lossy copy of the same overlay: close on average, not equal.
+            self.assertLess(float(np.abs(decoded.astype(float) - lossless).mean()), 6.0, fmt)
+            with Image.open(path) as im:
+                self.assertEqual(im.size, (160, 120))
+
+    def test_quality_changes_the_jpg(self):
+        self.write("in/a.png", photo_like(90, 120))
+        sizes = {}
+        for q in ("10", "95"):
+            rc, _, err = run(self.dir / "in/a.png", "-o", self.dir / q, "--format", "JPG", "--quality", q, "-q")
+            self.assertEqual(rc, 0, err)
+            sizes[q] = (self.dir / q / "a_attn.jpg").stat().st_size
+        self.assertLess(sizes["10"], sizes["95"])
+
+    def test_quality_and_format_are_validated(self):
+        self.write("in/a.png", photo_like(20, 20))
+        for args in (["--format", "jpg", "--quality", "0"], ["--format", "jpg", "--quality", "101"],
+                     ["--format", "webp", "--quality", "nan"], ["--format", "gif"], ["--quality", "50"]):
+            out = self.dir / "out"
+            rc, _, err = run(self.dir / "in/a.png", "-o", out, *args)
+            self.assertEqual(rc, 2, f"{args}: {err}")
+            self.assertFalse(out.exists() and any(out.iterdir()), f"{args} wrote something")
+            self.assertIn("--", err)
+
+    def test_skip_existing_looks_for_the_format_written(self):
+        self.write("in/a.png", photo_like(30, 40))
+        self.write("in/b.png", photo_like(30, 40, seed=1))
+        out = self.dir / "out"
+        rc, _, err = run(self.dir / "in", "-o", out, "-q")
+        self.assertEqual(rc, 0, err)
+        # PNGs there do not make the JPEGs done
+        rc, _, err = run(self.dir / "in", "-o", out, "--format", "jpg", "--skip-existing")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue((out / "a_attn.jpg").is_file() and (out / "b_attn.jpg").is_file())
+        self.assertNotIn("skipped", err)
+        (out / "b_attn.jpg").unlink()
+        before = (out / "a_attn.jpg").stat().st_mtime_ns
+        rc, _, err = run(self.dir / "in", "-o", out, "--format", "jpg", "--skip-existing")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("1 skipped", err)
+        self.assertTrue((out / "b_attn.jpg").is_file())
+        self.assertEqual((out / "a_attn.jpg").stat().st_mtime_ns, before)
+
+    def test_an_input_named_like_the_jpg_output_is_never_overwritten(self):
+        # Writing into the input folder: x_attn.jpg is an input, and would be x.png's output.
+        self.write("d/x.png", photo_like(30, 30))
+        victim = self.write("d/x_attn.jpg", photo_like(30, 30, seed=5))
+        original = victim.read_bytes()
+        rc, _, err = run(self.dir / "d/x.png", victim, "-o", self.dir / "d", "--format", "jpg")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(victim.read_bytes(), original)
+        self.assertTrue((self.dir / "d/x-2_attn.jpg").is_file(), sorted(p.name for p in (self.dir / "d").iterdir()))
+        self.assertIn("x-2_attn.jpg", err)  # the note names the file really written
+
+
+if __name__ == "__main__":
+    if not Path(BIN).is_file():
+        print(f"e2e: binary {BIN} not found", file=sys.stderr)
+        sys.exit(1)
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(OutputFormat)
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors)
+    passed = result.testsRun - failed - len(result.skipped)
+    print(f"e2e output format: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
