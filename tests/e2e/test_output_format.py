@@ -162,10 +162,17 @@ class OutputFormat(unittest.TestCase):
         victim = self.write("d/x_attn.jpg", photo_like(30, 30, seed=5))
         original = victim.read_bytes()
         rc, _, err = run(self.dir / "d/x.png", victim, "-o", self.dir / "d", "--format", "jpg")
-        self.assertEqual(rc, 0, err)
+        # The run is refused before any work (exit 2), naming the input in the way.
+        self.assertEqual(rc, 2, err)
+        self.assertIn("x_attn.jpg: is an input of this run", err)
         self.assertEqual(victim.read_bytes(), original)
-        self.assertTrue((self.dir / "d/x-2_attn.jpg").is_file(), sorted(p.name for p in (self.dir / "d").iterdir()))
-        self.assertIn("x-2_attn.jpg", err)  # the note names the file really written
+        self.assertEqual(sorted(p.name for p in (self.dir / "d").iterdir()), ["x.png", "x_attn.jpg"])
+        # In a folder scan, the same file is an earlier run's output: left out, then redrawn.
+        rc, _, err = run(self.dir / "d", "-o", self.dir / "d", "--format", "jpg", "-v")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("left out", err)
+        self.assertNotEqual(victim.read_bytes(), original)  # x.png's own output, now drawn
+        self.assertEqual(sorted(p.name for p in (self.dir / "d").iterdir()), ["x.png", "x_attn.jpg"])
 
 
 if __name__ == "__main__":
