@@ -228,10 +228,12 @@ TEST(JobOutputs, OneListForEveryOutput) {
 }
 
 TEST(JobOutputs, OutputNamesAreRecognisedWhateverTheOptions) {
-  for (const char* name : {"x_attn.png", "a b_attn_h0.png", "x_attn_h12.png", "x_attn.npy", "x_cls.npy", "x-2_attn.png"})
+  // --format writes the overlays as .jpg or .webp too.
+  for (const char* name : {"x_attn.png", "a b_attn_h0.png", "x_attn_h12.png", "x_attn.npy", "x_cls.npy", "x-2_attn.png",
+                           "x_attn.jpg", "x_attn_h3.jpg", "x_attn.webp", "x_attn_h0.webp", "x_mask.npy"})
     EXPECT_TRUE(is_output_name(name)) << name;
-  for (const char* name : {"x.png", "_attn.png", "x_attn_h.png", "_attn_h3.png", "x_attn_hx.png", "x_attn.jpg", "attn.png",
-                           "x_attn_h3.jpg"})
+  for (const char* name : {"x.png", "_attn.png", "x_attn_h.png", "_attn_h3.png", "x_attn_hx.png", "x_attn.jpeg", "attn.png",
+                           "x_attn_h3.gif", "x_attn.tiff", "_attn.jpg"})
     EXPECT_FALSE(is_output_name(name)) << name;
 }
 
