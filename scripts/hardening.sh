@@ -49,7 +49,7 @@ result_of() {
 
 step "asan configure" cmake --preset asan
 step "asan build" --needs "asan configure" cmake --build --preset asan -j 2
-step "asan tests" --needs "asan build" ctest --preset asan
+step "asan tests" --needs "asan build" ctest --preset asan -j 2
 step "tsan configure" cmake --preset tsan
 step "tsan build" --needs "tsan configure" cmake --build --preset tsan -j 2
 step "tsan parallel batch" --needs "tsan build" ctest --preset tsan

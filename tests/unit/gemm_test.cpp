@@ -96,8 +96,9 @@ Matrix product(const Matrix& c0, const Matrix& a, const Matrix& b, bool transpos
 }
 
 bool same_bits(const Matrix& x, const Matrix& y) {
+  // An empty matrix has a null data pointer, which memcmp must not be given even for 0 bytes.
   return x.rows() == y.rows() && x.cols() == y.cols() &&
-         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0;
+         (x.size() == 0 || std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0);
 }
 
 std::string label(GemmKernel k, const Shape& s, bool transposed, float alpha, bool accumulate) {
