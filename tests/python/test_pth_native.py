@@ -28,16 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally, skip  # noqa: E402
+
 try:
     import torch
     import torchvision
 except ImportError as e:
-    print(f"SKIP: cannot import torch/torchvision ({e})")
-    sys.exit(77)
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import Tally  # noqa: E402
+    skip(f"pth_native: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
 BIN = os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))
 CONVERT = REPO / "scripts/pth_to_safetensors.py"
