@@ -9,15 +9,6 @@
 
 namespace vitattn::io {
 
-const char* overlay_suffix(ImageFormat format) {
-  switch (format) {
-    case ImageFormat::jpg: return "_attn.jpg";
-    case ImageFormat::webp: return "_attn.webp";
-    case ImageFormat::png: break;
-  }
-  return "_attn.png";
-}
-
 const char* extension(ImageFormat format) {
   switch (format) {
     case ImageFormat::jpg: return ".jpg";

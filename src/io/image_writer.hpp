@@ -15,8 +15,6 @@ struct OutputFormat {
   int quality = 90;  // 1–100, JPEG and WebP only (PNG is lossless)
 };
 
-// "_attn.png", "_attn.jpg" or "_attn.webp": the overlay's name after the output base.
-const char* overlay_suffix(ImageFormat format);
 // ".png", ".jpg" or ".webp"
 const char* extension(ImageFormat format);
 

@@ -11,12 +11,14 @@ namespace {
 constexpr const char* kOverlayExtensions[] = {".png", ".jpg", ".webp"};
 }  // namespace
 
+std::string overlay_suffix(const std::string& image_extension) { return "_attn" + image_extension; }
+
 std::string head_overlay_suffix(int head, const std::string& image_extension) {
   return "_attn_h" + std::to_string(head) + image_extension;
 }
 
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
-  std::vector<std::string> s{"_attn" + outputs.image_extension};
+  std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
   if (outputs.save_attention) {
     s.push_back("_attn.npy");

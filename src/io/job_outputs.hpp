@@ -18,6 +18,9 @@ struct OutputSet {
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
 };
 
+// "_attn.png" (or the format's extension): the overlay, or the sheet of heads with --head all.
+std::string overlay_suffix(const std::string& image_extension = ".png");
+
 // "_attn_h<h>.png" (or the format's extension): one head's overlay with --head all.
 std::string head_overlay_suffix(int head, const std::string& image_extension = ".png");
 

@@ -46,7 +46,7 @@ void process_single_head(const ImageJob& job, const SingleHeadModel& model, cons
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, false);
   }
-  write_image_atomic(with_suffix(job.output_base, overlay_suffix(options.format.format)), overlay, options.format);
+  write_image_atomic(with_suffix(job.output_base, overlay_suffix(extension(options.format.format)).c_str()), overlay, options.format);
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
@@ -119,7 +119,8 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
   }
-  const char* suffix = overlay_suffix(options.format.format);
+  const std::string suffix_text = overlay_suffix(extension(options.format.format));
+  const char* suffix = suffix_text.c_str();
   if (overlays.size() == 1) {
     write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
     return;
