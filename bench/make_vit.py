@@ -13,13 +13,15 @@ sides run identical weights. Never commit the outputs.
   bench/make_vit.py OUT_DIR [--models vit_s16 vit_b16]
 """
 import argparse
-import json
 import os
 import re
-import struct
 import sys
 
 import numpy as np
+
+# The project's one safetensors writer and reader (tests/pylib/safetensors_io.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import safetensors_io  # noqa: E402
 
 # name: (hidden_dim D, heads, layers, mlp_dim)
 CONFIGS = {
@@ -88,42 +90,10 @@ def tv_name_of(timm):
                   {v: k for k, v in BLOCK_NAMES.items()}, "encoder.layers.encoder_layer_{}.")
 
 
-def write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, float32 C-contiguous ndarray). Streams them to `path`."""
-    header, offset = {"__metadata__": metadata}, 0
-    for name, a in tensors:
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
-        offset += a.nbytes
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # data section starts 8-byte aligned
-    tmp = path + ".part"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for _, a in tensors:
-            f.write(a.tobytes())
-    os.replace(tmp, path)
-
-
-def read_safetensors(path):
-    """F32 safetensors → ({name: ndarray}, metadata)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, info in header.items():
-        assert info["dtype"] == "F32", (name, info["dtype"])
-        b, e = info["data_offsets"]
-        out[name] = np.frombuffer(data, dtype="<f4", count=(e - b) // 4, offset=b).reshape(info["shape"])
-    return out, meta
-
-
 def load_torchvision(path):
     """Rebuilds the torchvision model saved by this script from its safetensors file."""
     import torch
-    tensors, meta = read_safetensors(path)
+    tensors, meta = safetensors_io.read(path, only=("F32",))
     model = build_torchvision(meta["config"])
     state = {tv_name_of(k): torch.from_numpy(v.copy()) for k, v in tensors.items()}
     model.load_state_dict(state, strict=True)
@@ -136,8 +106,8 @@ def make(name, out_dir):
     tensors = [(timm_name(k), np.ascontiguousarray(v.detach().numpy(), dtype=np.float32))
                for k, v in model.state_dict().items()]
     d, heads, layers, mlp = CONFIGS[name]
-    write_safetensors(path, tensors, {"config": name, "num_heads": str(heads),
-                                      "source": "bench/make_vit.py (torchvision VisionTransformer, random)"})
+    safetensors_io.write(path, tensors, {"config": name, "num_heads": str(heads),
+                                         "source": "bench/make_vit.py (torchvision VisionTransformer, random)"})
     return path
 
 

@@ -12,10 +12,16 @@ fuzzers start from these and mutate them.
 import json
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+# The project's one safetensors writer (tests/pylib/safetensors_io.py): encode() for the
+# well-formed files, frame() for the broken ones.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pylib"))
+from safetensors_io import encode as safetensors, frame  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "corpus"
 
@@ -34,20 +40,6 @@ def write(target, name, data):
 def bf16(a):
     """float32 → bfloat16 bits (truncation), as little-endian bytes."""
     return (np.asarray(a, "<f4").view("<u4") >> 16).astype("<u2").tobytes()
-
-
-def safetensors(tensors, metadata=None):
-    """tensors: name → (dtype name, shape, raw bytes)."""
-    header, blobs, offset = {}, [], 0
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    for name, (dtype, shape, data) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
 
 
 def model(dtype="F32", biases=True, extra=None, metadata=None, drop=(), change=None):
@@ -96,18 +88,18 @@ write("safetensors", "ok-model-no-biases-extras.safetensors",
 good = model(metadata=meta)
 write("safetensors", "bad-truncated.safetensors", good[:-1])
 write("safetensors", "bad-one-byte-extra.safetensors", good + b"\0")
-write("safetensors", "bad-header-length-too-large.safetensors", struct.pack("<Q", len(good)) + good[8:])
-write("safetensors", "bad-not-json.safetensors", struct.pack("<Q", 8) + b'{"a": [1')
-write("safetensors", "bad-json-array.safetensors", struct.pack("<Q", 8) + b"[1,2,3] ")
+write("safetensors", "bad-header-length-too-large.safetensors", frame(good[8:], length=len(good)))
+write("safetensors", "bad-not-json.safetensors", frame(b'{"a": [1'))
+write("safetensors", "bad-json-array.safetensors", frame(b"[1,2,3] "))
 write("safetensors", "bad-nan-weight.safetensors", model(change=put_nan))
 write("safetensors", "bad-missing-cls-token.safetensors", model(drop=("cls_token",)))
 write("safetensors", "bad-misshaped-q.safetensors", model(change=misshape_q))
 write("safetensors", "bad-grid-not-square.safetensors", model(change=grid_of_three))
 write("safetensors", "bad-mean-two-numbers.safetensors", model(metadata={"mean": "0.5,0.5"}))
 write("safetensors", "bad-overlap.safetensors",
-      struct.pack("<Q", 96) + json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                                          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
-                                         separators=(",", ":")).encode().ljust(96) + bytes(12))
+      frame(json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                        "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
+                       separators=(",", ":")), bytes(12)))
 write("safetensors", "bad-short.safetensors", b"\x05\x00\x00")
 
 # --- images ------------------------------------------------------------------------------

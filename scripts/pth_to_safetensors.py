@@ -2,7 +2,8 @@
 """Turns a PyTorch checkpoint (.pth/.pt) into a safetensors file vitattn reads.
 
 Uses torch's own loader with a restricted unpickler (below: no code from the file is run)
-and numpy; the safetensors writer is the dozen lines below, since Debian 12 packages no
+and numpy; the safetensors writer is the project's own, tests/pylib/safetensors_io.py (the
+one the tests read with), found from this script's location, since Debian 12 packages no
 `safetensors` module.
 
     /usr/bin/python3 scripts/pth_to_safetensors.py dino_deitsmall16_pretrain.pth dino_s16.safetensors
@@ -22,34 +23,18 @@ Errors are one line, "error: <file>: <what is wrong>", exit 1; never a traceback
 import argparse
 import collections
 import io
-import json
 import pickle
-import struct
 import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pylib"))
+import safetensors_io  # noqa: E402  (writes through a temporary file: all or nothing)
 
 try:
     import torch
 except ImportError as e:
     sys.exit(f"error: needs PyTorch (Debian: apt-get install python3-torch): {e}")
-
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, (dtype, array) in tensors.items():
-        data = np.ascontiguousarray(array).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-    tmp.replace(path)  # all or nothing
 
 
 class Refused(Exception):
@@ -194,9 +179,9 @@ def convert(a):
         if not t.is_floating_point():
             continue  # e.g. num_batches_tracked; vitattn reads float tensors only
         if a.dtype == "f16":
-            out[name] = ("F16", t.detach().to(torch.float16).numpy().astype("<f2"))
+            out[name] = t.detach().to(torch.float16).numpy().astype("<f2")
         else:
-            out[name] = ("F32", t.detach().to(torch.float32).numpy().astype("<f4"))
+            out[name] = t.detach().to(torch.float32).numpy().astype("<f4")
     meta = {"format": "pt", "source": Path(a.checkpoint).name}
     if a.num_heads:
         meta["num_heads"] = str(a.num_heads)
@@ -204,7 +189,7 @@ def convert(a):
         meta["mean"] = a.mean
     if a.std:
         meta["std"] = a.std
-    write_safetensors(a.output, out, meta)
+    safetensors_io.write(a.output, out, meta)
     print(f"{a.output}: {len(out)} tensors{note}")
 
 

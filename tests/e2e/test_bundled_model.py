@@ -3,28 +3,24 @@
 
 Without arguments: needs only the binary and the repository (no ../shared, no network).
 With --shared: checks that the bundled file is byte for byte the shared fixture whose golden
-outputs from the original code crosscheck_torch_shared compares vitattn against; exits 77
-(skipped) when ../shared is absent.
-Prints "bundled: N passed, M failed"; exits 1 on any failure.
+outputs from the original code crosscheck_torch_shared compares vitattn against; skips when
+../shared is absent (fails under CI=true).
+Run: python3 -m pytest tests/e2e/test_bundled_model.py [--shared]
 """
 import hashlib
-import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO / "tests" / "python"))
-from tally import Tally, skip  # noqa: E402
+import safetensors_io
+from harness import BIN, REPO, SHARED, need
+from tally import Tally
 
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SHARED = Path(os.environ.get("VITATTN_SHARED", str(REPO.parent / "shared")))
 MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
 CLASSES = "plane,car,bird,cat,deer,dog,frog,horse,ship,truck"
 
@@ -36,21 +32,14 @@ def documented_sha256():
     return m.group(1) if m else None
 
 
-def safetensors_metadata(path):
-    import json
-    import struct
-    raw = Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    return json.loads(raw[8:8 + n]).get("__metadata__", {})
-
-
-def main_checks(t):
+def test_bundled_model_is_intact_and_draws_maps():
+    t = Tally()
     data = MODEL.read_bytes()
     t.check(hashlib.sha256(data).hexdigest() == documented_sha256(),
             "models/vit_cifar10_tintn.safetensors has the sha256 models/README.md documents")
     t.check((REPO / "models" / "vit_cifar10_tintn.LICENSE.txt").read_text().count("MIT License") >= 2,
             "the licence file holds both upstream MIT licences")
-    meta = safetensors_metadata(MODEL)
+    meta = safetensors_io.read_metadata(MODEL)
     t.check(meta.get("classes") == CLASSES, f"class names in __metadata__: {meta.get('classes')!r}")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -83,22 +72,14 @@ def main_checks(t):
         for stem, cls in seeded.items():
             s = np.load(Path(tmp) / "seeded" / f"{stem}_cls.npy")
             t.check(s.shape != cls.shape, f"{stem}: seeded grid {s.shape} differs from the trained model's 8x8")
+    t.assert_clean()
 
 
-def shared_checks(t):
+@pytest.mark.shared
+def test_bundled_model_is_the_shared_fixture():
+    t = Tally()
     fixture = SHARED / "models" / "vit_cifar10_tintn.safetensors"
-    if not fixture.is_file():
-        skip(f"bundled --shared: no {fixture}")
+    need(fixture.is_file(), f"bundled --shared: no {fixture}")
     t.check(fixture.read_bytes() == MODEL.read_bytes(),
             "the bundled model is byte for byte the shared fixture checked against the original code's outputs")
-
-
-if __name__ == "__main__":
-    t = Tally()
-    shared = "--shared" in sys.argv[1:]
-    if not shared and not Path(BIN).is_file():
-        print(f"bundled: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    shared_checks(t) if shared else main_checks(t)
-    print(f"bundled{' --shared' if shared else ''}: {t.passed} passed, {t.failed} failed")
-    sys.exit(1 if t.failed else 0)
+    t.assert_clean()

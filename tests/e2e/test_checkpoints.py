@@ -5,78 +5,27 @@ tests/python/test_torch_crosscheck.py; here a tiny timm-named checkpoint written
 is enough.
 
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
-Environment: VITATTN_BIN, VITATTN_SHARED. With --shared it runs only test_shared_* (the
-CIFAR-10 model on the photos) and exits 77 when ../shared is absent.
-Prints a closing line "checkpoints: N passed, M failed"; exits 1 on any failure.
+Environment: VITATTN_BIN, VITATTN_SHARED. Run: python3 -m pytest tests/e2e/test_checkpoints.py
+[--shared]; --shared runs only the tests marked shared (the CIFAR-10 model on the photos),
+which skip when ../shared is absent (fail under CI=true).
 """
-import json
-import os
-import struct
-import subprocess
-import sys
-import tempfile
-import unittest
-from pathlib import Path
-
 import cv2
 import numpy as np
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import skip  # noqa: E402
-from test_cli import dino_mask  # noqa: E402
+import safetensors_io
+import harness
+from harness import SHARED, TmpCase, dino_mask, need, run
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SHARED = Path(os.environ.get("VITATTN_SHARED", str(REPO.parent / "shared")))
 CIFAR = SHARED / "models" / "vit_cifar10_tintn.safetensors"
 
 D, P, GRID, HEADS, LAYERS, MLP = 32, 8, 4, 2, 3, 64
 
 
-def run(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
-
-
-def write_safetensors(path, tensors, metadata=None):
-    header, blobs, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = metadata
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    Path(path).write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
 def timm_checkpoint(path, registers=0, heads_in_metadata=True, seed=0, classes=0, embed_scale=1.0):
-    """timm names; with `classes`, a classifier (family timm, else dino). A small embed_scale
-    makes the token stream tiny, so that LayerNorm's ε shows."""
-    rng = np.random.default_rng(seed)
-    r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)
-    e = embed_scale
-    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.1 * e), "patch_embed.proj.bias": r(D, scale=0.3 * e),
-         "cls_token": r(1, 1, D, scale=0.3 * e), "pos_embed": r(1, 1 + GRID * GRID, D, scale=0.3 * e)}
-    if classes:
-        t["head.weight"], t["head.bias"] = r(classes, D), r(classes)
-    if registers:
-        t["register_tokens"] = r(1, registers, D)
-    for i in range(LAYERS):
-        b = f"blocks.{i}."
-        t.update({b + "norm1.weight": 1 + r(D), b + "norm1.bias": r(D), b + "attn.qkv.weight": r(3 * D, D),
-                  b + "attn.qkv.bias": r(3 * D), b + "attn.proj.weight": r(D, D), b + "attn.proj.bias": r(D),
-                  b + "norm2.weight": 1 + r(D), b + "norm2.bias": r(D), b + "mlp.fc1.weight": r(MLP, D),
-                  b + "mlp.fc1.bias": r(MLP), b + "mlp.fc2.weight": r(D, MLP), b + "mlp.fc2.bias": r(D)})
-        if registers:
-            t[b + "ls1.gamma"] = r(D)
-            t[b + "ls2.gamma"] = r(D)
-    t["norm.weight"], t["norm.bias"] = 1 + r(D), r(D)
-    write_safetensors(path, t, {"num_heads": str(HEADS)} if heads_in_metadata else None)
+    """The tiny checkpoint of these tests (harness.timm_checkpoint at D, P, GRID, ...)."""
+    harness.timm_checkpoint(path, D, P, GRID, LAYERS, MLP, HEADS, heads_in_metadata, seed, classes, registers,
+                            embed_scale)
 
 
 def tintn_checkpoint(path, embed_scale=1.0, seed=0):
@@ -97,7 +46,7 @@ def tintn_checkpoint(path, embed_scale=1.0, seed=0):
                   b + "mlp.dense_1.weight": r(MLP, D), b + "mlp.dense_1.bias": r(MLP),
                   b + "mlp.dense_2.weight": r(D, MLP), b + "mlp.dense_2.bias": r(D)})
     t["classifier.weight"], t["classifier.bias"] = r(10, D), r(10)
-    write_safetensors(path, t, {"num_heads": str(HEADS)})
+    safetensors_io.write(path, t, {"num_heads": str(HEADS)}, dtype="F32")
 
 
 def numpy_rollout(layers, fusion, discard_ratio):
@@ -126,18 +75,16 @@ def photo(h, w, seed=1):
     return img
 
 
-class Checkpoints(unittest.TestCase):
+class Checkpoints(TmpCase):
+    tmp_prefix = "vitattn-ckpt-"
+
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-ckpt-")
-        self.dir = Path(self.tmp.name)
+        super().setUp()
         self.model = self.dir / "tiny.safetensors"
         timm_checkpoint(self.model)
         self.img = self.dir / "img.png"
         cv2.imwrite(str(self.img), photo(45, 70))
         self.out = self.dir / "out"
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def draw(self, *args, model=None):
         code, out, err = run("--model", model or self.model, self.img, "-o", self.out, "--save-attention", *args)
@@ -316,7 +263,9 @@ class Checkpoints(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("bad.npy: expected [3, H, W] or [N, 3, H, W]", err)
 
+    @pytest.mark.shared
     def test_shared_cifar_model_on_the_photos(self):
+        need(CIFAR.is_file(), f"no {CIFAR}")
         photos = [p for p in sorted((SHARED / "images").glob("*.*")) if p.suffix.lower() in (".png", ".jpg", ".jpeg")]
         code, _, err = run("--model", CIFAR, *photos, "-o", self.out, "--head", "all", "--threshold", "0.6", "-v")
         self.assertEqual(code, 0, err)
@@ -327,16 +276,3 @@ class Checkpoints(unittest.TestCase):
             for h in range(4):
                 self.assertEqual(cv2.imread(str(self.out / f"{p.stem}_attn_h{h}.png")).shape, img.shape)
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"checkpoints: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    shared = "--shared" in sys.argv[1:]
-    if shared and not CIFAR.is_file():
-        skip(f"checkpoints --shared: no {CIFAR}")
-    names = [n for n in unittest.defaultTestLoader.getTestCaseNames(Checkpoints) if n.startswith("test_shared_") == shared]
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(unittest.TestSuite(Checkpoints(n) for n in names))
-    failed = len(result.failures) + len(result.errors)
-    print(f"checkpoints{' --shared' if shared else ''}: {result.testsRun - failed - len(result.skipped)} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

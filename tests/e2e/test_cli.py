@@ -3,69 +3,23 @@
 
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
 Environment: VITATTN_BIN (the binary), VITATTN_SHARED (../shared).
-Without arguments it runs the tests that need nothing but the binary. With --shared it runs
-only the tests on the photos in ../shared/images (test_photos_*), and exits 77 (ctest:
-skipped) when they are absent.
-Prints a closing line "e2e: N passed, M failed"; exits 1 on any failure.
+Run: python3 -m pytest tests/e2e/test_cli.py [--shared]. Without --shared it runs the tests
+that need nothing but the binary; with it, only the tests on the photos in ../shared/images
+(marked shared), which skip when they are absent (fail under CI=true; tests/conftest.py).
 """
 import os
 import re
 import struct
 import subprocess
 import sys
-import tempfile
-import unittest
 from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from tally import skip  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SHARED = Path(os.environ.get("VITATTN_SHARED", str(REPO.parent / "shared")))
-PHOTOS = sorted((SHARED / "images").glob("*.*")) if (SHARED / "images").is_dir() else []
-PHOTOS = [p for p in PHOTOS if p.suffix.lower() in (".png", ".jpg", ".jpeg")]
-
-
-# In the asan/tsan builds the binary is sanitized; a report fails the test even where the
-# test expects a failing exit status (the sanitizers also exit with 86, see cmake/Sanitizers.cmake).
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                   "runtime error:", "UndefinedBehaviorSanitizer")
-
-
-def run(*args, cwd=None):
-    p = subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    for mark in SANITIZER_MARKS:
-        if mark in p.stderr:
-            raise AssertionError(f"sanitizer report from {args}:\n{p.stderr[-4000:]}")
-    return p.returncode, p.stdout, p.stderr
-
-
-def photo_like(h, w, seed=0):
-    """A colour image with structure: gradients, a disc and a bright square."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    img = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) * 127 // max(h + w - 2, 1)], -1)
-    img = img.astype(np.uint8)
-    cv2.circle(img, (w // 3, h // 2), max(min(h, w) // 5, 1), (20, 200, 40), -1)
-    cv2.rectangle(img, (2 * w // 3, h // 5), (2 * w // 3 + w // 8, h // 5 + h // 8), (250, 250, 250), -1)
-    noise = rng.integers(-8, 9, img.shape)
-    return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
-
-
-def dino_mask(attn_map, t):
-    """DINO's mass mask as visualize_attention.py computes it: sort ascending, normalise,
-    cumulative sum, keep the patches whose cumulative value exceeds 1 - t."""
-    flat = np.asarray(attn_map, np.float64).ravel()
-    idx = np.argsort(flat, kind="stable")
-    cumval = np.cumsum(flat[idx] / flat.sum())
-    mask = np.zeros(flat.size, bool)
-    mask[idx] = cumval > 1 - t
-    return mask.reshape(np.shape(attn_map))
+import safetensors_io
+from harness import PHOTOS, REPO, SHARED, TmpCase, dino_mask, exif_rotated_jpeg, need, photo_like, run
 
 
 def entropy(p):
@@ -82,52 +36,8 @@ def splitmix64(seed, n):
         return z ^ (z >> np.uint64(31))
 
 
-def read_safetensors(path):
-    raw = Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    import json
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + n:]
-    out = {}
-    for name, t in header.items():
-        assert t["dtype"] == "F32", (name, t["dtype"])
-        b, e = t["data_offsets"]
-        out[name] = np.frombuffer(data[b:e], dtype="<f4").reshape(t["shape"])
-    return out, meta
-
-
-def exif_rotated_jpeg(img, orientation):
-    """A JPEG with an EXIF APP1 segment holding only the Orientation tag."""
-    ok, buf = cv2.imencode(".jpg", img)
-    assert ok
-    jpg = buf.tobytes()
-    tiff = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1)
-    tiff += struct.pack("<HHII", 0x0112, 3, 1, orientation) + struct.pack("<I", 0)
-    payload = b"Exif\x00\x00" + tiff
-    app1 = b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload
-    return jpg[:2] + app1 + jpg[2:]
-
-
-class Cli(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-e2e-")
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def write(self, rel, img, ext_params=()):
-        p = self.dir / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        ok, buf = cv2.imencode(p.suffix, img, list(ext_params))
-        self.assertTrue(ok)
-        p.write_bytes(buf.tobytes())
-        return p
-
-    def no_temporaries(self, folder):
-        left = [p for p in Path(folder).rglob("*") if ".tmp-" in p.name]
-        self.assertEqual(left, [], "temporary files left behind")
+class Cli(TmpCase):
+    tmp_prefix = "vitattn-e2e-"
 
     # --- basics --------------------------------------------------------------------------
     def test_help_is_the_manual(self):
@@ -355,7 +265,7 @@ class Cli(unittest.TestCase):
         rc, _, err = run("--seed", "9", "--img-size", "32", "--patch-size", "8", "--dim", "24", "--d-k", "6",
                          "--save-model", "m.safetensors", cwd=self.dir)
         self.assertEqual(rc, 0, err)
-        t, meta = read_safetensors(self.dir / "m.safetensors")
+        t, meta = safetensors_io.read(self.dir / "m.safetensors", only=("F32",))
         S, P, D, dk = 32, 8, 24, 6
         pd, n_tok = 3 * P * P, 1 + (S // P) ** 2
         f32 = np.float32
@@ -400,7 +310,9 @@ class Cli(unittest.TestCase):
         self.assertEqual(spread, 0, "each patch is one flat colour with nearest upsampling")
         self.assertGreater(len(np.unique(heat.reshape(-1, 3), axis=0)), 10, "the map is not flat")
 
+    @pytest.mark.shared
     def test_photos_no_scale_gives_a_sharper_class_row(self):
+        need(PHOTOS, f"no photos in {SHARED / 'images'}")
         for p in PHOTOS:
             rc, _, err = run(p, "--save-attention", "-o", self.dir / "scaled")
             self.assertEqual(rc, 0, err)
@@ -410,7 +322,9 @@ class Cli(unittest.TestCase):
             h_raw = entropy(np.load(self.dir / "raw" / f"{p.stem}_cls.npy"))
             self.assertLess(h_raw, h_scaled - 0.05, p.name)
 
+    @pytest.mark.shared
     def test_photos_give_structured_maps(self):
+        need(PHOTOS, f"no photos in {SHARED / 'images'}")
         rc, _, err = run(*PHOTOS, "--save-attention", "-o", self.dir / "out")
         self.assertEqual(rc, 0, err)
         for p in PHOTOS:
@@ -447,18 +361,3 @@ class Cli(unittest.TestCase):
         heat = cv2.imread(str(self.dir / "b.png"))
         self.assertEqual(heat.shape, (256, 256, 3))
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"e2e: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    shared = "--shared" in sys.argv[1:]
-    if shared and not PHOTOS:
-        skip(f"e2e --shared: no photos in {SHARED / 'images'}")
-    names = [n for n in unittest.defaultTestLoader.getTestCaseNames(Cli) if n.startswith("test_photos_") == shared]
-    suite = unittest.TestSuite(Cli(n) for n in names)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"e2e{' --shared' if shared else ''}: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

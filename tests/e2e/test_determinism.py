@@ -12,14 +12,10 @@ here because both runs are on the same CPU; across machines the cross-checks com
 Covers the seeded 768-wide model (the default), a small random timm-named checkpoint (per-head
 maps, rollout) and `vitattn forward`.
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
-Environment: VITATTN_BIN. Prints "determinism: N passed, M failed".
+Environment: VITATTN_BIN. Run: python3 -m pytest tests/e2e/test_determinism.py
 """
-import json
 import os
 import re
-import struct
-import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -27,11 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                   "runtime error:", "UndefinedBehaviorSanitizer")
+from harness import files_of, photo_like, run_process, timm_checkpoint as timm_vit
 
 # Each changes what OpenBLAS or an OpenMP runtime would do; none may change a byte. The
 # machine's own OPENBLAS_CORETYPE (if any) is what the reference run sees; here it is also
@@ -50,59 +42,8 @@ ENVIRONMENTS = {
 D, P, GRID, HEADS, LAYERS, MLP = 96, 8, 8, 3, 2, 384
 
 
-def run(*args, cwd, env=None):
-    full_env = dict(os.environ)
-    for k, v in (env or {}).items():
-        if v is None:
-            full_env.pop(k, None)
-        else:
-            full_env[k] = v
-    p = subprocess.run([BIN, *map(str, args)], cwd=cwd, env=full_env, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL)
-    for mark in SANITIZER_MARKS:
-        if mark in p.stderr:
-            raise AssertionError(f"sanitizer report from {args}:\n{p.stderr[-4000:]}")
-    return p
-
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        blobs.append(b)
-        offset += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    Path(path).write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
 def timm_checkpoint(path, seed=4):
-    rng = np.random.default_rng(seed)
-    r = lambda *s, scale=0.2: (rng.standard_normal(s) * scale).astype(np.float32)
-    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.05), "patch_embed.proj.bias": r(D),
-         "cls_token": r(1, 1, D), "pos_embed": r(1, 1 + GRID * GRID, D)}
-    for i in range(LAYERS):
-        b = f"blocks.{i}."
-        t.update({b + "norm1.weight": 1 + r(D), b + "norm1.bias": r(D), b + "attn.qkv.weight": r(3 * D, D),
-                  b + "attn.qkv.bias": r(3 * D), b + "attn.proj.weight": r(D, D), b + "attn.proj.bias": r(D),
-                  b + "norm2.weight": 1 + r(D), b + "norm2.bias": r(D), b + "mlp.fc1.weight": r(MLP, D),
-                  b + "mlp.fc1.bias": r(MLP), b + "mlp.fc2.weight": r(D, MLP), b + "mlp.fc2.bias": r(D)})
-    t["norm.weight"], t["norm.bias"] = 1 + r(D), r(D)
-    t["head.weight"], t["head.bias"] = r(10, D), r(10)
-    write_safetensors(path, t, {"num_heads": str(HEADS)})
-
-
-def photo_like(h, w, seed):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    img = np.stack([x * 255 // (w - 1), y * 255 // (h - 1), (x + y) * 127 // (h + w - 2)], -1).astype(np.uint8)
-    cv2.circle(img, (w // 3, h // 2), min(h, w) // 5, (20, 200, 40), -1)
-    return np.clip(img.astype(int) + rng.integers(-8, 9, img.shape), 0, 255).astype(np.uint8)
-
-
-def files_of(folder):
-    return {p.relative_to(folder): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+    timm_vit(path, D, P, GRID, LAYERS, MLP, HEADS, seed=seed, classes=10, scale=0.2, patch_scale=0.05)
 
 
 class Determinism(unittest.TestCase):
@@ -127,7 +68,7 @@ class Determinism(unittest.TestCase):
         """Runs the image mode on the three images; returns {file: bytes} of what it wrote."""
         Determinism.n += 1
         out = self.dir / f"out{Determinism.n}"
-        p = run("in", "-j", jobs, "-v", "-o", out, *options, cwd=self.dir, env=env)
+        p = run_process("in", "-j", jobs, "-v", "-o", out, *options, cwd=self.dir, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
         m = re.search(r"(\d+) workers, (\d+) threads each", p.stderr)
         self.assertIsNotNone(m, "-v names the workers and their threads:\n" + p.stderr)
@@ -170,7 +111,7 @@ class Determinism(unittest.TestCase):
     def test_forward_outputs(self):
         def forward(n, env=None):
             out = self.dir / f"fwd{n}"
-            p = run("forward", "--model", self.ckpt, "x.npy", "-o", out, cwd=self.dir, env=env)
+            p = run_process("forward", "--model", self.ckpt, "x.npy", "-o", out, cwd=self.dir, env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
             return files_of(out)
 
@@ -179,14 +120,3 @@ class Determinism(unittest.TestCase):
         for i, (name, env) in enumerate(ENVIRONMENTS.items()):
             self.same_bytes(reference, forward(i + 1, env), f"forward with {name}")
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"determinism: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Determinism)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"determinism: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

@@ -14,8 +14,8 @@ memory and never write outside the output folder.
 Needs Debian's python3-numpy, python3-opencv and python3-pil (use /usr/bin/python3).
 Environment: VITATTN_BIN (the binary), VITATTN_SHARED (../shared; its photos join the
 corpus when present, generated ones stand in otherwise). Prints the figures it measures
-and a closing line "hardening: N passed, M failed"; exits 1 on any failure, 77 (ctest:
-skipped) when a module it needs is missing.
+(python3 -m pytest -s tests/e2e/test_hardening.py shows them); skips when a module it needs
+is missing (fails under CI=true).
 """
 import io
 import os
@@ -24,26 +24,19 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "python"))
-from tally import skip  # noqa: E402
+from harness import BIN, PHOTOS, TmpCase, exif_rotated_jpeg, need, photo_like, temporaries
 
 try:
     import cv2
     import numpy as np
     from PIL import Image
 except ImportError as e:  # nothing here can run without them
-    skip(f"hardening: {e} (install python3-numpy python3-opencv python3-pil: scripts/install-deps.sh)")
-
-from test_cli import BIN, PHOTOS, exif_rotated_jpeg, photo_like  # noqa: E402  (shared helpers)
+    need(False, f"hardening: {e} (install python3-numpy python3-opencv python3-pil: scripts/install-deps.sh)")
 
 IS_ROOT = os.geteuid() == 0
 # Root reads files whatever their permission bits (CAP_DAC_OVERRIDE). Run as root (as CI
@@ -107,10 +100,6 @@ def png_size(path):
     return h, w
 
 
-def temporaries(folder):
-    return sorted(str(p) for p in Path(folder).rglob("*") if ".tmp-" in p.name)
-
-
 def error_lines(err):
     return [line for line in err.splitlines() if line.startswith("error:")]
 
@@ -129,24 +118,8 @@ def snapshot(folder):
     return out
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-hard-")
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        for p in self.dir.rglob("*"):  # chmod 000 files must be removable by a non-root owner too
-            if not p.is_symlink():
-                p.chmod(0o700)
-        self.tmp.cleanup()
-
-    def write(self, rel, img, params=()):
-        p = self.dir / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        ok, buf = cv2.imencode(p.suffix, img, list(params))
-        self.assertTrue(ok)
-        p.write_bytes(buf.tobytes())
-        return p
+class Base(TmpCase):
+    tmp_prefix = "vitattn-hard-"
 
 
 # --- 1 and 2: interruption and resuming ------------------------------------------------
@@ -559,20 +532,3 @@ class Concurrency(Base):
         self.run_both(self.dir / "in", "one 8000x8000 among 60 small", 61, "--save-attention")
         self.assertEqual(png_size(self.dir / "out16/big_attn.png"), (8000, 8000))
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"hardening: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    only = sys.argv[1:]  # optional class or test names
-    loader = unittest.defaultTestLoader
-    suite = unittest.TestSuite()
-    for cls in (Interrupt, OutputSafety, Corpus, Concurrency):
-        names = [n for n in loader.getTestCaseNames(cls) if not only or cls.__name__ in only or n in only]
-        if names:
-            suite.addTests(cls(n) for n in names)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"hardening: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

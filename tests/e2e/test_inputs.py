@@ -11,22 +11,18 @@ found in a folder is skipped in silence.
   GIF) and a symlinked sub-folder under -r each get a warning naming the entry; .pam and .pfm
   are read; other files stay quiet unless -v.
 
-Uses the helpers of test_cli.py. Prints "inputs: N passed, M failed"; exits 1 on any failure.
+Uses tests/pylib/harness.py. Run: python3 -m pytest tests/e2e/test_inputs.py
 """
 import os
 import re
 import subprocess
 import sys
-import tempfile
-import unittest
-from pathlib import Path
 
 import cv2
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cli import BIN, photo_like, run  # noqa: E402
+from harness import TmpCase, photo_like, run
 
 OWN_LINE = re.compile(r"^(error|warning|info|debug): ")
 
@@ -71,15 +67,9 @@ def png_with_bad_filter(h=16, w=20):
             chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self._tmp.name)
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
+class Base(TmpCase):
     def write(self, rel, img):
+        """Through cv2.imwrite, whose writers (.pam, .pfm) the tests rely on."""
         p = self.dir / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         self.assertTrue(cv2.imwrite(str(p), img), rel)
@@ -225,16 +215,3 @@ class FolderScan(Base):
                          err)
         self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["near_attn.png"])
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"inputs: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    suite = unittest.TestSuite()
-    for case in (DecoderMessages, FolderScan):
-        suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(case))
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"inputs: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

@@ -3,42 +3,13 @@
 default) and --format jpg|webp with --quality.
 
 Needs Debian's python3-numpy, python3-opencv and python3-pil (use /usr/bin/python3).
-Environment: VITATTN_BIN (the binary). Prints "e2e output format: N passed, M failed".
+Environment: VITATTN_BIN (the binary). Run: python3 -m pytest tests/e2e/test_output_format.py
 """
-import os
-import subprocess
-import sys
-import tempfile
-import unittest
-from pathlib import Path
-
 import cv2
 import numpy as np
 from PIL import Image
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                   "runtime error:", "UndefinedBehaviorSanitizer")
-
-
-def run(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    for mark in SANITIZER_MARKS:
-        if mark in p.stderr:
-            raise AssertionError(f"sanitizer report from {args}:\n{p.stderr[-4000:]}")
-    return p.returncode, p.stdout, p.stderr
-
-
-def photo_like(h, w, seed=0):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    img = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) * 127 // max(h + w - 2, 1)], -1)
-    img = img.astype(np.uint8)
-    cv2.circle(img, (w // 3, h // 2), max(min(h, w) // 5, 1), (20, 200, 40), -1)
-    noise = rng.integers(-8, 9, img.shape)
-    return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
+from harness import TmpCase, photo_like, run
 
 
 def expected_overlay(image, cls_map, alpha=0.5):
@@ -53,21 +24,8 @@ def expected_overlay(image, cls_map, alpha=0.5):
     return cv2.addWeighted(image, 1.0 - alpha, heat, alpha, 0.0)
 
 
-class OutputFormat(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-format-")
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def write(self, name, img):
-        p = self.dir / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        ok, buf = cv2.imencode(p.suffix, img)
-        self.assertTrue(ok)
-        p.write_bytes(buf.tobytes())
-        return p
+class OutputFormat(TmpCase):
+    tmp_prefix = "vitattn-format-"
 
     def test_png_overlays_hold_exactly_the_rendered_pixels(self):
         # The PNG is lossless, so the pixels must be the rendered overlay's, byte for byte: the
@@ -174,14 +132,3 @@ class OutputFormat(unittest.TestCase):
         self.assertNotEqual(victim.read_bytes(), original)  # x.png's own output, now drawn
         self.assertEqual(sorted(p.name for p in (self.dir / "d").iterdir()), ["x.png", "x_attn.jpg"])
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"e2e: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(OutputFormat)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"e2e output format: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

@@ -6,11 +6,9 @@ Checks: exit 0, one overlay at each input's size and the attention .npy files fo
 image, no temporary files, no sanitizer report on stderr, and the parallel outputs identical
 byte for byte to a serial run.
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
-Environment: VITATTN_BIN (the binary). Prints "e2e_parallel_batch: N passed, M failed".
+Environment: VITATTN_BIN (the binary). Run: python3 -m pytest tests/e2e/test_parallel_batch.py
 """
-import os
 import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -18,15 +16,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                   "ThreadSanitizer:", "runtime error:", "UndefinedBehaviorSanitizer")
+from harness import BIN, SANITIZER_MARKS
+
 N_IMAGES = 40
 
 
 def run(*args, cwd=None):
+    """The runs' stderr is checked for sanitizer reports by a test of its own."""
     return subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
 
@@ -96,14 +92,3 @@ class ParallelBatch(unittest.TestCase):
         for f in sorted(ser.iterdir()):
             self.assertEqual(f.read_bytes(), (par / f.name).read_bytes(), f.name)
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"e2e_parallel_batch: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(ParallelBatch))
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"e2e_parallel_batch: {passed} passed, {failed} failed")
-    sys.exit(1 if failed or passed == 0 else 0)

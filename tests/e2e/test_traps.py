@@ -5,49 +5,26 @@ show, a guessed head count, parser errors over several lines, a photo given as -
 
 Each test runs the binary like a user would. Needs Debian's python3-numpy and
 python3-opencv (use /usr/bin/python3). Environment: VITATTN_BIN.
-Prints a closing line "traps: N passed, M failed"; exits 1 on any failure.
+Run: python3 -m pytest tests/e2e/test_traps.py
 """
 import os
 import re
 import resource
 import shutil
-import sys
-import tempfile
-import unittest
+import subprocess
 import zipfile
-from pathlib import Path
 
 import cv2
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from test_cli import BIN, REPO, photo_like, run  # noqa: E402
-from test_checkpoints import write_safetensors  # noqa: E402
+from harness import BIN, REPO, TmpCase, files_of, photo_like, run, timm_checkpoint
 
 SANITIZED = any(k in os.environ for k in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
 
 
 def checkpoint(path, d=32, heads=2, p=8, grid=4, layers=2, heads_in_metadata=True, seed=0):
     """A small timm-named ViT with random weights."""
-    rng = np.random.default_rng(seed)
-    r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)
-    t = {"patch_embed.proj.weight": r(d, 3, p, p, scale=0.1), "patch_embed.proj.bias": r(d),
-         "cls_token": r(1, 1, d), "pos_embed": r(1, 1 + grid * grid, d)}
-    for i in range(layers):
-        b = f"blocks.{i}."
-        t.update({b + "norm1.weight": 1 + r(d), b + "norm1.bias": r(d), b + "attn.qkv.weight": r(3 * d, d),
-                  b + "attn.qkv.bias": r(3 * d), b + "attn.proj.weight": r(d, d), b + "attn.proj.bias": r(d),
-                  b + "norm2.weight": 1 + r(d), b + "norm2.bias": r(d), b + "mlp.fc1.weight": r(2 * d, d),
-                  b + "mlp.fc1.bias": r(2 * d), b + "mlp.fc2.weight": r(d, 2 * d), b + "mlp.fc2.bias": r(d)})
-    t["norm.weight"], t["norm.bias"] = 1 + r(d), r(d)
-    write_safetensors(path, t, {"num_heads": str(heads)} if heads_in_metadata else None)
-
-
-def files(folder):
-    """{relative path: bytes} of every file below `folder`."""
-    folder = Path(folder)
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    timm_checkpoint(path, d, p, grid, layers, 2 * d, heads, heads_in_metadata, seed)
 
 
 def limited_memory():
@@ -57,27 +34,13 @@ def limited_memory():
 
 
 def run_limited(*args, cwd=None):
-    import subprocess
     p = subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                        preexec_fn=None if SANITIZED else limited_memory, timeout=300)
     return p.returncode, p.stdout, p.stderr
 
 
-class Traps(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="vitattn-traps-")
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def write(self, rel, img):
-        p = self.dir / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        ok, buf = cv2.imencode(p.suffix, img)
-        self.assertTrue(ok)
-        p.write_bytes(buf.tobytes())
-        return p
+class Traps(TmpCase):
+    tmp_prefix = "vitattn-traps-"
 
     def one_error_line(self, err, *needles):
         lines = err.strip().splitlines()
@@ -230,13 +193,13 @@ class Traps(unittest.TestCase):
     def check_run_twice(self, folder_args, *extra, cwd):
         rc, _, err = run(*folder_args, *extra, cwd=cwd)
         self.assertEqual(rc, 0, err)
-        once = files(cwd)
+        once = files_of(cwd)
         rc, _, err2 = run(*folder_args, *extra, "-v", cwd=cwd)
         self.assertEqual(rc, 0, err2)
-        self.assertEqual(files(cwd), once, f"{folder_args} {extra}: the second run changed the files")
+        self.assertEqual(files_of(cwd), once, f"{folder_args} {extra}: the second run changed the files")
         rc, _, err3 = run(*folder_args, *extra, "--skip-existing", cwd=cwd)
         self.assertEqual(rc, 0, err3)
-        self.assertEqual(files(cwd), once)
+        self.assertEqual(files_of(cwd), once)
         return once, err, err2, err3
 
     def test_running_twice_in_place_leaves_the_same_files(self):
@@ -266,7 +229,7 @@ class Traps(unittest.TestCase):
         self.write("p/top.png", photo_like(40, 50, 1))
         self.write("p/sub/deep.jpg", photo_like(45, 40, 2))
         self.check_run_twice(["-r", "p", "-o", "p/maps"], cwd=self.dir)
-        self.assertEqual(sorted(files(self.dir / "p")),
+        self.assertEqual(sorted(str(p) for p in files_of(self.dir / "p")),
                          ["maps/sub/deep_attn.png", "maps/top_attn.png", "sub/deep.jpg", "top.png"])
 
     def test_an_image_named_like_an_output_elsewhere_is_still_drawn(self):
@@ -405,13 +368,3 @@ class Traps(unittest.TestCase):
             self.one_error_line(err, model, says)
             self.assertNotRegex(err, r"\d{12,}", "no header size read from a file that has none")
 
-
-if __name__ == "__main__":
-    if not Path(BIN).is_file():
-        print(f"traps: binary {BIN} not found", file=sys.stderr)
-        sys.exit(1)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(Traps))
-    failed = len(result.failures) + len(result.errors)
-    print(f"traps: {result.testsRun - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)

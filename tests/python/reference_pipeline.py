@@ -20,103 +20,14 @@ Notation (shapes in comments):
     d_k                 query/key/value width of the single head
 """
 
-import json
-import struct
-
 import cv2
 import numpy as np
 
+# The tests' one safetensors reader (tests/pylib), independent of the C++ reader too.
+from safetensors_io import read as read_safetensors
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-
-# ---------------------------------------------------------------------------
-# safetensors: reading
-# ---------------------------------------------------------------------------
-
-_BYTES_PER_ELEMENT = {"F32": 4, "F16": 2, "BF16": 2}
-
-
-def _decode_tensor(raw, dtype, shape):
-    """Turns raw little-endian bytes into a float32 array of the given shape."""
-    if dtype == "F32":
-        values = np.frombuffer(raw, dtype="<f4")
-    elif dtype == "F16":
-        values = np.frombuffer(raw, dtype="<f2").astype(np.float32)  # exact widening
-    elif dtype == "BF16":
-        # bf16 is the top half of an IEEE float32: shift it into the high 16 bits.
-        halves = np.frombuffer(raw, dtype="<u2").astype(np.uint32)
-        values = (halves << 16).view(np.float32)
-    else:
-        raise ValueError(f"unsupported safetensors dtype {dtype!r}")
-    return values.reshape(shape).astype(np.float32)
-
-
-def read_safetensors(path):
-    """Returns (tensors: dict[str, float32 ndarray], metadata: dict[str, str])."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise ValueError(f"{path}: too short for a safetensors header")
-    (header_len,) = struct.unpack("<Q", blob[:8])
-    if 8 + header_len > len(blob):
-        raise ValueError(f"{path}: header length {header_len} exceeds the file")
-    header = json.loads(blob[8:8 + header_len].decode("utf-8"))
-    data = blob[8 + header_len:]
-
-    metadata = header.pop("__metadata__", None) or {}
-    tensors = {}
-    for name, info in header.items():
-        dtype, shape = info["dtype"], [int(s) for s in info["shape"]]
-        begin, end = (int(o) for o in info["data_offsets"])
-        n_elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if dtype not in _BYTES_PER_ELEMENT:
-            raise ValueError(f"{path}: tensor {name}: unsupported dtype {dtype}")
-        if not (0 <= begin <= end <= len(data)) or end - begin != n_elements * _BYTES_PER_ELEMENT[dtype]:
-            raise ValueError(f"{path}: tensor {name}: bad data_offsets {begin},{end}")
-        tensors[name] = _decode_tensor(data[begin:end], dtype, shape)
-    return tensors, metadata
-
-
-# ---------------------------------------------------------------------------
-# safetensors: writing (used by the tests to make model files)
-# ---------------------------------------------------------------------------
-
-def _float32_to_bf16_bits(values):
-    """float32 -> bf16 bit patterns (uint16), round to nearest even."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    round_bias = ((bits >> 16) & 1) + 0x7FFF
-    return ((bits + round_bias) >> 16).astype(np.uint16)
-
-
-def _encode_tensor(array, dtype):
-    array = np.asarray(array, dtype=np.float32)
-    if dtype == "F32":
-        return array.astype("<f4").tobytes()
-    if dtype == "F16":
-        return array.astype("<f2").tobytes()
-    if dtype == "BF16":
-        return _float32_to_bf16_bits(array).astype("<u2").tobytes()
-    raise ValueError(f"unsupported dtype {dtype!r}")
-
-
-def write_safetensors(path, tensors, metadata=None, dtype="F32"):
-    """Writes tensors (dict name -> ndarray) with string metadata in one dtype."""
-    header, chunks, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    for name, array in tensors.items():
-        raw = _encode_tensor(array, dtype)
-        header[name] = {"dtype": dtype, "shape": list(np.shape(array)),
-                        "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)  # pad so the data start is 8-aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for raw in chunks:
-            f.write(raw)
 
 
 # ---------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Cross-check of the vitattn binary against the NumPy oracle (reference_pipeline.py).
 
-Run:  /usr/bin/python3 tests/python/test_crosscheck.py [--shared]
+Run:  /usr/bin/python3 -m pytest tests/python/test_crosscheck.py [--shared]
       Without --shared: images made here only. With --shared: the photos in
       ../shared/images and the trained model's reference outputs in ../shared/models;
-      exits 77 (ctest: skipped) when ../shared is absent.
+      skips when ../shared is absent (fails under CI=true).
 Env:  VITATTN_BIN     binary to test   (default <repo>/build/dev/vitattn)
       VITATTN_SHARED  shared fixtures  (default <repo>/../shared); its images/ are used if present
 
@@ -15,27 +15,30 @@ _cls.npy with the oracle:
   case A  random model files (F32/F16/BF16, with/without biases and metadata)
   case B  the binary's seeded model (saved with --save-model), also with --no-scale
   case C  --mean/--std override
-Prints "crosscheck: <passed> passed, <failed> failed"; exits 1 if anything failed.
+Each of these is a test; every failed check inside is printed ("FAIL: ...") and listed.
 """
 
 import math
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_pipeline as ref  # noqa: E402
-from tally import Tally, skip  # noqa: E402
+import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
-SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
-USE_SHARED = "--shared" in sys.argv[1:]
+import harness
+import reference_pipeline as ref
+import safetensors_io
+from harness import SHARED, need
+from tally import Tally
+
+BIN = Path(harness.BIN)
+USE_SHARED = harness.USE_SHARED  # tests/conftest.py: --shared
+# With --shared every test here runs on the shared photos and model (the crosscheck_numpy_photos entry).
+pytestmark = [pytest.mark.shared] if USE_SHARED else []
 TOL = 1e-5          # max abs difference allowed against the oracle (the issue's requirement)
 ROW_SUM_TOL = 1e-5  # |sum(row) - 1| allowed for a float32 softmax row
 
@@ -175,21 +178,21 @@ def self_check(tmp):
     tensors = {"a": rng.normal(size=(2, 3, 4)).astype(np.float32), "b": np.array([1.0, -2.0, 0.5], np.float32)}
     meta = {"mean": "0.1,0.2,0.3", "std": "1,2,3"}
     path = tmp / "rt.safetensors"
-    ref.write_safetensors(path, tensors, meta, "F32")
-    got, got_meta = ref.read_safetensors(path)
+    safetensors_io.write(path, tensors, meta, dtype="F32")
+    got, got_meta = safetensors_io.read(path)
     header_len = int.from_bytes(path.read_bytes()[:8], "little")
     T.check(got_meta == meta and header_len % 8 == 0 and all(np.array_equal(got[k], tensors[k]) for k in tensors),
             "safetensors F32 round trip")
-    ref.write_safetensors(path, tensors, None, "F16")
-    got, _ = ref.read_safetensors(path)
+    safetensors_io.write(path, tensors, None, dtype="F16")
+    got, _ = safetensors_io.read(path)
     T.check(all(np.array_equal(got[k], tensors[k].astype(np.float16).astype(np.float32)) for k in tensors),
             "safetensors F16 round trip")
     # bf16 facts: 1.0 = 0x3F80, -2.0 = 0xC000, 1+2^-8 ties to even (1.0), 1+3*2^-8 rounds up
     special = np.array([1.0, -2.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8], np.float32)
-    ref.write_safetensors(path, {"s": special}, None, "BF16")
+    safetensors_io.write(path, {"s": special}, None, dtype="BF16")
     raw = path.read_bytes()
     bits = np.frombuffer(raw[8 + int.from_bytes(raw[:8], "little"):], "<u2")
-    got, _ = ref.read_safetensors(path)
+    got, _ = safetensors_io.read(path)
     T.check(bits.tolist() == [0x3F80, 0xC000, 0x3F80, 0x3F82]
             and got["s"].tolist() == [1.0, -2.0, 1.0, 1 + 2 ** -6],
             f"safetensors BF16 bits {[hex(b) for b in bits]} -> {got['s'].tolist()}")
@@ -224,7 +227,7 @@ def self_check(tmp):
     st = SHARED / "models" / "vit_cifar10_tintn.safetensors"
     npz = SHARED / "models" / "vit_cifar10_tintn.reference.npz"
     if USE_SHARED:
-        w, meta = ref.read_safetensors(st)
+        w, meta = safetensors_io.read(st)
         n_params = sum(v.size for v in w.values())
         T.check(len(w) == 54 and n_params == 119098 and meta.get("mean") == "0.5",
                 f"read shared safetensors: {len(w)} tensors, {n_params} params")
@@ -323,8 +326,8 @@ def case_a(tmp, images):
     for i, (S, P, D, d_k, dtype, with_bias, metadata) in enumerate(configs):
         label = f"A[S={S} P={P} D={D} d_k={d_k} {dtype} bias={with_bias} meta={metadata is not None}]"
         path = tmp / f"model{i}.safetensors"
-        ref.write_safetensors(path, ref.random_model(np.random.default_rng(100 + i), S, P, D, d_k, with_bias),
-                              metadata, dtype)
+        safetensors_io.write(path, ref.random_model(np.random.default_rng(100 + i), S, P, D, d_k, with_bias),
+                             metadata, dtype=dtype)
         model = ref.load_model(path)
         # the test must be able to see a wrong scale factor: attention must be far from uniform
         A, _ = ref.run(images[0], model)
@@ -343,7 +346,7 @@ def case_b(tmp, images):
         if not run_binary(label, ["--seed", "3", *extra, "--save-model", saved, "--save-attention",
                                   "-o", out, "-j", "2", *images]):
             continue
-        tensors, _ = ref.read_safetensors(saved)
+        tensors, _ = safetensors_io.read(saved)
         header = saved.read_bytes()
         header = header[8:8 + int.from_bytes(header[:8], "little")].decode()
         T.check('"F32"' in header and '"F16"' not in header and '"BF16"' not in header,
@@ -367,8 +370,8 @@ def case_c(tmp, images):
     mean, std = (0.3, 0.4, 0.6), (0.15, 0.2, 0.35)
     cli = ["--mean", ",".join(map(str, mean)), "--std", ",".join(map(str, std))]
     path = tmp / "modelC.safetensors"
-    ref.write_safetensors(path, ref.random_model(np.random.default_rng(300), 64, 8, 48, 16),
-                          {"mean": "0.45,0.5,0.55", "std": "0.2,0.25,0.3"}, "F32")
+    safetensors_io.write(path, ref.random_model(np.random.default_rng(300), 64, 8, 48, 16),
+                         {"mean": "0.45,0.5,0.55", "std": "0.2,0.25,0.3"}, dtype="F32")
     model = ref.load_model(path)
     label = f"C[--model (metadata mean/std) {' '.join(cli)}]"
     gap = oracle_gap(images, model, mean=mean, std=std)
@@ -384,22 +387,39 @@ def case_c(tmp, images):
         compare(label, out, images, ref.load_model(saved), mean=mean, std=std)
 
 
-def main():
-    if USE_SHARED and not ((SHARED / "images").is_dir() and (SHARED / "models").is_dir()):
-        skip(f"crosscheck --shared: {SHARED} has no images/ and models/")
+@pytest.fixture(scope="module")
+def tmp_images():
+    if USE_SHARED:
+        need((SHARED / "images").is_dir() and (SHARED / "models").is_dir(),
+             f"crosscheck --shared: {SHARED} has no images/ and models/")
     with tempfile.TemporaryDirectory(prefix="vitattn-crosscheck-") as tmp:
         tmp = Path(tmp)
         (tmp / "img").mkdir()
         (tmp / "self").mkdir()
-        images = make_images(tmp / "img")
+        yield tmp, make_images(tmp / "img")
+
+
+@pytest.fixture()
+def binary():
+    assert BIN.is_file() and os.access(BIN, os.X_OK), f"binary not found or not executable: {BIN}"
+
+
+def test_oracle_checks_itself(tmp_images):
+    tmp, _ = tmp_images
+    with T.section("oracle self-check"):
         self_check(tmp / "self")
-        if T.check(BIN.is_file() and os.access(BIN, os.X_OK), f"binary not found or not executable: {BIN}"):
-            case_a(tmp, images)
-            case_b(tmp, images)
-            case_c(tmp, images)
-    print(f"crosscheck: {T.passed} passed, {T.failed} failed")
-    return 1 if T.failed else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_case_a_random_model_files(tmp_images, binary):
+    with T.section("case A"):
+        case_a(*tmp_images)
+
+
+def test_case_b_seeded_model(tmp_images, binary):
+    with T.section("case B"):
+        case_b(*tmp_images)
+
+
+def test_case_c_mean_std_override(tmp_images, binary):
+    with T.section("case C"):
+        case_c(*tmp_images)

@@ -2,15 +2,15 @@
 """vitattn's PNG encoder read back by two independent decoders: libpng (cv2.imread with
 IMREAD_UNCHANGED) and Pillow. Every file must decode to exactly the pixels that went in.
 
-    test_png_decoders.py PNG_ENCODE_TOOL
+    VITATTN_PNG_TOOL=build/dev/tests/png_encode_tool python3 -m pytest tests/python/test_png_decoders.py
 
 Cases: 1x1, odd widths (1, 3, 17, 1001), 8000x3, a few taller ones; grey, BGR and BGRA;
 random, flat and gradient contents; every filter, levels 0-3, IDAT cut small and large; and
 the options vitattn writes overlays with. Plus seeded random sizes (the property test).
-Prints "png decoders: N passed, M failed"; exits 1 on any failure.
+Every failed check is printed ("FAIL: ..."); the test fails with their list.
 """
+import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,10 +18,11 @@ import cv2
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import Tally  # noqa: E402
+from harness import REPO
+from tally import Tally
 
 T = Tally()
+TOOL = os.environ.get("VITATTN_PNG_TOOL", str(REPO / "build/dev/tests/png_encode_tool"))
 FILTERS = ["none", "sub", "up", "paeth", "adaptive", "default"]
 
 
@@ -48,11 +49,12 @@ def cases(rng):
                     n += 1
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    tool = sys.argv[1]
+def test_png_decoders_read_back_every_pixel():
+    with T.section("png decoders"):
+        check_decoders(TOOL)
+
+
+def check_decoders(tool):
     rng = np.random.default_rng(2026)
     with tempfile.TemporaryDirectory(prefix="vitattn-png-") as tmp:
         tmp = Path(tmp)
@@ -66,7 +68,7 @@ def main():
         (tmp / "manifest").write_text("\n".join(lines) + "\n")
         p = subprocess.run([tool, str(tmp / "manifest")], capture_output=True, text=True)
         if not T.check(p.returncode == 0, f"{tool} failed: {p.stderr.strip()}"):
-            return 1
+            return
         for name, img in expected.items():
             path = tmp / f"{name}.png"
             c = img.shape[2]
@@ -86,9 +88,3 @@ def main():
             T.check(mode == {1: "L", 3: "RGB", 4: "RGBA"}[c], f"{name}: Pillow reads mode {mode}")
             rgb = img[:, :, 0] if c == 1 else img[:, :, [2, 1, 0] + ([3] if c == 4 else [])]
             T.check(arr.shape == rgb.shape and np.array_equal(arr, rgb), f"{name}: Pillow decodes other pixels")
-    print(f"png decoders: {T.passed} passed, {T.failed} failed")
-    return 1 if T.failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

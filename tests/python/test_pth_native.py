@@ -14,12 +14,11 @@ the converted .safetensors must write the same .npy bytes (same build, same mach
 difference means the tensors differ), and the logits must match torch's own forward (1e-4).
 Then files that must be refused (code in the pickle, unknown storage type, broken zip, views
 out of their storage): exit 2, one line naming the file, nothing written, nothing run.
-Exits 77 (skipped) when torch cannot be imported. Prints "pth_native: N passed, M failed".
+Skips when torch cannot be imported (fails under CI=true).
+Run: python3 -m pytest tests/python/test_pth_native.py
 """
 import argparse
 import collections
-import io
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,17 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import Tally, skip  # noqa: E402
+from harness import REPO, need, run_process
+from tally import Tally
 
 try:
     import torch
     import torchvision
 except ImportError as e:
-    skip(f"pth_native: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
+    need(False, f"pth_native: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
-BIN = os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))
 CONVERT = REPO / "scripts/pth_to_safetensors.py"
 REL_TOL = 1e-4
 HEADS = 4
@@ -79,7 +76,7 @@ def as_views(sd):
 
 
 def run(*args):
-    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True)
+    return run_process(*args)
 
 
 def npy_files(d):
@@ -157,76 +154,74 @@ def check_refused(tmp, path, expected):
         print(f"ok   refused {path.name}: {lines[0]}")
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    tmp = Path(tmp)
-    model = make_vit(0)
-    sd = model.state_dict()
-    x = torch.randn(2, 3, 32, 32)
-    np.save(tmp / "x.npy", x.numpy())
+def test_pth_files_read_as_their_converted_safetensors():
+    with T.section("pth_native"), tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model = make_vit(0)
+        sd = model.state_dict()
+        x = torch.randn(2, 3, 32, 32)
+        np.save(tmp / "x.npy", x.numpy())
 
-    check_same_as_converted(tmp, "f32_state_dict", sd, x, model)
-    check_same_as_converted(tmp, "f16_module_prefix",
-                            {"state_dict": {"module." + k: v.half() for k, v in sd.items()}, "epoch": 7}, x,
-                            rounded(model, torch.float16))
-    check_same_as_converted(tmp, "bf16_model_key", {"model": {k: v.bfloat16() for k, v in sd.items()}}, x,
-                            rounded(model, torch.bfloat16))
-    check_same_as_converted(tmp, "f64", {k: v.double() for k, v in sd.items()}, x, model)
-    check_same_as_converted(tmp, "views_shared_storage", {"model": as_views(sd)}, x, model)
+        check_same_as_converted(tmp, "f32_state_dict", sd, x, model)
+        check_same_as_converted(tmp, "f16_module_prefix",
+                                {"state_dict": {"module." + k: v.half() for k, v in sd.items()}, "epoch": 7}, x,
+                                rounded(model, torch.float16))
+        check_same_as_converted(tmp, "bf16_model_key", {"model": {k: v.bfloat16() for k, v in sd.items()}}, x,
+                                rounded(model, torch.bfloat16))
+        check_same_as_converted(tmp, "f64", {k: v.double() for k, v in sd.items()}, x, model)
+        check_same_as_converted(tmp, "views_shared_storage", {"model": as_views(sd)}, x, model)
 
-    # DINO's full checkpoint: student and teacher under "backbone.", a projection head beside
-    # it, optimizer state, the loss's center, and the command line as an argparse.Namespace.
-    student = make_vit(1)
-    dino = lambda m: {**{"backbone." + k: v for k, v in m.state_dict().items()},  # noqa: E731
-                      "head.mlp.0.weight": torch.randn(16, 64), "head.last_layer.weight_g": torch.ones(8, 1)}
-    full = {"student": dino(student), "teacher": dino(model),
-            "optimizer": {"state": {0: {"step": torch.tensor(3.0), "exp_avg": torch.zeros(4)}},
-                          "param_groups": [{"lr": 5e-4, "betas": (0.9, 0.999), "params": [0, 1], "amsgrad": False}]},
-            "epoch": 100, "dino_loss": collections.OrderedDict(center=torch.zeros(1, 8)),
-            "args": argparse.Namespace(arch="vit_small", patch_size=16, lr=0.0005, norm_last_layer=True,
-                                       output_dir="/out", teacher_temp=None, global_crops_scale=(0.4, 1.0))}
-    for who, ref in (("teacher", model), ("student", student)):
-        check_same_as_converted(tmp, f"dino_full_{who}", full, x, ref, key=who, strip="backbone.",
-                                convert={who: full[who]})
-    p = run("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
-    T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
-            f"--key nope: {p.returncode} {p.stderr.strip()}")
-    p = run("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
-    T.check(p.returncode == 2 and "--key needs --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
-    p = run("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
-    T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
+        # DINO's full checkpoint: student and teacher under "backbone.", a projection head beside
+        # it, optimizer state, the loss's center, and the command line as an argparse.Namespace.
+        student = make_vit(1)
+        dino = lambda m: {**{"backbone." + k: v for k, v in m.state_dict().items()},  # noqa: E731
+                          "head.mlp.0.weight": torch.randn(16, 64), "head.last_layer.weight_g": torch.ones(8, 1)}
+        full = {"student": dino(student), "teacher": dino(model),
+                "optimizer": {"state": {0: {"step": torch.tensor(3.0), "exp_avg": torch.zeros(4)}},
+                              "param_groups": [{"lr": 5e-4, "betas": (0.9, 0.999), "params": [0, 1], "amsgrad": False}]},
+                "epoch": 100, "dino_loss": collections.OrderedDict(center=torch.zeros(1, 8)),
+                "args": argparse.Namespace(arch="vit_small", patch_size=16, lr=0.0005, norm_last_layer=True,
+                                           output_dir="/out", teacher_temp=None, global_crops_scale=(0.4, 1.0))}
+        for who, ref in (("teacher", model), ("student", student)):
+            check_same_as_converted(tmp, f"dino_full_{who}", full, x, ref, key=who, strip="backbone.",
+                                    convert={who: full[who]})
+        p = run("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
+        T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
+                f"--key nope: {p.returncode} {p.stderr.strip()}")
+        p = run("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
+        T.check(p.returncode == 2 and "--key needs --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
+        p = run("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
+        T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
 
-    # Refusals. The os.system payload is live: torch.load without weights_only runs it.
-    marker = tmp / "pwned"
-    base = tmp / "f32_state_dict.pth"
-    evil = tmp / "os_system.pth"
-    cmd = f"touch {marker}".encode()
-    payload = b"\x80\x02cos\nsystem\nq\x00X" + len(cmd).to_bytes(4, "little") + cmd + b"q\x01\x85q\x02Rq\x03."
-    rewrite_zip(base, evil, lambda name, data: payload if name.endswith("data.pkl") else data)
-    torch.load(evil, weights_only=False)
-    T.check(marker.exists(), "the os.system payload is not live (torch.load did not run it)")
-    marker.unlink(missing_ok=True)
-    check_refused(tmp, evil, "refers to os.system")
-    T.check(not marker.exists(), "vitattn ran the payload")
-    rewrite_zip(base, tmp / "builtins_eval.pth",
-                edit_pickle(b"ctorch._utils\n_rebuild_tensor_v2\n", b"cbuiltins\neval\n"))
-    check_refused(tmp, tmp / "builtins_eval.pth", "refers to builtins.eval")
-    rewrite_zip(base, tmp / "unknown_storage.pth", edit_pickle(b"ctorch\nFloatStorage\n", b"ctorch\nQUInt8Storage\n"))
-    check_refused(tmp, tmp / "unknown_storage.pth", "refers to torch.QUInt8Storage")
-    data = base.read_bytes()
-    (tmp / "truncated.pth").write_bytes(data[:len(data) - 100])
-    check_refused(tmp, tmp / "truncated.pth", "zip")
-    rewrite_zip(base, tmp / "compressed.pth", deflate=("data/0",))
-    check_refused(tmp, tmp / "compressed.pth", "is compressed (method 8)")
-    # A slice at storage offset 4 of a 6-element storage: offset 5 reaches past its end.
-    torch.save({"w": torch.arange(6.0)[4:]}, tmp / "slice.pth")
-    with zipfile.ZipFile(tmp / "slice.pth") as z:
-        pkl = z.read([n for n in z.namelist() if n.endswith("data.pkl")][0])
-    T.check(pkl.count(b"QK\x04") == 1 and pkl.count(b"K\x06t") == 1, "slice.pth pickle is not as expected")
-    rewrite_zip(tmp / "slice.pth", tmp / "offset_past_storage.pth", edit_pickle(b"QK\x04", b"QK\x05"))
-    check_refused(tmp, tmp / "offset_past_storage.pth", "reaches element 6 of a storage of 6")
-    rewrite_zip(tmp / "slice.pth", tmp / "huge_numel.pth",
-                edit_pickle(b"K\x06t", b"\x8a\x08" + (2**62).to_bytes(8, "little") + b"t"))
-    check_refused(tmp, tmp / "huge_numel.pth", "declares 4611686018427387904")
-
-print(f"pth_native: {T.passed} passed, {T.failed} failed")
-sys.exit(1 if T.failed else 0)
+        # Refusals. The os.system payload is live: torch.load without weights_only runs it.
+        marker = tmp / "pwned"
+        base = tmp / "f32_state_dict.pth"
+        evil = tmp / "os_system.pth"
+        cmd = f"touch {marker}".encode()
+        payload = b"\x80\x02cos\nsystem\nq\x00X" + len(cmd).to_bytes(4, "little") + cmd + b"q\x01\x85q\x02Rq\x03."
+        rewrite_zip(base, evil, lambda name, data: payload if name.endswith("data.pkl") else data)
+        torch.load(evil, weights_only=False)
+        T.check(marker.exists(), "the os.system payload is not live (torch.load did not run it)")
+        marker.unlink(missing_ok=True)
+        check_refused(tmp, evil, "refers to os.system")
+        T.check(not marker.exists(), "vitattn ran the payload")
+        rewrite_zip(base, tmp / "builtins_eval.pth",
+                    edit_pickle(b"ctorch._utils\n_rebuild_tensor_v2\n", b"cbuiltins\neval\n"))
+        check_refused(tmp, tmp / "builtins_eval.pth", "refers to builtins.eval")
+        rewrite_zip(base, tmp / "unknown_storage.pth", edit_pickle(b"ctorch\nFloatStorage\n", b"ctorch\nQUInt8Storage\n"))
+        check_refused(tmp, tmp / "unknown_storage.pth", "refers to torch.QUInt8Storage")
+        data = base.read_bytes()
+        (tmp / "truncated.pth").write_bytes(data[:len(data) - 100])
+        check_refused(tmp, tmp / "truncated.pth", "zip")
+        rewrite_zip(base, tmp / "compressed.pth", deflate=("data/0",))
+        check_refused(tmp, tmp / "compressed.pth", "is compressed (method 8)")
+        # A slice at storage offset 4 of a 6-element storage: offset 5 reaches past its end.
+        torch.save({"w": torch.arange(6.0)[4:]}, tmp / "slice.pth")
+        with zipfile.ZipFile(tmp / "slice.pth") as z:
+            pkl = z.read([n for n in z.namelist() if n.endswith("data.pkl")][0])
+        T.check(pkl.count(b"QK\x04") == 1 and pkl.count(b"K\x06t") == 1, "slice.pth pickle is not as expected")
+        rewrite_zip(tmp / "slice.pth", tmp / "offset_past_storage.pth", edit_pickle(b"QK\x04", b"QK\x05"))
+        check_refused(tmp, tmp / "offset_past_storage.pth", "reaches element 6 of a storage of 6")
+        rewrite_zip(tmp / "slice.pth", tmp / "huge_numel.pth",
+                    edit_pickle(b"K\x06t", b"\x8a\x08" + (2**62).to_bytes(8, "little") + b"t"))
+        check_refused(tmp, tmp / "huge_numel.pth", "declares 4611686018427387904")

@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """Cross-check of vitattn's ViT encoder against PyTorch (torchvision's VisionTransformer).
 
-Run:  /usr/bin/python3 tests/python/test_torch_crosscheck.py [--shared]
+Run:  /usr/bin/python3 -m pytest tests/python/test_torch_crosscheck.py [--shared]
       Without --shared: random torchvision ViTs made here. With --shared: the trained
       CIFAR-10 model and its golden outputs in ../shared/models, and the image path on a
-      photo from ../shared/images; exits 77 (ctest: skipped) when ../shared is absent.
-      Exits 77 as well when torch cannot be imported (CI installs python3-torch).
+      photo from ../shared/images; skips when ../shared is absent, and when torch cannot be
+      imported (CI installs python3-torch); under CI=true a skip fails.
 Env:  VITATTN_BIN     binary to test   (default <repo>/build/dev/vitattn)
       VITATTN_SHARED  shared fixtures  (default <repo>/../shared)
 
 Nothing here comes from vitattn: the models are torchvision's, the attention
 probabilities are what torch.nn.MultiheadAttention returns (need_weights=True,
 average_attn_weights=False) for each block's input captured by a forward hook,
-and the safetensors files are written by the small writer below.
+and the safetensors files are written by tests/pylib/safetensors_io.py from torch's own
+bytes (its BF16 rounding included).
 
   case T  torchvision ViTs (3 sizes) exported under torchvision, timm and HF-ViT names
           (also F16 / BF16 storage), `vitattn forward` vs torch: features, logits, every
@@ -21,15 +22,11 @@ and the safetensors files are written by the small writer below.
   case I  image mode: --head all/2/mean/max/min, --rollout, --img-size --keep-aspect
   case D  DINOv2-style (layer scale + 4 registers), timm and HF Dinov2 names
   case S  (--shared) the tintn CIFAR-10 model against its PyTorch golden outputs
-Prints "crosscheck: <passed> passed, <failed> failed"; exits 1 if anything failed.
+Every failed check is printed ("FAIL: ...") and listed by the test that made it.
 """
 
-import json
 import math
-import os
-import struct
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,8 +34,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tally import Tally, skip  # noqa: E402
+import pytest
+
+import harness
+import safetensors_io
+from harness import SHARED, need
+from tally import Tally
 
 try:
     import torch
@@ -46,12 +47,12 @@ try:
     import torchvision
     from torchvision.models.vision_transformer import VisionTransformer
 except ImportError as e:  # CI installs python3-torch python3-torchvision (scripts/install-deps.sh)
-    skip(f"cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
+    need(False, f"cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
-SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
-USE_SHARED = "--shared" in sys.argv[1:]
+BIN = Path(harness.BIN)
+USE_SHARED = harness.USE_SHARED  # tests/conftest.py: --shared
+# With --shared the test here is the shared one (the crosscheck_torch_shared entry).
+pytestmark = [pytest.mark.shared] if USE_SHARED else []
 
 ATTN_TOL = 1e-5   # absolute, on every softmax probability
 REL_TOL = 1e-4    # features / logits: max|d| <= REL_TOL * max(1, max|ref|)
@@ -89,18 +90,8 @@ def tensor_bytes(t, dtype):
 
 
 def write_safetensors(path, tensors, dtype="F32", metadata=None):
-    header, chunks, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
-    for name, t in tensors.items():
-        raw = tensor_bytes(t, dtype)
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+    safetensors_io.write(path, {name: (dtype, list(t.shape), tensor_bytes(t, dtype)) for name, t in tensors.items()},
+                         metadata)
 
 
 def rounded(t, dtype):
@@ -679,15 +670,13 @@ def case_s(tmp):
           f"logits max|d| {abs_l:.3g} (rel {dl})", flush=True)
 
 
-def main():
-    if not BIN.is_file():
-        print(f"FAIL: binary {BIN} not found (build first or set VITATTN_BIN)")
-        return 1
-    if USE_SHARED and not (SHARED / "models" / "vit_cifar10_tintn.reference.npz").is_file():
-        skip(f"no shared fixtures in {SHARED}")
+def test_torch_crosscheck():
+    assert BIN.is_file(), f"binary {BIN} not found (build first or set VITATTN_BIN)"
+    if USE_SHARED:
+        need((SHARED / "models" / "vit_cifar10_tintn.reference.npz").is_file(), f"no shared fixtures in {SHARED}")
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, binary {BIN}", flush=True)
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="vitattn_torch_") as d:
+    with T.section("torch crosscheck"), tempfile.TemporaryDirectory(prefix="vitattn_torch_") as d:
         tmp = Path(d)
         if USE_SHARED:
             case_s(tmp)
@@ -702,13 +691,7 @@ def main():
             make_image(image)
             case_i(tmp, models[0], image)
             case_d(tmp, models[0])
-    print("worst differences:")
-    for k, v in WORST.items():
-        print(f"  {k:24s} {v:.3g}")
-    print(f"runtime {time.monotonic() - start:.1f} s")
-    print(f"crosscheck: {T.passed} passed, {T.failed} failed")
-    return 1 if T.failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        print("worst differences:")
+        for k, v in WORST.items():
+            print(f"  {k:24s} {v:.3g}")
+        print(f"runtime {time.monotonic() - start:.1f} s")

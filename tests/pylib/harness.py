@@ -1,0 +1,176 @@
+"""What the Python tests share: where the binary and the fixtures are, running the binary
+(a sanitizer report always fails), test images, a temporary folder per test, and the one
+rule for tests that cannot run here (need()).
+
+Environment:
+  VITATTN_BIN     the binary to test (default <repo>/build/dev/vitattn)
+  VITATTN_SHARED  the shared fixtures (default <repo>/../shared); point it at a missing
+                  folder to see the tests that need it skip (or fail, under CI=true)
+"""
+import os
+import struct
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = str(Path(os.environ.get("VITATTN_BIN", str(REPO / "build/dev/vitattn"))).resolve())
+SHARED = Path(os.environ.get("VITATTN_SHARED", str(REPO.parent / "shared")))
+USE_SHARED = False  # set from pytest's --shared by tests/conftest.py
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+PHOTOS = sorted(p for p in (SHARED / "images").glob("*.*") if p.suffix.lower() in IMAGE_SUFFIXES) \
+    if (SHARED / "images").is_dir() else []
+
+# In the asan/tsan builds the binary is sanitized; a report fails the test even where the
+# test expects a failing exit status (the sanitizers also exit with 86, see cmake/Sanitizers.cmake).
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                   "ThreadSanitizer:", "runtime error:", "UndefinedBehaviorSanitizer")
+
+
+def in_ci():
+    """CI has torch, PIL, cv2 and ../shared: there a skip is a failure (tests/conftest.py)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def need(ok, reason):
+    """Skips the calling test (module, when called at import) unless `ok`. Under CI=true the
+    skip is turned into a failure by tests/conftest.py."""
+    if not ok:
+        import pytest
+        pytest.skip(reason, allow_module_level=True)
+
+
+def check_sanitizers(args, stderr):
+    for mark in SANITIZER_MARKS:
+        if mark in stderr:
+            raise AssertionError(f"sanitizer report from {list(map(str, args))}:\n{stderr[-4000:]}")
+
+
+def run_process(*args, cwd=None, env=None):
+    """Runs the binary with `args`; returns the CompletedProcess (text). `env`: changes to
+    the environment, a value of None removing the variable."""
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        for k, v in env.items():
+            if v is None:
+                full_env.pop(k, None)
+            else:
+                full_env[k] = v
+    p = subprocess.run([BIN, *map(str, args)], cwd=cwd, env=full_env, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    check_sanitizers(args, p.stderr)
+    return p
+
+
+def run(*args, cwd=None):
+    """Runs the binary; returns (exit status, stdout, stderr)."""
+    p = run_process(*args, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def photo_like(h, w, seed=0):
+    """A colour image with structure: gradients, a disc and a bright square."""
+    import cv2
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    img = np.stack([x * 255 // max(w - 1, 1), y * 255 // max(h - 1, 1), (x + y) * 127 // max(h + w - 2, 1)], -1)
+    img = img.astype(np.uint8)
+    cv2.circle(img, (w // 3, h // 2), max(min(h, w) // 5, 1), (20, 200, 40), -1)
+    cv2.rectangle(img, (2 * w // 3, h // 5), (2 * w // 3 + w // 8, h // 5 + h // 8), (250, 250, 250), -1)
+    noise = rng.integers(-8, 9, img.shape)
+    return np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
+
+
+def dino_mask(attn_map, t):
+    """DINO's mass mask as visualize_attention.py computes it: sort ascending, normalise,
+    cumulative sum, keep the patches whose cumulative value exceeds 1 - t."""
+    flat = np.asarray(attn_map, np.float64).ravel()
+    idx = np.argsort(flat, kind="stable")
+    cumval = np.cumsum(flat[idx] / flat.sum())
+    mask = np.zeros(flat.size, bool)
+    mask[idx] = cumval > 1 - t
+    return mask.reshape(np.shape(attn_map))
+
+
+def exif_rotated_jpeg(img, orientation):
+    """A JPEG with an EXIF APP1 segment holding only the Orientation tag."""
+    import cv2
+    ok, buf = cv2.imencode(".jpg", img)
+    assert ok
+    jpg = buf.tobytes()
+    tiff = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1)
+    tiff += struct.pack("<HHII", 0x0112, 3, 1, orientation) + struct.pack("<I", 0)
+    payload = b"Exif\x00\x00" + tiff
+    app1 = b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload
+    return jpg[:2] + app1 + jpg[2:]
+
+
+def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True, seed=0, classes=0,
+                    registers=0, embed_scale=1.0, scale=0.3, patch_scale=0.1):
+    """A small ViT with random weights under timm's names, written as F32 safetensors.
+    With `classes`, a classifier (family timm, else dino); with `registers`, register tokens
+    and layer scale (DINOv2). A small embed_scale makes the token stream tiny, so that
+    LayerNorm's ε shows."""
+    import safetensors_io
+    rng = np.random.default_rng(seed)
+    r = lambda *s, scale=scale: (rng.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
+    e = embed_scale
+    t = {"patch_embed.proj.weight": r(d, 3, p, p, scale=patch_scale * e), "patch_embed.proj.bias": r(d, scale=scale * e),
+         "cls_token": r(1, 1, d, scale=scale * e), "pos_embed": r(1, 1 + grid * grid, d, scale=scale * e)}
+    if classes:
+        t["head.weight"], t["head.bias"] = r(classes, d), r(classes)
+    if registers:
+        t["register_tokens"] = r(1, registers, d)
+    for i in range(layers):
+        b = f"blocks.{i}."
+        t.update({b + "norm1.weight": 1 + r(d), b + "norm1.bias": r(d), b + "attn.qkv.weight": r(3 * d, d),
+                  b + "attn.qkv.bias": r(3 * d), b + "attn.proj.weight": r(d, d), b + "attn.proj.bias": r(d),
+                  b + "norm2.weight": 1 + r(d), b + "norm2.bias": r(d), b + "mlp.fc1.weight": r(mlp, d),
+                  b + "mlp.fc1.bias": r(mlp), b + "mlp.fc2.weight": r(d, mlp), b + "mlp.fc2.bias": r(d)})
+        if registers:
+            t[b + "ls1.gamma"] = r(d)
+            t[b + "ls2.gamma"] = r(d)
+    t["norm.weight"], t["norm.bias"] = 1 + r(d), r(d)
+    safetensors_io.write(path, t, {"num_heads": str(heads)} if heads_in_metadata else None, dtype="F32")
+
+
+def files_of(folder):
+    """{relative path: bytes} of every file below `folder`."""
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def temporaries(folder):
+    """vitattn's temporary files ('.tmp-' in the name) left below `folder`."""
+    return sorted(str(p) for p in Path(folder).rglob("*") if ".tmp-" in p.name)
+
+
+class TmpCase(unittest.TestCase):
+    """A test case with its own temporary folder, self.dir, removed afterwards."""
+    tmp_prefix = "vitattn-test-"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix=self.tmp_prefix)
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        for p in self.dir.rglob("*"):  # chmod 000 files must be removable by a non-root owner too
+            if not p.is_symlink():
+                p.chmod(0o700)
+        self.tmp.cleanup()
+
+    def write(self, rel, img, params=()):
+        """Encodes `img` by the suffix of `rel` (below self.dir); returns the path."""
+        import cv2
+        p = self.dir / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        ok, buf = cv2.imencode(p.suffix, img, list(params))
+        self.assertTrue(ok, rel)
+        p.write_bytes(buf.tobytes())
+        return p
+
+    def no_temporaries(self, folder):
+        self.assertEqual(temporaries(folder), [], "temporary files left behind")
