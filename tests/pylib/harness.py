@@ -72,6 +72,18 @@ def run(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def run_ok(tally, label, args, timeout=600):
+    """Runs the binary as one check of `tally` (tests/python/tally.py): it ran and exited 0.
+    Returns whether it did; the failure names the command and the end of its stderr."""
+    cmd = [BIN] + [str(a) for a in args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return tally.check(False, f"{label}: could not run {' '.join(cmd)}: {e}")
+    return tally.check(proc.returncode == 0,
+                       f"{label}: exit {proc.returncode} from {' '.join(cmd)}\n  stderr: {proc.stderr.strip()[-2000:]}")
+
+
 def photo_like(h, w, seed=0):
     """A colour image with structure: gradients, a disc and a bright square."""
     import cv2

@@ -20,7 +20,6 @@ Each of these is a test; every failed check inside is printed ("FAIL: ...") and 
 
 import math
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -259,13 +258,7 @@ def self_check(tmp):
 
 
 def run_binary(label, args):
-    cmd = [str(BIN)] + [str(a) for a in args]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return T.check(False, f"{label}: could not run {' '.join(cmd)}: {e}")
-    return T.check(proc.returncode == 0,
-                   f"{label}: exit {proc.returncode} from {' '.join(cmd)}\n  stderr: {proc.stderr.strip()[-2000:]}")
+    return harness.run_ok(T, label, args, timeout=600)
 
 
 def compare(label, out_dir, images, model, mean=None, std=None, scale=True):

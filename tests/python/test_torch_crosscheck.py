@@ -26,7 +26,6 @@ Every failed check is printed ("FAIL: ...") and listed by the test that made it.
 """
 
 import math
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -300,13 +299,7 @@ def dinov2_reference(model, ls1, ls2, regs, x):
 
 
 def run_binary(label, args):
-    cmd = [str(BIN)] + [str(a) for a in args]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return T.check(False, f"{label}: could not run {' '.join(cmd)}: {e}")
-    return T.check(proc.returncode == 0,
-                   f"{label}: exit {proc.returncode} from {' '.join(cmd)}\n  stderr: {proc.stderr.strip()[-2000:]}")
+    return harness.run_ok(T, label, args, timeout=300)
 
 
 def rel_check(label, what, got, want, rel_tol, kind):
