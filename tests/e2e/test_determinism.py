@@ -94,7 +94,7 @@ class Determinism(unittest.TestCase):
             for jobs in ("1", "2"):
                 files, _, _ = self.draw(options, jobs, env)
                 self.same_bytes(reference, files, f"{label}: -j 1 against -j {jobs} with {name}")
-        kinds = {p.suffix for p in reference}
+        kinds = {Path(p).suffix for p in reference}
         self.assertEqual(kinds, {".png", ".npy"}, "PNGs and .npy files were compared")
         print(f"  {label}: {len(reference)} files identical over -j 1/2/4 and {len(ENVIRONMENTS)} environments")
 

@@ -17,6 +17,7 @@ import zipfile
 import cv2
 import numpy as np
 
+import safetensors_io
 from harness import BIN, REPO, TmpCase, files_of, photo_like, run, timm_checkpoint
 
 SANITIZED = any(k in os.environ for k in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
@@ -229,7 +230,7 @@ class Traps(TmpCase):
         self.write("p/top.png", photo_like(40, 50, 1))
         self.write("p/sub/deep.jpg", photo_like(45, 40, 2))
         self.check_run_twice(["-r", "p", "-o", "p/maps"], cwd=self.dir)
-        self.assertEqual(sorted(str(p) for p in files_of(self.dir / "p")),
+        self.assertEqual(sorted(files_of(self.dir / "p")),
                          ["maps/sub/deep_attn.png", "maps/top_attn.png", "sub/deep.jpg", "top.png"])
 
     def test_an_image_named_like_an_output_elsewhere_is_still_drawn(self):
@@ -284,7 +285,7 @@ class Traps(TmpCase):
              "cls_token": np.zeros((1, 1, d), np.float32), "pos_embed": np.zeros((1, 1 + n, d), np.float32),
              "attn.q.weight": np.eye(d, dtype=np.float32), "attn.k.weight": np.eye(d, dtype=np.float32),
              "attn.v.weight": np.eye(d, dtype=np.float32)}
-        write_safetensors(self.dir / "big.safetensors", t)
+        safetensors_io.write(self.dir / "big.safetensors", t, dtype="F32")
         self.write("a.png", photo_like(40, 40))
         rc, _, err = run_limited("--model", "big.safetensors", "a.png", "-o", "out", cwd=self.dir)
         self.assertEqual(rc, 2, err)

@@ -152,7 +152,8 @@ def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True
 
 def files_of(folder):
     """{relative path: bytes} of every file below `folder`."""
-    return {p.relative_to(folder): p.read_bytes() for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+    folder = Path(folder)
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def temporaries(folder):
