@@ -21,9 +21,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/model.hpp"
+#include "core/attention_maps.hpp"
+#include "core/vit.hpp"
 #include "core/seeded_model.hpp"
-#include "io/batch_plan.hpp"
+#include "io/image_formats.hpp"
 #include "io/image_loader.hpp"
 #include "io/overlay.hpp"
 #include "io/png_writer.hpp"
@@ -113,13 +114,17 @@ int main(int argc, char** argv) {
   vitattn::io::set_library_threads(1);  // one encoder on one core, as each -j worker runs it
 
   // The overlays, as vitattn draws them by default.
-  const vitattn::SingleHeadModel model = vitattn::make_seeded_model(vitattn::SeededShape{}, 0);
+  const vitattn::VitModel model = vitattn::make_seeded_model(vitattn::SeededShape{}, 0);
+  const int size = model.grid_h * model.patch_size;
   std::vector<cv::Mat> overlays;
   double megapixels = 0;
   for (const auto& f : files) {
     const cv::Mat bgr = vitattn::io::load_image(f, 100'000'000);
-    const auto maps = vitattn::run_single_head(model, vitattn::io::preprocess(bgr, model.img_size(), model.norm), true);
-    overlays.push_back(vitattn::io::render_overlay(bgr, maps.cls_map, vitattn::io::RenderOptions{}));
+    vitattn::ForwardOptions fo;
+    fo.last_layer = 0;  // the attention only, as the image pipeline runs it
+    const auto r = vitattn::forward(model, vitattn::io::preprocess(bgr, size, model.norm), fo);
+    const vitattn::Matrix map = vitattn::class_token_map(r.attention[0][0], 1, model.grid_h, model.grid_w);
+    overlays.push_back(vitattn::io::render_overlay(bgr, map, vitattn::io::RenderOptions{}));
     megapixels += static_cast<double>(bgr.total()) / 1e6;
   }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/model.hpp"
+#include "core/vit.hpp"
 #include "io/image_header.hpp"
 #include "io/image_loader.hpp"
 #include "io/model_file.hpp"
@@ -196,26 +196,29 @@ Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
     return Outcome::refused;
   }
 
-  SingleHeadModel m;
+  VitModel m;
   try {
     m = io::parse_model(std::move(bytes), source);
   } catch (const Error& e) {
     require_names(e, source);
     return Outcome::refused;
   }
-  // What --save-model writes from a loaded model must load again, bit for bit.
-  SingleHeadModel back;
+  if (!io::has_single_head_layout(m)) return Outcome::accepted;
+  // What --save-model writes from a loaded model must load again, bit for bit (a bias the
+  // file left out is written as zeros).
+  VitModel back;
   try {
     back = io::parse_model(io::encode_model(m), "round-trip");
   } catch (const Error& e) {
     std::fprintf(stderr, "round trip refused: %s\n", e.what());
     require(false, "a loaded model, saved again, is refused by the loader");
   }
-  require(back.patch_size == m.patch_size, "round trip changed the patch size");
-  require(same_matrix(back.w_patch, m.w_patch) && same_matrix(back.b_patch, m.b_patch) &&
+  const auto or_zeros = [](const RowVector& v, Eigen::Index n) { return v.size() ? v : RowVector(RowVector::Zero(n)); };
+  const EncoderBlock &a = m.blocks.front(), &b = back.blocks.front();
+  require(back.patch_size == m.patch_size && io::has_single_head_layout(back), "round trip changed the layout");
+  require(same_matrix(back.w_patch, m.w_patch) && same_matrix(back.b_patch, or_zeros(m.b_patch, m.d_model())) &&
               same_matrix(back.cls_token, m.cls_token) && same_matrix(back.pos_embed, m.pos_embed) &&
-              same_matrix(back.w_q, m.w_q) && same_matrix(back.w_k, m.w_k) && same_matrix(back.w_v, m.w_v) &&
-              same_matrix(back.b_q, m.b_q) && same_matrix(back.b_k, m.b_k) && same_matrix(back.b_v, m.b_v),
+              same_matrix(b.w_qkv, a.w_qkv) && same_matrix(b.b_qkv, or_zeros(a.b_qkv, a.w_qkv.rows())),
           "round trip changed a tensor");
   require(same_bits(back.norm.mean.data(), m.norm.mean.data(), 3) && same_bits(back.norm.std.data(), m.norm.std.data(), 3),
           "round trip changed mean or std");
@@ -320,8 +323,7 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size) {
     }
     // The loaders take it as they take a safetensors file; they may refuse, but only by Error.
     try {
-      if (io::is_encoder_checkpoint(st)) (void)io::load_vit(st);
-      else (void)io::load_model(st);
+      (void)io::load_vit(st);
     } catch (const Error& e) {
       require_names(e, source);
     }

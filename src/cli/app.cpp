@@ -22,7 +22,8 @@
 #include "io/model_file.hpp"
 #include "io/npy.hpp"
 #include "io/vit_loader.hpp"
-#include "io/process_image.hpp"
+#include "pipeline/output_folders.hpp"
+#include "pipeline/process_image.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
 
@@ -32,6 +33,33 @@ namespace {
 
 constexpr int kExitOk = 0, kExitSomeFailed = 1, kExitUsage = 2;
 
+// The flag that sets each request field: an OptionError from below names its value this way.
+std::string flag_of(Field f) {
+  switch (f) {
+    case Field::heads: return "--heads";
+    case Field::layer: return "--layer";
+    case Field::head: return "--head";
+    case Field::img_size: return "--img-size";
+    case Field::keep_aspect: return "--keep-aspect";
+    case Field::save_model: return "--save-model";
+    case Field::max_pixels: return "--max-pixels";
+    case Field::strict: return "--strict";
+  }
+  return "?";
+}
+
+std::string flag_and_value(const OptionError& e) { return flag_of(e.field()) + (e.value().empty() ? "" : " " + e.value()); }
+
+// Before any work: "--layer 3: the model has layers 0…2", "--heads: m.safetensors: …"
+std::string option_message(const OptionError& e) {
+  return flag_and_value(e) + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
+}
+
+// One image's: "x.png: image is 9000x9000 (81.0 MP), over the pixel limit of 50.0 MP (--max-pixels)"
+std::string image_option_message(const OptionError& e, const std::string& input) {
+  return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + flag_and_value(e) + ")";
+}
+
 void setup_logging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("vitattn");
   logger->set_pattern("%^%l%$: %v");
@@ -39,8 +67,8 @@ void setup_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
-io::ProcessOptions process_options(const Options& o) {
-  io::ProcessOptions p;
+pipeline::ProcessOptions process_options(const Options& o) {
+  pipeline::ProcessOptions p;
   p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
   p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
   p.render.alpha = o.alpha;
@@ -50,54 +78,29 @@ io::ProcessOptions process_options(const Options& o) {
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
   p.damage.strict = o.strict;
-  io::EncoderView& v = p.view;
+  pipeline::EncoderView& v = p.view;
   v.layer = o.layer;
   v.rollout = o.rollout;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold > 0) v.threshold = static_cast<float>(o.threshold);
-  v.img_size = o.img_size_given ? o.shape.img_size : 0;
+  v.img_size = o.img_size_given && !o.model.empty() ? o.shape.img_size : 0;  // the seeded model is made at that size
   v.keep_aspect = o.keep_aspect;
   if (o.head == "all") {
-    v.head = io::HeadChoice::all;
+    v.head = pipeline::HeadChoice::all;
   } else if (o.head == "mean" || o.head == "max" || o.head == "min") {
-    v.head = io::HeadChoice::fuse;
+    v.head = pipeline::HeadChoice::fuse;
     v.fusion = o.head == "mean" ? HeadFusion::mean : o.head == "max" ? HeadFusion::max : HeadFusion::min;
   } else {
-    v.head = io::HeadChoice::index;
+    v.head = pipeline::HeadChoice::index;
     v.head_index = std::stoi(o.head);  // the validator let only digits through
   }
   return p;
 }
 
-// Choices that depend on the model: caught before any image is read.
-void check_view(const Options& o, const io::Model& model) {
-  const auto* vit = std::get_if<VitModel>(&model);
-  if (!vit) {
-    for (const char* encoder_only : {"--layer", "--head", "--rollout", "--keep-aspect", "--family", "--heads", "--eps", "--gelu", "--pos-interp"})
-      if (o.given.count(encoder_only))
-        throw Error(std::string(encoder_only) + " needs a ViT checkpoint; " + o.model + " is the single-head layout");
-    return;
-  }
-  io::resolve_layer(o.layer, vit->n_layers());
-  const io::ProcessOptions p = process_options(o);
-  if (p.view.head == io::HeadChoice::index && p.view.head_index >= vit->n_heads)
-    throw Error("--head " + o.head + ": the model has heads 0…" + std::to_string(vit->n_heads - 1));
-}
-
-// The output folder must exist and take files before any work starts.
-void prepare_output(const fs::path& out) {
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw Error(io::display(out) + ": cannot create output folder: " + ec.message());
-  if (!fs::is_directory(out, ec)) throw Error(io::display(out) + ": output path exists and is not a folder");
-  if (::access(out.c_str(), W_OK | X_OK) != 0)
-    throw Error(io::display(out) + ": output folder is not writable: " + std::strerror(errno));
-}
-
 // An output named on the command line (--save-model FILE) must not be an input of the
 // run (an image, the --model file), nor where a job's output goes, and may replace only a
 // file of the kind it writes. Also: no job output lands on the --model file.
-void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::OutputSet& outputs) {
+void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs) {
   const auto same_file = [](const fs::path& a, const fs::path& b) {
     std::error_code ec;  // compare names first: canonical paths cost system calls
     return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
@@ -107,11 +110,11 @@ void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::
     if (!o.model.empty() && same_file(o.save_model, o.model)) throw Error(save + ": is the --model file; not replaced");
     for (const std::string& in : o.inputs)
       if (same_file(o.save_model, in)) throw Error(save + ": is an input of this run; not replaced");
-    for (const io::ImageJob& job : plan.jobs)
+    for (const pipeline::ImageJob& job : plan.jobs)
       if (same_file(o.save_model, job.input)) throw Error(save + ": is an input of this run; not replaced");
   }
-  for (const io::ImageJob& job : plan.jobs)
-    for (const fs::path& p : io::output_paths(job.output_base, outputs)) {
+  for (const pipeline::ImageJob& job : plan.jobs)
+    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs)) {
       if (!o.save_model.empty() && same_file(o.save_model, p))
         throw Error(save + ": is where the output of " + io::display(job.input) + " goes; choose another name");
       if (!o.model.empty() && same_file(o.model, p))
@@ -121,28 +124,24 @@ void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::
 }
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
-void log_grid(const Options& o, const io::Model& model, io::ProcessOptions& options) {
+void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions& options) {
   if (o.verbosity < 1) return;
-  if (const auto* single = std::get_if<SingleHeadModel>(&model)) {
-    spdlog::debug("grid {0}x{0} patches of {1} px (input {2}x{2})", single->grid_size(), single->patch_size, single->img_size());
-    return;
-  }
-  const auto& vit = std::get<VitModel>(model);
-  const int p = vit.patch_size;
+  const int p = model.patch_size;
+  const bool file = !o.model.empty();  // the seeded model is made at --img-size: that is its own grid
   if (o.keep_aspect) {
-    const int s = o.img_size_given ? o.shape.img_size : vit.grid_h * p;
+    const int s = file && o.img_size_given ? o.shape.img_size : model.grid_h * p;
     spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} patches of {} px", s, s / p, p);
-    options.on_grid = [](const io::ImageJob& job, const io::InputGrid& g) {
+    options.on_grid = [](const pipeline::ImageJob& job, const pipeline::InputGrid& g) {
       spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
                     g.input_h, g.grid_w, g.grid_h);
     };
-  } else if (o.img_size_given) {
+  } else if (file && o.img_size_given) {
     const int g = o.shape.img_size / p;
     spdlog::debug("grid {0}x{0} patches of {1} px (input {2}x{2}, --img-size); the checkpoint's own grid is {3}x{4}", g, p,
-                  o.shape.img_size, vit.grid_w, vit.grid_h);
+                  o.shape.img_size, model.grid_w, model.grid_h);
   } else {
-    spdlog::debug("grid {}x{} patches of {} px (input {}x{}, the checkpoint's own)", vit.grid_w, vit.grid_h, p,
-                  vit.grid_w * p, vit.grid_h * p);
+    spdlog::debug("grid {}x{} patches of {} px (input {}x{}{})", model.grid_w, model.grid_h, p, model.grid_w * p,
+                  model.grid_h * p, file ? ", the checkpoint's own" : "");
   }
 }
 
@@ -153,24 +152,22 @@ int run_images(const Options& o) {
   }
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
 
-  const io::Model model = make_model(o);
-  check_view(o, model);
-  io::ProcessOptions options = process_options(o);
+  const VitModel model = make_model(o);
+  pipeline::ProcessOptions options = process_options(o);
+  pipeline::check_view(model, options.view, o.model.empty() ? "the seeded model" : o.model);  // before any image is read
   log_grid(o, model, options);
-  const io::OutputSet outputs = io::written_outputs(model, options);  // every job writes these, no other file
+  const pipeline::OutputSet outputs = pipeline::written_outputs(model, options);  // every job writes these, no other file
 
   const fs::path out = o.output;
-  io::BatchPlan plan;
+  pipeline::BatchPlan plan;
   if (!o.inputs.empty()) {
     const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
-    plan = io::plan_batch(inputs, out, o.recursive, outputs);
+    plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
   }
   check_named_outputs(o, plan, outputs);
-  if (!o.inputs.empty()) prepare_output(out);
+  if (!o.inputs.empty()) pipeline::prepare_output_folder(out);
   if (!o.save_model.empty()) {
-    const auto* single = std::get_if<SingleHeadModel>(&model);
-    if (!single) throw Error("--save-model writes the single-head layout; " + o.model + " is a full checkpoint");
-    io::save_model(o.save_model, *single);
+    io::save_model(o.save_model, model);
     spdlog::info("wrote model to {}", o.save_model);
   }
   if (o.inputs.empty()) return kExitOk;
@@ -182,7 +179,7 @@ int run_images(const Options& o) {
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
-  const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, outputs) : 0;
+  const std::size_t skipped = o.skip_existing ? pipeline::drop_finished_jobs(plan, outputs) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
@@ -204,9 +201,12 @@ int run_images(const Options& o) {
   options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
   const BatchResult result = run_batch(
       plan.jobs, workers,
-      [&](const io::ImageJob& job) {
-        io::prepare_output_path(out, job, outputs);  // no symlink in the output tree is followed
-        io::process_image(job, model, options);
+      [&](const pipeline::ImageJob& job) {
+        try {
+          pipeline::process_image(out, job, model, options);
+        } catch (const OptionError& e) {  // a choice that does not fit this image: said with its flag
+          throw Error(image_option_message(e, io::display(job.input)));
+        }
       },
       progress, [] { return InterruptGuard::signal_received() != 0; });
   progress.finish();
@@ -248,6 +248,9 @@ int run(int argc, char** argv) {
     if (options.explain) return explain(std::cout, options.explain_heatmap);
     if (options.forward) return run_forward(options);
     return run_images(options);
+  } catch (const OptionError& e) {
+    spdlog::error("{}", option_message(e));
+    return kExitUsage;
   } catch (const Error& e) {
     spdlog::error("{}", e.what());
     return kExitUsage;

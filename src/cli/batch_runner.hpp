@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/batch_plan.hpp"
+#include "pipeline/batch_plan.hpp"
 #include "progress.hpp"
 
 namespace vitattn::cli {
@@ -19,8 +19,8 @@ struct BatchResult {
 
 // `stop`, when given, is asked before each job is taken: once it returns true no new job
 // starts, and the jobs in hand are finished.
-BatchResult run_batch(const std::vector<io::ImageJob>& jobs, int workers,
-                      const std::function<void(const io::ImageJob&)>& work, Progress& progress,
+BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
+                      const std::function<void(const pipeline::ImageJob&)>& work, Progress& progress,
                       const std::function<bool()>& stop = {});
 
 // The closing line: "<n> images in <t> s: <w> written to <out>[, <f> failed][, <s> skipped

@@ -11,6 +11,7 @@
 #include "io/npy.hpp"
 #include "io/threads.hpp"
 #include "model_setup.hpp"
+#include "pipeline/output_folders.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -73,13 +74,14 @@ void check_forward_outputs(const Options& o) {
 void forward_file(const VitModel& model, const fs::path& input, const fs::path& out, bool scale) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   std::vector<float> attention, features, logits;
-  std::uint64_t n_tokens = 0;
+  std::uint64_t n_tokens = 0, width = 0;
   for (const ImageTensor& x : images) {
     ForwardOptions fo;
     fo.keep_from_layer = 0;
     fo.scale = scale;
     const ForwardResult r = forward(model, x, fo);
     n_tokens = static_cast<std::uint64_t>(r.tokens.rows());
+    width = static_cast<std::uint64_t>(r.tokens.cols());  // d_model, or d_attn after an attention-only block
     for (const auto& layer : r.attention)
       for (const Matrix& a : layer) attention.insert(attention.end(), a.data(), a.data() + a.size());
     features.insert(features.end(), r.tokens.data(), r.tokens.data() + r.tokens.cols());  // row 0: class token
@@ -89,7 +91,7 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
   const ForwardOutputs f = forward_outputs(out, input);
   io::write_npy(f.attention, attention.data(),
                 {n, static_cast<std::uint64_t>(model.n_layers()), static_cast<std::uint64_t>(model.n_heads), n_tokens, n_tokens});
-  io::write_npy(f.features, features.data(), {n, static_cast<std::uint64_t>(model.d_model())});
+  io::write_npy(f.features, features.data(), {n, width});
   if (model.w_head.size() > 0)
     io::write_npy(f.logits, logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
   spdlog::info("{}: {} input{} → {}", io::display(input), n, n == 1 ? "" : "s",
@@ -99,19 +101,15 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
 }  // namespace
 
 int run_forward(const Options& o) {
-  if (o.model.empty()) throw Error("forward needs --model with a ViT checkpoint");
+  if (o.model.empty()) throw Error("forward needs --model with a model file");
   check_forward_outputs(o);
-  const io::Model model = make_model(o);
-  const auto* vit = std::get_if<VitModel>(&model);
-  if (!vit) throw Error(o.model + ": forward needs a ViT checkpoint; this is the single-head layout");
-  std::error_code ec;
-  fs::create_directories(o.output, ec);
-  if (ec) throw Error(io::display(o.output) + ": cannot create output folder: " + ec.message());
+  const VitModel model = make_model(o);
+  pipeline::prepare_output_folder(o.output);
   io::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;
   for (const auto& input : o.forward_inputs) {
     try {
-      forward_file(*vit, input, o.output, !o.no_scale);
+      forward_file(model, input, o.output, !o.no_scale);
     } catch (const Error& e) {
       spdlog::error("{}", e.what());
       ++failed;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "core/seeded_model.hpp"
 #include "io/model_file.hpp"
 #include "io/safetensors.hpp"
 #include "io/tensor_file.hpp"
@@ -20,28 +21,16 @@ void apply_normalization(const Options& o, Normalization& norm) {
 
 }  // namespace
 
-io::Model make_model(const Options& o) {
+VitModel make_model(const Options& o) {
   if (o.model.empty()) {
-    SingleHeadModel model = make_seeded_model(o.shape, o.seed);
-    spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.img_size(),
-                  model.patch_size, model.d_model(), model.d_k());
+    VitModel model = make_seeded_model(o.shape, o.seed);
+    spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.grid_h * model.patch_size,
+                  model.patch_size, model.d_model(), model.d_head());
     apply_normalization(o, model.norm);
     model.validate("seeded model");
     return model;
   }
   const io::SafeTensors st = io::load_tensor_file(o.model, o.key);  // safetensors or .pth
-  if (!io::is_encoder_checkpoint(st)) {
-    if (o.img_size_given) throw Error(o.model + ": --img-size needs a ViT checkpoint; this is the single-head layout");
-    SingleHeadModel model = io::load_model(st);
-    spdlog::debug("model {}: single-head layout, S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(),
-                  model.patch_size, model.d_model(), model.d_k(), model.pos_embed.rows());
-    if (model.grid_size() * model.grid_size() > io::kMaxPatches)
-      throw Error(o.model + ": " + std::to_string(model.grid_size() * model.grid_size()) + " patches, over the cap of " +
-                  std::to_string(io::kMaxPatches));
-    apply_normalization(o, model.norm);
-    model.validate(o.model);
-    return model;
-  }
   io::VitOverrides overrides;
   overrides.family = o.family;
   overrides.heads = o.heads;
@@ -54,16 +43,6 @@ io::Model make_model(const Options& o) {
                  "another count, its maps are wrong: give --heads N", o.model, loaded.model.n_heads, loaded.model.d_model());
   apply_normalization(o, loaded.model.norm);
   loaded.model.validate(o.model);
-  const int p = loaded.model.patch_size;
-  if (o.img_size_given && o.shape.img_size % p != 0)
-    throw Error("--img-size " + std::to_string(o.shape.img_size) + " is not a multiple of the patch size " + std::to_string(p));
-  if (!o.img_size_given && loaded.model.grid_h * loaded.model.grid_w > io::kMaxPatches)
-    throw Error(o.model + ": its own grid is " + std::to_string(loaded.model.grid_w) + "x" +
-                std::to_string(loaded.model.grid_h) + " patches, over the cap of " + std::to_string(io::kMaxPatches) +
-                "; give a smaller --img-size");
-  if (o.img_size_given && (o.shape.img_size / p) * (o.shape.img_size / p) > io::kMaxPatches)
-    throw Error("--img-size " + std::to_string(o.shape.img_size) + " makes more than " + std::to_string(io::kMaxPatches) +
-                " patches of " + std::to_string(p) + " pixels");
   spdlog::debug("model {}: {}", o.model, loaded.summary());
   return std::move(loaded.model);
 }

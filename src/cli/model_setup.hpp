@@ -1,12 +1,12 @@
 #pragma once
-// The model a command line asks for: seeded, the single-head layout, or a ViT checkpoint
-// with its overrides applied (and described at -v).
-#include "io/process_image.hpp"
+// The model a command line asks for: seeded, or a file (a ViT checkpoint or the single-head
+// layout) with its overrides applied (and described at -v).
+#include "core/vit.hpp"
 #include "options.hpp"
 
 namespace vitattn::cli {
 
 // Throws Error naming the file and what is wrong with it.
-io::Model make_model(const Options& o);
+VitModel make_model(const Options& o);
 
 }  // namespace vitattn::cli

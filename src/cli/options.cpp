@@ -9,7 +9,7 @@
 #include "io/checkpoint_families.hpp"
 #include "io/model_file.hpp"
 #include "io/overlay.hpp"
-#include "io/process_image.hpp"
+#include "pipeline/view.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -20,16 +20,16 @@ constexpr int kMaxSeededWidth = 8192;          // D and d_k of the seeded model
 constexpr std::uint64_t kMaxSeededWeights = std::uint64_t{1} << 27;  // 512 MiB of floats
 
 // The seeded model's shape: S a multiple of P, no more patches than a checkpoint may have
-// (io::kMaxPatches), and weights that fit the cap. Checked before anything is allocated.
+// (pipeline::kMaxPatches), and weights that fit the cap. Checked before anything is allocated.
 void check_seeded_shape(const SeededShape& s) {
   const std::string shape = "seeded model (--img-size " + std::to_string(s.img_size) + ", --patch-size " +
                             std::to_string(s.patch_size) + ")";
   if (s.img_size % s.patch_size != 0)
     throw CLI::ValidationError(shape + ": the image size is not a multiple of the patch size");
   const auto grid = static_cast<std::uint64_t>(s.img_size / s.patch_size);
-  if (grid * grid > static_cast<std::uint64_t>(io::kMaxPatches))
+  if (grid * grid > static_cast<std::uint64_t>(pipeline::kMaxPatches))
     throw CLI::ValidationError(shape + ": " + std::to_string(grid * grid) + " patches, over the cap of " +
-                               std::to_string(io::kMaxPatches) + " (64×64); use a larger --patch-size or a smaller --img-size");
+                               std::to_string(pipeline::kMaxPatches) + " (64×64); use a larger --patch-size or a smaller --img-size");
   // w_patch (D, 3P²) + pos_embed (1 + N, D) + cls (D) + q, k, v (d_k, D)
   const auto d = static_cast<std::uint64_t>(s.d_model), p = static_cast<std::uint64_t>(s.patch_size);
   const std::uint64_t weights = d * 3 * p * p + (2 + grid * grid) * d + 3 * static_cast<std::uint64_t>(s.d_k) * d;
@@ -48,10 +48,8 @@ void check_combinations(const CLI::App& app, const Options& o) {
       if (given(seeded_only))
         throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
   } else {
-    for (const char* encoder_only : {"--key", "--family", "--heads", "--eps", "--gelu", "--pos-interp", "--layer", "--head", "--rollout",
-                                     "--discard-ratio", "--keep-aspect"})
-      if (given(encoder_only))
-        throw CLI::ValidationError(std::string(encoder_only) + " needs --model with a ViT checkpoint");
+    for (const char* file_only : {"--key", "--family", "--heads", "--eps", "--gelu"})
+      if (given(file_only)) throw CLI::ValidationError(std::string(file_only) + " needs --model with a model file");
   }
   if (o.model.empty()) check_seeded_shape(o.shape);
   if (given("--quality") && o.format == "png")
@@ -197,7 +195,7 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("R,G,B")
       ->check(rgb_triplet("--std", true))
       ->group("Model");
-  app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; single-head only)")
+  app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; the single-head layout only)")
       ->type_name("FILE")
       ->check(kNonEmpty)
       ->group("Model");

@@ -88,4 +88,11 @@ Matrix mass_mask(const Matrix& map, float fraction) {
   return mask;
 }
 
+Matrix normalize_for_display(const Matrix& map) {
+  const float lo = map.minCoeff();
+  const float hi = map.maxCoeff();
+  if (!(hi > lo)) return Matrix::Zero(map.rows(), map.cols());
+  return (map.array() - lo) / (hi - lo);
+}
+
 }  // namespace vitattn

@@ -37,4 +37,7 @@ Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int
 // mass (largest first), 0 elsewhere. map (grid_h, grid_w), values ≥ 0 → mask (grid_h, grid_w)
 Matrix mass_mask(const Matrix& map, float fraction);
 
+// For display: (m − min) / (max − min); a flat map becomes all zeros.
+Matrix normalize_for_display(const Matrix& map);
+
 }  // namespace vitattn

@@ -30,33 +30,31 @@ void fill_uniform(M& m, SplitMix64& rng, float bound) {
 
 }  // namespace
 
-SingleHeadModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
+VitModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
   if (s.patch_size <= 0 || s.img_size <= 0 || s.d_model <= 0 || s.d_k <= 0)
-    throw Error("seeded model: img-size, patch-size, dim and d-k must be positive");
+    throw Error("seeded model: image size, patch size, d_model and d_k must be positive");
   if (s.img_size % s.patch_size != 0)
-    throw Error("seeded model: img-size " + std::to_string(s.img_size) + " is not a multiple of patch-size " +
+    throw Error("seeded model: image size " + std::to_string(s.img_size) + " is not a multiple of the patch size " +
                 std::to_string(s.patch_size));
   const int grid = s.img_size / s.patch_size;
   const int patch_dim = 3 * s.patch_size * s.patch_size;
 
-  SingleHeadModel m;
+  VitModel m;
   m.patch_size = s.patch_size;
+  m.n_heads = 1;
+  m.grid_h = m.grid_w = grid;
+  m.pos_prefix = 1;
   m.w_patch.resize(s.d_model, patch_dim);
   m.b_patch = RowVector::Zero(s.d_model);
   m.cls_token.resize(s.d_model);
   m.pos_embed.resize(1 + grid * grid, s.d_model);
-  m.w_q.resize(s.d_k, s.d_model);
-  m.w_k.resize(s.d_k, s.d_model);
-  m.w_v.resize(s.d_k, s.d_model);
-  m.b_q = RowVector::Zero(s.d_k);
-  m.b_k = RowVector::Zero(s.d_k);
-  m.b_v = RowVector::Zero(s.d_k);
+  Matrix w_q(s.d_k, s.d_model), w_k(s.d_k, s.d_model), w_v(s.d_k, s.d_model);
 
   // Bounds as PyTorch's default Linear/Conv init (uniform ±1/√fan_in), except where an
   // untrained head would otherwise show nothing: position embeddings are kept small
   // (as timm's std 0.02) so the map follows image content rather than position, and the
   // query/key gains are raised so class-token scores spread over a few units instead of
-  // a flat softmax.
+  // a flat softmax. The draw order is fixed: same seed, same weights.
   SplitMix64 rng(seed);
   const float patch_bound = 1.0f / std::sqrt(static_cast<float>(patch_dim));
   const float qk_bound = kQueryKeyGain / std::sqrt(static_cast<float>(s.d_model));
@@ -64,9 +62,16 @@ SingleHeadModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
   fill_uniform(m.w_patch, rng, patch_bound);
   fill_uniform(m.cls_token, rng, 1.0f);
   fill_uniform(m.pos_embed, rng, kPosEmbedBound);
-  fill_uniform(m.w_q, rng, qk_bound);
-  fill_uniform(m.w_k, rng, qk_bound);
-  fill_uniform(m.w_v, rng, v_bound);
+  fill_uniform(w_q, rng, qk_bound);
+  fill_uniform(w_k, rng, qk_bound);
+  fill_uniform(w_v, rng, v_bound);
+
+  EncoderBlock block;
+  // [W_Q; W_K; W_V] (3·d_k, d_model), zero biases (3·d_k)
+  block.w_qkv.resize(3 * s.d_k, s.d_model);
+  block.w_qkv << w_q, w_k, w_v;
+  block.b_qkv = RowVector::Zero(3 * s.d_k);
+  m.blocks.push_back(std::move(block));
   return m;
 }
 

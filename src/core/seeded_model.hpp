@@ -2,7 +2,7 @@
 // Seeded (untrained) weights, the same bytes on every platform for a given seed.
 #include <cstdint>
 
-#include "model.hpp"
+#include "vit.hpp"
 
 namespace vitattn {
 
@@ -31,7 +31,9 @@ struct SeededShape {
   int d_k = 64;
 };
 
+// One block, one head of width d_k, attention only: no norm, no output projection, no MLP,
+// no final norm, no classifier; the position embeddings are for an S×S input.
 // Throws Error when the shape does not make a model (S not a multiple of P, sizes ≤ 0).
-SingleHeadModel make_seeded_model(const SeededShape& shape, std::uint64_t seed);
+VitModel make_seeded_model(const SeededShape& shape, std::uint64_t seed);
 
 }  // namespace vitattn

@@ -6,7 +6,7 @@
 #include "attention.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
-#include "model.hpp"
+#include "patchify.hpp"
 #include "pos_embed.hpp"
 
 namespace vitattn {
@@ -36,9 +36,6 @@ void VitModel::validate(const std::string& source) const {
   if (patch_size <= 0) throw Error(source + ": patch size must be positive");
   const Eigen::Index d = d_model();
   if (d <= 0) throw Error(source + ": d_model must be positive");
-  if (n_heads <= 0 || d % n_heads != 0)
-    throw Error(source + ": " + std::to_string(n_heads) + " heads do not divide d_model " + std::to_string(d) +
-                " (set the head count with --heads)");
   if (!(eps > 0.0f) || !std::isfinite(eps)) throw Error(source + ": LayerNorm eps must be positive");
   expect(source, "patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
   expect(source, "patch embedding bias", b_patch, d, true);
@@ -51,20 +48,39 @@ void VitModel::validate(const std::string& source) const {
     throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1 or 1 + registers");
   expect(source, "position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
+  const Eigen::Index d_attn_ = blocks.front().w_qkv.rows() / 3;
+  if (d_attn_ <= 0) throw Error(source + ": block 0 qkv weight has no rows");
+  if (n_heads <= 0 || d_attn_ % n_heads != 0)
+    throw Error(source + ": " + std::to_string(n_heads) + " heads do not divide " +
+                (d_attn_ == d ? "d_model " : "the attention width ") + std::to_string(d_attn_));
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const EncoderBlock& b = blocks[i];
     const std::string at = "block " + std::to_string(i) + " ";
-    const Eigen::Index d_mlp = b.w_fc1.rows();
-    expect(source, at + "norm1 weight", b.norm1.weight, d);
-    expect(source, at + "norm1 bias", b.norm1.bias, d);
-    expect(source, at + "qkv weight", b.w_qkv, 3 * d, d);
-    expect(source, at + "qkv bias", b.b_qkv, 3 * d, true);
-    expect(source, at + "attention output weight", b.w_proj, d, d);
+    if (b.norm1.present() || b.norm1.bias.size() > 0) {
+      expect(source, at + "norm1 weight", b.norm1.weight, d);
+      expect(source, at + "norm1 bias", b.norm1.bias, d);
+    }
+    expect(source, at + "qkv weight", b.w_qkv, 3 * d_attn_, d);
+    expect(source, at + "qkv bias", b.b_qkv, 3 * d_attn_, true);
+    if (!b.projected()) {
+      // The heads' outputs are the block's output: nothing after it can read a stream of another width.
+      if (i + 1 != blocks.size() || b.has_mlp() || b.ls1.size() > 0 || b.b_proj.size() > 0 || final_norm.present() ||
+          w_head.size() > 0)
+        throw Error(source + ": " + at + "has no attention output projection, so it must be the last block, "
+                    "without MLP, final norm or classifier");
+      continue;
+    }
+    expect(source, at + "attention output weight", b.w_proj, d, d_attn_);
     expect(source, at + "attention output bias", b.b_proj, d, true);
     expect(source, at + "layer scale 1", b.ls1, d, true);
+    if (!b.has_mlp()) {
+      if (b.norm2.present() || b.w_fc2.size() > 0 || b.ls2.size() > 0)
+        throw Error(source + ": " + at + "MLP has no hidden units");
+      continue;
+    }
+    const Eigen::Index d_mlp = b.w_fc1.rows();
     expect(source, at + "norm2 weight", b.norm2.weight, d);
     expect(source, at + "norm2 bias", b.norm2.bias, d);
-    if (d_mlp <= 0) throw Error(source + ": " + at + "MLP has no hidden units");
     expect(source, at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
     expect(source, at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
     expect(source, at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
@@ -115,20 +131,20 @@ namespace {
 // reuses them, so the blocks run without heap traffic.
 struct BlockBuffers {
   Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
-  Matrix qkv;     // (n_tokens, 3·d_model) [q | k | v], head h in columns h·d_head … of each
+  Matrix qkv;     // (n_tokens, 3·d_attn) [q | k | v], head h in columns h·d_head … of each
   Matrix scores;  // (n_tokens, n_tokens) one head's scores, then its probabilities
-  Matrix heads;   // (n_tokens, d_model) the heads' outputs side by side, before the projection
+  Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
   Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
   Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
 };
 
-// buf.xn (n_tokens, d_model) → buf.heads (n_tokens, d_model); each head's probabilities
+// xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each head's probabilities
 // (n_tokens, n_tokens) go to `attention` when it is given. weights_only: skip the A·V products.
-void multi_head_attention(const VitModel& model, const EncoderBlock& block, BlockBuffers& buf,
+void multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
                           std::vector<Matrix>* attention, bool weights_only, bool scale) {
-  const Eigen::Index d = model.d_model(), d_head = model.d_head(), n_tokens = buf.xn.rows();
-  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_model) → qkv (n_tokens, 3·d_model) = [q | k | v]
-  linear_into(buf.xn, block.w_qkv, block.b_qkv, buf.qkv);
+  const Eigen::Index d = model.d_attn(), d_head = model.d_head(), n_tokens = xn.rows();
+  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
+  linear_into(xn, block.w_qkv, block.b_qkv, buf.qkv);
   const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
   buf.heads.resize(weights_only ? 0 : n_tokens, d);
   buf.scores.resize(n_tokens, n_tokens);
@@ -160,15 +176,22 @@ void add_branch(Matrix& x, const Matrix& u, const Matrix& w, const RowVector& b,
   x.array() += branch.array().rowwise() * layer_scale.array();
 }
 
-// x (n_tokens, d_model) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), in place.
+// x (n_tokens, d_model) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), in place; a part the block
+// lacks is left out (no norm: attention reads x; no MLP: the block ends after attention).
+// Without a projection, x ← the heads' outputs (n_tokens, d_attn).
 // attention_only: stop once the probabilities are known (x is left as it was).
 void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
                std::vector<Matrix>* attention, bool attention_only, bool scale) {
-  layer_norm_into(x, block.norm1, model.eps, buf.xn);
-  multi_head_attention(model, block, buf, attention, attention_only, scale);
+  if (block.norm1.present()) layer_norm_into(x, block.norm1, model.eps, buf.xn);
+  multi_head_attention(model, block, block.norm1.present() ? buf.xn : x, buf, attention, attention_only, scale);
   if (attention_only) return;
-  // heads (n_tokens, d_model) · w_projᵀ (d_model, d_model) → onto x
+  if (!block.projected()) {
+    std::swap(x, buf.heads);  // (n_tokens, d_attn): the output of an attention-only last block
+    return;
+  }
+  // heads (n_tokens, d_attn) · w_projᵀ (d_attn, d_model) → onto x
   add_branch(x, buf.heads, block.w_proj, block.b_proj, block.ls1, buf.branch);
+  if (!block.has_mlp()) return;
   layer_norm_into(x, block.norm2, model.eps, buf.xn);
   // xn (n_tokens, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n_tokens, d_mlp)
   linear_into(buf.xn, block.w_fc1, block.b_fc1, buf.hidden);

@@ -2,6 +2,8 @@
 // A Vision Transformer encoder (ViT, DeiT, DINO, DINOv2): patch embedding, class token,
 // optional register tokens, position embeddings, pre-norm blocks, final norm, optional
 // classifier. PyTorch nn.Linear convention throughout: y = x·Wᵀ + b, W is (out, in).
+// The seeded head is the same type: one block, attention only (no norm, no projection, no
+// MLP), with its own head width d_k (seeded_model.hpp).
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,24 +15,30 @@
 
 namespace vitattn {
 
+// d_attn = H·d_head, the heads' outputs side by side: d_model in every standard ViT, but
+// the seeded head's d_k is its own.
 struct EncoderBlock {
-  LayerNorm norm1;
-  Matrix w_qkv;       // (3·d_model, d_model): rows [W_Q; W_K; W_V]; head h uses rows h·d_head … within each
-  RowVector b_qkv;    // (3·d_model), empty when the model has no qkv bias
-  Matrix w_proj;      // (d_model, d_model) attention output projection
+  LayerNorm norm1;    // absent: attention reads x itself
+  Matrix w_qkv;       // (3·d_attn, d_model): rows [W_Q; W_K; W_V]; head h uses rows h·d_head … within each
+  RowVector b_qkv;    // (3·d_attn), empty when the model has no qkv bias
+  Matrix w_proj;      // (d_model, d_attn) attention output projection; empty: the block's output is the
+                      // heads' outputs themselves (n_tokens, d_attn), no residual (the last block only)
   RowVector b_proj;   // (d_model)
   RowVector ls1;      // (d_model) layer scale of the attention branch; empty when absent
-  LayerNorm norm2;
-  Matrix w_fc1;       // (d_mlp, d_model)
+  LayerNorm norm2;    // absent together with the MLP
+  Matrix w_fc1;       // (d_mlp, d_model); empty: no MLP
   RowVector b_fc1;    // (d_mlp)
   Matrix w_fc2;       // (d_model, d_mlp)
   RowVector b_fc2;    // (d_model)
   RowVector ls2;      // (d_model) layer scale of the MLP branch; empty when absent
+
+  bool projected() const { return w_proj.size() > 0; }
+  bool has_mlp() const { return w_fc1.size() > 0; }
 };
 
 struct VitModel {
   int patch_size = 16;          // P
-  int n_heads = 1;              // H; d_head = d_model / H
+  int n_heads = 1;              // H; d_head = d_attn / H
   float eps = 1e-6f;            // LayerNorm ε
   Gelu gelu = Gelu::erf;
   Matrix w_patch;               // (d_model, 3·P·P): Conv2d(3, d_model, P, stride P) weight, flattened (c, y, x)
@@ -48,7 +56,9 @@ struct VitModel {
   Normalization norm;           // image normalisation the model was trained with
 
   int d_model() const { return static_cast<int>(w_patch.rows()); }
-  int d_head() const { return d_model() / n_heads; }
+  // d_attn = H·d_head from the first block's qkv rows (3·d_attn); every block has the same.
+  int d_attn() const { return blocks.empty() ? d_model() : static_cast<int>(blocks.front().w_qkv.rows() / 3); }
+  int d_head() const { return d_attn() / n_heads; }
   int n_layers() const { return static_cast<int>(blocks.size()); }
   int n_registers() const { return static_cast<int>(register_tokens.rows()); }
   int first_patch_token() const { return 1 + n_registers(); }  // [cls, registers…, patches…]
@@ -70,7 +80,8 @@ struct ForwardOptions {
 struct ForwardResult {
   int first_kept_layer = 0;
   std::vector<std::vector<Matrix>> attention;  // [layer − first_kept_layer][head] (n_tokens, n_tokens)
-  Matrix tokens;     // (n_tokens, d_model) after the final norm; only when every block ran
+  Matrix tokens;     // (n_tokens, d_model) after the final norm, (n_tokens, d_attn) when the last block
+                     // is not projected; only when every block ran
   RowVector logits;  // (n_classes); only when every block ran and the model has a classifier
 };
 

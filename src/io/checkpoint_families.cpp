@@ -11,6 +11,12 @@ const BlockNaming kTimmBlock{"norm1", {"attn.qkv"}, "attn.proj", "ls1.gamma", "n
 
 std::vector<CheckpointFamily> make_families() {
   std::vector<CheckpointFamily> f;
+  // vitattn's own layout: one attention-only block at the top level, one head of width d_k.
+  f.push_back({kNativeFamily, "vitattn's own single-head layout (what save_model writes; models/README.md)", {""}, "patch_embed.proj",
+               "cls_token", "pos_embed", {}, "", {"", {"attn.q", "attn.k", "attn.v"}, "", "", "", "", "", {}, ""}, "", "",
+               1e-6f, Gelu::erf, kImageNet});
+  f.back().heads = 1;
+  f.back().class_position = true;
   // timm's names are shared by timm ViT/DeiT, DINO and DINOv2; detection tells them apart
   // by what else the file holds (see vit_loader.cpp), their defaults differ.
   f.push_back({"timm", "timm ViT / DeiT (augreg normalisation 0.5/0.5)", {""}, "patch_embed.proj", "cls_token",

@@ -13,11 +13,11 @@ namespace vitattn::io {
 
 // Names inside one block, relative to the block's prefix. Empty: the block has no such tensor.
 struct BlockNaming {
-  std::string norm1;                  // LayerNorm before attention: <name>.weight / <name>.bias
+  std::string norm1;                  // LayerNorm before attention: <name>.weight / <name>.bias; empty: none
   std::vector<std::string> qkv;       // one packed [Q; K; V] linear, or three (query, key, value)
-  std::string proj;                   // attention output linear
+  std::string proj;                   // attention output linear; empty: none (attention-only block)
   std::string ls1;                    // layer scale γ of the attention branch (full tensor name)
-  std::string norm2;
+  std::string norm2;                  // empty (with fc1, fc2): no MLP
   std::string fc1, fc2;               // MLP linears
   std::vector<std::string> fc_alt;    // alternative names of fc1, fc2 (older releases)
   std::string ls2;
@@ -31,7 +31,7 @@ struct CheckpointFamily {
   std::string cls_token;              // [1, 1, D]
   std::string pos_embed;              // [1, (1 +) N, D]
   std::vector<std::string> registers; // [1, R, D], any of these names
-  std::string block;                  // block prefix with "{i}" for the index
+  std::string block;                  // block prefix with "{i}" for the index; without "{i}": one block
   BlockNaming block_naming;
   std::string final_norm;             // empty: no final norm
   std::string head;                   // classifier linear; empty: none read
@@ -40,7 +40,12 @@ struct CheckpointFamily {
   Gelu gelu = Gelu::erf;
   Normalization norm;                 // ImageNet unless set
   PosInterp pos_interp = PosInterp::bicubic;  // how the family's library resamples positions
+  int heads = 0;                      // head count when the file does not say; 0: guess D/64
+  bool class_position = false;        // positions must include the class token's ([1, 1 + N, D])
 };
+
+// The native single-head layout (models/README.md): what --save-model writes.
+inline constexpr const char* kNativeFamily = "single-head";
 
 // Every family, in the order detection tries them.
 const std::vector<CheckpointFamily>& checkpoint_families();

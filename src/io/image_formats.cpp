@@ -81,4 +81,9 @@ std::string readable_format_names() {
   return names;
 }
 
+bool has_image_extension(const std::filesystem::path& path) {
+  const ImageFormat* format = format_by_extension(path);
+  return format && format->readable;
+}
+
 }  // namespace vitattn::io

@@ -22,6 +22,9 @@ const ImageFormat* format_by_extension(const std::filesystem::path& path);
 // The format the first bytes of a file belong to, or nullptr when no signature matches.
 const ImageFormat* format_by_signature(std::span<const std::uint8_t> bytes);
 
+// Whether a folder scan takes a file with this name: a readable format's extension.
+bool has_image_extension(const std::filesystem::path& path);
+
 // "PNG, JPEG, …": the readable formats, for messages.
 std::string readable_format_names();
 

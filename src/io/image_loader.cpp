@@ -64,8 +64,10 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
                   std::to_string(size->height) + ")");
     const std::uint64_t pixels = pixel_count(*size);
     if (pixels > max_pixels)
-      throw Error(source + ": image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
-                  megapixels(pixels) + "), over the --max-pixels limit of " + megapixels(max_pixels));
+      throw OptionError(Field::max_pixels, "",
+                        "image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
+                            megapixels(pixels) + "), over the pixel limit of " + megapixels(max_pixels),
+                        source);
   }
   if (const auto problem = container_problem(view)) throw Error(source + ": " + *problem);
   // Only what was sized above goes to OpenCV. It decodes more (DICOM through GDCM, NITF and DTED
@@ -89,7 +91,8 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   if (bgr.empty()) throw Error(source + ": corrupt " + format->name + " data" + detail);
   if (!detail.empty()) {
     const std::string what = source + ": damaged " + format->name + " data" + detail;
-    if (damage.strict) throw Error(what + "; refused by --strict");
+    if (damage.strict)
+      throw OptionError(Field::strict, "", std::string("damaged ") + format->name + " data" + detail + "; refused as damaged", source);
     if (damage.warn) damage.warn(what + "; decoded anyway, parts may look smeared or grey");
   }
   // IMREAD_COLOR should give 8-bit BGR, but OpenCV 4.6's PFM decoder returns a grey "Pf" file
@@ -99,8 +102,10 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
     throw Error(source + ": decoded to an unexpected pixel layout (" + std::to_string(bgr.channels()) +
                 " channels, depth " + std::to_string(bgr.depth()) + ")");
   if (static_cast<std::uint64_t>(bgr.total()) > max_pixels)  // formats whose header we do not parse
-    throw Error(source + ": image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) +
-                ", over the --max-pixels limit of " + megapixels(max_pixels));
+    throw OptionError(Field::max_pixels, "",
+                      "image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + ", over the pixel limit of " +
+                          megapixels(max_pixels),
+                      source);
   return bgr;
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
-#include "core/model.hpp"
+#include "core/attention_maps.hpp"
 
 namespace vitattn::io {
 namespace {

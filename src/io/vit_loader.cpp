@@ -1,5 +1,6 @@
 #include "vit_loader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -26,10 +27,12 @@ class Reader {
   }
 
   std::vector<float> values(const std::string& name, const Shape& expected) const {
+    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
     std::vector<float> v = st_.floats(name, expected);
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!std::isfinite(v[i]))
-        throw Error(source() + ": " + name + " holds a non-finite value at index " + std::to_string(i));
+        throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(v[i]) + " at index " +
+                    std::to_string(i) + ")");
     return v;
   }
 
@@ -56,12 +59,30 @@ std::string bias_of(const std::string& linear) { return linear + (linear.ends_wi
 
 std::string block_prefix(const std::string& prefix, const CheckpointFamily& f, int i) {
   std::string b = f.block;
-  b.replace(b.find("{i}"), 3, std::to_string(i));
+  if (const auto at = b.find("{i}"); at != std::string::npos) b.replace(at, 3, std::to_string(i));
   return prefix + b;
 }
 
+// The tensors whose presence says a block is there: its first norm, or, in a block without
+// one, any of its query, key and value (the reader then names whichever is missing).
+std::vector<std::string> block_markers(const CheckpointFamily& f) {
+  const BlockNaming& n = f.block_naming;
+  if (!n.norm1.empty()) return {n.norm1 + ".weight"};
+  std::vector<std::string> names;
+  for (const auto& linear : n.qkv) names.push_back(weight_of(linear));
+  return names;
+}
+
+bool has_block(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix, int i) {
+  if (i > 0 && f.block.find("{i}") == std::string::npos) return false;  // a family of one block
+  for (const auto& name : block_markers(f))
+    if (st.find(block_prefix(prefix, f, i) + name)) return true;
+  return false;
+}
+
+// A family is recognised by its first block; the reader then names any other tensor missing.
 bool matches(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix) {
-  return st.find(prefix + f.patch_embed + ".weight") && st.find(block_prefix(prefix, f, 0) + f.block_naming.norm1 + ".weight");
+  return has_block(st, f, prefix, 0);
 }
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
@@ -79,12 +100,12 @@ std::pair<const CheckpointFamily*, std::string> detect(const SafeTensors& st, co
     for (const auto& prefix : f->prefixes)
       if (matches(st, *f, prefix)) return {f, prefix};
     throw Error(st.source() + ": does not use the " + wanted + " naming (no " + f->patch_embed +
-                ".weight with a first block " + block_prefix("", *f, 0) + f->block_naming.norm1 + ")");
+                ".weight with a first block " + block_prefix("", *f, 0) + block_markers(*f).front() + ")");
   }
   for (const auto& f : checkpoint_families())
     for (const auto& prefix : f.prefixes)
       if (matches(st, f, prefix)) return {f.name == "timm" ? &refine_timm(st, prefix) : &f, prefix};
-  throw Error(st.source() + ": neither the single-head layout (attn.q.weight) nor a ViT checkpoint vitattn knows (looked for the tensor names of: " + [] {
+  throw Error(st.source() + ": not a model vitattn knows (looked for the tensor names of: " + [] {
     std::string s;
     for (const auto& n : family_names()) s += (s.empty() ? "" : ", ") + n;
     return s;
@@ -107,28 +128,57 @@ std::array<float, 3> metadata_triplet(const std::string& text, const std::string
   return parse_rgb_triplet(text, what);
 }
 
+LayerNorm read_norm(const Reader& r, const std::string& name, std::uint64_t d) {
+  if (name.empty()) return {};
+  return {r.row(name + ".weight", d), r.row(name + ".bias", d)};
+}
+
+// d_attn, the attention width, from the query rows: [3·d_attn, D] packed, [d_attn, D] apart.
+std::uint64_t attention_width(const Reader& r, const BlockNaming& n, const std::string& bp, std::uint64_t d) {
+  const std::string name = bp + weight_of(n.qkv[0]);
+  const Shape& s = r.shape(name, n.qkv.size() == 1 ? "[3·D, D]" : "[d_k, D]");
+  const std::uint64_t rows = s.empty() ? 0 : n.qkv.size() == 1 ? s.front() / 3 : s.front();
+  // With an output projection the heads span D, as in every ViT; only an attention-only
+  // block (the single-head layout) has a width of its own.
+  if (!n.proj.empty() && (s.size() != 2 || s[1] != d || rows != d || (n.qkv.size() == 1 && s[0] != 3 * d)))
+    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected " +
+                shape_string({n.qkv.size() == 1 ? 3 * d : d, d}));
+  if (s.size() != 2 || s[1] != d || rows == 0 || rows > (1u << 20) || (n.qkv.size() == 1 && s[0] % 3 != 0))
+    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected [" +
+                (n.qkv.size() == 1 ? std::string("3·D")
+                 : s.size() == 2 && rows > 0 && rows <= (1u << 20) ? std::to_string(rows)  // its own d_k, wrong width
+                                                                    : std::string("d_k")) +
+                ", " + std::to_string(d) + "]");
+  return rows;
+}
+
 EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::string& bp, std::uint64_t d) {
   const BlockNaming& n = f.block_naming;
   EncoderBlock b;
-  b.norm1 = {r.row(bp + n.norm1 + ".weight", d), r.row(bp + n.norm1 + ".bias", d)};
+  b.norm1 = read_norm(r, n.norm1.empty() ? "" : bp + n.norm1, d);
+  const std::uint64_t w = attention_width(r, n, bp, d);  // d_attn
+  const auto di = static_cast<Eigen::Index>(d), wi = static_cast<Eigen::Index>(w);
   if (n.qkv.size() == 1) {  // packed rows [Q; K; V]
-    b.w_qkv = r.matrix(bp + weight_of(n.qkv[0]), {3 * d, d}, static_cast<Eigen::Index>(3 * d), static_cast<Eigen::Index>(d));
-    b.b_qkv = r.optional_row(bp + bias_of(n.qkv[0]), 3 * d);
+    b.w_qkv = r.matrix(bp + weight_of(n.qkv[0]), {3 * w, d}, 3 * wi, di);
+    b.b_qkv = r.optional_row(bp + bias_of(n.qkv[0]), 3 * w);
   } else {  // separate query, key, value: stacked once here, at load time
-    const auto di = static_cast<Eigen::Index>(d);
-    b.w_qkv.resize(3 * di, di);
-    const bool biased = r.has(bp + bias_of(n.qkv[0]));
-    if (biased) b.b_qkv.resize(3 * di);
+    b.w_qkv.resize(3 * wi, di);
+    const bool biased = std::any_of(n.qkv.begin(), n.qkv.end(), [&](const auto& q) { return r.has(bp + bias_of(q)); });
+    if (biased) b.b_qkv.resize(3 * wi);
     for (std::size_t j = 0; j < 3; ++j) {
-      const auto row0 = static_cast<Eigen::Index>(j) * di;
-      b.w_qkv.middleRows(row0, di) = r.matrix(bp + weight_of(n.qkv[j]), {d, d}, di, di);
-      if (biased) b.b_qkv.segment(row0, di) = r.row(bp + bias_of(n.qkv[j]), d);
+      const auto row0 = static_cast<Eigen::Index>(j) * wi;
+      b.w_qkv.middleRows(row0, wi) = r.matrix(bp + weight_of(n.qkv[j]), {w, d}, wi, di);
+      // A bias left out of a biased q, k, v is zero (the native layout writes all three or none).
+      if (biased) b.b_qkv.segment(row0, wi) = r.has(bp + bias_of(n.qkv[j])) ? r.row(bp + bias_of(n.qkv[j]), w) : RowVector::Zero(wi);
     }
   }
-  b.w_proj = r.matrix(bp + weight_of(n.proj), {d, d}, static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
-  b.b_proj = r.optional_row(bp + bias_of(n.proj), d);
+  if (!n.proj.empty()) {
+    b.w_proj = r.matrix(bp + weight_of(n.proj), {d, w}, di, wi);
+    b.b_proj = r.optional_row(bp + bias_of(n.proj), d);
+  }
   if (!n.ls1.empty()) b.ls1 = r.optional_row(bp + n.ls1, d);
-  b.norm2 = {r.row(bp + n.norm2 + ".weight", d), r.row(bp + n.norm2 + ".bias", d)};
+  if (n.fc1.empty()) return b;  // attention only
+  b.norm2 = read_norm(r, bp + n.norm2, d);
   std::string fc1 = n.fc1, fc2 = n.fc2;
   if (!r.has(bp + weight_of(fc1)) && n.fc_alt.size() == 2) fc1 = n.fc_alt[0], fc2 = n.fc_alt[1];
   const Shape& s1 = r.shape(bp + weight_of(fc1), "[d_mlp, D]");
@@ -136,7 +186,7 @@ EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::s
     throw Error(r.source() + ": " + bp + weight_of(fc1) + " is " + shape_string(s1) + ", expected [d_mlp, " +
                 std::to_string(d) + "]");
   const std::uint64_t d_mlp = s1[0];
-  const auto di = static_cast<Eigen::Index>(d), dmi = static_cast<Eigen::Index>(d_mlp);
+  const auto dmi = static_cast<Eigen::Index>(d_mlp);
   b.w_fc1 = r.matrix(bp + weight_of(fc1), {d_mlp, d}, dmi, di);
   b.b_fc1 = r.optional_row(bp + bias_of(fc1), d_mlp);
   b.w_fc2 = r.matrix(bp + weight_of(fc2), {d, d_mlp}, di, dmi);
@@ -152,12 +202,6 @@ int square_root(std::uint64_t n) {
 
 }  // namespace
 
-bool is_encoder_checkpoint(const SafeTensors& st) {
-  // Any of the single head's own projections at the top level means the single-head layout
-  // (and its loader then names whichever of them is missing).
-  return !st.find("attn.q.weight") && !st.find("attn.k.weight") && !st.find("attn.v.weight");
-}
-
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   const auto [family, prefix] = detect(st, overrides.family);
   const CheckpointFamily& f = *family;
@@ -172,7 +216,10 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   const std::string patch_w = prefix + f.patch_embed + ".weight";
   const Shape& ps = r.shape(patch_w, "[D, 3, P, P]");
   if (ps.size() != 4 || ps[1] != 3 || ps[2] != ps[3] || ps[0] == 0 || ps[2] == 0 || ps[0] > (1u << 16) || ps[2] > 1024)
-    throw Error(src + ": " + patch_w + " is " + shape_string(ps) + ", expected [D, 3, P, P]");
+    throw Error(src + ": " + patch_w + " is " + shape_string(ps) + ", expected " +
+                (ps.size() == 4 && ps[1] == 3 && ps[0] > 0 && ps[2] > 0 && ps[2] != ps[3]  // patches not square
+                     ? shape_string({ps[0], 3, ps[2], ps[2]})
+                     : std::string("[D, 3, P, P] with D and P positive")));
   const std::uint64_t d = ps[0], p = ps[2];
   const auto di = static_cast<Eigen::Index>(d);
   m.patch_size = static_cast<int>(p);
@@ -198,18 +245,20 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
   int grid = -1;
   for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
+    if (f.class_position && leading != 1) continue;
     if (pe[1] <= leading || (grid = square_root(pe[1] - leading)) < 0) continue;
     m.pos_prefix = static_cast<int>(leading);
     break;
   }
   if (grid < 0)
-    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is neither N nor 1 + N" +
+    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is " +
+                (f.class_position ? "not 1 + N" : "neither N nor 1 + N") +
                 (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
                 " for a square grid of N patches");
   m.grid_h = m.grid_w = grid;
   m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), di);
 
-  for (int i = 0; r.has(block_prefix(prefix, f, i) + f.block_naming.norm1 + ".weight"); ++i)
+  for (int i = 0; has_block(st, f, prefix, i); ++i)
     m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
 
   if (!f.final_norm.empty() && r.has(prefix + f.final_norm + ".weight"))
@@ -225,27 +274,36 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
     break;
   }
 
-  // Heads: __metadata__, else --heads, else D/64 (every standard ViT uses 64-wide heads).
+  // Heads: __metadata__, else the override, else the family's own count, else D/64 (every
+  // standard ViT uses 64-wide heads).
+  const auto d_attn = static_cast<long>(m.d_attn());
   std::optional<long> meta_heads = metadata_int(st, "num_heads");
   if (!meta_heads) meta_heads = metadata_int(st, "heads");
   if (meta_heads) {
     if (overrides.heads > 0 && overrides.heads != *meta_heads)
-      throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads, --heads says " +
-                  std::to_string(overrides.heads));
-    if (*meta_heads <= 0 || *meta_heads > static_cast<long>(d))
+      throw OptionError(Field::heads, std::to_string(overrides.heads),
+                        "__metadata__ gives " + std::to_string(*meta_heads) + " heads, not " + std::to_string(overrides.heads), src);
+    if (*meta_heads <= 0 || *meta_heads > d_attn)
       throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
     m.n_heads = static_cast<int>(*meta_heads);
     out.heads_from = "__metadata__";
   } else if (overrides.heads > 0) {
     m.n_heads = overrides.heads;
-    out.heads_from = "--heads";
+    out.heads_from = "asked for";
+  } else if (f.heads > 0) {
+    m.n_heads = f.heads;
+    out.heads_from = "the " + f.name + " layout";
   } else {
-    if (d % 64 != 0)
-      throw Error(src + ": d_model " + std::to_string(d) + " is not a multiple of 64 and the file does not say how many heads; give --heads");
-    m.n_heads = static_cast<int>(d / 64);
+    if (d_attn % 64 != 0)
+      throw OptionError(Field::heads, "", "d_model " + std::to_string(d_attn) +
+                                              " is not a multiple of 64 and the file does not say how many heads", src);
+    m.n_heads = static_cast<int>(d_attn / 64);
     out.heads_from = "d_model / 64";
     out.heads_guessed = true;
   }
+  if (m.n_heads <= 0 || d_attn % m.n_heads != 0)
+    throw OptionError(Field::heads, overrides.heads > 0 ? std::to_string(m.n_heads) : std::string(),
+                      std::to_string(m.n_heads) + " heads do not divide d_model " + std::to_string(d_attn), src);
 
   // Defaults: the family's, then the file's own metadata, then the command line.
   m.eps = f.eps;

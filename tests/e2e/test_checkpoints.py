@@ -86,8 +86,9 @@ class Checkpoints(TmpCase):
         cv2.imwrite(str(self.img), photo(45, 70))
         self.out = self.dir / "out"
 
-    def draw(self, *args, model=None):
-        code, out, err = run("--model", model or self.model, self.img, "-o", self.out, "--save-attention", *args)
+    def draw(self, *args, model=None, seeded=False):
+        chosen = [] if seeded else ["--model", model or self.model]
+        code, out, err = run(*chosen, self.img, "-o", self.out, "--save-attention", *args)
         self.assertEqual(code, 0, err)
         return np.load(self.out / "img_attn.npy"), np.load(self.out / "img_cls.npy"), err
 
@@ -220,7 +221,8 @@ class Checkpoints(TmpCase):
         timm_checkpoint(model, heads_in_metadata=False)
         code, _, err = run("--model", model, self.img, "-o", self.out)
         self.assertEqual(code, 2)
-        self.assertIn("give --heads", err)
+        self.assertIn("--heads: ", err)
+        self.assertIn("does not say how many heads", err)
         attn, _, _ = self.draw("--heads", "4", model=model)
         self.assertEqual(attn.shape[0], 4)
 
@@ -235,7 +237,7 @@ class Checkpoints(TmpCase):
             (["--img-size", "50"], "not a multiple of the patch size 8"),
             (["--img-size", "1024"], "more than 4096 patches"),
             (["--family", "torchvision"], "does not use the torchvision naming"),
-            (["--save-model", self.dir / "x.safetensors"], "--save-model writes the single-head layout"),
+            (["--save-model", self.dir / "x.safetensors"], "--save-model: the single-head layout holds one attention-only block"),
         ]
         for args, message in cases:
             code, _, err = run("--model", self.model, self.img, "-o", self.out, *args)
@@ -244,10 +246,33 @@ class Checkpoints(TmpCase):
             lines = [l for l in err.strip().splitlines() if l != "Run with --help for more information."]
             self.assertEqual(len(lines), 1, (args, err))
         self.assertFalse(self.out.exists() and any(self.out.iterdir()))
-        for option in (["--layer", "1"], ["--head", "all"], ["--rollout"], ["--keep-aspect"]):
-            code, _, err = run(self.img, "-o", self.out, *option)
-            self.assertEqual(code, 2, option)
-            self.assertIn("needs --model", err)
+        # The seeded model is one layer of one head: its choices are checked against that.
+        for args, message in ((["--layer", "1"], "--layer 1: the model has layers 0…0"),
+                              (["--head", "1"], "--head 1: the model has heads 0…0"),
+                              (["--heads", "2"], "--heads needs --model")):
+            code, _, err = run(self.img, "-o", self.out, *args)
+            self.assertEqual(code, 2, args)
+            self.assertIn(message, err, args)
+        self.assertFalse(self.out.exists() and any(self.out.iterdir()))
+
+    def test_every_view_works_on_the_seeded_model(self):
+        # One head, one layer: the views of a checkpoint apply, and agree with each other.
+        seeded = ["--img-size", "32", "--patch-size", "8", "--dim", "24", "--d-k", "6", "--seed", "4"]
+        attn, cls, _ = self.draw(*seeded, seeded=True)
+        self.assertEqual(attn.shape, (17, 17))  # one head: [T, T], as the seeded head always wrote
+        for view in (["--head", "0"], ["--head", "max"], ["--head", "all"], ["--layer", "-1"], ["--rollout"]):
+            a, c, _ = self.draw(*seeded, *view, seeded=True)
+            np.testing.assert_array_equal(a, attn, err_msg=str(view))
+            if "--rollout" in view:  # (A + I)/2 of one layer, rows renormalised: the class row is half A's
+                np.testing.assert_allclose(c, attn[0, 1:].reshape(4, 4) / 2, atol=1e-6)
+            else:
+                np.testing.assert_array_equal(c.reshape(4, 4), attn[0, 1:].reshape(4, 4), err_msg=str(view))
+        # Another input size resamples the seeded positions; --keep-aspect keeps the 70×45 shape.
+        a48, c48, _ = self.draw(*seeded, "--keep-aspect", seeded=True)
+        self.assertEqual(c48.shape, (4, 6))
+        np.testing.assert_allclose(a48.sum(-1), 1, atol=1e-5)
+        _, _, err = self.draw(*seeded, "--threshold", "0.5", seeded=True)
+        self.assertTrue((self.out / "img_mask.npy").exists(), err)
 
     def test_forward_writes_every_layer(self):
         x = np.random.default_rng(3).standard_normal((2, 3, 32, 40)).astype(np.float32)

@@ -141,7 +141,7 @@ class Cli(TmpCase):
         self.write("normal.jpg", photo_like(100, 100))
         rc, _, err = run("huge.png", "normal.jpg", "-o", "out", cwd=self.dir)
         self.assertEqual(rc, 1)
-        self.assertIn("huge.png: image is 60000x60000 (3600.0 MP), over the --max-pixels limit", err)
+        self.assertIn("huge.png: image is 60000x60000 (3600.0 MP), over the pixel limit of 100.0 MP (--max-pixels)", err)
         rc, _, err = run("normal.jpg", "--max-pixels", "5000", "-o", "out2", cwd=self.dir)
         self.assertEqual(rc, 1)
         self.assertIn("normal.jpg: image is 100x100", err)

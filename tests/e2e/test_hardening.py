@@ -433,7 +433,7 @@ class Corpus(Base):
         (c / "text.png").write_text("plain text with an image extension\n")
         bad["text.png"] = "not a readable image"
         (c / "huge_header.png").write_bytes(png_with_ihdr_size(60000, 60000))
-        bad["huge_header.png"] = "image is 60000x60000 (3600.0 MP), over the --max-pixels limit"
+        bad["huge_header.png"] = "image is 60000x60000 (3600.0 MP), over the pixel limit"
         (c / "huge_header.jpg").write_bytes(jpeg_with_sof_size(65000, 65000))
         bad["huge_header.jpg"] = "image is 65000x65000"
         (c / "sub/loop.png").symlink_to("loop.png")  # a link to itself

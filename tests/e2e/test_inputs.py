@@ -138,7 +138,7 @@ class DecoderMessages(Base):
         self.assert_own_lines(err)
         for p, said in damaged.items():
             self.assertEqual(lines_naming(err, p),
-                             [f"error: {p}: damaged JPEG data (libjpeg: {said}); refused by --strict"], err)
+                             [f"error: {p}: damaged JPEG data (libjpeg: {said}); refused as damaged (--strict)"], err)
             self.assertFalse((out / f"{p.stem}_attn.png").exists(), p)
         for p in clean:
             self.assertTrue((out / f"{p.stem}_attn.png").is_file(), p)

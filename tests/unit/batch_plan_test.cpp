@@ -1,5 +1,6 @@
 // Which files a batch reads and where each output goes.
-#include "io/batch_plan.hpp"
+#include "pipeline/batch_plan.hpp"
+#include "pipeline/output_folders.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,7 @@
 
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
 namespace {
 namespace fs = std::filesystem;
 
@@ -254,4 +255,4 @@ TEST(BatchPlan, OutputsOfAnEarlierRunInTheOutputTreeAreLeftOut) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

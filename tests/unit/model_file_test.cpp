@@ -20,50 +20,72 @@ std::string load_error(const std::filesystem::path& p) {
   return "";
 }
 
-std::vector<NamedTensor> native_tensors(const SingleHeadModel& m) {
+// The layout as models/README.md spells it, without the optional biases.
+std::vector<NamedTensor> native_tensors(const VitModel& m) {
   auto v = [](const auto& x) { return std::vector<float>(x.data(), x.data() + x.size()); };
   const auto d = static_cast<std::uint64_t>(m.d_model()), p = static_cast<std::uint64_t>(m.patch_size),
-             dk = static_cast<std::uint64_t>(m.d_k()), t = static_cast<std::uint64_t>(m.pos_embed.rows());
+             dk = static_cast<std::uint64_t>(m.d_head()), t = static_cast<std::uint64_t>(m.pos_embed.rows());
+  const Matrix& w = m.blocks.at(0).w_qkv;
+  const auto dki = static_cast<Eigen::Index>(dk);
   return {{"patch_embed.proj.weight", {d, 3, p, p}, v(m.w_patch)},
           {"cls_token", {1, 1, d}, v(m.cls_token)},
           {"pos_embed", {1, t, d}, v(m.pos_embed)},
-          {"attn.q.weight", {dk, d}, v(m.w_q)},
-          {"attn.k.weight", {dk, d}, v(m.w_k)},
-          {"attn.v.weight", {dk, d}, v(m.w_v)}};
+          {"attn.q.weight", {dk, d}, v(Matrix(w.topRows(dki)))},
+          {"attn.k.weight", {dk, d}, v(Matrix(w.middleRows(dki, dki)))},
+          {"attn.v.weight", {dk, d}, v(Matrix(w.bottomRows(dki)))}};
 }
 
 TEST(ModelFile, SaveThenLoadIsBitIdentical) {
   test::TempDir dir;
-  SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 11);
+  VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 11);
   m.norm.mean = {0.1f, 0.2f, 0.3f};
   m.norm.std = {0.7f, 0.8f, 0.9f};
   save_model(dir / "m.safetensors", m);
-  const SingleHeadModel back = load_model(dir / "m.safetensors");
+  const VitModel back = load_model(dir / "m.safetensors");
   EXPECT_EQ(back.w_patch, m.w_patch);
+  EXPECT_EQ(back.b_patch, m.b_patch);
+  EXPECT_EQ(back.cls_token, m.cls_token);
   EXPECT_EQ(back.pos_embed, m.pos_embed);
-  EXPECT_EQ(back.w_q, m.w_q);
-  EXPECT_EQ(back.b_v, m.b_v);
+  ASSERT_EQ(back.n_layers(), 1);
+  EXPECT_EQ(back.blocks[0].w_qkv, m.blocks[0].w_qkv);
+  EXPECT_EQ(back.blocks[0].b_qkv, m.blocks[0].b_qkv);
+  EXPECT_EQ(back.n_heads, 1);
+  EXPECT_TRUE(has_single_head_layout(back));
   EXPECT_EQ(back.norm.mean, m.norm.mean);
   EXPECT_EQ(back.norm.std, m.norm.std);
-  EXPECT_EQ(back.img_size(), 32);
+  EXPECT_EQ(back.grid_h * back.patch_size, 32);
+  EXPECT_EQ(encode_model(back), encode_model(m));  // saving it again writes the same bytes
+}
+
+TEST(ModelFile, OnlyTheSingleHeadLayoutIsSaved) {
+  VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 11);
+  m.n_heads = 2;
+  try {
+    encode_model(m);
+    FAIL() << "two heads written as the single-head layout";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), Field::save_model);
+  }
 }
 
 TEST(ModelFile, BiasesAreOptionalAndShapesComeFromTheTensors) {
   test::TempDir dir;
-  const SingleHeadModel m = make_seeded_model(SeededShape{48, 16, 20, 6}, 2);
+  const VitModel m = make_seeded_model(SeededShape{48, 16, 20, 6}, 2);
   write_safetensors(dir / "m.safetensors", native_tensors(m), {});
-  const SingleHeadModel back = load_model(dir / "m.safetensors");
+  const VitModel back = load_model(dir / "m.safetensors");
   EXPECT_EQ(back.patch_size, 16);
   EXPECT_EQ(back.d_model(), 20);
-  EXPECT_EQ(back.d_k(), 6);
-  EXPECT_EQ(back.img_size(), 48);
-  EXPECT_EQ(back.b_q, RowVector::Zero(6));
+  EXPECT_EQ(back.d_head(), 6);
+  EXPECT_EQ(back.grid_h * back.patch_size, 48);
+  EXPECT_EQ(back.blocks.at(0).b_qkv.size(), 0);  // no bias: none added
   EXPECT_EQ(back.norm.mean, Normalization{}.mean);
+  // Saved again, the absent biases are written as zeros, as a seeded model's are.
+  EXPECT_EQ(encode_model(back), encode_model(m));
 }
 
 TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
   test::TempDir dir;
-  const SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 3);
+  const VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 3);
 
   auto t = native_tensors(m);
   t.erase(t.begin() + 4);  // attn.k.weight
@@ -99,14 +121,14 @@ TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
 TEST(ModelFile, ParseFromBytesMatchesLoadFromFile) {
   // parse_model is what the fuzzer drives; load_model must stay the same thing read from a file.
   test::TempDir dir;
-  const SingleHeadModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 5);
+  const VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 5);
   const auto bytes = encode_safetensors(native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
   write_safetensors(dir / "m.safetensors", native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
-  const SingleHeadModel a = parse_model(bytes, "m.safetensors");
-  const SingleHeadModel b = load_model(dir / "m.safetensors");
+  const VitModel a = parse_model(bytes, "m.safetensors");
+  const VitModel b = load_model(dir / "m.safetensors");
   EXPECT_EQ(a.w_patch, b.w_patch);
   EXPECT_EQ(a.pos_embed, b.pos_embed);
-  EXPECT_EQ(a.w_v, b.w_v);
+  EXPECT_EQ(a.blocks.at(0).w_qkv, b.blocks.at(0).w_qkv);
   EXPECT_EQ(a.norm.mean, b.norm.mean);
   auto broken = bytes;
   broken.resize(broken.size() - 1);

@@ -1,5 +1,8 @@
-// Patch order, token embedding and the single-head forward pass on hand-made inputs.
-#include "core/model.hpp"
+// Patch order, token embedding and the single-head (one attention-only block) forward pass on
+// hand-made inputs.
+#include "core/attention_maps.hpp"
+#include "core/patchify.hpp"
+#include "core/vit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -55,10 +58,13 @@ TEST(NormalizeRgb, ImageNetFormulaPerChannel) {
   EXPECT_FLOAT_EQ(t.at(2, 0, 1), (30.0f / 255 - 0.406f) / 0.225f);
 }
 
-SingleHeadModel tiny_model() {
-  // S=4, P=2: a 2×2 grid, D=3, d_k=2. Small enough to write out by hand.
-  SingleHeadModel m;
+// The seeded head's kind of model: one attention-only block, one head of width d_k.
+VitModel tiny_model() {
+  // S=4, P=2: a 2×2 grid, D=3, d_k=2 (not D/H = 3). Small enough to write out by hand.
+  VitModel m;
   m.patch_size = 2;
+  m.n_heads = 1;
+  m.grid_h = m.grid_w = 2;
   m.w_patch = Matrix::Zero(3, 12);
   m.w_patch(0, 0) = 1;   // token feature 0 = red value of each patch's top-left pixel
   m.w_patch(1, 4) = 1;   // feature 1 = green top-left
@@ -68,20 +74,19 @@ SingleHeadModel tiny_model() {
   m.pos_embed = Matrix::Zero(5, 3);
   m.pos_embed(0, 1) = 3;  // the class token has a position too: a dropped pos_embed[0] shows
   m.pos_embed(2, 0) = 10;
-  m.w_q = Matrix::Identity(2, 3);
-  m.w_k = Matrix::Identity(2, 3);
-  m.w_v = Matrix::Identity(2, 3);
-  m.b_q = RowVector::Zero(2);
-  m.b_k = RowVector::Constant(2, 1.0f);
-  m.b_v = RowVector::Zero(2);
+  EncoderBlock b;
+  b.w_qkv.resize(6, 3);
+  b.w_qkv << Matrix::Identity(2, 3), Matrix::Identity(2, 3), Matrix::Identity(2, 3);  // [W_Q; W_K; W_V]
+  b.b_qkv = RowVector::Zero(6);
+  b.b_qkv.segment(2, 2).setConstant(1.0f);  // b_k = (1, 1)
+  m.blocks.push_back(b);
   return m;
 }
 
-TEST(EmbedTokens, ClassTokenFirstThenPatchesPlusPositions) {
-  const SingleHeadModel m = tiny_model();
+TEST(EmbedImage, ClassTokenFirstThenPatchesPlusPositions) {
+  const VitModel m = tiny_model();
   m.validate("tiny");
-  const ImageTensor img = position_coded_image(4, 4);
-  const Matrix x = embed_tokens(m, patchify(img, 2));
+  const Matrix x = embed_image(m, position_coded_image(4, 4));
   ASSERT_EQ(x.rows(), 5);
   ASSERT_EQ(x.cols(), 3);
   EXPECT_EQ(x.row(0), matrix_from_rows({{1, 4, 1}}));  // cls_token (1, 1, 1) + pos_embed[0] (0, 3, 0)
@@ -98,8 +103,10 @@ struct NaiveSingleHead {
   std::vector<std::vector<double>> weights, output;
 };
 
-NaiveSingleHead naive_single_head(const SingleHeadModel& m, const ImageTensor& img) {
-  const int p = m.patch_size, g = img.width / p, d = static_cast<int>(m.w_patch.rows()), dk = static_cast<int>(m.w_q.rows());
+NaiveSingleHead naive_single_head(const VitModel& m, const ImageTensor& img) {
+  const EncoderBlock& b = m.blocks.at(0);
+  const int p = m.patch_size, g = img.width / p, d = static_cast<int>(m.w_patch.rows()),
+            dk = static_cast<int>(b.w_qkv.rows() / 3);
   const std::size_t n = 1 + static_cast<std::size_t>(g * g);
   std::vector<std::vector<double>> x(n, std::vector<double>(static_cast<std::size_t>(d)));
   for (int o = 0; o < d; ++o) x[0][static_cast<std::size_t>(o)] = double{m.cls_token(o)} + double{m.pos_embed(0, o)};
@@ -113,17 +120,18 @@ NaiveSingleHead naive_single_head(const SingleHeadModel& m, const ImageTensor& i
             for (int xx = 0; xx < p; ++xx) s += double{m.w_patch(o, (c * p + y) * p + xx)} * double{img.at(c, py * p + y, px * p + xx)};
         x[static_cast<std::size_t>(t)][static_cast<std::size_t>(o)] = s;
       }
-  auto project = [&](const Matrix& w, const RowVector& b) {
+  // which = 0, 1, 2: rows which·d_k … of w_qkv and b_qkv are W_Q, W_K, W_V
+  auto project = [&](int which) {
     std::vector<std::vector<double>> y(n, std::vector<double>(static_cast<std::size_t>(dk)));
     for (std::size_t i = 0; i < n; ++i)
       for (int o = 0; o < dk; ++o) {
-        double s = double{b(o)};
-        for (int k = 0; k < d; ++k) s += x[i][static_cast<std::size_t>(k)] * double{w(o, k)};
+        double s = double{b.b_qkv(which * dk + o)};
+        for (int k = 0; k < d; ++k) s += x[i][static_cast<std::size_t>(k)] * double{b.w_qkv(which * dk + o, k)};
         y[i][static_cast<std::size_t>(o)] = s;
       }
     return y;
   };
-  const auto q = project(m.w_q, m.b_q), k = project(m.w_k, m.b_k), v = project(m.w_v, m.b_v);
+  const auto q = project(0), k = project(1), v = project(2);
   NaiveSingleHead r;
   r.weights.assign(n, std::vector<double>(n));
   r.output.assign(n, std::vector<double>(static_cast<std::size_t>(dk), 0.0));
@@ -144,59 +152,90 @@ NaiveSingleHead naive_single_head(const SingleHeadModel& m, const ImageTensor& i
   return r;
 }
 
-void expect_single_head_matches_naive(const SingleHeadModel& m, const ImageTensor& img) {
-  const AttentionMaps maps = run_single_head(m, img);
+// The whole forward: the attention of the one layer, and the tokens it leaves, which for an
+// attention-only block without projection are the head's output A·V (n_tokens, d_k).
+void expect_single_head_matches_naive(const VitModel& m, const ImageTensor& img) {
+  ForwardOptions fo;
+  fo.keep_from_layer = 0;
+  const ForwardResult r = forward(m, img, fo);
+  ASSERT_EQ(r.attention.size(), 1u);
+  ASSERT_EQ(r.attention[0].size(), 1u);
+  const Matrix& weights = r.attention[0][0];
   const NaiveSingleHead ref = naive_single_head(m, img);
-  ASSERT_EQ(static_cast<std::size_t>(maps.weights.rows()), ref.weights.size());
-  ASSERT_TRUE(maps.weights.allFinite()) << maps.weights;
-  for (Eigen::Index i = 0; i < maps.weights.rows(); ++i) {
-    for (Eigen::Index j = 0; j < maps.weights.cols(); ++j)
-      EXPECT_NEAR(maps.weights(i, j), ref.weights[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 1e-5) << i << "," << j;
-    for (Eigen::Index t = 0; t < maps.output.cols(); ++t)
-      EXPECT_NEAR(maps.output(i, t), ref.output[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)],
+  ASSERT_EQ(static_cast<std::size_t>(weights.rows()), ref.weights.size());
+  ASSERT_EQ(r.tokens.rows(), weights.rows());
+  ASSERT_EQ(r.tokens.cols(), m.d_head());
+  ASSERT_TRUE(weights.allFinite()) << weights;
+  for (Eigen::Index i = 0; i < weights.rows(); ++i) {
+    for (Eigen::Index j = 0; j < weights.cols(); ++j)
+      EXPECT_NEAR(weights(i, j), ref.weights[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 1e-5) << i << "," << j;
+    for (Eigen::Index t = 0; t < r.tokens.cols(); ++t)
+      EXPECT_NEAR(r.tokens(i, t), ref.output[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)],
                   1e-5 * std::max(1.0, std::abs(ref.output[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)])));
   }
   // The class token's row over the patches, in raster order: patch j at (j / 2, j % 2).
-  ASSERT_EQ(maps.cls_map.rows(), 2);
-  ASSERT_EQ(maps.cls_map.cols(), 2);
-  for (int j = 0; j < 4; ++j) EXPECT_NEAR(maps.cls_map(j / 2, j % 2), ref.weights[0][static_cast<std::size_t>(1 + j)], 1e-5) << j;
+  const Matrix cls_map = class_token_map(weights, m.first_patch_token(), 2, 2);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(cls_map(j / 2, j % 2), ref.weights[0][static_cast<std::size_t>(1 + j)], 1e-5) << j;
+  // Stopping at the layer (what the image pipeline does) gives the same weights, bit for bit.
+  ForwardOptions stop;
+  stop.last_layer = 0;
+  EXPECT_EQ(forward(m, img, stop).attention.at(0).at(0), weights);
 }
 
-TEST(RunSingleHead, MatchesANaiveForwardAndLaysTheClassRowOnTheGrid) {
-  SingleHeadModel m = tiny_model();
+TEST(SingleHead, MatchesANaiveForwardAndLaysTheClassRowOnTheGrid) {
+  VitModel m = tiny_model();
   m.w_patch *= 0.001f;  // keep the scores in softmax's lively range
   expect_single_head_matches_naive(m, position_coded_image(4, 4));
 }
 
-TEST(RunSingleHead, ScoresInTheHundredsStayFinite) {
+TEST(SingleHead, ScoresInTheHundredsStayFinite) {
   // Scores of a few hundred: exp() overflows float unless each row's maximum is subtracted first.
-  SingleHeadModel m = tiny_model();
+  VitModel m = tiny_model();
   m.w_patch *= 0.05f;
   const ImageTensor img = position_coded_image(4, 4);
-  const Matrix x = embed_tokens(m, patchify(img, 2));
-  const Matrix q = x * m.w_q.transpose(), k = (x * m.w_k.transpose()).rowwise() + m.b_k;
+  const Matrix x = embed_image(m, img);
+  const EncoderBlock& b = m.blocks[0];
+  const Matrix q = x * b.w_qkv.topRows(2).transpose(),
+               k = (x * b.w_qkv.middleRows(2, 2).transpose()).rowwise() + b.b_qkv.segment(2, 2);
   ASSERT_GT((q * k.transpose()).maxCoeff() / std::sqrt(2.0f), 200.0f) << "the test's own scores are not large";
   expect_single_head_matches_naive(m, img);
 }
 
-TEST(RunSingleHead, RefusesAnImageOfTheWrongSize) {
-  EXPECT_THROW(run_single_head(tiny_model(), position_coded_image(6, 6)), Error);
+TEST(SingleHead, SeededModelMatchesTheNaiveForwardWithDkOtherThanDOverH) {
+  const VitModel m = make_seeded_model(SeededShape{16, 4, 12, 5}, 7);  // D = 12, d_k = 5
+  ImageTensor img = position_coded_image(16, 16);
+  for (float& v : img.chw) v *= 1e-3f;
+  expect_single_head_matches_naive(m, img);
 }
 
 TEST(Validate, NamesTheTensorThatDoesNotFit) {
-  SingleHeadModel m = tiny_model();
-  m.w_k = Matrix::Zero(2, 4);
+  VitModel m = tiny_model();
+  m.blocks[0].w_qkv = Matrix::Zero(6, 4);
   try {
     m.validate("m.safetensors");
-    FAIL() << "validate accepted a misshaped attn.k.weight";
+    FAIL() << "validate accepted a misshaped qkv weight";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "m.safetensors: attn.k.weight is [2, 4], expected [2, 3]");
+    EXPECT_STREQ(e.what(), "m.safetensors: block 0 qkv weight is [6, 4], expected [6, 3]");
   }
   m = tiny_model();
   m.cls_token(1) = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(m.validate("m"), Error);
   m = tiny_model();
-  m.pos_embed = Matrix::Zero(4, 3);  // 3 patches: not a square grid
+  m.pos_embed = Matrix::Zero(4, 3);  // 3 patches for a 2×2 grid
+  EXPECT_THROW(m.validate("m"), Error);
+}
+
+TEST(Validate, AnUnprojectedBlockIsTheLastAndNothingReadsItsOutput) {
+  VitModel m = tiny_model();
+  m.blocks.push_back(m.blocks[0]);  // a second block would read a stream d_k wide
+  try {
+    m.validate("m");
+    FAIL() << "validate accepted an unprojected block before another";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("block 0 has no attention output projection"), std::string::npos) << e.what();
+  }
+  m = tiny_model();
+  m.final_norm = {RowVector::Ones(3), RowVector::Zero(3)};
   EXPECT_THROW(m.validate("m"), Error);
 }
 

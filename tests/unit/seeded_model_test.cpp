@@ -35,14 +35,16 @@ TEST(SplitMix64, UniformCoversTheRangeWithMeanZero) {
 }
 
 // FNV-1a over the bytes of every tensor, in a fixed order.
-std::uint64_t fnv1a(const SingleHeadModel& m) {
+// The seeded model's w_qkv is [W_Q; W_K; W_V] row-major and b_qkv [b_q, b_k, b_v]: the same
+// bytes, in the same order, as the separate tensors the checksum was first pinned on.
+std::uint64_t fnv1a(const VitModel& m) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   auto feed = [&h](const auto& mat) {
     const auto* p = reinterpret_cast<const unsigned char*>(mat.data());
     for (std::size_t i = 0; i < static_cast<std::size_t>(mat.size()) * sizeof(float); ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
   };
   feed(m.w_patch), feed(m.b_patch), feed(m.cls_token), feed(m.pos_embed);
-  feed(m.w_q), feed(m.w_k), feed(m.w_v), feed(m.b_q), feed(m.b_k), feed(m.b_v);
+  feed(m.blocks.at(0).w_qkv), feed(m.blocks.at(0).b_qkv);
   return h;
 }
 
@@ -57,20 +59,35 @@ TEST(SeededModel, GoldenChecksumOfTheDefaultModel) {
   // and would change every seeded map users have made. The value was computed
   // independently with numpy's uint64 arithmetic (tests/e2e/test_cli.py re-derives the
   // seeded weights the same way and compares them with --save-model).
-  const SingleHeadModel m = make_seeded_model(SeededShape{}, 0);
-  EXPECT_EQ(m.img_size(), 224);
-  EXPECT_EQ(m.n_patches(), 196);
+  const VitModel m = make_seeded_model(SeededShape{}, 0);
+  EXPECT_EQ(m.grid_h * m.patch_size, 224);
+  EXPECT_EQ(m.grid_h * m.grid_w, 196);
   EXPECT_EQ(m.d_model(), 768);
-  EXPECT_EQ(m.d_k(), 64);
+  EXPECT_EQ(m.d_head(), 64);
   EXPECT_EQ(fnv1a(m), 0xc98b846c7f5c3a2eULL);
 }
 
 TEST(SeededModel, ScalesFollowFanIn) {
-  const SingleHeadModel m = make_seeded_model(SeededShape{}, 1);
+  const VitModel m = make_seeded_model(SeededShape{}, 1);
   EXPECT_LE(m.w_patch.cwiseAbs().maxCoeff(), 1.0f / std::sqrt(768.0f));
   EXPECT_LE(m.pos_embed.cwiseAbs().maxCoeff(), kPosEmbedBound);
-  EXPECT_GT(m.w_q.cwiseAbs().maxCoeff(), 0.9f * kQueryKeyGain / std::sqrt(768.0f));
+  EXPECT_GT(m.blocks.at(0).w_qkv.topRows(64).cwiseAbs().maxCoeff(), 0.9f * kQueryKeyGain / std::sqrt(768.0f));
   m.validate("seeded");
+}
+
+TEST(SeededModel, IsOneAttentionOnlyBlockOfOneHeadWithItsOwnWidth) {
+  const VitModel m = make_seeded_model(SeededShape{32, 8, 24, 6}, 1);  // d_k = 6, not D/H = 24
+  ASSERT_EQ(m.n_layers(), 1);
+  EXPECT_EQ(m.n_heads, 1);
+  EXPECT_EQ(m.d_head(), 6);
+  EXPECT_EQ(m.blocks[0].w_qkv.rows(), 18);
+  EXPECT_FALSE(m.blocks[0].norm1.present());
+  EXPECT_FALSE(m.blocks[0].projected());
+  EXPECT_FALSE(m.blocks[0].has_mlp());
+  EXPECT_FALSE(m.final_norm.present());
+  EXPECT_EQ(m.w_head.size(), 0);
+  EXPECT_EQ(m.grid_h, 4);
+  EXPECT_EQ(m.pos_prefix, 1);
 }
 
 TEST(SeededModel, RejectsShapesThatDoNotTile) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 
 namespace {
@@ -63,4 +63,4 @@ bool is_output_name(const fs::path& file) {
   return false;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

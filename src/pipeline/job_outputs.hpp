@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
 
 // Which of its outputs each job of a run writes.
 struct OutputSet {
@@ -35,4 +35,4 @@ std::vector<std::filesystem::path> output_paths(const std::filesystem::path& out
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.
 bool is_output_name(const std::filesystem::path& file);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

@@ -4,18 +4,15 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "file_io.hpp"
-#include "image_loader.hpp"
-#include "npy.hpp"
+#include "io/file_io.hpp"
+#include "io/image_loader.hpp"
+#include "io/npy.hpp"
+#include "output_folders.hpp"
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
+using namespace vitattn::io;  // the formats this step reads and writes
+namespace fs = std::filesystem;
 namespace {
-
-void make_parent(const std::filesystem::path& base) {
-  std::error_code ec;
-  std::filesystem::create_directories(base.parent_path(), ec);
-  if (ec) throw Error(display(base.parent_path()) + ": cannot create output folder: " + ec.message());
-}
 
 // masks (grid_h, grid_w) each, 1 = kept → <name>_mask.npy as bool [grid_h, grid_w], or
 // [n_maps, grid_h, grid_w] when `stacked` (--head all).
@@ -27,26 +24,6 @@ void write_masks(const std::filesystem::path& path, const std::vector<Matrix>& m
                                    static_cast<std::uint64_t>(masks.front().cols())};
   if (stacked) shape.insert(shape.begin(), masks.size());
   write_npy_bool(path, cells.data(), shape);
-}
-
-void process_single_head(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
-  const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
-  const ImageTensor x = preprocess(bgr, model.img_size(), model.norm);       // (3, S, S)
-  const AttentionMaps maps = run_single_head(model, x, options.scale);
-  cv::Mat overlay = render_overlay(bgr, maps.cls_map, options.render);       // (H, W)
-  // The class row is a softmax row, probabilities summing to 1 with the class token's own
-  // share: the mask works on it as on an encoder's map.
-  std::vector<Matrix> masks;
-  if (options.view.threshold) masks.push_back(mass_mask(maps.cls_map, *options.view.threshold));
-  if (!masks.empty()) draw_mask_outline(overlay, masks.front());
-
-  make_parent(job.output_base);
-  if (options.save_attention) {
-    write_npy(with_suffix(job.output_base, "_attn.npy"), maps.weights);  // (n_tokens, n_tokens)
-    write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
-    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, false);
-  }
-  write_image_atomic(with_suffix(job.output_base, overlay_suffix(extension(options.format.format)).c_str()), overlay, options.format);
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
@@ -66,11 +43,9 @@ std::vector<Matrix> encoder_maps(const VitModel& model, const std::vector<Matrix
   return maps;
 }
 
-void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+void process(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
-  if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
-    throw Error("--head " + std::to_string(view.head_index) + ": the model has heads 0…" + std::to_string(model.n_heads - 1));
 
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
@@ -104,13 +79,14 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
     draw_mask_outline(overlays.back(), masks.back());
   }
 
-  make_parent(job.output_base);
   if (options.save_attention) {
     const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
-    std::vector<float> all;  // (n_heads, n_tokens, n_tokens)
+    std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
     all.reserve(heads.size() * n_tokens * n_tokens);
     for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
-    write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), {heads.size(), n_tokens, n_tokens});
+    std::vector<std::uint64_t> attn_shape{n_tokens, n_tokens};
+    if (heads.size() > 1) attn_shape.insert(attn_shape.begin(), heads.size());
+    write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
     std::vector<float> drawn;  // (grid_h, grid_w), or (n_heads, grid_h, grid_w) with --head all
     for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
     std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(grid_h), static_cast<std::uint64_t>(grid_w)};
@@ -137,49 +113,22 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
 
 }  // namespace
 
-std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch_size, bool keep_aspect) {
-  int w = img_size, h = img_size;
-  if (keep_aspect) {
-    const double aspect = static_cast<double>(std::max(image_w, image_h)) / std::min(image_w, image_h);
-    const double longer = std::max(1.0, std::round(img_size * aspect / patch_size)) * patch_size;
-    if (longer / patch_size * (img_size / patch_size) > kMaxPatches)
-      throw Error("--keep-aspect: an image of " + std::to_string(image_w) + "x" + std::to_string(image_h) +
-                  " at --img-size " + std::to_string(img_size) + " needs more than " + std::to_string(kMaxPatches) +
-                  " patches; use a smaller --img-size or drop --keep-aspect");
-    (image_w >= image_h ? w : h) = static_cast<int>(longer);
-  }
-  return {w, h};
-}
-
-int resolve_layer(int layer, int n_layers) {
-  const int l = layer < 0 ? n_layers + layer : layer;
-  if (l < 0 || l >= n_layers)
-    throw Error("--layer " + std::to_string(layer) + ": the model has layers 0…" + std::to_string(n_layers - 1) +
-                " (or −1…−" + std::to_string(n_layers) + " from the end)");
-  return l;
-}
-
-OutputSet written_outputs(const Model& model, const ProcessOptions& options) {
+OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) {
   OutputSet outputs;
   outputs.image_extension = extension(options.format.format);
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
-  const auto* vit = std::get_if<VitModel>(&model);
-  // One overlay per head, beside the sheet, when --head all draws more than one map.
-  if (vit && options.view.head == HeadChoice::all && !options.view.rollout && vit->n_heads > 1)
-    outputs.head_overlays = vit->n_heads;
+  // One overlay per head, beside the sheet, when all heads are drawn and there is more than one.
+  if (options.view.head == HeadChoice::all && !options.view.rollout && model.n_heads > 1)
+    outputs.head_overlays = model.n_heads;
   return outputs;
 }
 
-void process_image(const ImageJob& job, const Model& model, const ProcessOptions& options) {
-  std::visit(
-      [&](const auto& m) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, SingleHeadModel>)
-          process_single_head(job, m, options);
-        else
-          process_encoder(job, m, options);
-      },
-      model);
+void process_image(const fs::path& out_dir, const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+  check_view(model, options.view, "the model");
+  const OutputSet outputs = written_outputs(model, options);
+  prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed
+  process(job, model, options);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

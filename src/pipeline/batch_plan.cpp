@@ -11,10 +11,12 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "file_io.hpp"
-#include "image_formats.hpp"
+#include "io/file_io.hpp"
+#include "io/image_formats.hpp"
+#include "output_folders.hpp"
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
+using namespace vitattn::io;  // the formats this step reads and writes
 namespace fs = std::filesystem;
 namespace {
 
@@ -98,22 +100,7 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
   found.insert(found.end(), here.begin(), here.end());
 }
 
-// What comes after `root` in `p`, when `p` lies below `root` by its words alone: relative,
-// not empty, no "." or ".." anywhere. Empty otherwise.
-fs::path below(const fs::path& root, const fs::path& p) {
-  const fs::path rel = p.lexically_relative(root);
-  if (rel.empty() || rel.is_absolute()) return {};
-  for (const auto& part : rel)
-    if (part.empty() || part == "." || part == "..") return {};
-  return rel;
-}
-
 }  // namespace
-
-bool has_image_extension(const fs::path& path) {
-  const ImageFormat* format = format_by_extension(path);
-  return format && format->readable;
-}
 
 fs::path with_suffix(const fs::path& base, const char* suffix) {
   fs::path p = base;
@@ -211,34 +198,4 @@ std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
   });
 }
 
-void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const OutputSet& outputs) {
-  const std::string input = display(job.input);
-  const fs::path rel = below(out_dir, with_suffix(job.output_base, output_suffixes(outputs).front().c_str()));
-  if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
-  // Walk down from the output folder one name at a time with lstat, never through a link.
-  fs::path dir = out_dir;
-  for (const auto& part : rel.parent_path()) {
-    dir /= part;
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0) {
-      if (errno != ENOENT)
-        throw Error(input + ": cannot use output folder " + display(dir) + ": " + std::strerror(errno));
-      if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-        throw Error(input + ": cannot create output folder " + display(dir) + ": " + std::strerror(errno));
-      if (::lstat(dir.c_str(), &st) != 0)  // made by us or, just now, by another worker
-        throw Error(input + ": cannot use output folder " + display(dir) + ": " + std::strerror(errno));
-    }
-    if (S_ISLNK(st.st_mode))
-      throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
-    if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
-  }
-  for (const fs::path& file : output_paths(job.output_base, outputs)) {
-    struct stat st {};
-    if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case
-    if (S_ISLNK(st.st_mode))
-      throw Error(input + ": " + display(file) + " is a symbolic link; not replaced, nothing written");
-    if (!S_ISREG(st.st_mode)) throw Error(input + ": " + display(file) + " exists and is not a file; not replaced");
-  }
-}
-
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

@@ -6,7 +6,7 @@
 
 #include "job_outputs.hpp"
 
-namespace vitattn::io {
+namespace vitattn::pipeline {
 
 struct ImageJob {
   std::filesystem::path input;
@@ -27,10 +27,6 @@ struct BatchPlan {
   // Files found in folders and left out as vitattn's outputs (named like one, in the output tree).
   std::vector<std::filesystem::path> own_outputs;
 };
-
-// Whether the folder scan takes a file with this name: a readable format's extension
-// (image_formats.hpp, the table the decoder uses too).
-bool has_image_extension(const std::filesystem::path& path);
 
 // Files named directly are always jobs (even without an image extension: the decoder
 // then says what is wrong). Folders contribute their regular files with a readable image
@@ -56,11 +52,4 @@ std::filesystem::path with_suffix(const std::filesystem::path& base, const char*
 // file, then rename), so an output that exists is complete.
 std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs);
 
-// Makes the folders between `out_dir` and the job's outputs, and refuses, with Error
-// "<input>: <path> ... symbolic link ...", a symlink on the way (a mirrored sub-folder
-// such as out/sub -> /elsewhere) or at an output's name (out/x_attn.png -> /etc/x): what
-// the user put in the output folder is never followed out of it, nor replaced. `out_dir`
-// itself must exist, and may be a link: the user named it. Call before writing a job's outputs.
-void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, const OutputSet& outputs);
-
-}  // namespace vitattn::io
+}  // namespace vitattn::pipeline

@@ -1,0 +1,49 @@
+#pragma once
+// One image, start to finish: decode → preprocess → attention → overlay (+ .npy) on disk.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "batch_plan.hpp"
+#include "io/image_loader.hpp"
+#include "view.hpp"
+#include "core/vit.hpp"
+#include "io/image_writer.hpp"
+#include "io/overlay.hpp"
+
+namespace vitattn::pipeline {
+
+using io::DamagePolicy;
+using io::OutputFormat;
+using io::RenderOptions;
+
+// The patch grid an image went through: after --img-size and --keep-aspect, for -v.
+struct InputGrid {
+  int image_w = 0, image_h = 0;  // the decoded image
+  int input_w = 0, input_h = 0;  // the model input it was resized to
+  int grid_w = 0, grid_h = 0;    // patches
+};
+
+struct ProcessOptions {
+  RenderOptions render;
+  OutputFormat format;          // the overlays' file format (PNG by default)
+  bool scale = true;            // 1/√d_k
+  bool save_attention = false;  // also write _attn.npy and _cls.npy (and _mask.npy with a threshold)
+  std::uint64_t max_pixels = 100'000'000;
+  DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
+  EncoderView view;
+  std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
+};
+
+// Throws Error with a one-line message naming the input (or the output it could not write),
+// OptionError when a choice does not fit this image. Makes the job's output folders (through
+// prepare_output_path, output_folders.hpp) below `out_dir` and writes
+// output_paths(job.output_base, written_outputs(model, options)), no other file.
+void process_image(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,
+                   const ProcessOptions& options);
+
+// Which outputs process_image writes for each job with these options: keep in step with it.
+OutputSet written_outputs(const VitModel& model, const ProcessOptions& options);
+
+}  // namespace vitattn::pipeline
