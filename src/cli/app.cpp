@@ -1,5 +1,6 @@
 #include "app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -41,11 +42,8 @@ void setup_logging(int verbosity) {
 
 io::ProcessOptions process_options(const Options& o) {
   io::ProcessOptions p;
-  p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
-  p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
-  p.render.alpha = o.alpha;
-  p.format.format = o.format == "jpg" ? io::ImageFormat::jpg : o.format == "webp" ? io::ImageFormat::webp : io::ImageFormat::png;
-  p.format.quality = o.quality;
+  p.render = o.render;
+  p.format = o.format;
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
@@ -54,44 +52,23 @@ io::ProcessOptions process_options(const Options& o) {
   v.layer = o.layer;
   v.rollout = o.rollout;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
-  if (o.threshold > 0) v.threshold = static_cast<float>(o.threshold);
+  if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.img_size_given ? o.shape.img_size : 0;
   v.keep_aspect = o.keep_aspect;
-  if (o.head == "all") {
-    v.head = io::HeadChoice::all;
-  } else if (o.head == "mean" || o.head == "max" || o.head == "min") {
-    v.head = io::HeadChoice::fuse;
-    v.fusion = o.head == "mean" ? HeadFusion::mean : o.head == "max" ? HeadFusion::max : HeadFusion::min;
-  } else {
-    v.head = io::HeadChoice::index;
-    v.head_index = std::stoi(o.head);  // the validator let only digits through
-  }
+  v.head = o.head.choice;
+  v.head_index = o.head.index;
+  v.fusion = o.head.fusion;
   return p;
-}
-
-// Choices that depend on the model: caught before any image is read.
-void check_view(const Options& o, const io::Model& model) {
-  const auto* vit = std::get_if<VitModel>(&model);
-  if (!vit) {
-    for (const char* encoder_only : {"--layer", "--head", "--rollout", "--keep-aspect", "--family", "--heads", "--eps", "--gelu", "--pos-interp"})
-      if (o.given.count(encoder_only))
-        throw Error(std::string(encoder_only) + " needs a ViT checkpoint; " + o.model + " is the single-head layout");
-    return;
-  }
-  io::resolve_layer(o.layer, vit->n_layers());
-  const io::ProcessOptions p = process_options(o);
-  if (p.view.head == io::HeadChoice::index && p.view.head_index >= vit->n_heads)
-    throw Error("--head " + o.head + ": the model has heads 0…" + std::to_string(vit->n_heads - 1));
 }
 
 // The output folder must exist and take files before any work starts.
 void prepare_output(const fs::path& out) {
   std::error_code ec;
   fs::create_directories(out, ec);
-  if (ec) throw Error(io::display(out) + ": cannot create output folder: " + ec.message());
-  if (!fs::is_directory(out, ec)) throw Error(io::display(out) + ": output path exists and is not a folder");
+  if (ec) throw Error(fmt::format("{}: cannot create output folder: {}", io::display(out), ec.message()));
+  if (!fs::is_directory(out, ec)) throw Error(fmt::format("{}: output path exists and is not a folder", io::display(out)));
   if (::access(out.c_str(), W_OK | X_OK) != 0)
-    throw Error(io::display(out) + ": output folder is not writable: " + std::strerror(errno));
+    throw Error(fmt::format("{}: output folder is not writable: {}", io::display(out), std::strerror(errno)));
 }
 
 // An output named on the command line (--save-model FILE) must not be an input of the
@@ -102,20 +79,21 @@ void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::
     std::error_code ec;  // compare names first: canonical paths cost system calls
     return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
   };
-  const std::string save = "--save-model " + o.save_model;
-  if (!o.save_model.empty()) {
-    if (!o.model.empty() && same_file(o.save_model, o.model)) throw Error(save + ": is the --model file; not replaced");
+  const std::string& save = o.save_model;
+  if (!save.empty()) {
+    if (!o.model.empty() && same_file(save, o.model)) throw Error(fmt::format("--save-model {}: is the --model file; not replaced", save));
     for (const std::string& in : o.inputs)
-      if (same_file(o.save_model, in)) throw Error(save + ": is an input of this run; not replaced");
+      if (same_file(save, in)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
     for (const io::ImageJob& job : plan.jobs)
-      if (same_file(o.save_model, job.input)) throw Error(save + ": is an input of this run; not replaced");
+      if (same_file(save, job.input)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
   }
   for (const io::ImageJob& job : plan.jobs)
     for (const fs::path& p : io::output_paths(job.output_base, outputs)) {
-      if (!o.save_model.empty() && same_file(o.save_model, p))
-        throw Error(save + ": is where the output of " + io::display(job.input) + " goes; choose another name");
+      if (!save.empty() && same_file(save, p))
+        throw Error(fmt::format("--save-model {}: is where the output of {} goes; choose another name", save,
+                                io::display(job.input)));
       if (!o.model.empty() && same_file(o.model, p))
-        throw Error(io::display(job.input) + ": its output " + io::display(p) + " would replace the --model file");
+        throw Error(fmt::format("{}: its output {} would replace the --model file", io::display(job.input), io::display(p)));
     }
   if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
 }
@@ -153,8 +131,7 @@ int run_images(const Options& o) {
   }
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
 
-  const io::Model model = make_model(o);
-  check_view(o, model);
+  const io::Model model = make_model(o);  // and check_options_fit
   io::ProcessOptions options = process_options(o);
   log_grid(o, model, options);
   const io::OutputSet outputs = io::written_outputs(model, options);  // every job writes these, no other file
@@ -168,9 +145,7 @@ int run_images(const Options& o) {
   check_named_outputs(o, plan, outputs);
   if (!o.inputs.empty()) prepare_output(out);
   if (!o.save_model.empty()) {
-    const auto* single = std::get_if<SingleHeadModel>(&model);
-    if (!single) throw Error("--save-model writes the single-head layout; " + o.model + " is a full checkpoint");
-    io::save_model(o.save_model, *single);
+    io::save_model(o.save_model, std::get<SingleHeadModel>(model));  // check_options_fit refused a checkpoint
     spdlog::info("wrote model to {}", o.save_model);
   }
   if (o.inputs.empty()) return kExitOk;

@@ -1,5 +1,6 @@
 #include "model_setup.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
@@ -12,8 +13,8 @@ namespace vitattn::cli {
 namespace {
 
 void apply_normalization(const Options& o, Normalization& norm) {
-  if (!o.mean.empty()) norm.mean = io::parse_rgb_triplet(o.mean, "--mean");
-  if (!o.std.empty()) norm.std = io::parse_rgb_triplet(o.std, "--std");
+  if (o.mean) norm.mean = o.mean->values;
+  if (o.std) norm.std = o.std->values;
   spdlog::debug("normalisation mean {},{},{} std {},{},{}", norm.mean[0], norm.mean[1], norm.mean[2], norm.std[0],
                 norm.std[1], norm.std[2]);
 }
@@ -27,45 +28,59 @@ io::Model make_model(const Options& o) {
                   model.patch_size, model.d_model(), model.d_k());
     apply_normalization(o, model.norm);
     model.validate("seeded model");
+    check_options_fit(o, model);
     return model;
   }
   const io::SafeTensors st = io::load_tensor_file(o.model, o.key);  // safetensors or .pth
   if (!io::is_encoder_checkpoint(st)) {
-    if (o.img_size_given) throw Error(o.model + ": --img-size needs a ViT checkpoint; this is the single-head layout");
     SingleHeadModel model = io::load_model(st);
     spdlog::debug("model {}: single-head layout, S={} P={} D={} d_k={} tokens={}", o.model, model.img_size(),
                   model.patch_size, model.d_model(), model.d_k(), model.pos_embed.rows());
     if (model.grid_size() * model.grid_size() > io::kMaxPatches)
-      throw Error(o.model + ": " + std::to_string(model.grid_size() * model.grid_size()) + " patches, over the cap of " +
-                  std::to_string(io::kMaxPatches));
+      throw Error(fmt::format("{}: {} patches, over the cap of {}", o.model, model.grid_size() * model.grid_size(),
+                              io::kMaxPatches));
     apply_normalization(o, model.norm);
     model.validate(o.model);
+    check_options_fit(o, model);
     return model;
   }
-  io::VitOverrides overrides;
-  overrides.family = o.family;
-  overrides.heads = o.heads;
-  if (o.eps > 0) overrides.eps = static_cast<float>(o.eps);
-  if (!o.gelu.empty()) overrides.gelu = o.gelu == "tanh" ? Gelu::tanh : Gelu::erf;
-  if (!o.pos_interp.empty()) overrides.pos_interp = io::pos_interp_by_name(o.pos_interp);
-  io::LoadedVit loaded = io::load_vit(st, overrides);
+  io::LoadedVit loaded = io::load_vit(st, o.overrides);
   if (loaded.heads_guessed)
     spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
                  "another count, its maps are wrong: give --heads N", o.model, loaded.model.n_heads, loaded.model.d_model());
   apply_normalization(o, loaded.model.norm);
   loaded.model.validate(o.model);
-  const int p = loaded.model.patch_size;
-  if (o.img_size_given && o.shape.img_size % p != 0)
-    throw Error("--img-size " + std::to_string(o.shape.img_size) + " is not a multiple of the patch size " + std::to_string(p));
-  if (!o.img_size_given && loaded.model.grid_h * loaded.model.grid_w > io::kMaxPatches)
-    throw Error(o.model + ": its own grid is " + std::to_string(loaded.model.grid_w) + "x" +
-                std::to_string(loaded.model.grid_h) + " patches, over the cap of " + std::to_string(io::kMaxPatches) +
-                "; give a smaller --img-size");
-  if (o.img_size_given && (o.shape.img_size / p) * (o.shape.img_size / p) > io::kMaxPatches)
-    throw Error("--img-size " + std::to_string(o.shape.img_size) + " makes more than " + std::to_string(io::kMaxPatches) +
-                " patches of " + std::to_string(p) + " pixels");
+  check_options_fit(o, loaded.model);
   spdlog::debug("model {}: {}", o.model, loaded.summary());
   return std::move(loaded.model);
+}
+
+void check_options_fit(const Options& o, const io::Model& model) {
+  const auto* vit = std::get_if<VitModel>(&model);
+  if (!vit) {
+    if (o.forward) throw Error(fmt::format("{}: forward needs a ViT checkpoint; this is the single-head layout", o.model));
+    if (o.model.empty()) return;  // the seeded model: CLI11 already refused options that need --model
+    for (const char* encoder_only : kEncoderOnly)
+      if (o.given.count(encoder_only))
+        throw Error(fmt::format("{} needs a ViT checkpoint; {} is the single-head layout", encoder_only, o.model));
+    if (o.img_size_given)
+      throw Error(fmt::format("--img-size needs a ViT checkpoint; {} is the single-head layout", o.model));
+    return;
+  }
+  if (!o.save_model.empty() && !o.forward)  // forward writes arrays only, and never did look at --save-model
+    throw Error(fmt::format("--save-model writes the single-head layout; {} is a full checkpoint", o.model));
+  const int p = vit->patch_size;
+  const int s = o.shape.img_size;
+  if (o.img_size_given && s % p != 0)
+    throw Error(fmt::format("--img-size {} is not a multiple of the patch size {}", s, p));
+  if (o.img_size_given && (s / p) * (s / p) > io::kMaxPatches)
+    throw Error(fmt::format("--img-size {} makes more than {} patches of {} pixels", s, io::kMaxPatches, p));
+  if (!o.img_size_given && vit->grid_h * vit->grid_w > io::kMaxPatches)
+    throw Error(fmt::format("{}: its own grid is {}x{} patches, over the cap of {}; give a smaller --img-size", o.model,
+                            vit->grid_w, vit->grid_h, io::kMaxPatches));
+  io::resolve_layer(o.layer, vit->n_layers());  // throws naming the layer and the range
+  if (o.head.choice == io::HeadChoice::index && o.head.index >= vit->n_heads)
+    throw Error(fmt::format("--head {}: the model has heads 0…{}", o.head.index, vit->n_heads - 1));
 }
 
 }  // namespace vitattn::cli

@@ -284,7 +284,7 @@ class Checkpoints(unittest.TestCase):
             (["--head", "2"], "--head 2: the model has heads 0…1"),
             (["--head", "first"], "head index"),
             (["--rollout", "--head", "all"], "--rollout fuses heads"),
-            (["--discard-ratio", "0.5"], "--discard-ratio needs --rollout"),
+            (["--discard-ratio", "0.5"], "--discard-ratio requires --rollout"),
             (["--img-size", "50"], "not a multiple of the patch size 8"),
             (["--img-size", "1024"], "more than 4096 patches"),
             (["--family", "torchvision"], "does not use the torchvision naming"),
@@ -300,7 +300,7 @@ class Checkpoints(unittest.TestCase):
         for option in (["--layer", "1"], ["--head", "all"], ["--rollout"], ["--keep-aspect"]):
             code, _, err = run(self.img, "-o", self.out, *option)
             self.assertEqual(code, 2, option)
-            self.assertIn("needs --model", err)
+            self.assertIn("requires --model", err)
 
     def test_forward_writes_every_layer(self):
         x = np.random.default_rng(3).standard_normal((2, 3, 32, 40)).astype(np.float32)
