@@ -1,5 +1,6 @@
 #include "app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -69,11 +70,8 @@ void setup_logging(int verbosity) {
 
 pipeline::ProcessOptions process_options(const Options& o) {
   pipeline::ProcessOptions p;
-  p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
-  p.render.colormap = *io::colormap_by_name(o.colormap);  // the CLI validator only lets known names through
-  p.render.alpha = o.alpha;
-  p.format.format = o.format == "jpg" ? io::ImageFormat::jpg : o.format == "webp" ? io::ImageFormat::webp : io::ImageFormat::png;
-  p.format.quality = o.quality;
+  p.render = o.render;
+  p.format = o.format;
   p.scale = !o.no_scale;
   p.save_attention = o.save_attention;
   p.max_pixels = o.max_pixels;
@@ -82,18 +80,12 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.layer = o.layer;
   v.rollout = o.rollout;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
-  if (o.threshold > 0) v.threshold = static_cast<float>(o.threshold);
+  if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.img_size_given && !o.model.empty() ? o.shape.img_size : 0;  // the seeded model is made at that size
   v.keep_aspect = o.keep_aspect;
-  if (o.head == "all") {
-    v.head = pipeline::HeadChoice::all;
-  } else if (o.head == "mean" || o.head == "max" || o.head == "min") {
-    v.head = pipeline::HeadChoice::fuse;
-    v.fusion = o.head == "mean" ? HeadFusion::mean : o.head == "max" ? HeadFusion::max : HeadFusion::min;
-  } else {
-    v.head = pipeline::HeadChoice::index;
-    v.head_index = std::stoi(o.head);  // the validator let only digits through
-  }
+  v.head = o.head.choice;
+  v.head_index = o.head.index;
+  v.fusion = o.head.fusion;
   return p;
 }
 
@@ -105,20 +97,21 @@ void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, cons
     std::error_code ec;  // compare names first: canonical paths cost system calls
     return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
   };
-  const std::string save = "--save-model " + o.save_model;
-  if (!o.save_model.empty()) {
-    if (!o.model.empty() && same_file(o.save_model, o.model)) throw Error(save + ": is the --model file; not replaced");
+  const std::string& save = o.save_model;
+  if (!save.empty()) {
+    if (!o.model.empty() && same_file(save, o.model)) throw Error(fmt::format("--save-model {}: is the --model file; not replaced", save));
     for (const std::string& in : o.inputs)
-      if (same_file(o.save_model, in)) throw Error(save + ": is an input of this run; not replaced");
+      if (same_file(save, in)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
     for (const pipeline::ImageJob& job : plan.jobs)
-      if (same_file(o.save_model, job.input)) throw Error(save + ": is an input of this run; not replaced");
+      if (same_file(save, job.input)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
   }
   for (const pipeline::ImageJob& job : plan.jobs)
     for (const fs::path& p : pipeline::output_paths(job.output_base, outputs)) {
-      if (!o.save_model.empty() && same_file(o.save_model, p))
-        throw Error(save + ": is where the output of " + io::display(job.input) + " goes; choose another name");
+      if (!save.empty() && same_file(save, p))
+        throw Error(fmt::format("--save-model {}: is where the output of {} goes; choose another name", save,
+                                io::display(job.input)));
       if (!o.model.empty() && same_file(o.model, p))
-        throw Error(io::display(job.input) + ": its output " + io::display(p) + " would replace the --model file");
+        throw Error(fmt::format("{}: its output {} would replace the --model file", io::display(job.input), io::display(p)));
     }
   if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
 }

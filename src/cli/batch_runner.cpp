@@ -28,11 +28,11 @@ BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
       } catch (const Error& e) {
         error = e.what();  // already names the file
       } catch (const cv::Exception& e) {
-        error = io::display(jobs[i].input) + ": " + e.err;
+        error = fmt::format("{}: {}", io::display(jobs[i].input), e.err);
       } catch (const std::bad_alloc&) {
-        error = io::display(jobs[i].input) + ": out of memory";
+        error = fmt::format("{}: out of memory", io::display(jobs[i].input));
       } catch (const std::exception& e) {
-        error = io::display(jobs[i].input) + ": " + e.what();
+        error = fmt::format("{}: {}", io::display(jobs[i].input), e.what());
       }
       if (error.empty()) {
         ++written;

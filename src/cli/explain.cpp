@@ -1,5 +1,7 @@
 #include "explain.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -138,7 +140,7 @@ int explain(std::ostream& out, const std::string& heatmap_png) {
   if (!heatmap_png.empty()) {  // before any output: it writes PNG bytes, so a PNG name, over a PNG only
     std::string ext = std::filesystem::path(heatmap_png).extension().string();
     for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext != ".png") throw Error("--heatmap " + heatmap_png + ": writes a PNG image; give a name ending in .png");
+    if (ext != ".png") throw Error(fmt::format("--heatmap {}: writes a PNG image; give a name ending in .png", heatmap_png));
     io::check_replaceable(heatmap_png, io::FileKind::png, "--heatmap");
   }
   out << "Attention, step by step: weights = softmax(Q·Kᵀ / √d_k), output = weights·V\n";

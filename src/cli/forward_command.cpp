@@ -1,5 +1,6 @@
 #include "forward_command.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -24,8 +25,8 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
   if (s.size() == 3) s.insert(s.begin(), 1);
   if (s.size() != 4 || s[1] != 3 || s[0] == 0 || s[2] == 0 || s[3] == 0 || s[2] % static_cast<std::uint64_t>(patch_size) ||
       s[3] % static_cast<std::uint64_t>(patch_size) || s[2] * s[3] > 4096ull * 4096ull)
-    throw Error(io::display(path) + ": expected [3, H, W] or [N, 3, H, W] with H and W multiples of " +
-                std::to_string(patch_size));
+    throw Error(fmt::format("{}: expected [3, H, W] or [N, 3, H, W] with H and W multiples of {}", io::display(path),
+                            patch_size));
   std::vector<ImageTensor> images(s[0]);
   const std::size_t per = 3 * s[2] * s[3];
   for (std::size_t n = 0; n < images.size(); ++n) {
@@ -34,7 +35,7 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
     images[n].chw.assign(a.values.begin() + static_cast<std::ptrdiff_t>(n * per),
                          a.values.begin() + static_cast<std::ptrdiff_t>((n + 1) * per));
     for (float v : images[n].chw)
-      if (!std::isfinite(v)) throw Error(io::display(path) + ": holds a non-finite value");
+      if (!std::isfinite(v)) throw Error(fmt::format("{}: holds a non-finite value", io::display(path)));
   }
   return images;
 }
@@ -63,10 +64,11 @@ void check_forward_outputs(const Options& o) {
     for (const fs::path& p : {f.attention, f.features, f.logits}) {
       const fs::path k = key(p);
       if (const auto it = inputs.find(k); it != inputs.end())
-        throw Error(io::display(in) + ": its output " + io::display(p) + " would replace " + it->second + "; nothing written");
+        throw Error(fmt::format("{}: its output {} would replace {}; nothing written", io::display(in), io::display(p),
+                                it->second));
       if (const auto [it, fresh] = written.emplace(k, in); !fresh && key(it->second) != key(in))
-        throw Error(io::display(in) + " and " + it->second + " both write " + io::display(p) +
-                    "; give them different names or run them apart");
+        throw Error(fmt::format("{} and {} both write {}; give them different names or run them apart", io::display(in),
+                                it->second, io::display(p)));
     }
   }
 }
@@ -101,9 +103,8 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
 }  // namespace
 
 int run_forward(const Options& o) {
-  if (o.model.empty()) throw Error("forward needs --model with a model file");
   check_forward_outputs(o);
-  const VitModel model = make_model(o);
+  const VitModel model = make_model(o);  // `forward` needs --model: a CLI11 rule
   pipeline::prepare_output_folder(o.output);
   io::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;

@@ -1,5 +1,6 @@
 #include "model_setup.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
@@ -13,8 +14,8 @@ namespace vitattn::cli {
 namespace {
 
 void apply_normalization(const Options& o, Normalization& norm) {
-  if (!o.mean.empty()) norm.mean = io::parse_rgb_triplet(o.mean, "--mean");
-  if (!o.std.empty()) norm.std = io::parse_rgb_triplet(o.std, "--std");
+  if (o.mean) norm.mean = o.mean->values;
+  if (o.std) norm.std = o.std->values;
   spdlog::debug("normalisation mean {},{},{} std {},{},{}", norm.mean[0], norm.mean[1], norm.mean[2], norm.std[0],
                 norm.std[1], norm.std[2]);
 }
@@ -31,13 +32,7 @@ VitModel make_model(const Options& o) {
     return model;
   }
   const io::SafeTensors st = io::load_tensor_file(o.model, o.key);  // safetensors or .pth
-  io::VitOverrides overrides;
-  overrides.family = o.family;
-  overrides.heads = o.heads;
-  if (o.eps > 0) overrides.eps = static_cast<float>(o.eps);
-  if (!o.gelu.empty()) overrides.gelu = o.gelu == "tanh" ? Gelu::tanh : Gelu::erf;
-  if (!o.pos_interp.empty()) overrides.pos_interp = io::pos_interp_by_name(o.pos_interp);
-  io::LoadedVit loaded = io::load_vit(st, overrides);
+  io::LoadedVit loaded = io::load_vit(st, o.overrides);
   if (loaded.heads_guessed)
     spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
                  "another count, its maps are wrong: give --heads N", o.model, loaded.model.n_heads, loaded.model.d_model());

@@ -6,7 +6,9 @@
 
 namespace vitattn::cli {
 
-// Throws Error naming the file and what is wrong with it.
+// Throws Error naming the file and what is wrong with it. The options that must fit the model
+// (--layer, --head, --img-size) are checked by pipeline::check_view.
 VitModel make_model(const Options& o);
+
 
 }  // namespace vitattn::cli

@@ -1,9 +1,12 @@
 #include "options.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
-#include <sstream>
+#include <istream>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "io/checkpoint_families.hpp"
@@ -22,66 +25,95 @@ constexpr std::uint64_t kMaxSeededWeights = std::uint64_t{1} << 27;  // 512 MiB 
 // The seeded model's shape: S a multiple of P, no more patches than a checkpoint may have
 // (pipeline::kMaxPatches), and weights that fit the cap. Checked before anything is allocated.
 void check_seeded_shape(const SeededShape& s) {
-  const std::string shape = "seeded model (--img-size " + std::to_string(s.img_size) + ", --patch-size " +
-                            std::to_string(s.patch_size) + ")";
+  const std::string shape = fmt::format("seeded model (--img-size {}, --patch-size {})", s.img_size, s.patch_size);
   if (s.img_size % s.patch_size != 0)
     throw CLI::ValidationError(shape + ": the image size is not a multiple of the patch size");
   const auto grid = static_cast<std::uint64_t>(s.img_size / s.patch_size);
   if (grid * grid > static_cast<std::uint64_t>(pipeline::kMaxPatches))
-    throw CLI::ValidationError(shape + ": " + std::to_string(grid * grid) + " patches, over the cap of " +
-                               std::to_string(pipeline::kMaxPatches) + " (64×64); use a larger --patch-size or a smaller --img-size");
+    throw CLI::ValidationError(fmt::format("{}: {} patches, over the cap of {} (64×64); use a larger --patch-size or a "
+                                           "smaller --img-size", shape, grid * grid, pipeline::kMaxPatches));
   // w_patch (D, 3P²) + pos_embed (1 + N, D) + cls (D) + q, k, v (d_k, D)
   const auto d = static_cast<std::uint64_t>(s.d_model), p = static_cast<std::uint64_t>(s.patch_size);
   const std::uint64_t weights = d * 3 * p * p + (2 + grid * grid) * d + 3 * static_cast<std::uint64_t>(s.d_k) * d;
   if (weights > kMaxSeededWeights)
-    throw CLI::ValidationError(shape + " with --dim " + std::to_string(s.d_model) + " and --d-k " + std::to_string(s.d_k) +
-                               ": " + std::to_string(weights >> 20) + " Mi weights, over the cap of " +
-                               std::to_string(kMaxSeededWeights >> 20) + " Mi");
+    throw CLI::ValidationError(fmt::format("{} with --dim {} and --d-k {}: {} Mi weights, over the cap of {} Mi", shape,
+                                           s.d_model, s.d_k, weights >> 20, kMaxSeededWeights >> 20));
 }
 
 }  // namespace
 
-void check_combinations(const CLI::App& app, const Options& o) {
-  const auto given = [&app](const char* name) { return app.count(name) > 0; };
-  if (!o.model.empty()) {
-    for (const char* seeded_only : {"--seed", "--patch-size", "--dim", "--d-k"})
-      if (given(seeded_only))
-        throw CLI::ValidationError(std::string(seeded_only) + " describes the seeded model and cannot be used with --model");
-  } else {
-    for (const char* file_only : {"--key", "--family", "--heads", "--eps", "--gelu"})
-      if (given(file_only)) throw CLI::ValidationError(std::string(file_only) + " needs --model with a model file");
+std::optional<HeadArg> parse_head(std::string_view text) {
+  static const std::pair<const char*, HeadFusion> fusions[] = {
+      {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
+  const std::string lower = CLI::detail::to_lower(std::string(text));
+  if (lower == "all") return HeadArg{pipeline::HeadChoice::all, 0, HeadFusion::mean};
+  for (const auto& [name, fusion] : fusions)
+    if (lower == name) return HeadArg{pipeline::HeadChoice::fuse, 0, fusion};
+  // An index: digits only (no sign, no "nan", no "1.5"), at most 5 of them: heads are few.
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return HeadArg{pipeline::HeadChoice::index, std::stoi(std::string(text)), HeadFusion::mean};
+}
+
+std::string to_string(const HeadArg& head) {
+  switch (head.choice) {
+    case pipeline::HeadChoice::index: return std::to_string(head.index);
+    case pipeline::HeadChoice::all: return "all";
+    case pipeline::HeadChoice::fuse: break;
   }
+  return head.fusion == HeadFusion::max ? "max" : head.fusion == HeadFusion::min ? "min" : "mean";
+}
+
+std::istream& operator>>(std::istream& in, HeadArg& head) {
+  std::string text;
+  in >> text;
+  if (const auto parsed = parse_head(text)) head = *parsed;
+  else in.setstate(std::ios::failbit);
+  return in;
+}
+
+std::istream& operator>>(std::istream& in, Rgb& rgb) {
+  std::string text;
+  std::getline(in, text);
+  try {
+    rgb.values = io::parse_rgb_triplet(text, "value");
+  } catch (const Error&) {
+    in.setstate(std::ios::failbit);
+  }
+  return in;
+}
+
+void check_combinations(const CLI::App& app, const Options& o) {
   if (o.model.empty()) check_seeded_shape(o.shape);
-  if (given("--quality") && o.format == "png")
+  if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
-  if (given("--discard-ratio") && !o.rollout) throw CLI::ValidationError("--discard-ratio needs --rollout");
-  if (o.rollout && o.head != "mean" && o.head != "max" && o.head != "min")
-    throw CLI::ValidationError("--rollout fuses heads with --head mean, max or min, not \"" + o.head + "\"");
+  if (o.rollout && o.head.choice != pipeline::HeadChoice::fuse)
+    throw CLI::ValidationError(
+        fmt::format("--rollout fuses heads with --head mean, max or min, not \"{}\"", to_string(o.head)));
 }
 
 namespace {
 
-// A number in [lo, hi]. CLI::Range alone lets NaN through (every comparison with NaN is
-// false), and `--alpha nan` would draw black overlays.
-CLI::Validator number_in(double lo, double hi) {
-  std::ostringstream range;
-  range << "in [" << lo << ", " << hi << "]";
+// A finite number in [lo, hi]. CLI::Range alone lets NaN through (every comparison with NaN
+// is false), and `--alpha nan` would draw black overlays.
+CLI::Validator finite_in(double lo, double hi) {
+  const std::string range = fmt::format("in [{}, {}]", lo, hi);
   return CLI::Validator(
-      [lo, hi, text = range.str()](std::string& s) -> std::string {
+      [lo, hi, range](std::string& s) -> std::string {
         double v = 0;
-        if (!CLI::detail::lexical_cast(s, v)) return "expected a number, got \"" + s + "\"";
-        if (!std::isfinite(v)) return "must be a finite number " + text + ", got " + s;
-        if (v < lo || v > hi) return s + " is not " + text;
+        if (!CLI::detail::lexical_cast(s, v)) return fmt::format("expected a number, got \"{}\"", s);
+        if (!std::isfinite(v)) return fmt::format("must be a finite number {}, got {}", range, s);
+        if (v < lo || v > hi) return fmt::format("{} is not {}", s, range);
         return {};
       },
-      range.str(), "number_in");
+      range, "finite_in");
 }
 
 // --seed: a whole number ≥ 0 (CLI11 would read "-1" as 2^64 − 1).
 const CLI::Validator kUnsigned(
     [](std::string& s) -> std::string {
       if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
-        return "expected a whole number ≥ 0, got \"" + s + "\"";
+        return fmt::format("expected a whole number ≥ 0, got \"{}\"", s);
       return {};
     },
     "", "unsigned");
@@ -92,9 +124,9 @@ const CLI::Validator kReadableFile(
       std::error_code ec;
       const auto st = std::filesystem::status(s, ec);
       if (s.empty()) return "empty file name";
-      if (!std::filesystem::exists(st)) return s + ": no such file";
-      if (std::filesystem::is_directory(st)) return s + ": is a folder, not a file";
-      if (!std::filesystem::is_regular_file(st)) return s + ": not a regular file";
+      if (!std::filesystem::exists(st)) return fmt::format("{}: no such file", s);
+      if (std::filesystem::is_directory(st)) return fmt::format("{}: is a folder, not a file", s);
+      if (!std::filesystem::is_regular_file(st)) return fmt::format("{}: not a regular file", s);
       return {};
     },
     "", "file");
@@ -102,29 +134,55 @@ const CLI::Validator kReadableFile(
 const CLI::Validator kNonEmpty([](std::string& s) -> std::string { return s.empty() ? "empty name" : std::string(); },
                                "", "non-empty");
 
-// --mean/--std: three finite numbers "r,g,b"; each std positive.
-CLI::Validator rgb_triplet(const char* name, bool positive) {
+// --mean/--std: three finite numbers "r,g,b"; each std positive. The message the Rgb
+// conversion could not give; the values are parsed by the same function.
+CLI::Validator rgb_triplet(bool positive) {
   return CLI::Validator(
-      [name, positive](std::string& s) -> std::string {
+      [positive](std::string& s) -> std::string {
         try {
-          const auto v = io::parse_rgb_triplet(s, name);
-          if (positive && !(v[0] > 0 && v[1] > 0 && v[2] > 0)) return "each value must be positive, got \"" + s + "\"";
+          const auto v = io::parse_rgb_triplet(s, "value");
+          if (positive && !(v[0] > 0 && v[1] > 0 && v[2] > 0))
+            return fmt::format("each value must be positive, got \"{}\"", s);
         } catch (const Error&) {
-          return "expected three finite numbers \"r,g,b\", got \"" + s + "\"";
+          return fmt::format("expected three finite numbers \"r,g,b\", got \"{}\"", s);
         }
         return {};
       },
       "", "rgb");
 }
 
-// --head: a head index or one of mean|max|min|all
+// --head: a head index or one of mean|max|min|all (parse_head).
 const CLI::Validator kHeadChoice(
     [](std::string& s) -> std::string {
-      if (s == "mean" || s == "max" || s == "min" || s == "all") return {};
-      if (!s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos) return {};
-      return "expected a head index (0, 1, …) or mean, max, min, all; got \"" + s + "\"";
+      if (parse_head(s)) return {};
+      return fmt::format("expected a head index (0, 1, …) or mean, max, min, all; got \"{}\"", s);
     },
     "", "head choice");
+
+// A choice among names, case-insensitive, into its enum (or other value): IsMember lists the
+// names in the help and the error, and lets only them through (so that CheckedTransformer,
+// which also takes a mapped value such as "2", sees names only); CheckedTransformer converts.
+template <typename T>
+void choose_from(CLI::Option* option, const std::vector<std::pair<std::string, T>>& choices) {
+  std::vector<std::string> names;
+  for (const auto& c : choices) names.push_back(c.first);
+  option->transform(CLI::CheckedTransformer(choices, CLI::ignore_case).description(""));
+  option->transform(CLI::IsMember(names, CLI::ignore_case));  // transforms added later run first
+  option->type_name("TEXT");  // not CLI11's "ENUM"
+}
+
+std::vector<std::pair<std::string, int>> colormaps() {
+  std::vector<std::pair<std::string, int>> out;
+  for (const std::string& name : io::colormap_names()) out.emplace_back(name, *io::colormap_by_name(name));
+  return out;
+}
+
+std::vector<std::pair<std::string, PosInterp>> pos_interps() {
+  std::vector<std::pair<std::string, PosInterp>> out;
+  for (PosInterp p : {PosInterp::bicubic, PosInterp::antialias, PosInterp::offset, PosInterp::align_corners})
+    out.emplace_back(io::pos_interp_name(p), p);
+  return out;
+}
 
 }  // namespace
 
@@ -157,26 +215,26 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
   app.add_flag("--skip-existing", o.skip_existing,
                "Leave out inputs whose outputs are all there already (resumes an interrupted batch)");
-  app.add_option("-j,--jobs", o.jobs, "Images processed in parallel (default: all cores, " +
-                                          std::to_string(std::thread::hardware_concurrency()) + " here)")
+  app.add_option("-j,--jobs", o.jobs,
+                 fmt::format("Images processed in parallel (default: all cores, {} here)", std::thread::hardware_concurrency()))
       ->check(CLI::Range(1, 1024));
 
-  app.add_option("--model", o.model,
+  CLI::Option* model = app.add_option("--model", o.model,
                  "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
                  "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")
       ->check(kReadableFile)
       ->type_name("FILE")
       ->group("Model");
-  app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
-      ->capture_default_str()
-      ->check(kUnsigned)
-      ->group("Model");
+  CLI::Option* seed = app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
+                          ->capture_default_str()
+                          ->check(kUnsigned);
   app.add_option("--img-size", o.shape.img_size,
                  "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
                  "are resampled bicubically; seeded model: 224")
       ->check(CLI::Range(1, kMaxImgSize))
       ->group("Model");
-  CLI::Option* shape[] = {
+  CLI::Option* seeded_only[] = {
+      seed,
       app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxImgSize)),
@@ -186,14 +244,14 @@ void add_options(CLI::App& app, Options& o) {
       app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxSeededWidth))};
-  for (auto* s : shape) s->group("Model");
+  for (auto* s : seeded_only) s->group("Model")->excludes(model);
   app.add_option("--mean", o.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
-      ->check(rgb_triplet("--mean", false))
+      ->check(rgb_triplet(false))
       ->group("Model");
   app.add_option("--std", o.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
-      ->check(rgb_triplet("--std", true))
+      ->check(rgb_triplet(true))
       ->group("Model");
   app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; the single-head layout only)")
       ->type_name("FILE")
@@ -206,70 +264,73 @@ void add_options(CLI::App& app, Options& o) {
                  "The dict inside a .pth that holds the weights, e.g. teacher in DINO's full checkpoints "
                  "(default: model, state_dict, teacher or student when present, else the top level)")
       ->type_name("NAME")
-      ->group(checkpoints);
-  app.add_option("--family", o.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
+      ->group(checkpoints)
+      ->needs(model);
+  app.add_option("--family", o.overrides.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
       ->check(CLI::IsMember(io::family_names()))
       ->group(checkpoints);
-  app.add_option("--heads", o.heads, "Number of heads, when the file does not say (default: D/64)")
+  app.add_option("--heads", o.overrides.heads, "Number of heads, when the file does not say (default: D/64)")
       ->check(CLI::Range(1, 1 << 12))
       ->group(checkpoints);
-  app.add_option("--eps", o.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
-      ->check(number_in(1e-30, 1.0))
+  app.add_option("--eps", o.overrides.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
+      ->check(finite_in(1e-30, 1.0))
       ->group(checkpoints);
-  app.add_option("--gelu", o.gelu, "GELU form (default: the family's, erf)")
-      ->check(CLI::IsMember({"erf", "tanh"}))
-      ->group(checkpoints);
-  app.add_option("--pos-interp", o.pos_interp,
-                 "Position resampling for another --img-size (default: the family's library: timm antialias, "
-                 "DINO offset, torchvision corners, HF plain)")
-      ->check(CLI::IsMember({"bicubic", "bicubic-antialias", "bicubic-offset", "bicubic-corners"}))
-      ->group(checkpoints);
+  choose_from(app.add_option("--gelu", o.overrides.gelu, "GELU form (default: the family's, erf)")->group(checkpoints),
+              std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}});
+  choose_from(app.add_option("--pos-interp", o.overrides.pos_interp,
+                             "Position resampling for another --img-size (default: the family's library: timm "
+                             "antialias, DINO offset, torchvision corners, HF plain)")
+                  ->group(checkpoints),
+              pos_interps());
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))
       ->group(checkpoints);
   app.add_option("--head", o.head,
                  "Head index, or mean|max|min over heads, or all (one overlay per head + a sheet of all)")
-      ->capture_default_str()
+      ->default_str(to_string(o.head))
       ->check(kHeadChoice)
       ->type_name("h|mean|max|min|all")
       ->group(checkpoints);
-  app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(checkpoints);
+  CLI::Option* rollout =
+      app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(checkpoints);
   app.add_option("--discard-ratio", o.discard_ratio, "Rollout: drop this fraction of the weakest links per layer")
       ->capture_default_str()
-      ->check(number_in(0.0, 0.99))
-      ->group(checkpoints);
+      ->check(finite_in(0.0, 0.99))
+      ->group(checkpoints)
+      ->needs(rollout);
   app.add_flag("--keep-aspect", o.keep_aspect,
                "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
       ->group(checkpoints);
+  for (const char* name : kFileOnly) app.get_option(name)->needs(model);
 
   app.add_option("--threshold", o.threshold,
                  "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
-      ->check(number_in(0.01, 1.0))
+      ->check(finite_in(0.01, 1.0))
       ->type_name("FRACTION")
       ->group("Output");
   app.add_flag("--save-attention", o.save_attention,
                "Also write <name>_attn.npy (attention, float32: [T, T], or [H, T, T] for a checkpoint's layer) "
                "and <name>_cls.npy (the map drawn); with --threshold also <name>_mask.npy (bool)")
       ->group("Output");
-  app.add_option("--interp", o.interp, "Upsampling of the map: nearest shows the patch grid")
+  choose_from(app.add_option("--interp", o.render.interp, "Upsampling of the map: nearest shows the patch grid")
+                  ->default_str("linear")
+                  ->group("Output"),
+              std::vector<std::pair<std::string, io::Interp>>{
+                  {"nearest", io::Interp::nearest}, {"linear", io::Interp::linear}, {"cubic", io::Interp::cubic}});
+  choose_from(app.add_option("--colormap", o.render.colormap, "OpenCV colormap")->default_str("jet")->group("Output"),
+              colormaps());
+  app.add_option("--alpha", o.render.alpha, "Weight of the heatmap in the blend")
       ->capture_default_str()
-      ->check(CLI::IsMember({"nearest", "linear", "cubic"}, CLI::ignore_case))
+      ->check(finite_in(0.0, 1.0))
       ->group("Output");
-  app.add_option("--colormap", o.colormap, "OpenCV colormap")
-      ->capture_default_str()
-      ->check(CLI::IsMember(io::colormap_names(), CLI::ignore_case))
-      ->group("Output");
-  app.add_option("--alpha", o.alpha, "Weight of the heatmap in the blend")
-      ->capture_default_str()
-      ->check(number_in(0.0, 1.0))
-      ->group("Output");
-  app.add_option("--format", o.format,
-                 "Overlay file format: png (lossless), or jpg and webp for small previews")
-      ->capture_default_str()
-      ->transform(CLI::IsMember({"png", "jpg", "webp"}, CLI::ignore_case))  // "JPG" → "jpg"
-      ->group("Output");
-  app.add_option("--quality", o.quality, "JPEG or WebP quality (default 90)")
+  choose_from(app.add_option("--format", o.format.format,
+                             "Overlay file format: png (lossless), or jpg and webp for small previews")
+                  ->default_str("png")
+                  ->group("Output"),
+              std::vector<std::pair<std::string, io::ImageFormat>>{
+                  {"png", io::ImageFormat::png}, {"jpg", io::ImageFormat::jpg}, {"webp", io::ImageFormat::webp}});
+  app.add_option("--quality", o.format.quality, "JPEG or WebP quality (default 90)")
       ->check(CLI::Range(1, 100))
       ->group("Output");
   app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
@@ -300,6 +361,7 @@ void add_options(CLI::App& app, Options& o) {
   fwd->add_option("tensors", o.forward_inputs, "Input tensors (.npy)")->required()->type_name("FILE.npy...")
       ->check(kReadableFile);
   fwd->fallthrough();  // --model, -o and the Checkpoints options belong to the main command
+  fwd->needs(model);
   fwd->callback([&o] { o.forward = true; });
 }
 

@@ -1,14 +1,40 @@
 #pragma once
-// Everything the command line can say, parsed by CLI11 (whose help text is the manual).
+// Everything the command line can say, parsed by CLI11 (whose help text is the manual) into
+// typed values: a choice is an enum, a number is range- and NaN-checked, here and only here.
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdint>
+#include <iosfwd>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/seeded_model.hpp"
+#include "io/image_writer.hpp"
+#include "io/overlay.hpp"
+#include "pipeline/process_image.hpp"
+#include "io/vit_loader.hpp"
 
 namespace vitattn::cli {
+
+// --head: one head by index, the heads fused (mean|max|min), or all of them.
+struct HeadArg {
+  pipeline::HeadChoice choice = pipeline::HeadChoice::fuse;
+  int index = 0;                         // with HeadChoice::index
+  HeadFusion fusion = HeadFusion::mean;  // with HeadChoice::fuse
+};
+// "3", "mean", "MAX", "all" → HeadArg; nullopt for anything else (a sign, "nan", "1.5", 6+ digits).
+std::optional<HeadArg> parse_head(std::string_view text);
+std::string to_string(const HeadArg& head);  // as --head takes it: "3", "mean", "all"
+std::istream& operator>>(std::istream& in, HeadArg& head);  // how CLI11 converts (parse_head)
+
+// --mean/--std: three finite numbers "r,g,b".
+struct Rgb {
+  std::array<float, 3> values{};
+};
+std::istream& operator>>(std::istream& in, Rgb& rgb);  // how CLI11 converts (io::parse_rgb_triplet)
 
 struct Options {
   std::vector<std::string> inputs;
@@ -19,43 +45,41 @@ struct Options {
   std::string model;
   std::uint64_t seed = 0;
   SeededShape shape;
-  std::string mean, std;  // "r,g,b" overrides, empty when not given
+  std::optional<Rgb> mean, std;  // overrides of the model's normalisation
   std::string save_model;
   bool save_attention = false;
   bool no_scale = false;
-  std::string interp = "linear";
-  std::string colormap = "jet";
-  double alpha = 0.5;
-  std::string format = "png";  // png | jpg | webp
-  int quality = 90;            // jpg and webp only
+  io::RenderOptions render;     // --interp, --colormap, --alpha
+  io::OutputFormat format;      // --format, --quality
   std::uint64_t max_pixels = 100'000'000;
-  bool strict = false;         // damaged-but-decodable images fail instead of a warning
+  bool strict = false;          // damaged-but-decodable images fail instead of a warning
   // Encoder checkpoints
-  std::string key;             // .pth: the dict holding the weights; empty: the usual ones
-  std::string family;          // empty: recognised from the tensor names
-  int heads = 0;               // 0: from the file, else D/64
-  double eps = 0;              // 0: the family's
-  std::string gelu;            // empty: the family's
-  std::string pos_interp;      // empty: the family's
+  std::string key;              // .pth: the dict holding the weights; empty: the usual ones
+  io::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
   int layer = -1;
-  std::string head = "mean";   // h | mean | max | min | all
+  HeadArg head;                 // default: mean over heads
   bool rollout = false;
   double discard_ratio = 0.0;
-  double threshold = 0.0;      // 0: no mass mask
+  std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;
-  bool img_size_given = false; // --img-size was on the command line
-  std::set<std::string> given; // long names of the options on the command line
+  bool img_size_given = false;  // --img-size was on the command line
+  std::set<std::string> given;  // long names of the options on the command line
   int verbosity = 0;  // -q: −1, -v: +1
   bool explain = false;
   std::string explain_heatmap;
-  bool forward = false;        // the `forward` subcommand: preprocessed .npy tensors in, arrays out
+  bool forward = false;         // the `forward` subcommand: preprocessed .npy tensors in, arrays out
   std::vector<std::string> forward_inputs;
 };
 
-// Declares every option on `app`, bound to `options`.
+// Options that describe how to read a model file: each needs --model (CLI11). The views
+// (--layer, --head, --rollout, --keep-aspect, --pos-interp …) work on the seeded model too.
+inline constexpr std::array<const char*, 4> kFileOnly = {"--family", "--heads", "--eps", "--gelu"};
+
+// Declares every option on `app`, bound to `options`, with the rules between two options
+// (excludes/needs) stated on the options themselves.
 void add_options(CLI::App& app, Options& options);
 
-// Rules between options that CLI11 cannot state one option at a time; throws CLI::ValidationError.
+// Rules that depend on an option's value rather than on its presence; throws CLI::ValidationError.
 void check_combinations(const CLI::App& app, const Options& options);
 
 }  // namespace vitattn::cli

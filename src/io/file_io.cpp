@@ -1,5 +1,7 @@
 #include "file_io.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -130,8 +132,7 @@ bool is_temporary_name(const fs::path& path) {
 
 void write_file_atomic(const fs::path& path, const void* data, std::size_t size) {
   static std::atomic<unsigned> counter{0};
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" +
-                                             std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  const fs::path tmp = path.parent_path() / fmt::format(".{}.tmp-{}-{}", path.filename().string(), ::getpid(), counter++);
   const TempInFlight registered(tmp);  // before the file exists, until it is renamed or removed
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
   if (f.fd < 0) fail(path, "cannot write: " + errno_text(errno));

@@ -17,7 +17,8 @@ std::string format_triplet(const std::array<float, 3>& v) {
   for (std::size_t i = 0; i < 3; ++i) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v[i]));  // round-trips a float exactly
-    s += (i ? "," : "") + std::string(buf);
+    if (i) s += ',';
+    s += buf;
   }
   return s;
 }

@@ -1,5 +1,7 @@
 #include "npy.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -21,7 +23,7 @@ std::string shape_tuple(const std::vector<std::uint64_t>& shape) {
 
 // Value of `key` in the header dict, up to the next top-level comma or closing brace.
 std::string_view dict_value(std::string_view dict, std::string_view key, const std::string& source) {
-  const std::string quoted = "'" + std::string(key) + "'";
+  const std::string quoted = fmt::format("'{}'", key);
   const auto at = dict.find(quoted);
   if (at == std::string_view::npos) throw Error(source + ": .npy header has no " + quoted);
   auto p = dict.find(':', at + quoted.size());
@@ -51,7 +53,8 @@ std::vector<std::uint8_t> encode_array(const char* descr, const void* data, std:
   std::size_t count = 1;
   for (auto n : shape) count *= static_cast<std::size_t>(n);
   const std::size_t data_bytes = count * item_size;
-  std::vector<std::uint8_t> out(preamble + dict.size() + data_bytes);
+  std::vector<std::uint8_t> out;
+  out.resize(preamble + dict.size() + data_bytes);  // not out(n): GCC 12 -O3 then sees a null data() (-Wnull-dereference)
   std::memcpy(out.data(), kMagic, 6);
   out[6] = 1;
   out[7] = 0;

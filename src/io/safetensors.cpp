@@ -260,7 +260,8 @@ std::vector<std::uint8_t> encode_safetensors(const std::vector<NamedTensor>& ten
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned
-  std::vector<std::uint8_t> out(8 + json.size() + offset);
+  std::vector<std::uint8_t> out;
+  out.resize(8 + json.size() + offset);  // not out(n): GCC 12 -O3 then sees a null data() (-Wnull-dereference)
   const std::uint64_t len = json.size();
   std::memcpy(out.data(), &len, 8);
   std::memcpy(out.data() + 8, json.data(), json.size());

@@ -1,5 +1,7 @@
 #include "batch_plan.hpp"
 
+#include <fmt/format.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -153,7 +155,8 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     if (users.size() < 2) continue;
     for (std::size_t i : users) {
       const std::string ext = found[i].input.extension().string();
-      base[i] = out_dir / found[i].rel_dir / (found[i].input.stem().string() + (ext.empty() ? "" : "_" + ext.substr(1)));
+      base[i] = out_dir / found[i].rel_dir / (ext.empty() ? found[i].input.stem().string()
+                                                            : fmt::format("{}_{}", found[i].input.stem().string(), ext.substr(1)));
     }
   }
   // Anything still shared gets a counter.
@@ -162,7 +165,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   std::set<fs::path> taken;
   for (std::size_t i = 0; i < found.size(); ++i) {
     fs::path candidate = base[i];
-    for (int n = 2; taken.count(candidate); ++n) candidate = with_suffix(base[i], ("-" + std::to_string(n)).c_str());
+    for (int n = 2; taken.count(candidate); ++n) candidate = with_suffix(base[i], fmt::format("-{}", n).c_str());
     if (candidate != out_dir / found[i].rel_dir / found[i].input.stem())
       plan.renamed.push_back(display(found[i].input) + " → " + display(with_suffix(candidate, overlay_suffix)) +
                              " (another input has the same name)");

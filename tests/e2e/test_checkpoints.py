@@ -233,7 +233,7 @@ class Checkpoints(TmpCase):
             (["--head", "2"], "--head 2: the model has heads 0…1"),
             (["--head", "first"], "head index"),
             (["--rollout", "--head", "all"], "--rollout fuses heads"),
-            (["--discard-ratio", "0.5"], "--discard-ratio needs --rollout"),
+            (["--discard-ratio", "0.5"], "--discard-ratio requires --rollout"),
             (["--img-size", "50"], "not a multiple of the patch size 8"),
             (["--img-size", "1024"], "more than 4096 patches"),
             (["--family", "torchvision"], "does not use the torchvision naming"),
@@ -249,7 +249,7 @@ class Checkpoints(TmpCase):
         # The seeded model is one layer of one head: its choices are checked against that.
         for args, message in ((["--layer", "1"], "--layer 1: the model has layers 0…0"),
                               (["--head", "1"], "--head 1: the model has heads 0…0"),
-                              (["--heads", "2"], "--heads needs --model")):
+                              (["--heads", "2"], "--heads requires --model")):
             code, _, err = run(self.img, "-o", self.out, *args)
             self.assertEqual(code, 2, args)
             self.assertIn(message, err, args)

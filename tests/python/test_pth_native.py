@@ -189,7 +189,7 @@ def test_pth_files_read_as_their_converted_safetensors():
         T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
                 f"--key nope: {p.returncode} {p.stderr.strip()}")
         p = run("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
-        T.check(p.returncode == 2 and "--key needs --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
+        T.check(p.returncode == 2 and "--key requires --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
         p = run("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
         T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
 

@@ -96,8 +96,9 @@ TEST(ImageLoader, FormatsWhoseSizeIsNotReadAreNotDecoded) {
   std::vector<std::uint8_t> dicom(128, 'x');
   for (const char c : std::string("DICM")) dicom.push_back(static_cast<std::uint8_t>(c));
   EXPECT_EQ(error_of(dicom).rfind("in.img: format not supported (DICOM; vitattn reads JPEG, PNG, ", 0), 0u);
-  std::vector<std::uint8_t> nitf = {'N', 'I', 'T', 'F', '0', '2', '.', '1', '0'};
-  nitf.resize(400, ' ');
+  std::string nitf_header = "NITF02.10";
+  nitf_header.resize(400, ' ');
+  const std::vector<std::uint8_t> nitf(nitf_header.begin(), nitf_header.end());
   EXPECT_EQ(error_of(nitf).rfind("in.img: format not supported (NITF; ", 0), 0u);
 }
 
