@@ -173,9 +173,10 @@ void expect_single_head_matches_naive(const VitModel& m, const ImageTensor& img)
       EXPECT_NEAR(r.tokens(i, t), ref.output[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)],
                   1e-5 * std::max(1.0, std::abs(ref.output[static_cast<std::size_t>(i)][static_cast<std::size_t>(t)])));
   }
-  // The class token's row over the patches, in raster order: patch j at (j / 2, j % 2).
-  const Matrix cls_map = class_token_map(weights, m.first_patch_token(), 2, 2);
-  for (int j = 0; j < 4; ++j) EXPECT_NEAR(cls_map(j / 2, j % 2), ref.weights[0][static_cast<std::size_t>(1 + j)], 1e-5) << j;
+  // The class token's row over the patches, in raster order: patch j at (j / g, j % g).
+  const int g = img.width / m.patch_size;
+  const Matrix cls_map = class_token_map(weights, m.first_patch_token(), g, g);
+  for (int j = 0; j < g * g; ++j) EXPECT_NEAR(cls_map(j / g, j % g), ref.weights[0][static_cast<std::size_t>(1 + j)], 1e-5) << j;
   // Stopping at the layer (what the image pipeline does) gives the same weights, bit for bit.
   ForwardOptions stop;
   stop.last_layer = 0;
