@@ -96,8 +96,12 @@ int main(int argc, char** argv) {
   try {
     using clock = std::chrono::steady_clock;
     const double rss_start_mb = proc_status_mb("VmRSS");
+    const auto load_t0 = clock::now();
+    const std::clock_t load_c0 = std::clock();
     const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::load_tensor_file(args.model)).model;
-    const double rss_loaded_mb = proc_status_mb("VmRSS");
+    const double load_cpu_seconds = static_cast<double>(std::clock() - load_c0) / CLOCKS_PER_SEC;
+    const double load_seconds = std::chrono::duration<double>(clock::now() - load_t0).count();
+    const double rss_loaded_mb = proc_status_mb("VmRSS"), rss_peak_loaded_mb = proc_status_mb("VmHWM");
     vitattn::io::set_library_threads(args.threads);
     const vitattn::ImageTensor x = random_image(224);
 
@@ -120,6 +124,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
     std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"checksum\": %.6g, ", median(seconds), median(cpu_seconds),
                 static_cast<double>(checksum));
+    std::printf("\"load_seconds\": %.6f, \"load_cpu_seconds\": %.6f, \"rss_peak_loaded_mb\": %.1f, ", load_seconds,
+                load_cpu_seconds, rss_peak_loaded_mb);
     std::printf("\"model_file_mb\": %.1f, \"rss_start_mb\": %.1f, \"rss_loaded_mb\": %.1f, \"rss_end_mb\": %.1f, "
                 "\"rss_peak_mb\": %.1f}\n",
                 static_cast<double>(std::filesystem::file_size(args.model)) / (1024.0 * 1024.0), rss_start_mb,

@@ -7,7 +7,8 @@
 // Each image is drawn as vitattn draws it by default (seeded head, jet, alpha 0.5). Every
 // round encodes the whole set with each encoder in turn, so drift hits all alike; the figure
 // is the median round. Prints one JSON object per encoder per line: name, megapixels per
-// second (wall and CPU time), total bytes. --sweep adds every filter at libdeflate levels 1–3.
+// second (wall and CPU time), total bytes. --sweep adds every filter with the own Huffman-only
+// deflate ("level -1") and at libdeflate levels 1–3.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   if (sweep) {
     using vitattn::io::PngFilter;
     for (PngFilter f : {PngFilter::none, PngFilter::sub, PngFilter::up, PngFilter::paeth, PngFilter::adaptive})
-      for (int level : {1, 2, 3}) {
+      for (int level : {vitattn::io::PngOptions::kHuffmanOnly, 1, 2, 3}) {
         const vitattn::io::PngOptions o{f, level, std::size_t{1} << 20};
         encoders.push_back({std::string("vitattn ") + filter_name(f) + " level " + std::to_string(level),
                             [o](const cv::Mat& m) { return vitattn::io::encode_png(m, o); }});

@@ -342,7 +342,8 @@ Outcome png_input(const std::uint8_t* data, std::size_t size) {
   const int channels = head[3] % 3 == 0 ? 1 : head[3] % 3 == 1 ? 3 : 4;
   constexpr io::PngFilter filters[] = {io::PngFilter::none, io::PngFilter::sub, io::PngFilter::up,
                                        io::PngFilter::paeth, io::PngFilter::adaptive};
-  const io::PngOptions options{filters[head[4] % 5], head[5] % 4, 1 + static_cast<std::size_t>(head[6]) * 64};
+  // level -1: the own Huffman-only deflate; 0-3: libdeflate
+  const io::PngOptions options{filters[head[4] % 5], static_cast<int>(head[5] % 5) - 1, 1 + static_cast<std::size_t>(head[6]) * 64};
   cv::Mat image(height, width, CV_8UC(channels));
   const std::size_t n = image.total() * image.elemSize();
   const std::size_t payload = size > 7 ? size - 7 : 0;

@@ -4,6 +4,7 @@
 #include <unsupported/Eigen/SpecialFunctions>  // Array::erf (vectorised for float)
 
 #include "gemm.hpp"
+#include "parallel_rows.hpp"
 
 namespace vitattn {
 
@@ -16,17 +17,25 @@ Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
 void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y) {
   y.resize(x.rows(), x.cols());
   const float inv_d = 1.0f / static_cast<float>(x.cols());
-  for (Eigen::Index i = 0; i < x.rows(); ++i) {
-    const auto row = x.row(i).array();
-    const float mean = row.sum() * inv_d;
-    const float var = (row - mean).square().sum() * inv_d;
-    const float inv_std = 1.0f / std::sqrt(var + eps);
-    y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
-  }
+  // rows [begin, end) of x (n_tokens, d_model) → the same rows of y; one thread per range
+  parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      const auto row = x.row(i).array();
+      const float mean = row.sum() * inv_d;
+      const float var = (row - mean).square().sum() * inv_d;
+      const float inv_std = 1.0f / std::sqrt(var + eps);
+      y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
+    }
+  });
 }
 
-void gelu_inplace(Matrix& x, Gelu kind) {
-  auto a = x.array();
+namespace {
+
+// One row of n values, in place. Mapped as a plain unaligned array, so which values take
+// Eigen's vector path and which its scalar tail depends on n alone, never on where the row
+// sits or which thread runs it.
+void gelu_row(float* values, Eigen::Index n, Gelu kind) {
+  Eigen::Map<Eigen::ArrayXf> a(values, n);
   if (kind == Gelu::erf) {
     a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
   } else {
@@ -35,6 +44,15 @@ void gelu_inplace(Matrix& x, Gelu kind) {
     const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
     a = 0.5f * a * (1.0f + (k * (a + 0.044715f * a.cube())).unaryExpr([](float t) { return std::tanh(t); }));
   }
+}
+
+}  // namespace
+
+void gelu_inplace(Matrix& x, Gelu kind) {
+  // x (n_tokens, d_mlp): rows are independent, each done whole by one thread
+  parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
+    for (Eigen::Index i = begin; i < end; ++i) gelu_row(x.row(i).data(), x.cols(), kind);
+  });
 }
 
 Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {

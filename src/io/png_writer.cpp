@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "huffman_deflate.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -42,19 +43,31 @@ Byte* put_chunk(Byte* at, const char (&type)[5], const Byte* data, std::size_t n
 // (all zeros for the first row, as the spec says). Each works channel by channel, so it gives
 // the same bytes on BGR as on RGB, only in the other order: rows are filtered as OpenCV holds
 // them and the channels swapped after.
-void filter_sub(const Byte* cur, Byte* out, std::size_t n, std::size_t bpp) {
+void filter_sub(const Byte* __restrict cur, Byte* __restrict out, std::size_t n, std::size_t bpp) {
   for (std::size_t i = 0; i < bpp; ++i) out[i] = cur[i];
   for (std::size_t i = bpp; i < n; ++i) out[i] = static_cast<Byte>(cur[i] - cur[i - bpp]);
 }
 
-void filter_up(const Byte* cur, const Byte* prev, Byte* out, std::size_t n) {
+void filter_up(const Byte* __restrict cur, const Byte* __restrict prev, Byte* __restrict out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Byte>(cur[i] - prev[i]);
 }
 
-void filter_paeth(const Byte* cur, const Byte* prev, Byte* out, std::size_t n, std::size_t bpp) {
+// The predictor written without branches (the same choice as paeth_predictor, ties: a, then
+// b), so the compiler turns the loop into vector selects: the encoder reads only original
+// pixels, so unlike the decoder no byte waits on the one before.
+void filter_paeth(const Byte* __restrict cur, const Byte* __restrict prev, Byte* __restrict out, std::size_t n,
+                  std::size_t bpp) {
   for (std::size_t i = 0; i < bpp; ++i) out[i] = static_cast<Byte>(cur[i] - prev[i]);  // a = c = 0: predicts b
-  for (std::size_t i = bpp; i < n; ++i)
-    out[i] = static_cast<Byte>(cur[i] - paeth_predictor(cur[i - bpp], prev[i], prev[i - bpp]));
+  for (std::size_t i = bpp; i < n; ++i) {
+    const std::int16_t a = cur[i - bpp], b = prev[i], c = prev[i - bpp];
+    const std::int16_t pa = static_cast<std::int16_t>(b > c ? b - c : c - b);
+    const std::int16_t pb = static_cast<std::int16_t>(a > c ? a - c : c - a);
+    const std::int16_t ab_c = static_cast<std::int16_t>(a + b - 2 * c);
+    const std::int16_t pc = static_cast<std::int16_t>(ab_c < 0 ? -ab_c : ab_c);
+    const std::int16_t bc = pb <= pc ? b : c;
+    const std::int16_t predicted = pa <= pb && pa <= pc ? a : bc;
+    out[i] = static_cast<Byte>(cur[i] - predicted);
+  }
 }
 
 // BGR → RGB, BGRA → RGBA in place; grey stays as it is.
@@ -119,22 +132,38 @@ struct FreeCompressor {
   void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
 };
 
-// The filtered rows, each behind its filter-type byte: (H, 1 + W·C) bytes, what IDAT compresses.
-std::vector<Byte> filtered_rows(const cv::Mat& image, PngFilter choice) {
+// Rows [y0, y1) filtered, each behind its filter-type byte, into `out` ((y1 − y0)·(1 + W·C) bytes).
+void filter_rows(const cv::Mat& image, PngFilter choice, int y0, int y1, Byte* out, const Byte* zeros,
+                 std::array<std::vector<Byte>, 3>& scratch) {
   const auto bpp = static_cast<std::size_t>(image.channels());
   const std::size_t n = static_cast<std::size_t>(image.cols) * bpp;
-  std::vector<Byte> rows(static_cast<std::size_t>(image.rows) * (n + 1));
-  const std::vector<Byte> zeros(n, 0);
+  for (int y = y0; y < y1; ++y, out += n + 1) {
+    filter_row(choice, image.ptr<Byte>(y), y > 0 ? image.ptr<Byte>(y - 1) : zeros, out, n, bpp, scratch);
+    swap_blue_red(out + 1, n, bpp);
+  }
+}
+
+std::array<std::vector<Byte>, 3> filter_scratch(PngFilter choice, std::size_t n) {
   std::array<std::vector<Byte>, 3> scratch;
   if (choice == PngFilter::adaptive)
     for (auto& s : scratch) s.resize(n);
-  for (int y = 0; y < image.rows; ++y) {
-    Byte* out = rows.data() + static_cast<std::size_t>(y) * (n + 1);
-    filter_row(choice, image.ptr<Byte>(y), y > 0 ? image.ptr<Byte>(y - 1) : zeros.data(), out, n, bpp, scratch);
-    swap_blue_red(out + 1, n, bpp);
-  }
+  return scratch;
+}
+
+// The filtered rows, each behind its filter-type byte: (H, 1 + W·C) bytes, what IDAT compresses.
+std::vector<Byte> filtered_rows(const cv::Mat& image, PngFilter choice) {
+  const std::size_t n = static_cast<std::size_t>(image.cols) * static_cast<std::size_t>(image.channels());
+  std::vector<Byte> rows(static_cast<std::size_t>(image.rows) * (n + 1));
+  const std::vector<Byte> zeros(n, 0);
+  auto scratch = filter_scratch(choice, n);
+  filter_rows(image, choice, 0, image.rows, rows.data(), zeros.data(), scratch);
   return rows;
 }
+
+// Rows go to the Huffman coder in blocks of about this many bytes, each filtered into one
+// reused buffer (it stays in the L2 cache between filtering and coding) and given its own
+// code, which follows the image's content from block to block.
+constexpr std::size_t kBlockBytes = std::size_t{1} << 17;
 
 struct ZlibStream {
   std::unique_ptr<Byte[]> bytes;  // not zero-filled: only the pages deflate writes are ever touched
@@ -151,16 +180,36 @@ ZlibStream zlib_stream(const std::vector<Byte>& rows, int level) {
   return z;
 }
 
+
+ZlibStream huffman_zlib_stream(const cv::Mat& image, PngFilter choice) {
+  const std::size_t n = static_cast<std::size_t>(image.cols) * static_cast<std::size_t>(image.channels());
+  const auto rows_per_block = static_cast<int>(std::max<std::size_t>(1, kBlockBytes / (n + 1)));
+  const auto n_blocks = static_cast<std::size_t>((image.rows + rows_per_block - 1) / rows_per_block);
+  HuffmanZlibWriter writer(static_cast<std::size_t>(image.rows) * (n + 1), n_blocks);
+  std::unique_ptr<Byte[]> block(new Byte[static_cast<std::size_t>(rows_per_block) * (n + 1)]);
+  const std::vector<Byte> zeros(n, 0);
+  auto scratch = filter_scratch(choice, n);
+  for (int y0 = 0; y0 < image.rows; y0 += rows_per_block) {
+    const int y1 = std::min(image.rows, y0 + rows_per_block);
+    filter_rows(image, choice, y0, y1, block.get(), zeros.data(), scratch);
+    writer.add_block(block.get(), static_cast<std::size_t>(y1 - y0) * (n + 1), y1 == image.rows);
+  }
+  const std::size_t size = writer.size();
+  return ZlibStream{writer.take(), size};
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> encode_png(const cv::Mat& image, const PngOptions& options) {
   if (image.empty()) fail("empty image");
   if (image.depth() != CV_8U || image.dims != 2 || (image.channels() != 1 && image.channels() != 3 && image.channels() != 4))
     fail("only 8-bit grey, BGR and BGRA images are written (got type " + std::to_string(image.type()) + ")");
-  if (options.level < 0 || options.level > 12) fail("level " + std::to_string(options.level) + " is not in 0…12");
+  if (options.level < PngOptions::kHuffmanOnly || options.level > 12)
+    fail("level " + std::to_string(options.level) + " is not in -1…12");
   if (options.idat_bytes == 0 || options.idat_bytes > kMaxChunk) fail("IDAT chunk size out of range");
 
-  const ZlibStream z = zlib_stream(filtered_rows(image, options.filter), options.level);
+  const ZlibStream z = options.level == PngOptions::kHuffmanOnly ? huffman_zlib_stream(image, options.filter)
+                                                                 : zlib_stream(filtered_rows(image, options.filter), options.level);
 
   // IHDR: width, height, bit depth 8, colour type (0 grey, 2 RGB, 6 RGBA), compression 0,
   // filter method 0, no interlace (§11.2.2)

@@ -17,9 +17,14 @@ namespace vitattn::io {
 enum class PngFilter { none, sub, up, paeth, adaptive };
 
 struct PngOptions {
-  PngFilter filter = PngFilter::up;  // measured on the overlays (bench/run_png_bench.sh --sweep): the fastest, and
-                                     // within 1 % of adaptive's size
-  int level = 1;                     // libdeflate level, 0 (stored) … 12; 2 and 3 cost 1.6× the time for 3 % less
+  // kHuffmanOnly: vitattn's own deflate (huffman_deflate.hpp), Huffman codes without match
+  // search; 0 (stored) … 12: libdeflate at that level.
+  static constexpr int kHuffmanOnly = -1;
+
+  // Measured on the overlays (bench/run_png_bench.sh --sweep): Paeth leaves the smallest
+  // residuals on photos, and with Huffman-only coding that is most of the compression.
+  PngFilter filter = PngFilter::paeth;
+  int level = kHuffmanOnly;
   std::size_t idat_bytes = 1 << 20;  // the zlib stream is cut into IDAT chunks of this size
 };
 

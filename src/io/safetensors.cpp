@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "file_io.hpp"
 #include "file_kind.hpp"
+#include "mapped_file.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -69,31 +70,60 @@ std::uint64_t TensorInfo::element_count() const {
 }
 
 SafeTensors SafeTensors::load(const std::filesystem::path& path) {
-  return parse(read_file(path), display(path));
+  return map(std::make_shared<const MappedFile>(path), display(path));
+}
+
+SafeTensors SafeTensors::map(std::shared_ptr<const MappedFile> file, const std::string& source) {
+  // The header is copied out of the mapping (so that a truncation is caught here, once) and
+  // parsed; the data stays in the mapping.
+  auto shrank = [&] { return Error(source + ": the file shrank while it was being read (another program truncated it?)"); };
+  auto head = file->copy(0, 4096);
+  if (!head) throw shrank();
+  if (head->size() >= 8) {
+    std::uint64_t header_len = 0;
+    std::memcpy(&header_len, head->data(), 8);
+    if (header_len <= kMaxHeaderBytes && header_len <= file->size() - 8 && 8 + header_len > head->size()) {
+      head = file->copy(0, static_cast<std::size_t>(8 + header_len));
+      if (!head) throw shrank();
+    }
+  }
+  SafeTensors st = parse_header(*head, file->size(), source);
+  st.map_ = std::move(file);
+  return st;
 }
 
 SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::string& source) {
+  SafeTensors st = parse_header(bytes, bytes.size(), source);
+  st.bytes_ = std::move(bytes);
+  return st;
+}
+
+const std::uint8_t* SafeTensors::data() const { return map_ ? map_->data() : bytes_.data(); }
+
+// `head`: the file's first bytes, all of the header when the file holds it (8 + its length).
+SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size,
+                                      const std::string& source) {
   auto fail = [&](const std::string& what) -> Error { return Error(source + ": " + what); };
-  if (bytes.size() < 8) throw fail("too short for a safetensors file (" + std::to_string(bytes.size()) + " bytes)");
+  if (file_size < 8) throw fail("too short for a safetensors file (" + std::to_string(file_size) + " bytes)");
   std::uint64_t header_len = 0;
-  std::memcpy(&header_len, bytes.data(), 8);
+  std::memcpy(&header_len, head.data(), 8);
   // Not even the start of one (a photo, a .pth): say what it is, not what its first 8 bytes
   // would mean as a header length.
-  const bool header_fits = header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8;
-  if (bytes.size() > 8 && bytes[8] != '{' && (!header_fits || !describe_kind(bytes, bytes.size()).empty())) {
-    const std::string kind = describe_kind(bytes, bytes.size());
+  const bool header_fits = header_len <= kMaxHeaderBytes && header_len <= file_size - 8;
+  if (file_size > 8 && head[8] != '{' && (!header_fits || !describe_kind(head, file_size).empty())) {
+    const std::string kind = describe_kind(head, file_size);
     throw fail("not a safetensors file" + (kind.empty() ? std::string() : " (it is " + kind + ")"));
   }
   if (header_len > kMaxHeaderBytes)
     throw fail("header is " + std::to_string(header_len) + " bytes, over the " + std::to_string(kMaxHeaderBytes) +
                "-byte limit");
-  if (header_len > bytes.size() - 8)
+  if (header_len > file_size - 8)
     throw fail("header is " + std::to_string(header_len) + " bytes but the file has only " +
-               std::to_string(bytes.size() - 8) + " after the length");
+               std::to_string(file_size - 8) + " after the length");
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+    header = nlohmann::json::parse(head.begin() + 8, head.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
   } catch (const nlohmann::json::exception& e) {
     throw fail("header is not valid JSON: " + printable(e.what(), true));
   }
@@ -102,7 +132,7 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   SafeTensors st;
   st.source_ = source;
   st.data_start_ = 8 + header_len;
-  const std::uint64_t data_size = bytes.size() - st.data_start_;
+  const std::uint64_t data_size = file_size - st.data_start_;
 
   for (const auto& [key_in_file, entry] : header.items()) {
     const std::string name = printable(key_in_file);  // as messages show it
@@ -170,7 +200,6 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
   if (expected_begin != data_size)
     throw fail("file has " + std::to_string(data_size - expected_begin) +
                " bytes of data after the last tensor; the header accounts for " + std::to_string(expected_begin));
-  st.bytes_ = std::move(bytes);
   return st;
 }
 
@@ -196,51 +225,84 @@ const TensorInfo* SafeTensors::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-std::vector<float> SafeTensors::floats(const std::string& name) const {
-  const TensorInfo* info = find(name);
-  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing");
-  const std::uint8_t* p = bytes_.data() + data_start_ + info->begin;
-  const std::size_t n = static_cast<std::size_t>(info->element_count());
-  std::vector<float> out(n);
-  if (n == 0) return out;
-  switch (info->dtype) {
+namespace {
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
+
+// n values of dtype t at `from` (any alignment) → float32 at `to`.
+struct ConvertJob {
+  DType dtype;
+  const std::uint8_t* from;
+  std::size_t n;
+  float* to;
+};
+
+void convert(void* job) {
+  const auto& j = *static_cast<const ConvertJob*>(job);
+  const std::uint8_t* p = j.from;
+  switch (j.dtype) {
     case DType::F32:
-      std::memcpy(out.data(), p, n * 4);
+      std::memcpy(j.to, p, j.n * 4);
       break;
     case DType::F64:
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < j.n; ++i) {
         double d;
         std::memcpy(&d, p + 8 * i, 8);
-        out[i] = static_cast<float>(d);
+        j.to[i] = static_cast<float>(d);
       }
       break;
     case DType::F16:
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < j.n; ++i) {
         std::uint16_t bits;
         std::memcpy(&bits, p + 2 * i, 2);
-        out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+        j.to[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
       }
       break;
     case DType::BF16:
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < j.n; ++i) {
         std::uint16_t bits;
         std::memcpy(&bits, p + 2 * i, 2);
-        out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits));
+        j.to[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits));
       }
       break;
     default:
-      throw Error(source_ + ": " + printable(name) + " has dtype " + dtype_name(info->dtype) +
-                  "; weights must be F32, F16, BF16 or F64");
+      break;  // refused by the caller before
   }
-  return out;
 }
 
-std::vector<float> SafeTensors::floats(const std::string& name, const std::vector<std::uint64_t>& expected) const {
+}  // namespace
+
+void SafeTensors::read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const {
   const TensorInfo* info = find(name);
   if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing (expected " + shape_string(expected) + ")");
   if (info->shape != expected)
     throw Error(source_ + ": " + printable(name) + " is " + shape_string(info->shape) + ", expected " + shape_string(expected));
-  return floats(name);
+  if (!is_float(info->dtype))
+    throw Error(source_ + ": " + printable(name) + " has dtype " + dtype_name(info->dtype) +
+                "; weights must be F32, F16, BF16 or F64");
+  const std::size_t n = static_cast<std::size_t>(info->element_count());
+  if (n == 0) return;
+  ConvertJob job{info->dtype, data() + data_start_ + info->begin, n, out};
+  if (!map_) {
+    convert(&job);
+    return;
+  }
+  if (!MappedFile::guarded(convert, &job))
+    throw Error(source_ + ": the file shrank while it was being read (another program truncated it?)");
+  map_->release(static_cast<std::size_t>(data_start_ + info->begin), static_cast<std::size_t>(info->end - info->begin));
+}
+
+std::vector<float> SafeTensors::floats(const std::string& name) const {
+  const TensorInfo* info = find(name);
+  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing");
+  return floats(name, info->shape);
+}
+
+std::vector<float> SafeTensors::floats(const std::string& name, const std::vector<std::uint64_t>& expected) const {
+  const TensorInfo* info = find(name);
+  std::vector<float> out(info && info->shape == expected && is_float(info->dtype) ? info->element_count() : 0);
+  read_floats(name, expected, out.data());
+  return out;
 }
 
 std::vector<std::uint8_t> encode_safetensors(const std::vector<NamedTensor>& tensors,

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,13 +28,19 @@ struct TensorInfo {
   std::uint64_t element_count() const;  // product of shape (checked when read)
 };
 
+class MappedFile;
+
 class SafeTensors {
  public:
   // Reads and checks the whole file: header size and JSON, dtypes, shapes against byte
   // counts (overflow-checked), offsets that must tile the data section exactly — no gap,
   // no overlap, nothing past the end, no bytes left over. Throws Error "PATH: ...".
+  // The file is mapped (mapped_file.hpp), not read: the tensors are converted straight
+  // from the mapping, and each one's pages are given back once converted.
   static SafeTensors load(const std::filesystem::path& path);
   static SafeTensors parse(std::vector<std::uint8_t> bytes, const std::string& source);
+  // A file already mapped; the SafeTensors shares the mapping.
+  static SafeTensors map(std::shared_ptr<const MappedFile> file, const std::string& source);
   // Tensors already in memory (gathered from a PyTorch file, pth_reader.hpp): each one's bytes
   // at [begin, end) of `data`, checked against its dtype and shape.
   static SafeTensors from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
@@ -47,10 +55,18 @@ class SafeTensors {
   // `expected` first. Throws "PATH: NAME is [a, b], expected [c, d]" and the like.
   std::vector<float> floats(const std::string& name, const std::vector<std::uint64_t>& expected) const;
   std::vector<float> floats(const std::string& name) const;
+  // The same into `out` (element_count() floats, e.g. an uninitialised Eigen matrix): no
+  // buffer in between. Throws like floats(), and "PATH: the file shrank …" when a mapped
+  // file was truncated under us.
+  void read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const;
 
  private:
+  static SafeTensors parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& source);
+  const std::uint8_t* data() const;  // the file's first byte, in bytes_ or the mapping
+
   std::string source_;
-  std::vector<std::uint8_t> bytes_;
+  std::vector<std::uint8_t> bytes_;          // the file in memory, or empty when it is mapped
+  std::shared_ptr<const MappedFile> map_;    // the file mapped, or null
   std::uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, TensorInfo> tensors_;

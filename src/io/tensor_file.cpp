@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "file_io.hpp"
+#include "mapped_file.hpp"
 #include "pth_reader.hpp"
 
 namespace vitattn::io {
@@ -18,11 +19,15 @@ bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::u
 }
 
 SafeTensors load_tensor_file(const std::filesystem::path& path, const std::string& key) {
-  std::vector<std::uint8_t> bytes = read_file(path);
-  if (is_pytorch_file(path, bytes)) return parse_pth(bytes, display(path), key);
+  // A safetensors file stays mapped (SafeTensors::map); a PyTorch file is read whole, its zip
+  // entries parsed from memory. The zip magic is looked for in the mapping's first bytes.
+  auto map = std::make_shared<const MappedFile>(path);
+  const auto magic = map->copy(0, 4);
+  if (!magic) throw Error(display(path) + ": the file shrank while it was being read (another program truncated it?)");
+  if (is_pytorch_file(path, *magic)) return parse_pth(read_file(path), display(path), key);
   if (!key.empty())
     throw Error(display(path) + ": a key (" + printable(key) + ") picks a dict inside a PyTorch file; this is safetensors");
-  return SafeTensors::parse(std::move(bytes), display(path));
+  return SafeTensors::map(std::move(map), display(path));
 }
 
 }  // namespace vitattn::io

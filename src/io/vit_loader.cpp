@@ -26,30 +26,39 @@ class Reader {
     return t->shape;
   }
 
-  std::vector<float> values(const std::string& name, const Shape& expected) const {
-    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
-    std::vector<float> v = st_.floats(name, expected);
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i]))
-        throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(v[i]) + " at index " +
-                    std::to_string(i) + ")");
-    return v;
-  }
-
+  // The tensor converted straight into the matrix (allocated uninitialised: every value is
+  // written once, from the file), then checked for NaN and infinity.
   Matrix matrix(const std::string& name, const Shape& expected, Eigen::Index rows, Eigen::Index cols) const {
-    const std::vector<float> v = values(name, expected);
-    return Eigen::Map<const Matrix>(v.data(), rows, cols);
+    require_present(name, expected);
+    Matrix m(rows, cols);
+    st_.read_floats(name, expected, m.data());
+    require_finite(name, m.data(), m.size());
+    return m;
   }
 
   RowVector row(const std::string& name, std::uint64_t n) const {
-    const std::vector<float> v = values(name, {n});
-    return Eigen::Map<const RowVector>(v.data(), static_cast<Eigen::Index>(n));
+    require_present(name, {n});
+    RowVector v(static_cast<Eigen::Index>(n));
+    st_.read_floats(name, {n}, v.data());
+    require_finite(name, v.data(), v.size());
+    return v;
   }
   RowVector optional_row(const std::string& name, std::uint64_t n) const {
     return has(name) ? row(name, n) : RowVector();
   }
 
  private:
+  void require_present(const std::string& name, const Shape& expected) const {
+    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
+  }
+
+  void require_finite(const std::string& name, const float* v, Eigen::Index n) const {
+    if (Eigen::Map<const Eigen::ArrayXf>(v, n).allFinite()) return;  // one vectorised pass; the index only when needed
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (!std::isfinite(v[i]))
+        throw Error(source() + ": " + name + " holds a non-finite value at index " + std::to_string(i));
+  }
+
   const SafeTensors& st_;
 };
 

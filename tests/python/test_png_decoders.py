@@ -5,7 +5,7 @@ IMREAD_UNCHANGED) and Pillow. Every file must decode to exactly the pixels that 
     VITATTN_PNG_TOOL=build/dev/tests/png_encode_tool python3 -m pytest tests/python/test_png_decoders.py
 
 Cases: 1x1, odd widths (1, 3, 17, 1001), 8000x3, a few taller ones; grey, BGR and BGRA;
-random, flat and gradient contents; every filter, levels 0-3, IDAT cut small and large; and
+random, flat and gradient contents; every filter, the own Huffman-only deflate (level -1) and libdeflate levels 0-3, IDAT cut small and large; and
 the options vitattn writes overlays with. Plus seeded random sizes (the property test).
 Every failed check is printed ("FAIL: ..."); the test fails with their list.
 """
@@ -43,7 +43,7 @@ def cases(rng):
         for c in (1, 3, 4):
             for kind in ("random", "flat", "gradient"):
                 for f in FILTERS:
-                    level = n % 4
+                    level = n % 5 - 1  # -1: the own Huffman-only deflate; 0-3: libdeflate
                     idat = 1 << 20 if n % 3 else 97  # several IDAT chunks every third case
                     yield f"c{n:04d}_{w}x{h}x{c}_{kind}_{f}_l{level}", content(kind, h, w, c, rng), f, level, idat
                     n += 1

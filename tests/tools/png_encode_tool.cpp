@@ -5,7 +5,8 @@
 //
 // Each line of MANIFEST: "IN.raw WIDTH HEIGHT CHANNELS FILTER LEVEL IDAT_BYTES OUT.png", where
 // IN.raw holds HEIGHT·WIDTH·CHANNELS bytes in OpenCV's order (grey, BGR or BGRA) and FILTER is
-// none|sub|up|paeth|adaptive|default ("default": the options vitattn writes overlays with).
+// none|sub|up|paeth|adaptive|default ("default": the options vitattn writes overlays with);
+// LEVEL -1 is the own Huffman-only deflate, 0-12 libdeflate.
 #include <cstdio>
 #include <fstream>
 #include <iostream>

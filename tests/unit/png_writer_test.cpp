@@ -5,14 +5,19 @@
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/huffman_deflate.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -123,7 +128,7 @@ TEST(PngWriter, RandomImagesRoundTripThroughLibpng) {
       for (Content content : {Content::random, Content::flat, Content::gradient})
         for (PngFilter f : kFilters) {
           const cv::Mat img = make_image(w, h, channels, content, rng);
-          const int level = cases % 4;  // 0 (stored) … 3
+          const int level = cases % 5 - 1;  // −1 (the own Huffman-only deflate), then libdeflate 0 (stored) … 3
           const Bytes png = encode_png(img, PngOptions{f, level, std::size_t{1} << 20});
           const cv::Mat back = decode(png);
           ASSERT_TRUE(same_pixels(img, back)) << w << "x" << h << "x" << channels << " content "
@@ -138,7 +143,9 @@ TEST(PngWriter, AViewWithItsOwnRowStrideIsWrittenAsItsPixels) {
   const cv::Mat big = make_image(40, 30, 3, Content::random, rng);
   const cv::Mat view = big(cv::Rect(5, 7, 13, 11));  // not continuous: rows 40 pixels apart
   ASSERT_FALSE(view.isContinuous());
-  for (PngFilter f : kFilters) EXPECT_TRUE(same_pixels(view, decode(encode_png(view, {f, 1, 1 << 20}))));
+  for (PngFilter f : kFilters)
+    for (int level : {PngOptions::kHuffmanOnly, 1})
+      EXPECT_TRUE(same_pixels(view, decode(encode_png(view, {f, level, 1 << 20}))));
 }
 
 TEST(PngWriter, ChunksFollowTheSpec) {
@@ -206,6 +213,105 @@ TEST(PngWriter, AdaptivePicksTheFilterThatPredictsTheRow) {
   }
 }
 
+// Each filter as §9.2 writes it (byte by byte, on the RGB pixels the file holds), against what
+// the zlib stream carries, with either deflate. Wide enough for several Huffman blocks.
+TEST(PngWriter, FilteredBytesFollowTheSpec) {
+  std::mt19937 rng(31);
+  for (int channels : {1, 3, 4})
+    for (PngFilter f : {PngFilter::none, PngFilter::sub, PngFilter::up, PngFilter::paeth})
+      for (int level : {PngOptions::kHuffmanOnly, 1}) {
+        const int w = 2999, h = channels == 1 ? 150 : 50;  // several 128 KiB blocks
+        cv::Mat img = make_image(w, h, channels, Content::gradient, rng);
+        cv::Mat noise = make_image(w, h, channels, Content::random, rng);
+        img += noise / 8;  // residuals of every size, ties in Paeth too
+        const Bytes png = encode_png(img, {f, level, 1 << 20});
+        const auto chunks = chunks_of(png);
+        Bytes z;
+        for (std::size_t i = 1; i + 1 < chunks.size(); ++i) z.insert(z.end(), chunks[i].data.begin(), chunks[i].data.end());
+        const std::size_t n = static_cast<std::size_t>(w * channels), row = 1 + n;
+        const Bytes raw = inflate(z, static_cast<std::size_t>(h) * row);
+        ASSERT_EQ(raw.size(), static_cast<std::size_t>(h) * row) << "filter " << static_cast<int>(f) << " level " << level;
+        cv::Mat rgb;
+        if (channels == 1) rgb = img;
+        else cv::cvtColor(img, rgb, channels == 3 ? cv::COLOR_BGR2RGB : cv::COLOR_BGRA2RGBA);
+        const int type = f == PngFilter::none ? 0 : f == PngFilter::sub ? 1 : f == PngFilter::up ? 2 : 4;
+        for (int y = 0; y < h; ++y) {
+          ASSERT_EQ(raw[static_cast<std::size_t>(y) * row], type);
+          const std::uint8_t* cur = rgb.ptr<std::uint8_t>(y);
+          const std::uint8_t* up = y > 0 ? rgb.ptr<std::uint8_t>(y - 1) : nullptr;
+          for (std::size_t i = 0; i < n; ++i) {
+            const int x = cur[i], a = i >= static_cast<std::size_t>(channels) ? cur[i - static_cast<std::size_t>(channels)] : 0;
+            const int b = up ? up[i] : 0, c = up && i >= static_cast<std::size_t>(channels) ? up[i - static_cast<std::size_t>(channels)] : 0;
+            const int predicted = type == 0 ? 0 : type == 1 ? a : type == 2 ? b : spec_paeth(a, b, c);
+            ASSERT_EQ(raw[static_cast<std::size_t>(y) * row + 1 + i], static_cast<std::uint8_t>(x - predicted))
+                << "filter " << type << " level " << level << " channels " << channels << " at (" << y << ", " << i << ")";
+          }
+        }
+        EXPECT_TRUE(same_pixels(img, decode(png)));
+      }
+}
+
+// Huffman code lengths: a complete code (Kraft sum exactly 1, which inflate requires), never
+// deeper than the limit, and as short in total as Huffman's own when the limit does not bind
+// (the cost computed independently: the sum of the merged weights).
+TEST(PngWriter, HuffmanCodeLengthsAreCompleteLimitedAndOptimal) {
+  auto merged_cost = [](std::vector<std::uint64_t> w) {
+    std::uint64_t cost = 0;
+    while (w.size() > 1) {
+      std::sort(w.begin(), w.end(), std::greater<>());
+      const std::uint64_t a = w.back();
+      w.pop_back();
+      const std::uint64_t b = w.back();
+      w.pop_back();
+      cost += a + b;
+      w.push_back(a + b);
+    }
+    return cost;
+  };
+  std::mt19937 rng(8);
+  std::vector<std::vector<std::uint32_t>> cases;
+  std::vector<std::uint32_t> fib(257, 0);  // Fibonacci counts: an unlimited code would be 30+ deep
+  fib[0] = fib[1] = 1;
+  for (int i = 2; i < 32; ++i) fib[static_cast<std::size_t>(i)] = fib[static_cast<std::size_t>(i - 1)] + fib[static_cast<std::size_t>(i - 2)];
+  cases.push_back(fib);
+  cases.push_back(std::vector<std::uint32_t>(257, 0));                   // nothing used: two get a code anyway
+  cases.push_back(std::vector<std::uint32_t>(257, 0));
+  cases.back()[256] = 1;                                                   // one used
+  cases.push_back(std::vector<std::uint32_t>(257, 5));                   // all equal
+  for (int k = 0; k < 20; ++k) {
+    std::vector<std::uint32_t> c(257);
+    std::geometric_distribution<int> g(0.02 + 0.04 * k);
+    for (auto& v : c) v = static_cast<std::uint32_t>(g(rng)) * static_cast<std::uint32_t>(rng() % 3);
+    cases.push_back(c);
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& counts = cases[i];
+    std::uint8_t len[257];
+    huffman_code_lengths(counts.data(), 257, 15, len);
+    double kraft = 0;
+    int coded = 0;
+    std::uint64_t cost = 0;
+    std::vector<std::uint64_t> used;
+    for (int s = 0; s < 257; ++s) {
+      ASSERT_LE(len[s], 15) << "case " << i;
+      if (counts[static_cast<std::size_t>(s)] > 0) {
+        ASSERT_GT(len[s], 0) << "case " << i << ": a used symbol has no code";
+        used.push_back(counts[static_cast<std::size_t>(s)]);
+        cost += std::uint64_t{counts[static_cast<std::size_t>(s)]} * len[s];
+      }
+      if (len[s] > 0) {
+        kraft += std::ldexp(1.0, -len[s]);
+        ++coded;
+      }
+    }
+    EXPECT_EQ(kraft, 1.0) << "case " << i;
+    EXPECT_GE(coded, 2) << "case " << i;
+    if (i >= 3) {  // Fibonacci's limit binds: not optimal there
+      EXPECT_EQ(cost, merged_cost(used)) << "case " << i;
+    }
+  }
+}
+
 TEST(PngWriter, SameImageGivesTheSameBytes) {
   std::mt19937 rng(1);
   const cv::Mat img = make_image(301, 17, 3, Content::random, rng);
@@ -218,6 +324,7 @@ TEST(PngWriter, RefusesWhatItCannotWrite) {
   EXPECT_THROW(encode_png(cv::Mat(2, 2, CV_8UC2, cv::Scalar(1))), Error);
   EXPECT_THROW(encode_png(cv::Mat(2, 2, CV_32FC1, cv::Scalar(1))), Error);
   EXPECT_THROW(encode_png(cv::Mat(2, 2, CV_8UC3), {PngFilter::up, 13, 1 << 20}), Error);
+  EXPECT_THROW(encode_png(cv::Mat(2, 2, CV_8UC3), {PngFilter::up, -2, 1 << 20}), Error);
   EXPECT_THROW(encode_png(cv::Mat(2, 2, CV_8UC3), {PngFilter::up, 1, 0}), Error);
 }
 

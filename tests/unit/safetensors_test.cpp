@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -135,6 +137,69 @@ TEST(SafeTensors, RejectsEveryMalformedFileWithASpecificMessage) {
     EXPECT_NE(msg.find(m.expected), std::string::npos) << m.what << ": got \"" << msg << "\"";
     EXPECT_EQ(msg.rfind("m.safetensors: ", 0), 0u) << m.what << ": message must name the file: " << msg;
   }
+}
+
+// The same files through the mapping (SafeTensors::load) give the same messages, naming the path.
+TEST(SafeTensors, AMappedFileIsRefusedLikeBytesInMemory) {
+  test::TempDir dir;
+  for (auto& m : malformed_cases()) {
+    const auto path = dir / "m.safetensors";
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(m.bytes.data()),
+                                                                  static_cast<std::streamsize>(m.bytes.size()));
+    std::string msg;
+    try {
+      SafeTensors::load(path);
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    const std::string in_memory = error_of(m.bytes);
+    ASSERT_EQ(msg.rfind(path.string() + ": ", 0), 0u) << m.what << ": " << msg;
+    EXPECT_EQ(msg.substr(path.string().size()), in_memory.substr(std::string("m.safetensors").size())) << m.what;
+  }
+}
+
+// Values converted straight from the mapping into the caller's buffer, every dtype, twice
+// (the pages given back after the first read come back from the file), and the same as floats().
+TEST(SafeTensors, ReadsFromTheMappingIntoTheCallersBuffer) {
+  test::TempDir dir;
+  std::vector<NamedTensor> tensors;
+  for (int t = 0; t < 3; ++t) {
+    NamedTensor nt{"t" + std::to_string(t), {300, 1000 + static_cast<std::uint64_t>(t)}, {}};
+    nt.values.resize(300 * (1000 + static_cast<std::size_t>(t)));
+    for (std::size_t i = 0; i < nt.values.size(); ++i) nt.values[i] = static_cast<float>(i % 977) * 0.25f - 100.0f * static_cast<float>(t);
+    tensors.push_back(std::move(nt));
+  }
+  write_safetensors(dir / "m.safetensors", tensors, {});
+  const SafeTensors st = SafeTensors::load(dir / "m.safetensors");
+  for (int round = 0; round < 2; ++round)
+    for (const auto& t : tensors) {
+      std::vector<float> out(t.values.size(), std::nanf(""));
+      st.read_floats(t.name, t.shape, out.data());
+      EXPECT_EQ(out, t.values) << t.name << ", round " << round;
+      EXPECT_EQ(st.floats(t.name), t.values) << t.name;
+    }
+}
+
+// Another program truncates the file while it is mapped: reading the pages that are gone
+// raises SIGBUS, which must come back as an Error naming the file, not end the process.
+TEST(SafeTensors, AFileThatShrinksWhileMappedIsAnErrorNotACrash) {
+  test::TempDir dir;
+  NamedTensor big{"w", {1024, 1024}, std::vector<float>(1024 * 1024, 1.5f)};
+  NamedTensor small{"b", {4}, {1, 2, 3, 4}};
+  const auto path = dir / "m.safetensors";
+  write_safetensors(path, {small, big}, {});
+  const SafeTensors st = SafeTensors::load(path);
+  std::filesystem::resize_file(path, 4096);  // "w"'s data is now past the end
+  std::vector<float> out(1024 * 1024);
+  try {
+    st.read_floats("w", {1024, 1024}, out.data());
+    FAIL() << "read past the end of a truncated file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string() + ": the file shrank"), std::string::npos) << e.what();
+  }
+  std::vector<float> b(4);
+  st.read_floats("b", {4}, b.data());  // still inside the file: read as before
+  EXPECT_EQ(b, (std::vector<float>{1, 2, 3, 4}));
 }
 
 TEST(SafeTensors, MessagesStayOnOneLineWhateverTheFileHolds) {
