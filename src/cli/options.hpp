@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/seeded_model.hpp"
+#include "scale_out.hpp"
 
 namespace vitattn::cli {
 
@@ -16,6 +17,7 @@ struct Options {
   bool recursive = false;
   bool skip_existing = false;  // resume: leave out inputs whose outputs are all there
   int jobs = 0;  // 0: all cores
+  ScaleOutOptions scale_out;  // --shard, --files-from, --log-json (scale_out.hpp)
   std::string model;
   std::uint64_t seed = 0;
   SeededShape shape;
