@@ -130,7 +130,7 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 [ "$state" = idle ] || die "the node is not idle after 30 s (sinfo says: '$state')"
-echo "cluster up: 1 node, $CPUS CPUs, $MEM MB"
+echo "cluster up after $SECONDS s: 1 node, $CPUS CPUs, $MEM MB"
 
 # --- the images, and the one-machine run ----------------------------------------------
 "$PY" - "$T/photos" <<'EOF'
@@ -149,7 +149,9 @@ for i in range(320):  # a few hundred, some in sub-folders, two stems shared
 cv2.imwrite(str(root / "img001.png"), base)  # next to img001.jpg: both get renamed outputs
 EOF
 n_inputs=$(find "$T/photos" -type f | wc -l)
+start=$SECONDS
 "$BIN" "$T/photos" -r -o "$T/whole" -j 2 -q || die "the one-machine run failed"
+echo "one-machine run of $n_inputs images: $((SECONDS - start)) s"
 n_outputs=$(find "$T/whole" -type f | wc -l)
 check "one-machine run wrote $n_outputs outputs for $n_inputs inputs" test "$n_outputs" -eq "$n_inputs"
 
@@ -190,6 +192,7 @@ print("inputs per task:", per_task)
 EOF
 
 # --- 2. a task cancelled mid-run, then run again --------------------------------------
+start=$SECONDS
 job=$(submit "$T/resumed" --array=1-4)
 victim="$T/resumed-logs/vitattn-${job}_2.jsonl"
 for _ in $(seq 600); do  # until task 2 has finished a few images
@@ -214,6 +217,7 @@ for _ in $(seq 600); do
   sleep 0.2
 done
 state2=$(scontrol show job "${job}_2" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+echo "second array, cancel and requeue: $((SECONDS - start)) s; $SECONDS s in all"
 check "the requeued task completed (JobState=$state2)" test "$state2" = COMPLETED
 check "after the rerun the set equals the one-machine run, byte for byte" same_as_whole "$T/resumed"
 check "the rerun skipped what the cancelled run had written" \

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,12 +13,12 @@
 namespace vitattn {
 namespace {
 
-std::vector<std::string> names(int from, int to, const char* pattern = "img_%05d.jpg") {
+// "img_00000<suffix>", "img_00001<suffix>", …: names like a camera's.
+std::vector<std::string> names(int from, int to, const std::string& suffix = ".jpg") {
   std::vector<std::string> out;
-  char buf[64];
   for (int i = from; i < to; ++i) {
-    std::snprintf(buf, sizeof buf, pattern, i);
-    out.emplace_back(buf);
+    const std::string n = std::to_string(i);
+    out.push_back("img_" + std::string(5 - std::min<std::size_t>(5, n.size()), '0') + n + suffix);
   }
   return out;
 }
@@ -63,7 +63,7 @@ TEST(Shard, AddingKeysMovesNoneOfTheOthers) {
   for (const auto& key : before) assigned[key] = shard_of(key, 4);
   // A folder that grew: more files with the same pattern, and others in between.
   auto after = names(0, 2000);
-  for (const auto& key : names(0, 1000, "img_%05d_b.jpg")) after.push_back(key);
+  for (const auto& key : names(0, 1000, "_b.jpg")) after.push_back(key);
   std::size_t moved = 0;
   for (const auto& key : after)
     if (assigned.count(key) && assigned[key] != shard_of(key, 4)) ++moved;
