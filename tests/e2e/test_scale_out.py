@@ -148,14 +148,16 @@ class ScaleOut(unittest.TestCase):
             return got
 
         before = assignment(src, "a")
-        # New files, one of which renames an old input's output (img005.jpg next to img005.png
+        # New files, eight of which rename an old input's output (img005.jpg next to img005.png
         # makes it img005_png_attn.png): the shard follows the input's path, not its output's name.
         for i in range(40, 80):
             self.image(f"in/new{i:03d}.png", seed=i)
-        self.image("in/img005.jpg", seed=5)
+        siblings = [i for i in range(40) if i % 3][:8]  # top-level inputs
+        for i in siblings:
+            self.image(f"in/img{i:03d}.jpg", seed=i)
         after = assignment(src, "b")
         self.assertEqual({r: after[r] for r in before}, before, "an old input changed shard")
-        self.assertEqual(len(after), len(before) + 41)
+        self.assertEqual(len(after), len(before) + 48)
         # The key is the path below the folder given: another place for the same tree keeps it.
         moved = self.dir / "elsewhere" / "deeper"
         moved.parent.mkdir()
