@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "batch_runner.hpp"
@@ -27,6 +28,8 @@
 #include "pipeline/process_image.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
+#include "run_log.hpp"
+#include "scale_out.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -139,11 +142,13 @@ void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions&
 }
 
 int run_images(const Options& o) {
-  if (o.inputs.empty() && o.save_model.empty()) {
+  const bool batch = !o.inputs.empty() || !o.scale_out.files_from.empty();  // images to draw
+  if (!batch && o.save_model.empty()) {
     spdlog::error("no input images given (try: vitattn --help)");
     return kExitUsage;
   }
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
+  const std::optional<Shard> shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
 
   const VitModel model = make_model(o);
   pipeline::ProcessOptions options = process_options(o);
@@ -153,17 +158,19 @@ int run_images(const Options& o) {
 
   const fs::path out = o.output;
   pipeline::BatchPlan plan;
-  if (!o.inputs.empty()) {
-    const std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
+  std::vector<fs::path> inputs;
+  if (batch) {
+    inputs = batch_inputs(o.inputs, o.scale_out);  // the command line's, then --files-from's
     plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
   }
   check_named_outputs(o, plan, outputs);
-  if (!o.inputs.empty()) pipeline::prepare_output_folder(out);
+  if (!o.scale_out.log_json.empty()) check_log_path(o.scale_out.log_json, inputs, plan, outputs);
+  if (batch) pipeline::prepare_output_folder(out);
   if (!o.save_model.empty()) {
     io::save_model(o.save_model, model);
     spdlog::info("wrote model to {}", o.save_model);
   }
-  if (o.inputs.empty()) return kExitOk;
+  if (!batch) return kExitOk;
 
   for (const auto& note : plan.skipped) spdlog::debug("{}", note);
   for (const auto& note : plan.warnings) spdlog::warn("{}", note);
@@ -171,9 +178,17 @@ int run_images(const Options& o) {
     spdlog::debug("left out {}: a vitattn output (named like one, in the output folder)", io::display(p));
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
+  // After planning: output names (collisions resolved over the whole batch) are a one-machine run's.
+  if (shard) {
+    const std::size_t others = keep_shard(plan.jobs, *shard);
+    spdlog::debug("shard {}/{}: {} inputs, {} left to the other shards", shard->index, shard->count, plan.jobs.size(), others);
+  }
+  std::optional<RunLog> log;
+  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, outputs);
   const std::size_t total = plan.jobs.size();
-  const std::size_t skipped = o.skip_existing ? pipeline::drop_finished_jobs(plan, outputs) : 0;
+  const std::size_t skipped = o.skip_existing ? drop_finished_jobs_logged(plan, outputs, log ? &*log : nullptr) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
+    if (log) log->not_started(plan.jobs, plan.jobs.size(), signal_name(sig));
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
   }
@@ -201,13 +216,16 @@ int run_images(const Options& o) {
           throw Error(image_option_message(e, io::display(job.input)));
         }
       },
-      progress, [] { return InterruptGuard::signal_received() != 0; });
+      progress, [] { return InterruptGuard::signal_received() != 0; },
+      log ? JobDone([&log](const pipeline::ImageJob& job, const std::string& error, double ms) { log->finished(job, error, ms); })
+          : JobDone());
   progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int sig = InterruptGuard::signal_received();
   const std::string summary = batch_summary(total, skipped, result, seconds, io::display(out), sig);
   if (sig) {
+    if (log) log->not_started(plan.jobs, result.not_started, signal_name(sig));
     spdlog::warn("{}", summary);
     return exit_status_for_signal(sig);
   }
@@ -224,6 +242,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     check_combinations(app, options);
+    check_scale_out(app, options.scale_out);
     for (const CLI::Option* opt : app.get_options())
       if (opt->count() > 0) options.given.insert(opt->get_name());
     options.img_size_given = options.given.count("--img-size") > 0;

@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <new>
 #include <opencv2/core.hpp>
@@ -16,13 +17,14 @@ namespace vitattn::cli {
 
 BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
                       const std::function<void(const pipeline::ImageJob&)>& work, Progress& progress,
-                      const std::function<bool()>& stop) {
+                      const std::function<bool()>& stop, const JobDone& done) {
   std::atomic<std::size_t> next{0}, written{0}, failed{0};
   auto worker = [&] {
     // Jobs are claimed one at a time, so memory holds at most one image per worker; the
     // stop request is checked before each claim, so a stopped batch starts nothing new.
     for (std::size_t i; !(stop && stop()) && (i = next.fetch_add(1)) < jobs.size();) {
       std::string error;
+      const auto start = std::chrono::steady_clock::now();
       try {
         work(jobs[i]);
       } catch (const Error& e) {
@@ -34,6 +36,7 @@ BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
       } catch (const std::exception& e) {
         error = fmt::format("{}: {}", io::display(jobs[i].input), e.what());
       }
+      if (done) done(jobs[i], error, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       if (error.empty()) {
         ++written;
       } else {

@@ -219,6 +219,8 @@ void add_options(CLI::App& app, Options& o) {
                  fmt::format("Images processed in parallel (default: all cores, {} here)", std::thread::hardware_concurrency()))
       ->check(CLI::Range(1, 1024));
 
+  add_scale_out_options(app, o.scale_out);
+
   CLI::Option* model = app.add_option("--model", o.model,
                  "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
                  "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")

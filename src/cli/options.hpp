@@ -16,6 +16,7 @@
 #include "io/overlay.hpp"
 #include "pipeline/process_image.hpp"
 #include "io/vit_loader.hpp"
+#include "scale_out.hpp"
 
 namespace vitattn::cli {
 
@@ -42,6 +43,7 @@ struct Options {
   bool recursive = false;
   bool skip_existing = false;  // resume: leave out inputs whose outputs are all there
   int jobs = 0;  // 0: all cores
+  ScaleOutOptions scale_out;  // --shard, --files-from, --log-json (scale_out.hpp)
   std::string model;
   std::uint64_t seed = 0;
   SeededShape shape;

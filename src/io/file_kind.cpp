@@ -74,12 +74,15 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
   switch (kind) {
     case FileKind::png: return starts_with(head, kSignatures[0].magic, kSignatures[0].size);
     case FileKind::safetensors: return is_safetensors(head, file_size);
+    case FileKind::json_lines: return !head.empty() && head[0] == '{';
   }
   return false;
 }
 
 void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& option) {
-  const std::string what = kind == FileKind::png ? "a PNG image" : "a safetensors file";
+  const std::string what = kind == FileKind::png           ? "a PNG image"
+                           : kind == FileKind::safetensors ? "a safetensors file"
+                                                           : "a JSON Lines log";
   const std::string name = option + " " + display(path);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -32,6 +32,7 @@ fs::path canonical_or_self(const fs::path& p) {
 struct Candidate {
   fs::path input;
   fs::path rel_dir;  // sub-folder below the output folder
+  fs::path root_relative;  // ImageJob::root_relative
 };
 
 const char* file_kind(fs::file_type type) {
@@ -95,7 +96,8 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
     } else if (!entry.is_regular_file(sec) && !broken_link) {
       warn(path, std::string("not a regular file (") + file_kind(entry.status(sec).type()) + ")");
     } else {
-      here.push_back({path, path.lexically_relative(dir).parent_path()});
+      const fs::path rel = path.lexically_relative(dir);
+      here.push_back({path, rel.parent_path(), rel});
     }
   }
   std::sort(here.begin(), here.end(), [](const Candidate& a, const Candidate& b) { return a.input < b.input; });
@@ -140,7 +142,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
         else add(std::move(c));
       }
     } else {
-      add({in, {}});
+      add({in, {}, in.lexically_normal()});
     }
   }
 
@@ -177,7 +179,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
                             " would fall outside the output folder; skipped");
       continue;
     }
-    plan.jobs.push_back({found[i].input, candidate});
+    plan.jobs.push_back({found[i].input, candidate, found[i].root_relative});
   }
   // No output replaces an input of the run. Inputs found in folders that could be an output
   // were left out above, so this is an input named on the command line: refuse the run.

@@ -13,6 +13,9 @@ struct ImageJob {
   // Output path without its suffix: "<out>/<sub-folder>/<stem>"; the outputs are
   // output_paths(output_base, …) (job_outputs.hpp).
   std::filesystem::path output_base;
+  // The input's path relative to the folder it was found in, or as named (lexically
+  // normal): what --shard hashes, so that adding files does not move the others.
+  std::filesystem::path root_relative = {};
 };
 
 struct BatchPlan {

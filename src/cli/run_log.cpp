@@ -1,0 +1,122 @@
+#include "run_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+#include "io/file_kind.hpp"
+
+namespace vitattn::cli {
+namespace fs = std::filesystem;
+namespace {
+
+const char* status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::failed: return "failed";
+    case RunStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;  // names first: canonical paths cost system calls
+  return a.filename() == b.filename() &&
+         fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
+}
+
+}  // namespace
+
+std::string log_line(const fs::path& path, RunStatus status, const std::string& error,
+                     const std::vector<fs::path>& outputs, std::int64_t ms) {
+  nlohmann::ordered_json line;
+  line["path"] = path.string();
+  line["status"] = status_name(status);
+  line["error"] = error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(error);
+  line["outputs"] = nlohmann::ordered_json::array();
+  for (const fs::path& p : outputs) line["outputs"].push_back(p.string());
+  line["ms"] = ms;
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+RunLog::RunLog(const std::string& path, pipeline::OutputSet outputs) : owned_(path != "-"), outputs_(std::move(outputs)) {
+  fd_ = owned_ ? ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
+  if (fd_ < 0) throw Error(fmt::format("--log-json {}: cannot write: {}", io::display(path), std::strerror(errno)));
+}
+
+RunLog::~RunLog() {
+  if (owned_) ::close(fd_);
+}
+
+void RunLog::write(const std::string& line) {
+  const std::lock_guard lock(mutex_);
+  // One write(2) per line: a reader or a kill between two calls sees whole lines only. A
+  // short write (a full disk) is finished so the line stays whole, and given up on error:
+  // the log must never cost the images their outputs.
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void RunLog::finished(const pipeline::ImageJob& job, const std::string& error, double ms) {
+  const auto whole_ms = static_cast<std::int64_t>(std::llround(ms));
+  if (error.empty()) write(log_line(job.input, RunStatus::ok, {}, pipeline::output_paths(job.output_base, outputs_), whole_ms));
+  else write(log_line(job.input, RunStatus::failed, error, {}, whole_ms));
+}
+
+void RunLog::already_done(const std::vector<pipeline::ImageJob>& jobs) {
+  std::string lines;
+  for (const pipeline::ImageJob& job : jobs)
+    lines += log_line(job.input, RunStatus::skipped, {}, pipeline::output_paths(job.output_base, outputs_), 0);
+  write(lines);
+}
+
+void RunLog::not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const char* signal) {
+  const std::string why = fmt::format("not started: the run was interrupted by {}", signal);
+  std::string lines;
+  for (std::size_t i = jobs.size() - std::min(n, jobs.size()); i < jobs.size(); ++i)
+    lines += log_line(jobs[i].input, RunStatus::skipped, why, {}, 0);
+  write(lines);
+}
+
+std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log) {
+  if (!log) return pipeline::drop_finished_jobs(plan, outputs);
+  const std::vector<pipeline::ImageJob> before = plan.jobs;
+  const std::size_t dropped = pipeline::drop_finished_jobs(plan, outputs);
+  // plan.jobs is now a subsequence of `before`: walk both to find what went.
+  std::vector<pipeline::ImageJob> done;
+  std::size_t kept = 0;
+  for (const pipeline::ImageJob& job : before) {
+    if (kept < plan.jobs.size() && plan.jobs[kept].output_base == job.output_base) ++kept;
+    else done.push_back(job);
+  }
+  log->already_done(done);
+  return dropped;
+}
+
+void check_log_path(const std::string& path, const std::vector<fs::path>& inputs, const pipeline::BatchPlan& plan,
+                    const pipeline::OutputSet& outputs) {
+  if (path == "-") return;
+  const std::string name = "--log-json " + io::display(path);
+  for (const fs::path& in : inputs)
+    if (same_file(path, in)) throw Error(name + ": is an input of this run; not replaced");
+  for (const pipeline::ImageJob& job : plan.jobs) {
+    if (same_file(path, job.input)) throw Error(name + ": is an input of this run; not replaced");
+    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs))
+      if (same_file(path, p)) throw Error(name + ": is where the output of " + io::display(job.input) + " goes");
+  }
+  io::check_replaceable(path, io::FileKind::json_lines, "--log-json");
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,60 @@
+#pragma once
+// --log-json FILE: one JSON line per input, written as the input finishes, so that a run cut
+// short (a killed array task, a node lost) still leaves a valid log of what it did:
+//   {"path":"photos/cat.jpg","status":"ok","error":null,"outputs":["out/cat_attn.png"],"ms":412}
+// status: "ok" (outputs written), "failed" (error says why, as on stderr), "skipped"
+// (--skip-existing found its outputs: they are listed; or the run was interrupted before it
+// started: error says so). ms: wall time of the input in milliseconds (0 when skipped).
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/batch_plan.hpp"
+#include "pipeline/job_outputs.hpp"
+
+namespace vitattn::cli {
+
+enum class RunStatus { ok, failed, skipped };
+
+// One log line, '\n' included. Bytes of `path`, `error` or `outputs` that are not UTF-8 become
+// U+FFFD (JSON holds text only).
+std::string log_line(const std::filesystem::path& path, RunStatus status, const std::string& error,
+                     const std::vector<std::filesystem::path>& outputs, std::int64_t ms);
+
+class RunLog {
+ public:
+  // Creates or empties `path` ("-": standard output). Throws Error naming it.
+  RunLog(const std::string& path, pipeline::OutputSet outputs);
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  // One line for `job`, written whole with one write(2) before returning: another process
+  // reading the file, or this one dying next, never sees part of it. Thread-safe.
+  // `error` empty means ok.
+  void finished(const pipeline::ImageJob& job, const std::string& error, double ms);
+  // --skip-existing left these out: their outputs are there.
+  void already_done(const std::vector<pipeline::ImageJob>& jobs);
+  // A signal (`signal`: "SIGTERM") stopped the run before the last `n` of `jobs` started
+  // (run_batch claims jobs in order).
+  void not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const char* signal);
+
+ private:
+  void write(const std::string& line);
+  int fd_;
+  bool owned_;
+  pipeline::OutputSet outputs_;
+  std::mutex mutex_;
+};
+
+// pipeline::drop_finished_jobs, and a "skipped" line in `log` (when given) for each job it dropped.
+std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log);
+
+// The named log must not be an input of the run nor where a job's output goes, and may
+// replace only an empty file or a JSON Lines log. Throws Error naming --log-json.
+void check_log_path(const std::string& path, const std::vector<std::filesystem::path>& inputs,
+                    const pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs);
+
+}  // namespace vitattn::cli
