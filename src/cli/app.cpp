@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "batch_runner.hpp"
@@ -25,6 +26,7 @@
 #include "io/process_image.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
+#include "top_classes.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -153,8 +155,10 @@ int run_images(const Options& o) {
   }
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
 
-  const io::Model model = make_model(o);
+  io::ClassLabels labels;
+  const io::Model model = make_model(o, o.top > 0 ? &labels : nullptr);
   check_view(o, model);
+  check_classifier(o, model);
   io::ProcessOptions options = process_options(o);
   log_grid(o, model, options);
   const io::OutputSet outputs = io::written_outputs(model, options);  // every job writes these, no other file
@@ -199,6 +203,11 @@ int run_images(const Options& o) {
   io::set_library_threads(threads_each);
   spdlog::debug("{} images, {} workers, {} threads each", plan.jobs.size(), workers, threads_each);
 
+  std::optional<TopClasses> top;
+  if (o.top > 0) {
+    top.emplace(o.top, labels, plan.jobs);
+    options.on_logits = [&top](const io::ImageJob& job, const RowVector& logits) { top->add(job, logits); };
+  }
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
   options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
@@ -210,6 +219,7 @@ int run_images(const Options& o) {
       },
       progress, [] { return InterruptGuard::signal_received() != 0; });
   progress.finish();
+  if (top) spdlog::debug("wrote {}", io::display(top->finish(out)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int sig = InterruptGuard::signal_received();

@@ -226,6 +226,10 @@ void add_options(CLI::App& app, Options& o) {
                  "DINO offset, torchvision corners, HF plain)")
       ->check(CLI::IsMember({"bicubic", "bicubic-antialias", "bicubic-offset", "bicubic-corners"}))
       ->group(checkpoints);
+  app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(checkpoints);
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))

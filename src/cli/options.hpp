@@ -38,6 +38,7 @@ struct Options {
   std::string gelu;            // empty: the family's
   std::string pos_interp;      // empty: the family's
   int layer = -1;
+  int top = 0;                 // --top K: the K most likely classes per image; 0: none
   std::string head = "mean";   // h | mean | max | min | all
   bool rollout = false;
   double discard_ratio = 0.0;

@@ -50,6 +50,9 @@ struct ProcessOptions {
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each encoder image's grid, when set
+  // When set, an encoder with a classifier runs every block and hands its logits (n_classes)
+  // here once the image's outputs are written (--top).
+  std::function<void(const ImageJob&, const RowVector& logits)> on_logits;
 };
 
 inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay under 64 MiB per head
