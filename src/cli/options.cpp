@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/checkpoint_families.hpp"
+#include "io/hf_cache.hpp"
 #include "io/model_file.hpp"
 #include "io/overlay.hpp"
 #include "io/process_image.hpp"
@@ -101,6 +102,19 @@ const CLI::Validator kReadableFile(
     },
     "", "file");
 
+// --model: a file, or a hub model hf:ORG/NAME[@REVISION] (its form checked here, fetched later).
+const CLI::Validator kModelSource(
+    [](std::string& s) -> std::string {
+      if (!io::is_hf_model(s)) return kReadableFile(s);
+      try {
+        io::parse_hf_model(s);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return {};
+    },
+    "", "file");
+
 const CLI::Validator kNonEmpty([](std::string& s) -> std::string { return s.empty() ? "empty name" : std::string(); },
                                "", "non-empty");
 
@@ -165,9 +179,10 @@ void add_options(CLI::App& app, Options& o) {
 
   app.add_option("--model", o.model,
                  "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
-                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")
-      ->check(kReadableFile)
-      ->type_name("FILE")
+                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs), or hf:ORG/NAME[@REVISION] from the "
+                 "Hugging Face cache, else the hub")
+      ->check(kModelSource)
+      ->type_name("FILE|hf:ORG/NAME")
       ->group("Model");
   app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
       ->capture_default_str()

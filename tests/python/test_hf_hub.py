@@ -360,7 +360,8 @@ def case_r(hub, tmp, image):
     sd = tc.export_timm(m1.state_dict(), 2)
     with tempfile.NamedTemporaryFile(suffix=".bin") as f:
         torch.save({k: v.contiguous() for k, v in sd.items()}, f.name)
-        hub.add("acme/pth", {"main": {"pytorch_model.bin": Path(f.name).read_bytes()}})
+        hub.add("acme/pth", {"main": {"pytorch_model.bin": Path(f.name).read_bytes(),
+                                      "config.json": json.dumps({"num_attention_heads": 2}).encode()}})
     out = tmp / "out_r_pth"
     run(["--model", "hf:acme/pth", "--top", 10, "-o", out, image], env)
     a = (out / "predictions.csv").read_text().replace("hf:acme/pth", "")
@@ -378,6 +379,7 @@ def case_f(hub, tmp, image):
     blobs = tmp / "c1" / "models--acme--bad-sum" / "blobs"
     T.check(not blobs.exists() or not any(blobs.iterdir()), f"F: nothing kept after a checksum mismatch: {list(blobs.iterdir()) if blobs.exists() else []}")
     T.check(not (tmp / "c1" / "models--acme--bad-sum" / "snapshots").exists(), "F: no snapshot after a checksum mismatch")
+    hub.corrupt.clear()  # the other repositories serve the same model bytes
     p = run(["--model", "hf:acme/nothing-here", "-o", tmp / "o2", image], env("c2"), expect=2)
     one_line(p, "no such repository")
     p = run(["--model", "hf:acme/vit-tiny@v9", "-o", tmp / "o3", image], env("c3"), expect=2)
@@ -424,7 +426,7 @@ def case_c(hub, tmp, image):
     cache = tmp / "cc3"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint})
-    procs = [subprocess.Popen([str(BIN), "--model", "hf:acme/flaky", "--top", 3, "-o", str(tmp / f"oc3_{i}"), str(image)],
+    procs = [subprocess.Popen([str(BIN), "--model", "hf:acme/flaky", "--top", "3", "-o", str(tmp / f"oc3_{i}"), str(image)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
     hub.delay = 0.0

@@ -72,8 +72,10 @@ TEST(HfCache, RefsSnapshotsBlobsLayout) {
   EXPECT_FALSE(cache.commit());
   cache.write_ref(commit);
   std::ifstream ref(dir.path() / "models--org--name" / "refs" / "v1");
-  std::string text((std::istreambuf_iterator<char>(ref)), {});
+  std::string text;
+  std::getline(ref, text);
   EXPECT_EQ(text, commit);  // the bare hash, as huggingface_hub writes it
+  EXPECT_EQ(fs::file_size(dir.path() / "models--org--name" / "refs" / "v1"), 40u);  // no newline
   EXPECT_EQ(cache.commit(), commit);
 
   const std::string etag(64, 'b');
