@@ -57,17 +57,18 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   if (options.on_grid) options.on_grid(job, {bgr.cols, bgr.rows, width, height, grid_w, grid_h});
 
   ForwardOptions fo;
-  fo.last_layer = layer;
+  const bool classify = options.on_logits && model.w_head.size() > 0;
+  fo.last_layer = classify ? -1 : layer;  // the logits need every block; the maps still come from `layer`
   fo.keep_from_layer = view.rollout ? 0 : layer;
   fo.scale = options.scale;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
-    if (view.rollout) rollout.add_layer(layer_heads);
+    if (view.rollout && l <= layer) rollout.add_layer(layer_heads);
     if (l == layer) heads = layer_heads;
   };
-  forward(model, x, fo);
+  const ForwardResult result = forward(model, x, fo);
   const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
 
   std::vector<cv::Mat> overlays;
@@ -99,6 +100,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   const char* suffix = suffix_text.c_str();
   if (overlays.size() == 1) {
     write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
+    if (classify) options.on_logits(job, result.logits);
     return;
   }
   std::vector<std::string> labels;
@@ -109,6 +111,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
   write_image_atomic(with_suffix(job.output_base, suffix), tile_images(overlays, labels, 512), options.format);
+  if (classify) options.on_logits(job, result.logits);
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ struct ProcessOptions {
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
+  // When set, a model with a classifier runs every block and hands its logits (n_classes)
+  // here once the image's outputs are written (the top classes).
+  std::function<void(const ImageJob&, const RowVector& logits)> on_logits;
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),
