@@ -25,11 +25,15 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-// huggingface_hub's rule for repo names: letters, digits, '-', '_', '.', no "--" or "..",
-// no leading or trailing '-' or '.'.
+// The cache folder's separator, "models" + sep + ORG + sep + NAME: two hyphens, which is why
+// repo names may not hold it.
+const std::string kRepoSeparator(2, '-');
+
+// huggingface_hub's rule for repo names: letters, digits, '-', '_', '.', no double hyphen or
+// "..", no leading or trailing '-' or '.'.
 bool valid_part(const std::string& s) {
   if (s.empty() || s.size() > 96) return false;
-  if (s.find("--") != std::string::npos || s.find("..") != std::string::npos) return false;
+  if (s.find(kRepoSeparator) != std::string::npos || s.find("..") != std::string::npos) return false;
   if (s.front() == '-' || s.front() == '.' || s.back() == '-' || s.back() == '.') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
@@ -106,8 +110,8 @@ bool is_commit_hash(const std::string& r) {
 HfCache::HfCache(fs::path root, HfRepo repo) : root_(std::move(root)), repo_(std::move(repo)) {}
 
 fs::path HfCache::repo_dir() const {
-  std::string folder = "models--" + repo_.id;
-  folder.replace(folder.find('/'), 1, "--");
+  std::string folder = "models" + kRepoSeparator + repo_.id;
+  folder.replace(folder.find('/'), 1, kRepoSeparator);
   return root_ / folder;
 }
 
