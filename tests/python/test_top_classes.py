@@ -30,6 +30,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
 from tally import Tally, skip  # noqa: E402
 
 try:
