@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package vitattn needs to build, test and benchmark
 # (clang and its compiler-rt for the libFuzzer targets, scripts/fuzz.sh). OpenBLAS is for numpy and
-# torch (the oracles and the benchmark baselines); vitattn itself links no BLAS.
+# torch (the oracles and the benchmark baselines); vitattn itself links no BLAS. Chromium, its driver and
+# selenium run the report pages' browser tests (tests/browser).
 # Run as root (or with sudo). Safe to run again: apt skips what is present.
 set -euo pipefail
 SUDO=""
@@ -13,4 +14,5 @@ $SUDO apt-get install -y --no-install-recommends \
   libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev \
   python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision libopenblas0-pthread \
   hyperfine time \
+  chromium chromium-driver python3-selenium \
   clang libclang-rt-14-dev

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -39,6 +40,35 @@ void setup_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
+// --report: the page starts from the run's own layer, head, rollout, threshold and colours.
+io::ReportSettings report_settings(const Options& o) {
+  io::ReportSettings r;
+  r.max_mb = o.report_max_mb;
+  r.start.layer = o.layer;
+  r.start.head = o.head == "all" ? "mean" : o.head;
+  r.start.rollout = o.rollout;
+  r.start.discard_ratio = static_cast<float>(o.discard_ratio);
+  if (o.threshold > 0) r.start.threshold = static_cast<float>(o.threshold);
+  r.start.alpha = o.alpha;
+  r.start.colormap = o.colormap;
+  for (char& c : r.start.colormap) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  r.start.smooth = o.interp != "nearest";
+  return r;
+}
+
+// A batch with --report: <out>/index.html, the gallery of the pages written (now or by the
+// run that --skip-existing resumes). Never through a symlink, never over an input.
+void write_index(const fs::path& out, const std::vector<fs::path>& pages) {
+  const fs::path index = out / io::report_index_name();
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(index, ec))) {
+    spdlog::error("{}: is a symbolic link; the gallery is not written", io::display(index));
+    return;
+  }
+  io::write_report_index(out, pages);
+  spdlog::debug("wrote {}", io::display(index));
+}
+
 io::ProcessOptions process_options(const Options& o) {
   io::ProcessOptions p;
   p.render.interp = o.interp == "nearest" ? io::Interp::nearest : o.interp == "cubic" ? io::Interp::cubic : io::Interp::linear;
@@ -57,6 +87,7 @@ io::ProcessOptions process_options(const Options& o) {
   if (o.threshold > 0) v.threshold = static_cast<float>(o.threshold);
   v.img_size = o.img_size_given ? o.shape.img_size : 0;
   v.keep_aspect = o.keep_aspect;
+  if (o.report) p.report = report_settings(o);
   if (o.head == "all") {
     v.head = io::HeadChoice::all;
   } else if (o.head == "mean" || o.head == "max" || o.head == "min") {
@@ -118,6 +149,10 @@ void check_named_outputs(const Options& o, const io::BatchPlan& plan, const io::
         throw Error(io::display(job.input) + ": its output " + io::display(p) + " would replace the --model file");
     }
   if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
+  if (outputs.report)  // the gallery is an output too
+    for (const std::string& in : o.inputs)
+      if (same_file(in, fs::path(o.output) / io::report_index_name()))
+        throw Error(in + ": is where --report's gallery goes (" + io::report_index_name() + "); not replaced");
 }
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
@@ -182,6 +217,10 @@ int run_images(const Options& o) {
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
   const std::size_t total = plan.jobs.size();
+  std::vector<fs::path> report_pages;  // every job's page, written now or before (--skip-existing)
+  if (outputs.report)
+    for (const io::ImageJob& job : plan.jobs)
+      report_pages.push_back(io::with_suffix(job.output_base, io::report_suffix().c_str()).lexically_relative(out));
   const std::size_t skipped = o.skip_existing ? io::drop_finished_jobs(plan, outputs) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
@@ -213,6 +252,7 @@ int run_images(const Options& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int sig = InterruptGuard::signal_received();
+  if (report_pages.size() > 1 && !sig) write_index(out, report_pages);
   const std::string summary = batch_summary(total, skipped, result, seconds, io::display(out), sig);
   if (sig) {
     spdlog::warn("{}", summary);
@@ -245,7 +285,7 @@ int run(int argc, char** argv) {
   }
   setup_logging(options.verbosity);
   try {
-    if (options.explain) return explain(std::cout, options.explain_heatmap);
+    if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
     if (options.forward) return run_forward(options);
     return run_images(options);
   } catch (const Error& e) {

@@ -22,6 +22,8 @@ struct Options {
   std::string mean, std;  // "r,g,b" overrides, empty when not given
   std::string save_model;
   bool save_attention = false;
+  bool report = false;         // also <name>_report.html (and index.html for a batch)
+  double report_max_mb = 16;   // the page's attention data budget
   bool no_scale = false;
   std::string interp = "linear";
   std::string colormap = "jet";
@@ -48,6 +50,7 @@ struct Options {
   int verbosity = 0;  // -q: −1, -v: +1
   bool explain = false;
   std::string explain_heatmap;
+  std::string explain_html;    // explain --html FILE: the worked examples as a page
   bool forward = false;        // the `forward` subcommand: preprocessed .npy tensors in, arrays out
   std::vector<std::string> forward_inputs;
 };

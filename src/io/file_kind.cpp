@@ -74,12 +74,13 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
   switch (kind) {
     case FileKind::png: return starts_with(head, kSignatures[0].magic, kSignatures[0].size);
     case FileKind::safetensors: return is_safetensors(head, file_size);
+    case FileKind::html: return std::string_view(reinterpret_cast<const char*>(head.data()), head.size()).starts_with("<!DOCTYPE html>");
   }
   return false;
 }
 
 void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& option) {
-  const std::string what = kind == FileKind::png ? "a PNG image" : "a safetensors file";
+  const std::string what = kind == FileKind::png ? "a PNG image" : kind == FileKind::html ? "an HTML page" : "a safetensors file";
   const std::string name = option + " " + display(path);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/query_key.hpp"
 #include "file_io.hpp"
 #include "image_loader.hpp"
 #include "npy.hpp"
@@ -29,6 +30,11 @@ void write_masks(const std::filesystem::path& path, const std::vector<Matrix>& m
   write_npy_bool(path, cells.data(), shape);
 }
 
+std::string fmt_single_head(const SingleHeadModel& m) {
+  return "single head, D=" + std::to_string(m.d_model()) + ", d_k=" + std::to_string(m.d_k()) + ", P=" +
+         std::to_string(m.patch_size);
+}
+
 void process_single_head(const ImageJob& job, const SingleHeadModel& model, const ProcessOptions& options) {
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const ImageTensor x = preprocess(bgr, model.img_size(), model.norm);       // (3, S, S)
@@ -41,6 +47,15 @@ void process_single_head(const ImageJob& job, const SingleHeadModel& model, cons
   if (!masks.empty()) draw_mask_outline(overlay, masks.front());
 
   make_parent(job.output_base);
+  if (options.report) {  // one layer, one head, and its q and k for the step-by-step panel
+    ReportBuilder report({1, 1, 1, model.grid_size(), model.grid_size(), model.patch_size, model.img_size(), model.img_size()},
+                         0, *options.report);
+    report.add_layer(0, {maps.weights});
+    const QueryKey qk = query_key(model, x);
+    report.add_query_key(qk.q, qk.k, options.scale);
+    report.write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr, maps.cls_map,
+                 fmt_single_head(model));
+  }
   if (options.save_attention) {
     write_npy(with_suffix(job.output_base, "_attn.npy"), maps.weights);  // (n_tokens, n_tokens)
     write_npy(with_suffix(job.output_base, "_cls.npy"), maps.cls_map);   // (grid, grid), unnormalised
@@ -81,16 +96,22 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   const int grid_h = height / model.patch_size, grid_w = width / model.patch_size;
   if (options.on_grid) options.on_grid(job, {bgr.cols, bgr.rows, width, height, grid_w, grid_h});
 
+  std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
+  if (options.report)
+    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
+                               model.patch_size, width, height},
+                   layer, *options.report);
   ForwardOptions fo;
-  fo.last_layer = layer;
-  fo.keep_from_layer = view.rollout ? 0 : layer;
+  fo.last_layer = report ? model.n_layers() - 1 : layer;
+  fo.keep_from_layer = view.rollout || report ? 0 : layer;
   fo.scale = options.scale;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
-    if (view.rollout) rollout.add_layer(layer_heads);
+    if (view.rollout && l <= layer) rollout.add_layer(layer_heads);
     if (l == layer) heads = layer_heads;
+    if (report) report->add_layer(l, layer_heads);
   };
   forward(model, x, fo);
   const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
@@ -105,6 +126,11 @@ void process_encoder(const ImageJob& job, const VitModel& model, const ProcessOp
   }
 
   make_parent(job.output_base);
+  if (report)
+    report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr, maps.front(),
+                  "ViT, " + std::to_string(model.n_layers()) + " layers, " + std::to_string(model.n_heads) +
+                      " heads, D=" + std::to_string(model.d_model()) + ", P=" + std::to_string(model.patch_size) +
+                      (model.n_registers() ? ", " + std::to_string(model.n_registers()) + " registers" : ""));
   if (options.save_attention) {
     const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
     std::vector<float> all;  // (n_heads, n_tokens, n_tokens)
@@ -164,6 +190,7 @@ OutputSet written_outputs(const Model& model, const ProcessOptions& options) {
   outputs.image_extension = extension(options.format.format);
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
+  outputs.report = options.report.has_value();
   const auto* vit = std::get_if<VitModel>(&model);
   // One overlay per head, beside the sheet, when --head all draws more than one map.
   if (vit && options.view.head == HeadChoice::all && !options.view.rollout && vit->n_heads > 1)

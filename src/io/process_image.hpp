@@ -13,6 +13,7 @@
 #include "core/vit.hpp"
 #include "image_writer.hpp"
 #include "overlay.hpp"
+#include "report_page.hpp"
 
 namespace vitattn::io {
 
@@ -49,6 +50,7 @@ struct ProcessOptions {
   std::uint64_t max_pixels = 100'000'000;
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
+  std::optional<ReportSettings> report;  // also write <name>_report.html, the interactive page
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each encoder image's grid, when set
 };
 
