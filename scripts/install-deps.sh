@@ -12,7 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git \
-  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev \
+  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev \
   python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread \
   hyperfine time \
   slurm-wlm munge \

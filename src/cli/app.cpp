@@ -32,6 +32,7 @@
 #include "options.hpp"
 #include "run_log.hpp"
 #include "scale_out.hpp"
+#include "top_classes.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -183,7 +184,9 @@ int run_images(const Options& o) {
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   const std::optional<Shard> shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
 
-  const VitModel model = make_model(o);
+  io::ClassLabels labels;
+  const VitModel model = make_model(o, o.top > 0 ? &labels : nullptr);
+  check_classifier(o, model);
   pipeline::ProcessOptions options = process_options(o);
   pipeline::check_view(model, options.view, o.model.empty() ? "the seeded model" : o.model);  // before any image is read
   log_grid(o, model, options);
@@ -241,6 +244,11 @@ int run_images(const Options& o) {
   io::set_library_threads(threads_each);
   spdlog::debug("{} images, {} workers, {} threads each", plan.jobs.size(), workers, threads_each);
 
+  std::optional<TopClasses> top;
+  if (o.top > 0) {
+    top.emplace(o.top, labels, plan.jobs);
+    options.on_logits = [&top](const pipeline::ImageJob& job, const RowVector& logits) { top->add(job, logits); };
+  }
   const auto start = std::chrono::steady_clock::now();
   Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
   options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
@@ -257,6 +265,7 @@ int run_images(const Options& o) {
       log ? JobDone([&log](const pipeline::ImageJob& job, const std::string& error, double ms) { log->finished(job, error, ms); })
           : JobDone());
   progress.finish();
+  if (top) spdlog::debug("wrote {}", io::display(top->finish(out)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int sig = InterruptGuard::signal_received();

@@ -5,6 +5,9 @@
 
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
+#include "hub_fetch.hpp"
+#include "io/hf_cache.hpp"
+#include "io/model_config.hpp"
 #include "io/model_file.hpp"
 #include "io/safetensors.hpp"
 #include "io/tensor_file.hpp"
@@ -22,7 +25,7 @@ void apply_normalization(const Options& o, Normalization& norm) {
 
 }  // namespace
 
-VitModel make_model(const Options& o) {
+VitModel make_model(const Options& o, io::ClassLabels* labels) {
   if (o.model.empty()) {
     VitModel model = make_seeded_model(o.shape, o.seed);
     spdlog::debug("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", o.seed, model.grid_h * model.patch_size,
@@ -31,14 +34,33 @@ VitModel make_model(const Options& o) {
     model.validate("seeded model");
     return model;
   }
-  const io::SafeTensors st = io::load_tensor_file(o.model, o.key);  // safetensors or .pth
-  io::LoadedVit loaded = io::load_vit(st, o.overrides);
+  // hf:ORG/NAME is a file in the Hugging Face cache (fetched there when missing).
+  const std::filesystem::path path = io::is_hf_model(o.model) ? fetch_hf_model(o) : std::filesystem::path(o.model);
+  const io::SafeTensors st = io::load_tensor_file(path, o.key);  // safetensors or .pth
+  // config.json / preprocessor_config.json beside the weights (a hub snapshot): the command line wins.
+  const io::ModelConfig config = io::read_model_config(path.parent_path());
+  if (!config.sources.empty()) spdlog::debug("settings from {}", config.sources);
+  io::VitOverrides overrides = o.overrides;
+  if (overrides.heads == 0) overrides.heads = config.heads;
+  if (!overrides.eps && config.eps) overrides.eps = config.eps;
+  io::LoadedVit loaded = io::load_vit(st, overrides);
   if (loaded.heads_guessed)
     spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
                  "another count, its maps are wrong: give --heads N", o.model, loaded.model.n_heads, loaded.model.d_model());
+  if (o.overrides.heads == 0 && config.heads > 0) loaded.heads_from = config.sources;
+  if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)
+    throw Error(fmt::format("{}: its config says patch_size {}, its patch embedding has {}", o.model, config.patch_size,
+                            loaded.model.patch_size));
+  if (config.mean) loaded.model.norm.mean = *config.mean;
+  if (config.std) loaded.model.norm.std = *config.std;
   apply_normalization(o, loaded.model.norm);
   loaded.model.validate(o.model);
   spdlog::debug("model {}: {}", o.model, loaded.summary());
+  if (labels && loaded.model.w_head.size() > 0) {
+    *labels = io::find_class_labels(st.metadata(), o.model, path.parent_path() / "config.json",
+                                    static_cast<int>(loaded.model.w_head.rows()));
+    spdlog::debug("class names: {}", labels->source.empty() ? "none (indices)" : labels->source);
+  }
   return std::move(loaded.model);
 }
 

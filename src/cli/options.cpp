@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "io/checkpoint_families.hpp"
+#include "io/hf_cache.hpp"
 #include "io/model_file.hpp"
 #include "io/overlay.hpp"
 #include "pipeline/view.hpp"
@@ -131,6 +132,19 @@ const CLI::Validator kReadableFile(
     },
     "", "file");
 
+// --model: a file, or a hub model hf:ORG/NAME[@REVISION] (its form checked here, fetched later).
+const CLI::Validator kModelSource(
+    [](std::string& s) -> std::string {
+      if (!io::is_hf_model(s)) return kReadableFile(s);
+      try {
+        io::parse_hf_model(s);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return {};
+    },
+    "", "file");
+
 const CLI::Validator kNonEmpty([](std::string& s) -> std::string { return s.empty() ? "empty name" : std::string(); },
                                "", "non-empty");
 
@@ -223,9 +237,10 @@ void add_options(CLI::App& app, Options& o) {
 
   CLI::Option* model = app.add_option("--model", o.model,
                  "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
-                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs)")
-      ->check(kReadableFile)
-      ->type_name("FILE")
+                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs), or hf:ORG/NAME[@REVISION] from the "
+                 "Hugging Face cache, else the hub")
+      ->check(kModelSource)
+      ->type_name("FILE|hf:ORG/NAME")
       ->group("Model");
   CLI::Option* seed = app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
                           ->capture_default_str()
@@ -284,6 +299,10 @@ void add_options(CLI::App& app, Options& o) {
                              "antialias, DINO offset, torchvision corners, HF plain)")
                   ->group(checkpoints),
               pos_interps());
+  app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(checkpoints);
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))

@@ -61,6 +61,7 @@ struct Options {
   std::string key;              // .pth: the dict holding the weights; empty: the usual ones
   io::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
   int layer = -1;
+  int top = 0;                  // --top K: the K most likely classes per image; 0: none
   HeadArg head;                 // default: mean over heads
   bool rollout = false;
   double discard_ratio = 0.0;

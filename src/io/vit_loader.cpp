@@ -56,7 +56,8 @@ class Reader {
     if (Eigen::Map<const Eigen::ArrayXf>(v, n).allFinite()) return;  // one vectorised pass; the index only when needed
     for (Eigen::Index i = 0; i < n; ++i)
       if (!std::isfinite(v[i]))
-        throw Error(source() + ": " + name + " holds a non-finite value at index " + std::to_string(i));
+        throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(v[i]) + " at index " +
+                    std::to_string(i) + ")");
   }
 
   const SafeTensors& st_;

@@ -74,7 +74,9 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
                                model.patch_size, width, height},
                    layer, *options.report);
   ForwardOptions fo;
-  fo.last_layer = report ? model.n_layers() - 1 : layer;
+  const bool classify = options.on_logits && model.w_head.size() > 0;
+  // The logits need every block, and so does the report's page; the maps still come from `layer`.
+  fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
   fo.keep_from_layer = view.rollout || report ? 0 : layer;
   fo.scale = options.scale;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
@@ -85,7 +87,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
     if (l == layer) heads = layer_heads;
     if (report) report->add_layer(l, layer_heads);
   };
-  forward(model, x, fo);
+  const ForwardResult result = forward(model, x, fo);
   const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
 
   std::vector<cv::Mat> overlays;
@@ -125,6 +127,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   const char* suffix = suffix_text.c_str();
   if (overlays.size() == 1) {
     write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
+    if (classify) options.on_logits(job, result.logits);
     return;
   }
   std::vector<std::string> labels;
@@ -135,6 +138,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
   write_image_atomic(with_suffix(job.output_base, suffix), tile_images(overlays, labels, 512), options.format);
+  if (classify) options.on_logits(job, result.logits);
 }
 
 }  // namespace

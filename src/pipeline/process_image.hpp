@@ -36,6 +36,9 @@ struct ProcessOptions {
   EncoderView view;
   std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
+  // When set, a model with a classifier runs every block and hands its logits (n_classes)
+  // here once the image's outputs are written (the top classes).
+  std::function<void(const ImageJob&, const RowVector& logits)> on_logits;
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),

@@ -1,5 +1,7 @@
 #include "view.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -25,8 +27,8 @@ void check_view(const VitModel& model, const EncoderView& view, const std::strin
   if (view.img_size == 0) {
     if (model.grid_h * model.grid_w > kMaxPatches)
       throw OptionError(Field::img_size, "",
-                        "its own grid is " + std::to_string(model.grid_w) + "x" + std::to_string(model.grid_h) +
-                            " patches, over the cap of " + std::to_string(kMaxPatches) + "; give a smaller input size",
+                        fmt::format("its own grid is {}x{} = {} patches, over the cap of {}; give a smaller input size",
+                                    model.grid_w, model.grid_h, model.grid_w * model.grid_h, kMaxPatches),
                         source);
     return;
   }

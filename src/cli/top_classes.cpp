@@ -1,0 +1,41 @@
+#include "top_classes.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+
+namespace vitattn::cli {
+
+void check_classifier(const Options& o, const VitModel& model) {
+  if (o.top <= 0 || model.w_head.size() > 0) return;
+  if (o.model.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
+  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model));
+}
+
+TopClasses::TopClasses(int k, io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs)
+    : k_(k), labels_(std::move(labels)), jobs_(jobs), top_(jobs.size()) {}
+
+void TopClasses::add(const pipeline::ImageJob& job, const RowVector& logits) {
+  const auto index = static_cast<std::size_t>(&job - jobs_.data());
+  if (index >= jobs_.size()) throw Error(io::display(job.input) + ": not a job of this batch");  // a caller's bug
+  std::vector<ClassScore> top = top_classes(logits, k_);
+  const std::lock_guard lock(mutex_);
+  top_[index] = std::move(top);
+}
+
+std::filesystem::path TopClasses::finish(const std::filesystem::path& out) const {
+  const std::lock_guard lock(mutex_);
+  std::vector<io::ImagePrediction> predictions;
+  for (std::size_t i = 0; i < jobs_.size(); ++i)
+    if (top_[i]) predictions.push_back({jobs_[i].input, *top_[i]});
+  for (const io::ImagePrediction& p : predictions) std::printf("%s\n", io::prediction_line(p, labels_).c_str());
+  std::fflush(stdout);
+  const std::filesystem::path path = out / "predictions.csv";
+  io::write_predictions(path, predictions, labels_);
+  return path;
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,26 @@
+#pragma once
+// What a model's config.json and preprocessor_config.json (Hugging Face transformers, or timm's
+// config.json with its pretrained_cfg) say about it, so that such a model needs no
+// --heads/--eps/--mean/--std. Both files sit beside the weights (a hub snapshot folder).
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace vitattn::io {
+
+struct ModelConfig {
+  int heads = 0;                              // num_attention_heads (HF), model_args.num_heads (timm); 0: not said
+  int image_size = 0;                         // image_size (HF), pretrained_cfg.input_size (timm)
+  int patch_size = 0;                         // patch_size
+  std::optional<float> eps;                   // layer_norm_eps
+  std::optional<std::array<float, 3>> mean;   // image_mean (preprocessor), pretrained_cfg.mean (timm)
+  std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std
+  std::string sources;                        // the files read, for -v; empty when none was there
+};
+
+// Reads dir/config.json and dir/preprocessor_config.json when present. Throws Error naming the
+// file when one is not JSON or a value has the wrong type or range.
+ModelConfig read_model_config(const std::filesystem::path& dir);
+
+}  // namespace vitattn::io
