@@ -2,7 +2,8 @@
 # Installs every Debian 12 package vitattn needs to build, test and benchmark
 # (clang and its compiler-rt for the libFuzzer targets, scripts/fuzz.sh). OpenBLAS is for numpy and
 # torch (the oracles and the benchmark baselines); vitattn itself links no BLAS. slurm-wlm and munge
-# run the single-node cluster of tests/slurm/run_slurm_test.sh.
+# run the single-node cluster of tests/slurm/run_slurm_test.sh. Chromium, its driver and selenium run
+# the report pages' browser tests (tests/browser).
 # Run as root (or with sudo). Safe to run again: apt skips what is present.
 set -euo pipefail
 SUDO=""
@@ -15,4 +16,5 @@ $SUDO apt-get install -y --no-install-recommends \
   python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread \
   hyperfine time \
   slurm-wlm munge \
+  chromium chromium-driver python3-selenium \
   clang libclang-rt-14-dev

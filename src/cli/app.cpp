@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include "io/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/process_image.hpp"
+#include "pipeline/report_gallery.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
 #include "run_log.hpp"
@@ -72,6 +74,32 @@ void setup_logging(int verbosity) {
   spdlog::set_default_logger(logger);
 }
 
+// The colormap's name as the page lists it ("jet"): the typed option holds OpenCV's number.
+std::string colormap_name(int colormap) {
+  for (const std::string& name : io::colormap_names())
+    if (io::colormap_by_name(name) == colormap) {
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return lower;
+    }
+  return "jet";
+}
+
+// --report: the page starts from the run's own layer, head, rollout, threshold and colours.
+io::ReportSettings report_settings(const Options& o) {
+  io::ReportSettings r;
+  r.max_mb = o.report_max_mb;
+  r.start.layer = o.layer;
+  r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : to_string(o.head);
+  r.start.rollout = o.rollout;
+  r.start.discard_ratio = static_cast<float>(o.discard_ratio);
+  if (o.threshold) r.start.threshold = static_cast<float>(*o.threshold);
+  r.start.alpha = o.render.alpha;
+  r.start.colormap = colormap_name(o.render.colormap);
+  r.start.smooth = o.render.interp != io::Interp::nearest;
+  return r;
+}
+
 pipeline::ProcessOptions process_options(const Options& o) {
   pipeline::ProcessOptions p;
   p.render = o.render;
@@ -90,6 +118,7 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.head = o.head.choice;
   v.head_index = o.head.index;
   v.fusion = o.head.fusion;
+  if (o.report) p.report = report_settings(o);
   return p;
 }
 
@@ -118,6 +147,10 @@ void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, cons
         throw Error(fmt::format("{}: its output {} would replace the --model file", io::display(job.input), io::display(p)));
     }
   if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
+  if (outputs.report)  // the gallery is an output too
+    for (const std::string& in : o.inputs)
+      if (same_file(in, fs::path(o.output) / pipeline::report_index_name()))
+        throw Error(fmt::format("{}: is where --report's gallery goes ({}); not replaced", in, pipeline::report_index_name()));
 }
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
@@ -189,6 +222,10 @@ int run_images(const Options& o) {
   std::optional<RunLog> log;
   if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, outputs);
   const std::size_t total = plan.jobs.size();
+  // Every job's page, written now or before (--skip-existing). A shard leaves the gallery out:
+  // the shards' galleries would all be <out>/index.html, each with a part of the pages.
+  const std::vector<fs::path> report_pages = outputs.report && !shard ? pipeline::report_pages(plan.jobs, out)
+                                                                      : std::vector<fs::path>{};
   const std::size_t skipped = o.skip_existing ? drop_finished_jobs_logged(plan, outputs, log ? &*log : nullptr) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     if (log) log->not_started(plan.jobs, plan.jobs.size(), signal_name(sig));
@@ -232,6 +269,15 @@ int run_images(const Options& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int sig = InterruptGuard::signal_received();
+  bool gallery_failed = false;  // the pages are written; a gallery that is not counts as a failure
+  if (report_pages.size() > 1 && !sig) {
+    try {
+      spdlog::debug("wrote {}", io::display(pipeline::write_report_gallery(out, report_pages)));
+    } catch (const Error& e) {
+      spdlog::error("{}", e.what());
+      gallery_failed = true;
+    }
+  }
   const std::string summary = batch_summary(total, skipped, result, seconds, io::display(out), sig);
   if (sig) {
     if (log) log->not_started(plan.jobs, result.not_started, signal_name(sig));
@@ -239,7 +285,7 @@ int run_images(const Options& o) {
     return exit_status_for_signal(sig);
   }
   spdlog::info("{}", summary);
-  return result.failed || !plan.errors.empty() ? kExitSomeFailed : kExitOk;
+  return result.failed || !plan.errors.empty() || gallery_failed ? kExitSomeFailed : kExitOk;
 }
 
 }  // namespace
@@ -266,7 +312,7 @@ int run(int argc, char** argv) {
   }
   setup_logging(options.verbosity);
   try {
-    if (options.explain) return explain(std::cout, options.explain_heatmap);
+    if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
     if (options.forward) return run_forward(options);
     return run_images(options);
   } catch (const OptionError& e) {

@@ -12,6 +12,7 @@
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
+#include "explain_html.hpp"
 #include "io/file_kind.hpp"
 #include "io/image_writer.hpp"
 #include "io/overlay.hpp"
@@ -136,7 +137,8 @@ void example_d(std::ostream& out) {
 
 }  // namespace
 
-int explain(std::ostream& out, const std::string& heatmap_png) {
+int explain(std::ostream& out, const std::string& heatmap_png, const std::string& html) {
+  if (!html.empty()) check_explain_html(html);
   if (!heatmap_png.empty()) {  // before any output: it writes PNG bytes, so a PNG name, over a PNG only
     std::string ext = std::filesystem::path(heatmap_png).extension().string();
     for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -151,6 +153,10 @@ int explain(std::ostream& out, const std::string& heatmap_png) {
   if (!heatmap_png.empty()) {
     io::write_image_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
     out << "\nWrote example (b)'s weights as a heatmap: " << heatmap_png << "\n";
+  }
+  if (!html.empty()) {
+    write_explain_html(html);
+    out << "\nWrote the examples as a page: " << html << "\n";
   }
   return 0;
 }

@@ -7,6 +7,7 @@ namespace vitattn::cli {
 
 // Prints the four examples to `out`; writes example (b)'s weights as a PNG heatmap when
 // `heatmap_png` is not empty. Returns the exit status.
-int explain(std::ostream& out, const std::string& heatmap_png);
+// `html` not empty: also the examples as a page (explain_html.hpp).
+int explain(std::ostream& out, const std::string& heatmap_png, const std::string& html = {});
 
 }  // namespace vitattn::cli

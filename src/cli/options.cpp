@@ -334,6 +334,18 @@ void add_options(CLI::App& app, Options& o) {
                "Also write <name>_attn.npy (attention, float32: [T, T], or [H, T, T] for a checkpoint's layer) "
                "and <name>_cls.npy (the map drawn); with --threshold also <name>_mask.npy (bool)")
       ->group("Output");
+  auto* report = app.add_flag("--report", o.report,
+               "Also write <name>_report.html: one offline page to explore every token's attention, every layer and "
+               "head (a batch also writes index.html, a gallery of the pages)")
+      ->group("Output");
+  app.add_option("--report-max-mb", o.report_max_mb,
+                 "Report: when every layer's full matrices would take more MB than this, keep the class token's rows "
+                 "of every layer and the full matrices of --layer only")
+      ->capture_default_str()
+      ->check(finite_in(0.001, 1e6))
+      ->type_name("MB")
+      ->needs(report)
+      ->group("Output");
   choose_from(app.add_option("--interp", o.render.interp, "Upsampling of the map: nearest shows the patch grid")
                   ->default_str("linear")
                   ->group("Output"),
@@ -370,6 +382,10 @@ void add_options(CLI::App& app, Options& o) {
   auto* explain = app.add_subcommand("explain", "Walk through the worked examples of attention, step by step");
   explain->add_option("--heatmap", o.explain_heatmap, "Also write example (b)'s weight matrix as a PNG heatmap")
       ->type_name("FILE.png")
+      ->check(kNonEmpty);
+  explain->add_option("--html", o.explain_html,
+                      "Also write the examples as an offline page: step through them, toggle the mask, edit Q, K and V")
+      ->type_name("FILE.html")
       ->check(kNonEmpty);
   explain->callback([&o] { o.explain = true; });
 

@@ -50,6 +50,8 @@ struct Options {
   std::optional<Rgb> mean, std;  // overrides of the model's normalisation
   std::string save_model;
   bool save_attention = false;
+  bool report = false;         // also <name>_report.html (and index.html for a batch)
+  double report_max_mb = 16;   // the page's attention data budget
   bool no_scale = false;
   io::RenderOptions render;     // --interp, --colormap, --alpha
   io::OutputFormat format;      // --format, --quality
@@ -70,6 +72,7 @@ struct Options {
   int verbosity = 0;  // -q: −1, -v: +1
   bool explain = false;
   std::string explain_heatmap;
+  std::string explain_html;     // explain --html FILE: the worked examples as a page
   bool forward = false;         // the `forward` subcommand: preprocessed .npy tensors in, arrays out
   std::vector<std::string> forward_inputs;
 };

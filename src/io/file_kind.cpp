@@ -75,6 +75,7 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
     case FileKind::png: return starts_with(head, kSignatures[0].magic, kSignatures[0].size);
     case FileKind::safetensors: return is_safetensors(head, file_size);
     case FileKind::json_lines: return !head.empty() && head[0] == '{';
+    case FileKind::html: return std::string_view(reinterpret_cast<const char*>(head.data()), head.size()).starts_with("<!DOCTYPE html>");
   }
   return false;
 }
@@ -82,6 +83,7 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
 void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& option) {
   const std::string what = kind == FileKind::png           ? "a PNG image"
                            : kind == FileKind::safetensors ? "a safetensors file"
+                           : kind == FileKind::html        ? "an HTML page"
                                                            : "a JSON Lines log";
   const std::string name = option + " " + display(path);
   struct stat st {};

@@ -9,7 +9,7 @@
 
 namespace vitattn::io {
 
-enum class FileKind { png, safetensors, json_lines };  // json_lines: a log whose first byte is '{'
+enum class FileKind { png, safetensors, json_lines, html };  // json_lines: a log whose first byte is '{'; html: a page starting "<!DOCTYPE html>"
 
 // "a PNG image", "a JPEG image", "a safetensors file", "a NumPy .npy file", "a zip archive
 // (a PyTorch .pth?)", …, or empty when the bytes match none of the signatures known here.

@@ -17,6 +17,10 @@ std::string head_overlay_suffix(int head, const std::string& image_extension) {
   return "_attn_h" + std::to_string(head) + image_extension;
 }
 
+std::string report_suffix() { return "_report.html"; }
+
+std::string report_index_name() { return "index.html"; }
+
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
@@ -25,6 +29,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
     s.push_back("_cls.npy");
   }
   if (outputs.mask) s.push_back("_mask.npy");
+  if (outputs.report) s.push_back(report_suffix());
   return s;
 }
 
@@ -48,6 +53,7 @@ bool is_output_name(const fs::path& file) {
     every.image_extension = ext;
     every.save_attention = true;
     every.mask = true;
+    every.report = true;
     for (const std::string& suffix : output_suffixes(every))
       if (ends_with(suffix)) return true;
     // "_attn_h<digits>.<ext>"

@@ -16,7 +16,14 @@ struct OutputSet {
   bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
+  bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
 };
+
+// "_report.html": one image's interactive page.
+std::string report_suffix();
+
+// "index.html": a batch's gallery of report pages, in the output folder itself.
+std::string report_index_name();
 
 // "_attn.png" (or the format's extension): the overlay, or the sheet of heads with --head all.
 std::string overlay_suffix(const std::string& image_extension = ".png");

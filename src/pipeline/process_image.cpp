@@ -3,7 +3,10 @@
 #include <cmath>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
+#include "core/query_key.hpp"
 #include "io/file_io.hpp"
 #include "io/image_loader.hpp"
 #include "io/npy.hpp"
@@ -24,6 +27,15 @@ void write_masks(const std::filesystem::path& path, const std::vector<Matrix>& m
                                    static_cast<std::uint64_t>(masks.front().cols())};
   if (stacked) shape.insert(shape.begin(), masks.size());
   write_npy_bool(path, cells.data(), shape);
+}
+
+// One line for the report page: "ViT, 12 layers, 6 heads, D=384, d_head=64, P=16, 4 registers".
+std::string model_summary(const VitModel& model) {
+  std::string line = fmt::format("ViT, {} layer{}, {} head{}, D={}, d_head={}, P={}", model.n_layers(),
+                                 model.n_layers() == 1 ? "" : "s", model.n_heads, model.n_heads == 1 ? "" : "s",
+                                 model.d_model(), model.d_head(), model.patch_size);
+  if (model.n_registers() > 0) line += fmt::format(", {} registers", model.n_registers());
+  return line;
 }
 
 // The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
@@ -56,10 +68,16 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   const int grid_h = height / model.patch_size, grid_w = width / model.patch_size;
   if (options.on_grid) options.on_grid(job, {bgr.cols, bgr.rows, width, height, grid_w, grid_h});
 
+  std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
+  if (options.report)
+    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
+                               model.patch_size, width, height},
+                   layer, *options.report);
   ForwardOptions fo;
   const bool classify = options.on_logits && model.w_head.size() > 0;
-  fo.last_layer = classify ? -1 : layer;  // the logits need every block; the maps still come from `layer`
-  fo.keep_from_layer = view.rollout ? 0 : layer;
+  // The logits need every block, and so does the report's page; the maps still come from `layer`.
+  fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
+  fo.keep_from_layer = view.rollout || report ? 0 : layer;
   fo.scale = options.scale;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
@@ -67,6 +85,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
     if (view.rollout && l <= layer) rollout.add_layer(layer_heads);
     if (l == layer) heads = layer_heads;
+    if (report) report->add_layer(l, layer_heads);
   };
   const ForwardResult result = forward(model, x, fo);
   const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
@@ -80,6 +99,14 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
     draw_mask_outline(overlays.back(), masks.back());
   }
 
+  if (report) {  // one block, one head (the seeded model): its q and k for the step-by-step panel
+    if (model.n_layers() == 1 && model.n_heads == 1) {
+      const QueryKey qk = query_key(model, x);
+      report->add_query_key(qk.q, qk.k, options.scale);
+    }
+    report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr,
+                  maps.front(), model_summary(model));
+  }
   if (options.save_attention) {
     const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
     std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
@@ -121,6 +148,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.image_extension = extension(options.format.format);
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
+  outputs.report = options.report.has_value();
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one.
   if (options.view.head == HeadChoice::all && !options.view.rollout && model.n_heads > 1)
     outputs.head_overlays = model.n_heads;

@@ -11,6 +11,7 @@
 #include "core/vit.hpp"
 #include "io/image_writer.hpp"
 #include "io/overlay.hpp"
+#include "io/report_page.hpp"
 
 namespace vitattn::pipeline {
 
@@ -33,6 +34,7 @@ struct ProcessOptions {
   std::uint64_t max_pixels = 100'000'000;
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
+  std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
   // When set, a model with a classifier runs every block and hands its logits (n_classes)
   // here once the image's outputs are written (the top classes).

@@ -1,0 +1,20 @@
+#include "query_key.hpp"
+
+#include "error.hpp"
+#include "layers.hpp"
+
+namespace vitattn {
+
+QueryKey query_key(const VitModel& model, const ImageTensor& image) {
+  if (model.blocks.empty()) throw Error("query_key: the model has no attention block");
+  const EncoderBlock& block = model.blocks.front();
+  const Matrix x = embed_image(model, image);  // (n_tokens, d_model)
+  const Matrix xn = block.norm1.present() ? layer_norm(x, block.norm1, model.eps) : x;
+  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
+  const Matrix qkv = linear(xn, block.w_qkv, block.b_qkv);
+  const Eigen::Index d_attn = model.d_attn(), d_head = model.d_head();
+  return {qkv.middleCols(0, d_head),        // (n_tokens, d_head)
+          qkv.middleCols(d_attn, d_head)};  // (n_tokens, d_head)
+}
+
+}  // namespace vitattn

@@ -1,0 +1,35 @@
+#pragma once
+// One self-contained HTML page from a template kept in src/report/ (embedded at build time):
+// the style, the script and JSON data go inline, and a Content-Security-Policy meta tag lets
+// the page run exactly that script and style (named by their SHA-256) and show images from
+// data: URIs, and nothing from anywhere else.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace vitattn::io {
+
+struct PageTemplate {
+  std::string_view html;        // with {{CSP}}, {{STYLE}}, {{SCRIPT}} and the caller's {{KEY}}s
+  std::string_view css, css_sha256;
+  std::string_view js, js_sha256;
+};
+
+// The template with every {{KEY}} replaced in one pass (what is put in is never searched
+// again): CSP, STYLE and SCRIPT from the template, the rest from `fields`, given ready to
+// insert. Throws Error on a {{KEY}} that has no value.
+std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields);
+
+// Text for an HTML element or a quoted attribute: & < > " ' escaped.
+std::string html_escape(std::string_view text);
+
+// JSON text made safe inside <script type="application/json">: every '<' (which JSON only
+// has inside strings) becomes \u003c, so no "</script>" can end the block early.
+std::string script_safe_json(std::string_view json_text);
+
+// RFC 4648 base64 with padding. Hand-written: OpenCV's base64 is internal to its file
+// storage, and these few lines are cheaper than a new dependency.
+std::string base64(const void* data, std::size_t size);
+
+}  // namespace vitattn::io

@@ -1,0 +1,91 @@
+#pragma once
+// The interactive report of one image, <name>_report.html: one self-contained page holding
+// the image, every layer's attention (8 bits per weight with a per-row scale), the
+// per-head statistics, and the page's own script and styles (src/report/, embedded at build
+// time). The page draws any token's row or column, any layer and head or fusion, rollout.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "core/tensor.hpp"
+
+namespace vitattn::io {
+
+// What the page shows first: the run's own choices.
+struct ReportStart {
+  int layer = -1;              // negative counts from the end
+  std::string head = "mean";   // a head index, or mean | max | min
+  bool rollout = false;
+  float discard_ratio = 0.0f;
+  std::optional<float> threshold;
+  double alpha = 0.5;
+  std::string colormap = "jet";
+  bool smooth = true;          // bilinear upsampling of the map; false: nearest (the patch grid)
+};
+
+struct ReportSettings {
+  double max_mb = 16.0;  // budget of the attention data in the page, in 10⁶ bytes
+  ReportStart start;
+};
+
+// The tokens and grid of one image's attention.
+struct ReportShape {
+  int layers = 1, heads = 1;
+  int first_patch = 1;          // 1 + registers
+  int grid_h = 0, grid_w = 0;
+  int patch_size = 16;
+  int input_w = 0, input_h = 0; // the model input, pixels
+  int tokens() const { return first_patch + grid_h * grid_w; }
+};
+
+// Collects one image's attention layer by layer as the forward pass hands it over, keeping
+// only what goes in the page (quantised at once), then writes the page.
+class ReportBuilder {
+ public:
+  // full_layer: the drawn layer, whose full matrices are kept when the full matrices of every
+  // layer would take more than settings.max_mb (then every other layer keeps its class-token rows).
+  ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings);
+
+  // heads H × (T, T) softmax rows of `layer`, layers in any order.
+  void add_layer(int layer, const std::vector<Matrix>& heads);
+
+  // The single head's q and k (T, d_k) each, for the page's step-by-step panel.
+  void add_query_key(const Matrix& q, const Matrix& k, bool scale);
+
+  // Writes the page (temporary file, then rename). bgr: the decoded image; drawn_map
+  // (grid_h, grid_w): the map of the overlay, for the gallery's entropy; model: one line.
+  void write(const std::filesystem::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
+             const std::string& model) const;
+
+  bool keeps_every_layer() const { return full_layers_ == shape_.layers; }
+
+ private:
+  struct Layer {
+    int rows = 0;                   // T (full matrices) or 1 (class-token rows); 0: not added
+    std::vector<std::uint8_t> q8;   // (H, rows, T): round(a / s · 255)
+    std::vector<float> scale;       // (H, rows): s, the row's largest weight
+  };
+  ReportShape shape_;
+  ReportSettings settings_;
+  int full_layer_;
+  int full_layers_ = 0;             // how many layers keep full matrices: every one, 1 or 0
+  double full_mb_ = 0;              // what every layer's full matrices would take
+  std::vector<Layer> layers_;
+  std::vector<std::vector<double>> entropy_, distance_;  // [layer][head]
+  Matrix distances_;                // (n_patches, n_patches) pixels
+  float largest_scale_ = 0;
+  Matrix q_, k_;                    // single head only: (T, d_k)
+  bool qk_scale_ = true;
+};
+
+// The gallery of a batch (the pipeline names it <out>/index.html): each page's thumbnail
+// linking to it, sortable by name and by the entropy of the drawn map. pages: relative to
+// the gallery's folder. Reads each page's
+// summary block; a page that has none is listed without a thumbnail, a missing page (its image
+// failed) is left out.
+void write_report_index(const std::filesystem::path& index, const std::vector<std::filesystem::path>& pages);
+
+}  // namespace vitattn::io

@@ -1,0 +1,29 @@
+#include "report_gallery.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "io/file_io.hpp"
+#include "io/report_page.hpp"
+#include "job_outputs.hpp"
+
+namespace vitattn::pipeline {
+namespace fs = std::filesystem;
+
+std::vector<fs::path> report_pages(const std::vector<ImageJob>& jobs, const fs::path& out) {
+  std::vector<fs::path> pages;
+  for (const ImageJob& job : jobs)
+    pages.push_back(with_suffix(job.output_base, report_suffix().c_str()).lexically_relative(out));
+  return pages;
+}
+
+fs::path write_report_gallery(const fs::path& out, const std::vector<fs::path>& pages) {
+  const fs::path index = out / report_index_name();
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(index, ec)))
+    throw Error(fmt::format("{}: is a symbolic link; the gallery is not written", io::display(index)));
+  io::write_report_index(index, pages);
+  return index;
+}
+
+}  // namespace vitattn::pipeline

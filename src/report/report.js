@@ -1,0 +1,469 @@
+// vitattn report page: every token's attention row (or column), every layer, every head, from
+// the data vitattn wrote into this page. No network, no library: the page is one file.
+// Contract for scripts and tests: window.vitattn.select({layer, head, query, view}), .row(), .info().
+(() => {
+  'use strict';
+  const D = JSON.parse(document.getElementById('vitattn-data').textContent);
+  const L = D.layers, H = D.heads, T = D.tokens, FP = D.first_patch;
+  const [GH, GW] = D.grid, N = GH * GW;
+
+  // ---- data: base64 → typed arrays -------------------------------------------------------
+  function bytes(b64) {
+    const bin = atob(b64), out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  // vitattn writes little-endian float32, which is what every browser's Float32Array reads.
+  const floats = (b64) => { const b = bytes(b64); return new Float32Array(b.buffer, 0, b.length >> 2); };
+  // layer l: q8 (H, rows, T), scale (H, rows); weight = q8 · scale / 255; rows = T or 1 (class token only)
+  const layers = D.attention.map((l) => ({ rows: l.rows, q8: bytes(l.q8), scale: floats(l.scale) }));
+  const luts = {};
+  for (const name of Object.keys(D.colormaps)) luts[name] = bytes(D.colormaps[name]);
+  const qk = D.qk ? { dk: D.qk.d_k, scale: D.qk.scale, q: floats(D.qk.q), k: floats(D.qk.k) } : null;
+
+  const isFull = (l) => layers[l].rows === T;
+  const tokenName = (t) => (t === 0 ? 'class token' : t < FP ? `register ${t - 1}` : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
+
+  // One head's row i of layer l (its weights over the T keys), or column j (every query's weight on key j).
+  function headRow(l, h, i, out) {
+    const a = layers[l], r = a.rows === T ? i : 0, base = (h * a.rows + r) * T, s = a.scale[h * a.rows + r] / 255;
+    for (let j = 0; j < T; j++) out[j] = a.q8[base + j] * s;
+  }
+  function headCol(l, h, j, out) {
+    const a = layers[l];
+    for (let i = 0; i < T; i++) out[i] = a.q8[(h * T + i) * T + j] * (a.scale[h * T + i] / 255);
+  }
+  const tmp = new Float64Array(T);
+  // The heads of layer l fused as `head` asks (an index, mean, max or min), row or column.
+  function fusedVector(l, head, token, view, out) {
+    const get = view === 'key' ? headCol : headRow;
+    if (typeof head === 'number') { get(l, head, token, out); return out; }
+    get(l, 0, token, out);
+    for (let h = 1; h < H; h++) {
+      get(l, h, token, tmp);
+      for (let j = 0; j < T; j++) {
+        if (head === 'mean') out[j] += tmp[j];
+        else if (head === 'max') out[j] = Math.max(out[j], tmp[j]);
+        else out[j] = Math.min(out[j], tmp[j]);
+      }
+    }
+    if (head === 'mean') for (let j = 0; j < T; j++) out[j] /= H;
+    return out;
+  }
+
+  // ---- rollout (Abnar & Zuidema; as vitattn --rollout): Â = rownorm((discard(fuse(A)) + I) / 2),
+  // R = Â_L ··· Â_0. One row of R is e_qᵀ·Â_L···Â_0, one column Â_L(···(Â_0·e_k)): vector products only.
+  const rolloutCache = new Map();
+  function rolloutMatrix(l, head, ratio) {
+    const key = `${l}/${head}/${ratio}`;
+    if (rolloutCache.has(key)) return rolloutCache.get(key);
+    const m = new Float64Array(T * T), row = new Float64Array(T);
+    for (let i = 0; i < T; i++) { fusedVector(l, head, i, 'query', row); m.set(row, i * T); }
+    const drop = Math.floor(T * T * ratio);
+    if (drop > 0) {  // the weakest links, ties by position; never the class token's link to itself
+      const order = Array.from({ length: T * T }, (_, i) => i).sort((a, b) => m[a] - m[b] || a - b);
+      for (let k = 0; k < drop; k++) if (order[k] !== 0) m[order[k]] = 0;
+    }
+    for (let i = 0; i < T; i++) {
+      m[i * T + i] += 1;
+      let sum = 0;
+      for (let j = 0; j < T; j++) sum += m[i * T + j];
+      for (let j = 0; j < T; j++) m[i * T + j] /= sum;  // (A + I)/2 renormalised = (A + I)/Σ(A + I)
+    }
+    rolloutCache.set(key, m);
+    return m;
+  }
+  function rolloutVector(layer, head, token, view, out) {
+    let v = new Float64Array(T), w = new Float64Array(T);
+    v[token] = 1;
+    if (view === 'query') {
+      for (let l = layer; l >= 0; l--) {  // v ← v·Â_l
+        const m = rolloutMatrix(l, head, state.discard);
+        w.fill(0);
+        for (let i = 0; i < T; i++) { const vi = v[i]; if (vi === 0) continue; for (let j = 0; j < T; j++) w[j] += vi * m[i * T + j]; }
+        [v, w] = [w, v];
+      }
+    } else {
+      for (let l = 0; l <= layer; l++) {  // v ← Â_l·v
+        const m = rolloutMatrix(l, head, state.discard);
+        for (let i = 0; i < T; i++) { let s = 0; for (let j = 0; j < T; j++) s += m[i * T + j] * v[j]; w[i] = s; }
+        [v, w] = [w, v];
+      }
+    }
+    for (let j = 0; j < T; j++) out[j] = v[j];
+    return out;
+  }
+
+  // ---- state -----------------------------------------------------------------------------
+  const S = D.start;
+  const state = {
+    layer: S.layer, head: /^\d+$/.test(S.head) ? Math.min(Number(S.head), H - 1) : S.head, query: 0, view: 'query',
+    rollout: !!S.rollout && layers.every((a) => a.rows === T), discard: S.discard_ratio || 0, alpha: S.alpha,
+    colormap: luts[S.colormap] ? S.colormap : Object.keys(luts)[0], smooth: S.smooth, grid: false,
+    threshold: S.threshold, stepKey: null,
+  };
+  let pinned = false;
+  const current = new Float32Array(T);
+
+  function check(next) {
+    const fail = (m) => { throw new Error(`vitattn.select: ${m}`); };
+    if (!Number.isInteger(next.layer) || next.layer < 0 || next.layer >= L) fail(`layer must be 0…${L - 1}`);
+    if (!(['mean', 'max', 'min'].includes(next.head) || (Number.isInteger(next.head) && next.head >= 0 && next.head < H)))
+      fail(`head must be 0…${H - 1} or "mean", "max", "min"`);
+    if (!Number.isInteger(next.query) || next.query < 0 || next.query >= T) fail(`query must be a token index 0…${T - 1}`);
+    if (next.view !== 'query' && next.view !== 'key') fail('view must be "query" or "key"');
+    if (!isFull(next.layer) && (next.query !== 0 || next.view !== 'query'))
+      fail(`layer ${next.layer} keeps only the class token's rows in this page (see what was left out)`);
+    if (next.rollout) for (let l = 0; l <= next.layer; l++) if (!isFull(l)) fail(`rollout needs the full matrices of layers 0…${next.layer}`);
+  }
+
+  function compute() {
+    if (state.rollout) rolloutVector(state.layer, state.head, state.query, state.view, current);
+    else fusedVector(state.layer, state.head, state.query, state.view, current);
+  }
+
+  // ---- drawing ---------------------------------------------------------------------------
+  const $ = (id) => document.getElementById(id);
+  const view = $('view'), ctx = view.getContext('2d');
+  const heat = document.createElement('canvas');
+  heat.width = GW; heat.height = GH;
+  const heatCtx = heat.getContext('2d'), heatPixels = heatCtx.createImageData(GW, GH);
+  const image = new Image();
+  let imageReady = false;
+
+  // The patches' values, min-max normalised as the PNG overlay does, through the colormap.
+  function paintMap(vec, pixels) {
+    let lo = Infinity, hi = -Infinity;
+    for (let p = 0; p < N; p++) { const v = vec[FP + p]; if (v < lo) lo = v; if (v > hi) hi = v; }
+    const lut = luts[state.colormap], span = hi > lo ? hi - lo : 1;
+    for (let p = 0; p < N; p++) {
+      const level = hi > lo ? Math.min(255, Math.max(0, Math.round(((vec[FP + p] - lo) / span) * 255))) : 0;
+      pixels.data[p * 4] = lut[level * 3]; pixels.data[p * 4 + 1] = lut[level * 3 + 1];
+      pixels.data[p * 4 + 2] = lut[level * 3 + 2]; pixels.data[p * 4 + 3] = 255;
+    }
+  }
+
+  // DINO's mask: the fewest patches holding `fraction` of the map's mass, largest first.
+  function massMask(vec, fraction) {
+    const idx = Array.from({ length: N }, (_, p) => p).sort((a, b) => vec[FP + a] - vec[FP + b]);
+    let total = 0;
+    for (let p = 0; p < N; p++) total += Math.max(0, vec[FP + p]);
+    const mask = new Uint8Array(N);
+    let cum = 0;
+    for (const p of idx) { cum += Math.max(0, vec[FP + p]) / (total || 1); if (cum > 1 - fraction) mask[p] = 1; }
+    return mask;
+  }
+
+  function drawView() {
+    const W = view.width, Hh = view.height, cw = W / GW, ch = Hh / GH;
+    if (imageReady) ctx.drawImage(image, 0, 0, W, Hh); else { ctx.fillStyle = '#000'; ctx.fillRect(0, 0, W, Hh); }
+    paintMap(current, heatPixels);
+    heatCtx.putImageData(heatPixels, 0, 0);
+    ctx.imageSmoothingEnabled = state.smooth;
+    ctx.globalAlpha = state.alpha;  // (1 − α)·image + α·heatmap, as the overlay PNG
+    ctx.drawImage(heat, 0, 0, W, Hh);
+    ctx.globalAlpha = 1;
+    if (state.grid) {
+      ctx.strokeStyle = 'rgba(255,255,255,0.35)'; ctx.lineWidth = 1; ctx.beginPath();
+      for (let x = 1; x < GW; x++) { ctx.moveTo(x * cw, 0); ctx.lineTo(x * cw, Hh); }
+      for (let y = 1; y < GH; y++) { ctx.moveTo(0, y * ch); ctx.lineTo(W, y * ch); }
+      ctx.stroke();
+    }
+    if (state.threshold != null) {
+      const m = massMask(current, state.threshold), on = (x, y) => x >= 0 && y >= 0 && x < GW && y < GH && m[y * GW + x];
+      ctx.strokeStyle = '#fff'; ctx.lineWidth = 2; ctx.beginPath();
+      for (let y = 0; y < GH; y++) for (let x = 0; x < GW; x++) {
+        if (!on(x, y)) continue;
+        if (!on(x, y - 1)) { ctx.moveTo(x * cw, y * ch); ctx.lineTo((x + 1) * cw, y * ch); }
+        if (!on(x, y + 1)) { ctx.moveTo(x * cw, (y + 1) * ch); ctx.lineTo((x + 1) * cw, (y + 1) * ch); }
+        if (!on(x - 1, y)) { ctx.moveTo(x * cw, y * ch); ctx.lineTo(x * cw, (y + 1) * ch); }
+        if (!on(x + 1, y)) { ctx.moveTo((x + 1) * cw, y * ch); ctx.lineTo((x + 1) * cw, (y + 1) * ch); }
+      }
+      ctx.stroke();
+    }
+    if (state.query >= FP) {  // the picked patch
+      const p = state.query - FP;
+      ctx.strokeStyle = '#ff2bd6'; ctx.lineWidth = 3; ctx.setLineDash(pinned ? [] : [5, 4]);
+      ctx.strokeRect((p % GW) * cw + 1.5, Math.floor(p / GW) * ch + 1.5, cw - 3, ch - 3);
+      ctx.setLineDash([]);
+    }
+  }
+
+  const strip = $('strip'), stripButtons = [];
+  function drawStrip() {
+    const lut = luts[state.colormap];
+    let hi = 0;
+    for (let t = 0; t < T; t++) hi = Math.max(hi, current[t]);
+    stripButtons.forEach((b, t) => {
+      const level = hi > 0 ? Math.round((current[t] / hi) * 255) : 0;
+      b.swatch.style.background = `rgb(${lut[level * 3]},${lut[level * 3 + 1]},${lut[level * 3 + 2]})`;
+      b.value.textContent = current[t].toFixed(4);
+      b.el.classList.toggle('active', state.query === t);
+    });
+  }
+
+  const headsBox = $('heads'), headFigures = [];
+  const headVec = new Float32Array(T);
+  function drawHeads() {
+    headFigures.forEach((f, h) => {
+      fusedVector(state.layer, h, state.query, state.view, headVec);
+      paintMap(headVec, f.pixels);
+      f.ctx.putImageData(f.pixels, 0, 0);
+      f.el.classList.toggle('active', state.head === h);
+    });
+  }
+
+  const statsCanvas = $('stats'), sctx = statsCanvas.getContext('2d');
+  const statsPanels = [{ key: 'entropy', title: 'entropy of the rows (nats)', x0: 50 }, { key: 'distance', title: 'mean attention distance (px)', x0: 410 }];
+  const dots = [];
+  function drawStats() {
+    const w = 300, top = 24, h = 200, css = getComputedStyle(document.body);
+    sctx.clearRect(0, 0, statsCanvas.width, statsCanvas.height);
+    sctx.font = '12px system-ui, sans-serif'; sctx.fillStyle = css.color; sctx.strokeStyle = css.color;
+    dots.length = 0;
+    for (const panel of statsPanels) {
+      const values = D[panel.key].flat();
+      const lo = Math.min(0, ...values), hi = Math.max(...values) || 1;
+      sctx.fillText(panel.title, panel.x0, 14);
+      sctx.strokeRect(panel.x0, top, w, h);
+      sctx.fillText(hi.toFixed(1), panel.x0 - 40, top + 10);
+      sctx.fillText(lo.toFixed(1), panel.x0 - 40, top + h);
+      sctx.fillText('layer 0', panel.x0, top + h + 16);
+      sctx.fillText(`${L - 1}`, panel.x0 + w - 14, top + h + 16);
+      for (let l = 0; l < L; l++) for (let hd = 0; hd < H; hd++) {
+        const x = panel.x0 + (L > 1 ? (l / (L - 1)) * (w - 20) + 10 : w / 2);
+        const y = top + h - ((D[panel.key][l][hd] - lo) / (hi - lo || 1)) * (h - 10) - 5;
+        const active = l === state.layer && (state.head === hd || typeof state.head !== 'number');
+        sctx.beginPath(); sctx.arc(x, y, active ? 5 : 3, 0, 2 * Math.PI);
+        sctx.fillStyle = `hsl(${(hd * 360) / H}, 70%, ${active ? 45 : 60}%)`; sctx.fill();
+        if (active && state.head === hd) { sctx.strokeStyle = '#ff2bd6'; sctx.lineWidth = 2; sctx.stroke(); sctx.lineWidth = 1; sctx.strokeStyle = css.color; }
+        dots.push({ x, y, layer: l, head: hd });
+      }
+      sctx.fillStyle = css.color;
+    }
+  }
+
+  function fmt(v) { return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-4) ? v.toExponential(4) : v.toFixed(6); }
+  // The single head's softmax for one query/key pair, with and without 1/√d_k.
+  function stepNumbers(query, key, scaled) {
+    const dk = qk.dk, c = scaled ? 1 / Math.sqrt(dk) : 1, z = new Float64Array(T);
+    for (let j = 0; j < T; j++) { let s = 0; for (let d = 0; d < dk; d++) s += qk.q[query * dk + d] * qk.k[j * dk + d]; z[j] = s * c; }
+    let m = -Infinity;
+    for (let j = 0; j < T; j++) m = Math.max(m, z[j]);
+    let sum = 0;
+    for (let j = 0; j < T; j++) sum += Math.exp(z[j] - m);
+    let weights = 0;
+    for (let j = 0; j < T; j++) weights += Math.exp(z[j] - m) / sum;
+    const dot = z[key] / c;
+    return { dot, z: z[key], e: Math.exp(z[key] - m), max: m, sum, weight: Math.exp(z[key] - m) / sum, rowSum: weights };
+  }
+  function drawSteps() {
+    const panel = $('steps-panel');
+    if (!qk || state.view !== 'query' || state.rollout) { panel.hidden = true; return; }
+    panel.hidden = false;
+    let key = state.stepKey;
+    if (key == null) { key = 0; for (let j = 1; j < T; j++) if (current[j] > current[key]) key = j; }
+    const a = stepNumbers(state.query, key, true), b = stepNumbers(state.query, key, false);
+    const run = D.qk.scale ? 'scaled (this run)' : 'scaled';
+    const rows = [
+      ['q·k', a.dot, b.dot], [`z = q·k ÷ √d_k (√${qk.dk} = ${Math.sqrt(qk.dk).toFixed(4)}), or q·k`, a.z, b.z],
+      ['largest z of the row (subtracted before eᶻ, as vitattn does)', a.max, b.max],
+      ['e^(z − max)', a.e, b.e], ['row sum Σ e^(z − max)', a.sum, b.sum],
+      ['weight = e^(z − max) / Σ', a.weight, b.weight], ['the row\'s weights sum to', a.rowSum, b.rowSum],
+    ];
+    $('steps').replaceChildren();
+    const cap = document.createElement('p');
+    cap.textContent = `query ${tokenName(state.query)} · key ${tokenName(key)} (shift-click a patch for another key). ` +
+      `The page's map is the ${D.qk.scale ? 'scaled' : 'unscaled (--no-scale)'} column; its weight there: ${current[key].toFixed(6)} (8-bit).`;
+    const table = document.createElement('table');
+    table.className = 'steps';
+    table.innerHTML = '<thead><tr><th>step</th><th></th><th></th></tr></thead>';
+    table.tHead.rows[0].cells[1].textContent = run;
+    table.tHead.rows[0].cells[2].textContent = D.qk.scale ? 'without ÷√d_k' : 'without ÷√d_k (this run)';
+    const body = table.createTBody();
+    for (const [label, x, y] of rows) {
+      const tr = body.insertRow();
+      tr.insertCell().textContent = label; tr.insertCell().textContent = fmt(x); tr.insertCell().textContent = fmt(y);
+    }
+    $('steps').append(cap, table);
+    stepView = { query: state.query, key, scaled: a, unscaled: b };
+  }
+  let stepView = null;
+
+  function drawStatus() {
+    let sum = 0;
+    for (let j = 0; j < T; j++) sum += current[j];
+    const what = state.rollout ? 'rollout' : typeof state.head === 'number' ? `head ${state.head}` : `${state.head} of ${H} heads`;
+    $('status').textContent = `layer ${state.layer} · ${what} · ${state.view === 'query' ? 'query' : 'key'} ${tokenName(state.query)}` +
+      ` · ${state.view === 'query' ? 'row' : 'column'} sum ${sum.toFixed(4)}`;
+    $('layer-out').textContent = `${state.layer} / ${L - 1}${isFull(state.layer) ? '' : ' (class token only)'}`;
+  }
+
+  function syncControls() {
+    $('layer').value = state.layer;
+    $('head').value = String(state.head);
+    for (const r of document.querySelectorAll('input[name=view]')) r.checked = r.value === state.view;
+    $('rollout').checked = state.rollout;
+    $('alpha').value = state.alpha; $('alpha-out').textContent = Number(state.alpha).toFixed(2);
+    $('colormap').value = state.colormap;
+    $('smooth').checked = state.smooth; $('grid').checked = state.grid;
+    $('use-threshold').checked = state.threshold != null;
+    if (state.threshold != null) $('threshold').value = state.threshold;
+    $('threshold-out').textContent = state.threshold != null ? `${Math.round(state.threshold * 100)} %` : 'off';
+  }
+
+  function writeHash() {
+    const h = `#layer=${state.layer}&head=${state.head}&query=${state.query}&view=${state.view}${state.rollout ? '&rollout=1' : ''}`;
+    if (location.hash === h) return;
+    try { history.replaceState(null, '', h); } catch (e) { location.hash = h; }
+  }
+
+  let lastRedrawMs = 0;
+  function redraw() {
+    const t0 = performance.now();
+    compute();
+    drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); syncControls(); writeHash();
+    lastRedrawMs = performance.now() - t0;
+  }
+
+  // Applies a partial state after checking the whole of it; throws Error and changes nothing when invalid.
+  function apply(changes) {
+    const next = { ...state, ...changes };
+    check(next);
+    Object.assign(state, next);
+    redraw();
+  }
+
+  // ---- contract --------------------------------------------------------------------------
+  window.vitattn = Object.freeze({
+    select(opts = {}) {
+      const c = {};
+      for (const k of ['layer', 'head', 'query', 'view', 'rollout']) if (opts[k] !== undefined) c[k] = opts[k];
+      if (typeof c.head === 'string' && /^\d+$/.test(c.head)) c.head = Number(c.head);
+      apply(c);
+      return this.state();
+    },
+    row() { return Float32Array.from(current); },
+    info() {
+      return { layers: L, heads: H, tokens: T, grid: [GH, GW], quantisation: D.quantisation, max_error: D.max_error,
+        first_patch: FP, full_layers: layers.map((a, l) => (a.rows === T ? l : -1)).filter((l) => l >= 0) };
+    },
+    state() { return { layer: state.layer, head: state.head, query: state.query, view: state.view, rollout: state.rollout, pinned }; },
+    stats() { return { entropy: D.entropy, distance: D.distance }; },
+    steps() { return stepView; },
+    lastRedrawMs() { return lastRedrawMs; },
+  });
+
+  // ---- controls --------------------------------------------------------------------------
+  function tokenAt(ev) {
+    const r = view.getBoundingClientRect();
+    const x = Math.floor(((ev.clientX - r.left) / r.width) * GW), y = Math.floor(((ev.clientY - r.top) / r.height) * GH);
+    return x >= 0 && y >= 0 && x < GW && y < GH ? FP + y * GW + x : null;
+  }
+  // A token picked in the page: on a layer with class-token rows only, it cannot be shown.
+  function pick(token) {
+    if (token == null || token === state.query) return;
+    if (!isFull(state.layer) && token !== 0) { $('status').textContent = `layer ${state.layer} keeps only the class token's rows`; return; }
+    apply({ query: token });
+  }
+  view.addEventListener('mousemove', (ev) => { if (!pinned) pick(tokenAt(ev)); });
+  view.addEventListener('click', (ev) => {
+    const t = tokenAt(ev);
+    if (t == null) return;
+    if (ev.shiftKey) { state.stepKey = t; redraw(); return; }
+    pinned = !(pinned && t === state.query);
+    pick(t);
+    redraw();
+  });
+  document.addEventListener('keydown', (ev) => {
+    const move = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }[ev.key];
+    if (!move || ev.target.tagName === 'INPUT' || ev.target.tagName === 'SELECT') return;
+    ev.preventDefault();
+    if (state.query < FP) { pick(FP); return; }
+    const p = state.query - FP, x = Math.min(GW - 1, Math.max(0, (p % GW) + move[0])), y = Math.min(GH - 1, Math.max(0, Math.floor(p / GW) + move[1]));
+    pinned = true;
+    pick(FP + y * GW + x);
+  });
+
+  function setup() {
+    document.title = `${D.name} — vitattn report`;
+    $('title').textContent = D.name;
+    $('model').textContent = `${D.model} · ${T} tokens (${FP > 1 ? `class token, ${FP - 1} registers, ` : 'class token, '}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
+    $('quant').textContent = `Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row's largest weight): ` +
+      `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.`;
+    for (const line of D.left_out) { const li = document.createElement('li'); li.textContent = line; $('left-out').append(li); }
+    const layer = $('layer');
+    layer.max = L - 1; layer.disabled = L === 1;
+    layer.addEventListener('input', () => {
+      const l = Number(layer.value), c = { layer: l };
+      if (!isFull(l)) { c.query = 0; c.view = 'query'; c.rollout = false; }
+      if (state.rollout) for (let k = 0; k <= l; k++) if (!isFull(k)) c.rollout = false;
+      apply(c);
+    });
+    const head = $('head');
+    for (const v of ['mean', 'max', 'min', ...Array.from({ length: H }, (_, h) => String(h))]) {
+      const o = document.createElement('option'); o.value = v; o.textContent = /^\d/.test(v) ? `head ${v}` : `${v} of heads`; head.append(o);
+    }
+    head.addEventListener('change', () => apply({ head: /^\d+$/.test(head.value) ? Number(head.value) : head.value }));
+    for (const r of document.querySelectorAll('input[name=view]'))
+      r.addEventListener('change', () => { try { apply({ view: r.value }); } catch (e) { syncControls(); $('status').textContent = e.message; } });
+    $('rollout').disabled = !layers.every((a) => a.rows === T) || L === 1;
+    $('rollout').addEventListener('change', () => { try { apply({ rollout: $('rollout').checked }); } catch (e) { syncControls(); $('status').textContent = e.message; } });
+    $('alpha').addEventListener('input', () => { state.alpha = Number($('alpha').value); redraw(); });
+    const cm = $('colormap');
+    for (const name of Object.keys(luts)) { const o = document.createElement('option'); o.value = o.textContent = name; cm.append(o); }
+    cm.addEventListener('change', () => { state.colormap = cm.value; redraw(); });
+    $('smooth').addEventListener('change', () => { state.smooth = $('smooth').checked; redraw(); });
+    $('grid').addEventListener('change', () => { state.grid = $('grid').checked; redraw(); });
+    const thresholdChanged = () => { state.threshold = $('use-threshold').checked ? Number($('threshold').value) : null; redraw(); };
+    $('use-threshold').addEventListener('change', thresholdChanged);
+    $('threshold').addEventListener('input', () => { $('use-threshold').checked = true; thresholdChanged(); });
+    for (let t = 0; t < FP; t++) {
+      const el = document.createElement('button'), swatch = document.createElement('span'), value = document.createElement('span');
+      swatch.className = 'swatch';
+      el.append(swatch, t === 0 ? 'cls ' : `reg ${t - 1} `, value);
+      el.title = tokenName(t);
+      el.addEventListener('click', () => { pinned = true; pick(t); redraw(); });
+      strip.append(el);
+      stripButtons.push({ el, swatch, value });
+    }
+    for (let h = 0; h < H; h++) {
+      const el = document.createElement('figure'), c = document.createElement('canvas'), cap = document.createElement('figcaption');
+      c.width = GW; c.height = GH; cap.textContent = `head ${h}`;
+      el.append(c, cap);
+      el.addEventListener('click', () => apply({ head: h, rollout: false }));
+      headsBox.append(el);
+      headFigures.push({ el, ctx: c.getContext('2d'), pixels: c.getContext('2d').createImageData(GW, GH) });
+    }
+    statsCanvas.addEventListener('click', (ev) => {
+      const r = statsCanvas.getBoundingClientRect(), x = ((ev.clientX - r.left) / r.width) * statsCanvas.width, y = ((ev.clientY - r.top) / r.height) * statsCanvas.height;
+      let best = null, bestD = 12 * 12;
+      for (const d of dots) { const dd = (d.x - x) ** 2 + (d.y - y) ** 2; if (dd < bestD) { best = d; bestD = dd; } }
+      if (!best) return;
+      const c = { layer: best.layer, head: best.head, rollout: false };
+      if (!isFull(best.layer)) { c.query = 0; c.view = 'query'; }
+      apply(c);
+    });
+  }
+
+  // The view a link carries: #layer=…&head=…&query=…&view=…; a bad fragment is ignored.
+  function readHash() {
+    const p = new URLSearchParams(location.hash.slice(1)), c = {};
+    if (p.has('layer')) c.layer = Number(p.get('layer'));
+    if (p.has('head')) c.head = /^\d+$/.test(p.get('head')) ? Number(p.get('head')) : p.get('head');
+    if (p.has('query')) c.query = Number(p.get('query'));
+    if (p.has('view')) c.view = p.get('view');
+    if (p.has('rollout')) c.rollout = p.get('rollout') === '1';
+    if (c.query !== undefined) pinned = true;
+    try { check({ ...state, ...c }); Object.assign(state, c); } catch (e) { pinned = false; }
+  }
+
+  const [iw, ih] = D.image_size, f = Math.min(1, 1024 / Math.max(iw, ih));
+  view.width = Math.max(1, Math.round(iw * f)); view.height = Math.max(1, Math.round(ih * f));
+  setup();
+  readHash();
+  redraw();
+  image.addEventListener('load', () => { imageReady = true; redraw(); document.body.dataset.ready = '1'; });
+  image.addEventListener('error', () => { document.body.dataset.ready = '1'; });
+  image.src = D.image;
+})();

@@ -1,0 +1,287 @@
+"""vitattn --report in a real browser (headless Debian Chromium, one session for this file).
+
+The pages are opened from disk (file://). Checked against what vitattn saves with
+--save-attention (.npy), redone here with numpy:
+  - window.vitattn.row() for several layers, heads (index, mean, max, min), queries and both
+    views, within the max_error the page states;
+  - rollout's class row against --rollout's _cls.npy; entropy and mean attention distance
+    against numpy; the seeded model's step-by-step numbers (its one block's q and k) against
+    the scaled and --no-scale matrices, at the default shape and with d_k ≠ D;
+  - a real mouse click on a patch and an arrow key change the query; the URL fragment brings a
+    view back; the Content-Security-Policy blocks a request the test makes from the page;
+  - no console errors and no network requests;
+  - the fallback under --report-max-mb keeps the class rows of every layer and --layer's
+    matrices, and says so;
+  - index.html's links resolve to pages, and sorting by entropy orders the cards.
+
+Runs under pytest (tests/conftest.py); the binary is harness.BIN. Needs numpy, cv2, python3-selenium,
+chromium, chromium-driver.
+"""
+import sys
+import tempfile
+import unittest
+import urllib.parse
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+import harness
+from harness import REPO, photo_like
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import browser  # noqa: E402
+
+CIFAR = REPO / "models" / "vit_cifar10_tintn.safetensors"
+DRIVER = PROFILE = None
+
+
+def run(*args):
+    rc, _, err = harness.run(*args)
+    if rc != 0:
+        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
+
+
+def photo(path, h, w, seed):
+    cv2.imwrite(str(path), photo_like(h, w, seed))
+
+
+def js(script, *args):
+    return DRIVER.execute_script(script, *args)
+
+
+def select(**kw):
+    return js("return window.vitattn.select(arguments[0])", kw)
+
+
+def row():
+    return np.array(js("return Array.from(window.vitattn.row())"), dtype=np.float64)
+
+
+def fuse(a, head):  # a (H, T, T)
+    if isinstance(head, int):
+        return a[head]
+    return {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]
+
+
+def rollout_cls(layers, head):
+    """(A + I)/2 renormalised per layer, multiplied later-on-the-left: the README's rollout."""
+    r = None
+    for a in layers:
+        m = fuse(a.astype(np.float64), head) + np.eye(a.shape[1])
+        m /= m.sum(1, keepdims=True)
+        r = m if r is None else m @ r
+    return r[0]
+
+
+class ReportPage(unittest.TestCase):
+    """The pages of one batch, made once for the class (harness.TmpCase's folder is per test)."""
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="vitattn-report-")
+        d = cls.dir = Path(cls.tmp.name)
+        (d / "in").mkdir()
+        photo(d / "in" / "cat.png", 120, 160, 0)
+        photo(d / "in" / "dog one.png", 90, 90, 1)
+        cls.layer = 2
+        run("--model", CIFAR, "--report", "--save-attention", "--layer", cls.layer, d / "in", "-o", d / "out", "-q")
+        cls.npy = {}  # layer → (H, T, T) of cat.png, each from its own --save-attention run
+        for layer in range(4):
+            o = d / f"l{layer}"
+            run("--model", CIFAR, "--save-attention", "--layer", layer, d / "in" / "cat.png", "-o", o, "-q")
+            cls.npy[layer] = np.load(o / "cat_attn.npy")
+        run("--model", CIFAR, "--rollout", "--save-attention", "--layer", 2, d / "in" / "cat.png", "-o", d / "roll", "-q")
+        cls.page = (d / "out" / "cat_report.html").as_uri()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def open(self, url):
+        browser.open_page(DRIVER, url)
+        return js("return window.vitattn.info()")
+
+    def assertClean(self):
+        self.assertEqual(browser.console_errors(DRIVER), [], "console errors")
+        self.assertEqual(browser.network_requests(DRIVER), [], "network requests")
+
+    def test_rows_match_saved_attention(self):
+        info = self.open(self.page)
+        self.assertEqual((info["layers"], info["heads"], info["tokens"], info["grid"]), (4, 4, 65, [8, 8]))
+        self.assertEqual(info["quantisation"], "u8-row")
+        err = info["max_error"]
+        self.assertTrue(0 < err < 2.5e-3, err)  # 8 bits of a weight ≤ 1: at most 1/510 + float rounding
+        checked, worst = 0, 0.0
+        for layer in (0, 1, self.layer, 3):
+            a = self.npy[layer]
+            for head in (0, 1, 3, "mean", "max", "min"):
+                for query in (0, 1, 27, 64):
+                    for view in ("query", "key"):
+                        select(layer=layer, head=head, query=query, view=view)
+                        want = fuse(a, head)[query] if view == "query" else fuse(a, head)[:, query]
+                        diff = np.abs(row() - want).max()
+                        worst = max(worst, diff)
+                        self.assertLessEqual(diff, err, f"layer {layer} head {head} query {query} {view}")
+                        checked += 1
+        print(f"report rows: {checked} rows/columns within {worst:.2e} of the .npy (stated {err:.2e})")
+        self.assertClean()
+
+    def test_rollout_and_stats(self):
+        self.open(self.page)
+        select(layer=2, head="mean", query=0, view="query", rollout=True)
+        got = row()[1:].reshape(8, 8)
+        want = np.load(self.dir / "roll" / "cat_cls.npy")
+        own = rollout_cls([self.npy[l] for l in range(3)], "mean")[1:].reshape(8, 8)
+        self.assertLess(np.abs(own - want).max(), 1e-5)  # the numpy rollout is vitattn's
+        # Three layers of 8-bit rows, each within 1/510 of its weight: the class row stays within 1e-3.
+        self.assertLess(np.abs(got - want).max(), 1e-3)
+        stats = js("return window.vitattn.stats()")
+        ys, xs = np.divmod(np.arange(64), 8)
+        dist = np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * 4  # patch 4 px at 32×32
+        for layer in (0, 3):
+            a = self.npy[layer].astype(np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ent = -np.where(a > 0, a * np.log(a), 0).sum(-1).mean(-1)
+            p = a[:, 1:, 1:] / a[:, 1:, 1:].sum(-1, keepdims=True)
+            mad = (p * dist).sum(-1).mean(-1)
+            np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(stats["distance"][layer], mad, rtol=1e-5, atol=1e-5)
+        self.assertClean()
+
+    def test_mouse_keys_and_fragment(self):
+        self.open(self.page)
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        select(layer=self.layer, head="mean", query=0, view="query")
+        canvas = DRIVER.find_element(By.ID, "view")
+        w, h = canvas.size["width"], canvas.size["height"]
+        gx, gy = 6, 2  # patch (row 2, col 6) → token 1 + 2·8 + 6
+        ActionChains(DRIVER).move_to_element_with_offset(canvas, int((gx + 0.5) * w / 8 - w / 2),
+                                                         int((gy + 0.5) * h / 8 - h / 2)).click().perform()
+        state = js("return window.vitattn.state()")
+        self.assertEqual(state["query"], 1 + gy * 8 + gx)
+        self.assertTrue(state["pinned"])
+        np.testing.assert_allclose(row(), fuse(self.npy[self.layer], "mean")[state["query"]], atol=js("return window.vitattn.info().max_error"))
+        ActionChains(DRIVER).send_keys(Keys.ARROW_LEFT).perform()
+        self.assertEqual(js("return window.vitattn.state().query"), 1 + gy * 8 + gx - 1)
+        ActionChains(DRIVER).send_keys(Keys.ARROW_DOWN).perform()
+        self.assertEqual(js("return window.vitattn.state().query"), 1 + (gy + 1) * 8 + gx - 1)
+        select(layer=3, head=1, query=30, view="key")
+        fragment = js("return location.hash")
+        self.open(self.page + fragment)
+        state = js("return window.vitattn.state()")
+        self.assertEqual((state["layer"], state["head"], state["query"], state["view"]), (3, 1, 30, "key"))
+        self.assertClean()
+
+    def test_offline_and_csp(self):
+        self.open(self.page)
+        csp = js("return document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
+        self.assertIn("default-src 'none'", csp)
+        # The policy is in force: a request the page tries is refused by the browser.
+        blocked = DRIVER.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            let violation = null;
+            document.addEventListener('securitypolicyviolation', (e) => { violation = e.violatedDirective; });
+            fetch('http://127.0.0.1:9/x').then(() => done('fetched'), () => setTimeout(() => done(violation), 50));""")
+        self.assertEqual(blocked, "connect-src")
+        browser.console_errors(DRIVER)  # the refusal itself is logged; nothing else may be
+        browser.network_requests(DRIVER)
+        self.open(self.page)
+        resources = js("return performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith('data:'))")
+        self.assertEqual(resources, [])
+        self.assertClean()
+
+    def test_bad_select_is_refused(self):
+        self.open(self.page)
+        for bad in ({"layer": 4}, {"head": 4}, {"head": "median"}, {"query": 65}, {"view": "column"}):
+            with self.assertRaises(Exception, msg=str(bad)):
+                select(**bad)
+        browser.console_errors(DRIVER)
+
+    def test_budget_fallback(self):
+        d = self.dir
+        run("--model", CIFAR, "--report", "--report-max-mb", "0.03", "--layer", 1, d / "in" / "cat.png", "-o", d / "small", "-q")
+        info = self.open((d / "small" / "cat_report.html").as_uri())
+        self.assertEqual(info["full_layers"], [1])
+        left_out = js("return document.getElementById('left-out').textContent")
+        self.assertIn("class token", left_out)
+        self.assertIn("every layer but layer 1", left_out)
+        for layer in (0, 1, 2, 3):
+            select(layer=layer, head="max", query=0, view="query")
+            self.assertLessEqual(np.abs(row() - self.npy[layer].max(0)[0]).max(), info["max_error"])
+        select(layer=1, head=2, query=40, view="key")
+        self.assertLessEqual(np.abs(row() - self.npy[1][2][:, 40]).max(), info["max_error"])
+        with self.assertRaises(Exception):
+            select(layer=3, head=2, query=40, view="query")
+        size = (d / "small" / "cat_report.html").stat().st_size
+        full = (d / "out" / "cat_report.html").stat().st_size
+        self.assertLess(size, full)
+        self.assertClean()
+
+    def test_seeded_step_by_step(self):
+        # The seeded model is a one-block, one-head VitModel: the panel's q and k are its qkv rows
+        # W_Q and W_K. Default shape (D 768, d_k 64) and a head narrower than D (d_k 40 of 96).
+        for shape, d_k in (((), 64), (("--dim", 96, "--d-k", 40, "--img-size", 64, "--patch-size", 8), 40)):
+            with self.subTest(d_k=d_k):
+                self.seeded_step_by_step(shape, d_k)
+
+    def seeded_step_by_step(self, shape, d_k):
+        d, tag = self.dir, f"dk{d_k}"
+        run(*shape, "--report", "--save-attention", d / "in" / "cat.png", "-o", d / f"seeded_{tag}", "-q")
+        run(*shape, "--no-scale", "--save-attention", d / "in" / "cat.png", "-o", d / f"noscale_{tag}", "-q")
+        scaled = np.load(d / f"seeded_{tag}" / "cat_attn.npy")
+        unscaled = np.load(d / f"noscale_{tag}" / "cat_attn.npy")
+        tokens = scaled.shape[-1]
+        info = self.open((d / f"seeded_{tag}" / "cat_report.html").as_uri())
+        self.assertEqual((info["layers"], info["heads"], info["tokens"]), (1, 1, tokens))
+        self.assertEqual(tokens, 197 if d_k == 64 else 65)
+        for query in (0, tokens // 4, tokens - 1):
+            select(layer=0, head=0, query=query, view="query")
+            self.assertLessEqual(np.abs(row() - scaled[query]).max(), info["max_error"])
+            steps = js("return window.vitattn.steps()")
+            key = steps["key"]
+            self.assertEqual(key, int(np.argmax(row())))
+            self.assertAlmostEqual(steps["scaled"]["weight"], scaled[query, key], delta=1e-5)
+            self.assertAlmostEqual(steps["unscaled"]["weight"], unscaled[query, key], delta=1e-5)
+            self.assertAlmostEqual(steps["scaled"]["rowSum"], 1.0, delta=1e-9)
+            self.assertAlmostEqual(steps["scaled"]["z"] * np.sqrt(d_k), steps["unscaled"]["z"],
+                                   delta=1e-6 * abs(steps["unscaled"]["z"]) + 1e-9)
+        self.assertFalse(js("return document.getElementById('steps-panel').hidden"))
+        self.assertClean()
+
+    def test_index_links(self):
+        index = self.dir / "out" / "index.html"
+        DRIVER.get(index.as_uri())
+        cards = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => [li.dataset.name, li.dataset.entropy, li.querySelector('a').getAttribute('href'), !!li.querySelector('img')])")
+        self.assertEqual(sorted(c[0] for c in cards), ["cat.png", "dog one.png"])
+        for name, entropy, href, has_thumb in cards:
+            target = (index.parent / urllib.parse.unquote(href)).resolve()
+            self.assertTrue(target.is_file(), href)
+            self.assertTrue(has_thumb)
+            m = np.load(index.parent / (Path(name).stem + "_cls.npy")).astype(np.float64)
+            p = m / m.sum()
+            self.assertAlmostEqual(float(entropy), float(-(p * np.log(p)).sum()), delta=1e-5)
+        js("document.getElementById('sort-entropy').click()")
+        order = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
+        self.assertEqual(order, sorted(order))
+        js("document.getElementById('sort-entropy-desc').click()")
+        order = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
+        self.assertEqual(order, sorted(order, reverse=True))
+        # Each link opens its page.
+        from selenium.webdriver.common.by import By
+        DRIVER.find_element(By.CSS_SELECTOR, "#gallery li a").click()
+        from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(DRIVER, 30).until(lambda dr: dr.execute_script("return document.body && document.body.dataset.ready === '1'"))
+        self.assertTrue(js("return window.vitattn.info().layers") == 4)
+        self.assertClean()
+
+
+def setUpModule():
+    global DRIVER, PROFILE
+    harness.need(CIFAR.exists(), f"missing {CIFAR}")
+    DRIVER, PROFILE = browser.start()
+
+
+def tearDownModule():
+    browser.stop(DRIVER, PROFILE)
