@@ -14,6 +14,10 @@ the converted .safetensors must write the same .npy bytes (same build, same mach
 difference means the tensors differ), and the logits must match torch's own forward (1e-4).
 Then files that must be refused (code in the pickle, unknown storage type, broken zip, views
 out of their storage): exit 2, one line naming the file, nothing written, nothing run.
+And every family as its releases ship it (timm/DeiT, DINO flat and full checkpoint, DINOv2 with
+registers, HF ViT and Dinov2 as pytorch_model.bin, torchvision), named by test_torch_crosscheck's
+exporters: the .pth and the .safetensors of the same tensors give the same family under -v and
+the same .npy bytes, and match torch's forward.
 Skips when torch cannot be imported (fails under CI=true).
 Run: python3 -m pytest tests/python/test_pth_native.py
 """
@@ -35,6 +39,8 @@ try:
     import torchvision
 except ImportError as e:
     need(False, f"pth_native: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
+
+import test_torch_crosscheck as tc  # noqa: E402  (its model maker, family exporters and torch references)
 
 CONVERT = REPO / "scripts/pth_to_safetensors.py"
 REL_TOL = 1e-4
@@ -225,3 +231,136 @@ def test_pth_files_read_as_their_converted_safetensors():
         rewrite_zip(tmp / "slice.pth", tmp / "huge_numel.pth",
                     edit_pickle(b"K\x06t", b"\x8a\x08" + (2**62).to_bytes(8, "little") + b"t"))
         check_refused(tmp, tmp / "huge_numel.pth", "declares 4611686018427387904")
+
+
+# ---------------------------------------------------------------------------
+# every family as its releases ship it
+# ---------------------------------------------------------------------------
+
+FAMILY_SIZE = (64, 128, 2, 256, 2, 10)  # image, D, heads (= D/64, found by vitattn), MLP, layers, classes
+
+
+def dinov2_tensors(sd, layers, d, seed):
+    """timm names, layer scale and 4 registers, the extras as test_torch_crosscheck's case D makes
+    them. Returns (timm-named dict as dinov2_vits14_reg4_pretrain.pth holds it: no head, with
+    mask_token), (HF Dinov2 names as Dinov2Model's pytorch_model.bin), (ls1, ls2, registers)."""
+    g = torch.Generator().manual_seed(seed)
+    ls1 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
+    ls2 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
+    regs = torch.randn(1, 4, d, generator=g) * 0.5
+    timm = {k: v for k, v in tc.export_timm(sd, layers).items() if not k.startswith("head.")}
+    for i in range(layers):
+        timm[f"blocks.{i}.ls1.gamma"], timm[f"blocks.{i}.ls2.gamma"] = ls1[i], ls2[i]
+    timm["register_tokens"], timm["mask_token"] = regs, torch.zeros(1, d)
+    hf = {"embeddings.cls_token": timm["cls_token"], "embeddings.position_embeddings": timm["pos_embed"],
+          "embeddings.register_tokens": regs, "embeddings.mask_token": torch.zeros(1, d),
+          "embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
+          "embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
+          "layernorm.weight": timm["norm.weight"], "layernorm.bias": timm["norm.bias"]}
+    for i in range(layers):
+        s, t = f"blocks.{i}.", f"encoder.layer.{i}."
+        for part, w, b in zip(("query", "key", "value"), tc.split_qkv(timm[s + "attn.qkv.weight"]),
+                              tc.split_qkv(timm[s + "attn.qkv.bias"])):
+            hf[t + f"attention.attention.{part}.weight"], hf[t + f"attention.attention.{part}.bias"] = w, b
+        for a_, b_ in (("norm1", "norm1"), ("attn.proj", "attention.output.dense"), ("norm2", "norm2"),
+                       ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")):
+            hf[t + b_ + ".weight"], hf[t + b_ + ".bias"] = timm[s + a_ + ".weight"], timm[s + a_ + ".bias"]
+        hf[t + "layer_scale1.lambda1"], hf[t + "layer_scale2.lambda1"] = ls1[i], ls2[i]
+    return timm, hf, (ls1, ls2, regs)
+
+
+def family_cases(model, x):
+    """(name, file name, object torch.save writes, tensors for the .safetensors, --key, family -v
+    must name, torch reference (attention, features, logits or None))."""
+    _, d, _, _, layers, _ = FAMILY_SIZE
+    sd = model.state_dict()
+    ref = tc.torch_reference(model, x)
+    timm = tc.export_timm(sd, layers)
+    dino = {k: v for k, v in timm.items() if not k.startswith("head.")}
+    # DINO's full checkpoint: teacher and student backbones under "backbone." (timm names) beside
+    # their projection heads; vitattn strips "backbone." from a .pth, as pth_to_safetensors --strip does.
+    heads_extra = {"head.mlp.0.weight": torch.randn(16, d), "head.last_layer.weight_g": torch.ones(8, 1)}
+    full = {"teacher": {**{"backbone." + k: v for k, v in dino.items()}, **heads_extra},
+            "student": {**{"backbone." + k: v + 1 for k, v in dino.items()}, **heads_extra},
+            "epoch": 100, "args": argparse.Namespace(arch="vit_small", patch_size=16, lr=0.0005)}
+    v2_timm, v2_hf, (ls1, ls2, regs) = dinov2_tensors(sd, layers, d, seed=77)
+    ref_v2 = tc.dinov2_reference(model, ls1, ls2, regs, x)
+    gap = float(np.abs(ref_v2[1] - ref[1]).max())
+    T.check(gap > 100 * REL_TOL, f"dinov2: layer scale + registers should change the features (gap {gap:.3g})")
+    ref_hf = tc.torch_reference(tc.with_eps(model, 1e-12), x)  # HF ViT's LayerNorm eps
+    no_logits = lambda r: (r[0], r[1], None)  # noqa: E731
+    return [
+        ("timm", "deit_tiny_patch16_224.pth", {"model": timm}, timm, None, "timm", ref),  # as DeiT releases it
+        ("dino", "dino_deitsmall16_pretrain.pth", dino, dino, None, "dino", no_logits(ref)),
+        ("dino full --key teacher", "dino_full_checkpoint.pth", full, dino, "teacher", "dino", no_logits(ref)),
+        ("dinov2", "dinov2_vits14_reg4_pretrain.pth", v2_timm, v2_timm, None, "dinov2", no_logits(ref_v2)),
+        ("hf-vit", "hf_vit/pytorch_model.bin", tc.export_hf_vit(sd, layers), tc.export_hf_vit(sd, layers), None,
+         "hf-vit", ref_hf),
+        ("hf-dinov2", "hf_dinov2/pytorch_model.bin", v2_hf, v2_hf, None, "hf-dinov2", no_logits(ref_v2)),
+        ("torchvision", "vit_b_16-c867db91.pth", tc.export_torchvision(sd), tc.export_torchvision(sd), None,
+         "torchvision", ref),
+    ]
+
+
+def rel_err(got, want):
+    return float(np.abs(got.astype(np.float64) - want).max()) / max(1.0, float(np.abs(want).max()))
+
+
+def test_every_family_pth_reads_as_its_safetensors_and_torch():
+    """Issue 11: ".pth files from every family load natively and agree with torch".
+
+    One random torchvision ViT (D=128, 2 heads, 2 layers, 64x64 input, patch 16), its state
+    dict renamed by test_torch_crosscheck's exporters into each family as it is released:
+    timm ViT/DeiT (with head, under "model" as DeiT's files), DINO (timm names, no head, a
+    flat state dict; and DINO's full checkpoint, timm names under "backbone." beside the
+    projection head, read with --key teacher), DINOv2 (timm names, ls1/ls2 gammas, 4
+    register_tokens, mask_token, no head, as dinov2_vits14_reg4_pretrain.pth), Hugging Face
+    ViT and Dinov2 as pytorch_model.bin, and torchvision. Each is written by torch.save and
+    the same tensors by safetensors_io; `vitattn forward -v` on both must name the family and
+    write identical .npy bytes (same build, same machine, so any difference means the tensors
+    read differ). The torch reference is cheap for every family here (test_torch_crosscheck's
+    torch_reference / dinov2_reference), so the .pth outputs are also compared with torch:
+    attention within 1e-5, features and logits within 1e-4 of max(1, |torch|). The byte
+    equality is the further link to test_torch_crosscheck, which checks each family's
+    safetensors path against torch at several sizes and position resamplings.
+    """
+    with T.section("pth_native families"), tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        size, d, heads, mlp, layers, classes = FAMILY_SIZE
+        model = tc.make_vit(size, d, heads, mlp, layers, classes, seed=31)
+        x = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(32))
+        np.save(tmp / "x.npy", x.numpy())
+        for name, fname, obj, tensors, key, family, (attn, feats, logits) in family_cases(model, x):
+            tag = fname.replace("/", "_").rsplit(".", 1)[0]
+            pth = tmp / fname
+            pth.parent.mkdir(exist_ok=True)
+            torch.save(obj, pth)
+            st = tmp / f"{tag}.safetensors"
+            tc.write_safetensors(st, tensors)
+            keyarg = ["--key", key] if key else []
+            a = run("forward", "--model", pth, *keyarg, tmp / "x.npy", "-o", tmp / f"{tag}_pth", "-v")
+            b = run("forward", "--model", st, tmp / "x.npy", "-o", tmp / f"{tag}_st", "-v")
+            if not (T.check(a.returncode == 0, f"{name}: forward on {fname} failed: {a.stderr.strip()[-300:]}")
+                    & T.check(b.returncode == 0, f"{name}: forward on the .safetensors failed: {b.stderr.strip()[-300:]}")):
+                continue
+            failed_before = T.failed
+            for which, p in ((fname, a), ("the .safetensors", b)):
+                said = [w.split(":")[0] for w in p.stderr.split("family ")[1:]]
+                T.check(said and said[0].split()[0] == family, f"{name}: -v on {which} names family {said}, want {family}")
+            got, want = npy_files(tmp / f"{tag}_pth"), npy_files(tmp / f"{tag}_st")
+            expected = {"x_attention.npy", "x_features.npy"} | ({"x_logits.npy"} if logits is not None else set())
+            T.check(set(got) == expected and set(want) == expected, f"{name}: outputs {sorted(got)} / {sorted(want)}")
+            for f in want:
+                T.check(got.get(f) == want[f], f"{name}: {f} differs between {fname} and the .safetensors")
+            out = tmp / f"{tag}_pth"
+            errs = {"attention": float(np.abs(np.load(out / "x_attention.npy") - attn).max()),
+                    "features": rel_err(np.load(out / "x_features.npy"), feats)}
+            if logits is not None and (out / "x_logits.npy").is_file():
+                errs["logits"] = rel_err(np.load(out / "x_logits.npy"), logits)
+            T.check(errs["attention"] <= 1e-5, f"{name}: attention differs from torch by {errs['attention']:.2e}")
+            for k in ("features", "logits"):
+                if k in errs:
+                    T.check(errs[k] <= REL_TOL, f"{name}: {k} differ from torch by {errs[k]:.2e} (relative)")
+            if T.failed == failed_before:
+                print(f"ok   {name}: {fname} read as {family}, outputs identical to the .safetensors ({len(got)} files), "
+                      + ", ".join(f"{k} vs torch {v:.1e}" for k, v in errs.items()))
