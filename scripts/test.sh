@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset dev
 cmake --build --preset dev
-ctest --preset dev
+ctest --preset dev -j "$(nproc)"  # the tests are independent: each works in its own temporary folder
