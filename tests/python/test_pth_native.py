@@ -252,20 +252,7 @@ def dinov2_tensors(sd, layers, d, seed):
     for i in range(layers):
         timm[f"blocks.{i}.ls1.gamma"], timm[f"blocks.{i}.ls2.gamma"] = ls1[i], ls2[i]
     timm["register_tokens"], timm["mask_token"] = regs, torch.zeros(1, d)
-    hf = {"embeddings.cls_token": timm["cls_token"], "embeddings.position_embeddings": timm["pos_embed"],
-          "embeddings.register_tokens": regs, "embeddings.mask_token": torch.zeros(1, d),
-          "embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
-          "embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
-          "layernorm.weight": timm["norm.weight"], "layernorm.bias": timm["norm.bias"]}
-    for i in range(layers):
-        s, t = f"blocks.{i}.", f"encoder.layer.{i}."
-        for part, w, b in zip(("query", "key", "value"), tc.split_qkv(timm[s + "attn.qkv.weight"]),
-                              tc.split_qkv(timm[s + "attn.qkv.bias"])):
-            hf[t + f"attention.attention.{part}.weight"], hf[t + f"attention.attention.{part}.bias"] = w, b
-        for a_, b_ in (("norm1", "norm1"), ("attn.proj", "attention.output.dense"), ("norm2", "norm2"),
-                       ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")):
-            hf[t + b_ + ".weight"], hf[t + b_ + ".bias"] = timm[s + a_ + ".weight"], timm[s + a_ + ".bias"]
-        hf[t + "layer_scale1.lambda1"], hf[t + "layer_scale2.lambda1"] = ls1[i], ls2[i]
+    hf = tc.export_hf_dinov2(timm, layers)
     return timm, hf, (ls1, ls2, regs)
 
 

@@ -179,6 +179,30 @@ def split_qkv(w):
     return w[:d], w[d:2 * d], w[2 * d:]
 
 
+def export_hf_dinov2(timm, n_layers):
+    """HF Dinov2Model names from a DINOv2 export in timm names (with its blocks' ls1/ls2
+    gammas and register_tokens)."""
+    d = timm["cls_token"].shape[-1]
+    hf = {"embeddings.cls_token": timm["cls_token"], "embeddings.position_embeddings": timm["pos_embed"],
+          "embeddings.register_tokens": timm["register_tokens"], "embeddings.mask_token": torch.zeros(1, d),
+          "embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
+          "embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
+          "layernorm.weight": timm["norm.weight"], "layernorm.bias": timm["norm.bias"]}
+    for i in range(n_layers):
+        s, t = f"blocks.{i}.", f"encoder.layer.{i}."
+        for part, w, b in zip(("query", "key", "value"), split_qkv(timm[s + "attn.qkv.weight"]),
+                              split_qkv(timm[s + "attn.qkv.bias"])):
+            hf[t + f"attention.attention.{part}.weight"] = w
+            hf[t + f"attention.attention.{part}.bias"] = b
+        for a_, b_ in (("norm1", "norm1"), ("attn.proj", "attention.output.dense"), ("norm2", "norm2"),
+                       ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")):
+            hf[t + b_ + ".weight"] = timm[s + a_ + ".weight"]
+            hf[t + b_ + ".bias"] = timm[s + a_ + ".bias"]
+        hf[t + "layer_scale1.lambda1"] = timm[s + "ls1.gamma"]
+        hf[t + "layer_scale2.lambda1"] = timm[s + "ls2.gamma"]
+    return hf
+
+
 def export_hf_vit(sd, n_layers):
     e = "vit.embeddings."
     out = {e + "cls_token": sd["class_token"], e + "position_embeddings": sd["encoder.pos_embedding"],
@@ -586,24 +610,7 @@ def case_d(tmp, model):
         timm[f"blocks.{i}.ls1.gamma"] = ls1[i]
         timm[f"blocks.{i}.ls2.gamma"] = ls2[i]
     timm["register_tokens"] = regs
-    # HF Dinov2 names, from the timm export
-    hf = {"embeddings.cls_token": timm["cls_token"], "embeddings.position_embeddings": timm["pos_embed"],
-          "embeddings.register_tokens": regs, "embeddings.mask_token": torch.zeros(1, d),
-          "embeddings.patch_embeddings.projection.weight": timm["patch_embed.proj.weight"],
-          "embeddings.patch_embeddings.projection.bias": timm["patch_embed.proj.bias"],
-          "layernorm.weight": timm["norm.weight"], "layernorm.bias": timm["norm.bias"]}
-    for i in range(layers):
-        s, t = f"blocks.{i}.", f"encoder.layer.{i}."
-        for part, w, b in zip(("query", "key", "value"), split_qkv(timm[s + "attn.qkv.weight"]),
-                              split_qkv(timm[s + "attn.qkv.bias"])):
-            hf[t + f"attention.attention.{part}.weight"] = w
-            hf[t + f"attention.attention.{part}.bias"] = b
-        for a_, b_ in (("norm1", "norm1"), ("attn.proj", "attention.output.dense"), ("norm2", "norm2"),
-                       ("mlp.fc1", "mlp.fc1"), ("mlp.fc2", "mlp.fc2")):
-            hf[t + b_ + ".weight"] = timm[s + a_ + ".weight"]
-            hf[t + b_ + ".bias"] = timm[s + a_ + ".bias"]
-        hf[t + "layer_scale1.lambda1"] = ls1[i]
-        hf[t + "layer_scale2.lambda1"] = ls2[i]
+    hf = export_hf_dinov2(timm, layers)
 
     x_trained = torch.from_numpy(np.load(tmp / "c0_trained.npy"))
     x_other = torch.from_numpy(np.load(tmp / "c0_other.npy"))
