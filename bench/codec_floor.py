@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""The codec-only floor of the vitattn speed benchmark (a script, not a test).
+
+    codec_floor.py -o OUT images-or-folders...
+
+Decodes each image with OpenCV (the decoder vitattn uses: cv2.imread, IMREAD_COLOR) and
+writes it straight back as <stem>_attn.png with cv2.imwrite at OpenCV's default PNG settings,
+one image after another on one core (cv2.setNumThreads(0): OpenCV runs serially). Nothing
+else: no resize, no model, no colour map, no blend. An overlay has the image's own size, so
+this writes as many pixels as vitattn does, and a batch tool that decodes and writes PNGs
+with OpenCV cannot be faster than this on one core.
+
+Run it with /usr/bin/python3 (Debian cv2).
+"""
+import argparse
+import os
+import sys
+
+import cv2
+
+from numpy_pipeline import expand
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--output", required=True, help="output folder")
+    ap.add_argument("inputs", nargs="+", help="image files or folders")
+    args = ap.parse_args()
+
+    cv2.setNumThreads(0)  # one core: the floor is what one core's codecs cost
+    os.makedirs(args.output, exist_ok=True)
+    failed = 0
+    for path in expand(args.inputs):
+        img = cv2.imread(path, cv2.IMREAD_COLOR)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        out_path = os.path.join(args.output, stem + "_attn.png")
+        if img is None or not cv2.imwrite(out_path, img):
+            print(f"{path}: cannot decode or write", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
