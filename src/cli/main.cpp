@@ -1,3 +1,7 @@
 #include "app.hpp"
+#include "memory_reuse.hpp"
 
-int main(int argc, char** argv) { return vitattn::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  vitattn::cli::reuse_freed_memory();
+  return vitattn::cli::run(argc, argv);
+}
