@@ -122,6 +122,34 @@ def run_once(cmd):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
 
 
+def png_size(path):
+    """(width, height) from a PNG's IHDR."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        die(f"{path} is not a PNG")
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def check_warm_up(outs):
+    """The contenders did the same job: vitattn's outputs are the same bytes at -j 1 and -j N,
+    and the floor wrote PNGs of the same size as vitattn's overlays."""
+    names = sorted(os.listdir(outs["vitattn -j 1"]))
+    for name in names:
+        one = open(os.path.join(outs["vitattn -j 1"], name), "rb").read()
+        for leg, folder in outs.items():
+            other = os.path.join(folder, name)
+            if not os.path.exists(other):
+                die(f"{leg} wrote no {name}")
+            if leg.startswith("vitattn") and open(other, "rb").read() != one:
+                die(f"{leg} wrote other bytes than vitattn -j 1 for {name}")
+            if png_size(other) != png_size(os.path.join(outs["vitattn -j 1"], name)):
+                die(f"{leg}'s {name} is {png_size(other)}, vitattn's is "
+                    f"{png_size(os.path.join(outs['vitattn -j 1'], name))}")
+    print(f"warm-up check: vitattn -j 1 and -j N wrote the same bytes; every output of every "
+          f"way has the size of its photo ({len(names)} files)")
+
+
 def verdict(ok):
     return "met" if ok else "MISSED"
 
@@ -164,17 +192,20 @@ def main():
         legs = {
             vit: lambda o: [binary, "-q", "-j", str(args.jobs), "-o", o, photos],
             "numpy": lambda o: [PY, NUMPY_SCRIPT, "-o", o, photos],
-            "floor": lambda o: [PY, FLOOR_SCRIPT, "-o", o, photos],
+            "floor": lambda o: [PY, FLOOR_SCRIPT, "--loop-cpu", loop_file, "-o", o, photos],
             "vitattn -j 1": lambda o: [binary, "-q", "-j", "1", "-o", o, photos],
         }
         names = list(legs)
         out_root = os.path.join(bench, "out")
+        loop_file = os.path.join(bench, "floor-loop-cpu.txt")
+        floor_loop = []  # CPU s of the floor's decode/encode loop alone, without Python's start
         wall = {n: [] for n in names}
         cpu = {n: [] for n in names}
         # round 0 is a warm-up (page cache, first-run costs): checked, not counted
         for rnd in range(args.rounds + 1):
             order = names[rnd % len(names):] + names[:rnd % len(names)]
             line = []
+            warm_outs = {}
             for name in order:
                 out = os.path.join(out_root, f"{name.replace(' ', '')}-r{rnd}")
                 shutil.rmtree(out, ignore_errors=True)
@@ -182,12 +213,21 @@ def main():
                 got = count_pngs(out)
                 if got != n_photos:
                     die(f"{name} wrote {got} PNGs for {n_photos} photos ({out})")
-                shutil.rmtree(out, ignore_errors=True)
+                if rnd == 0 and name != "numpy":
+                    warm_outs[name] = out
+                else:
+                    shutil.rmtree(out, ignore_errors=True)
                 if rnd > 0:
                     wall[name].append(w)
                     cpu[name].append(c)
+                    if name == "floor":
+                        floor_loop.append(float(open(loop_file).read()))
                 line.append(f"{name} {w:.3f}s ({c:.3f}s CPU)")
             print(("warm-up: " if rnd == 0 else f"round {rnd}: ") + ", ".join(line), flush=True)
+            if rnd == 0:
+                check_warm_up(warm_outs)
+                for out in warm_outs.values():
+                    shutil.rmtree(out, ignore_errors=True)
         load_after = os.getloadavg()
         print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
 
@@ -197,6 +237,10 @@ def main():
         print(f"  {'':16s} {'wall s':>8s} {'(min-max)':>15s} {'CPU s':>8s}")
         for n in names:
             print(f"  {n:16s} {mw[n]:8.3f} {f'({min(wall[n]):.2f}-{max(wall[n]):.2f})':>15s} {mc[n]:8.3f}")
+
+        mloop = statistics.median(floor_loop)
+        print(f"  {'floor loop only':16s} {'':8s} {'':15s} {mloop:8.3f}   (decode + encode, "
+              f"without starting Python and cv2: {mc['floor'] - mloop:.3f} s)")
 
         # Memory: peak RSS at -j 1 and -j N, on the folder and on the folder MEMORY_COPIES times.
         many = os.path.join(bench, f"photos{MEMORY_COPIES}x")
@@ -233,6 +277,8 @@ def main():
               f"{verdict(r_numpy_w >= GOAL_NUMPY_OVER_VITATTN)}   (CPU time: {r_numpy_c:.2f}x)")
         print(f"  {vit} / floor   wall {r_floor_w:5.2f}x   goal <= {GOAL_VITATTN_OVER_FLOOR}x   "
               f"{verdict(r_floor_w <= GOAL_VITATTN_OVER_FLOOR)}   (CPU time: {r_floor_c:.2f}x)")
+        print(f"  {vit} / floor loop only   CPU {mc[vit] / mloop:.2f}x   (the floor without "
+              "Python's start; vitattn's own start is counted)")
         print(f"  peak RSS, {small} -> {big} photos   +{100 * growth_images:4.1f}%   goal <= "
               f"+{100 * GOAL_RSS_GROWTH_WITH_IMAGES:.0f}%   {verdict(growth_images <= GOAL_RSS_GROWTH_WITH_IMAGES)}"
               f"   (per extra worker: {per_worker:+.1f} MB)")
