@@ -251,13 +251,16 @@ def main():
             for k in range(MEMORY_COPIES):
                 shutil.copy(os.path.join(photos, f), os.path.join(many, f"{stem}_{k}{ext}"))
         jobs = sorted({1, args.jobs})
-        rss = {}
+        rss, run_cpu = {}, {}
         for folder, count in ((photos, n_photos), (many, MEMORY_COPIES * n_photos)):
             for j in jobs:
                 out = os.path.join(out_root, f"rss-j{j}")
                 shutil.rmtree(out, ignore_errors=True)
-                rss[(j, count)] = run_once([binary, "-q", "-j", str(j), "-o", out, folder])[2]
+                _, run_cpu[(j, count)], rss[(j, count)] = run_once([binary, "-q", "-j", str(j), "-o", out, folder])
                 shutil.rmtree(out, ignore_errors=True)
+            out = os.path.join(out_root, "floor-many")
+            run_cpu[("floor", count)] = run_once([PY, FLOOR_SCRIPT, "-o", out, folder])[1]
+            shutil.rmtree(out, ignore_errors=True)
         out = os.path.join(out_root, "rss-numpy")
         rss_numpy = run_once([PY, NUMPY_SCRIPT, "-o", out, photos])[2]
         shutil.rmtree(out, ignore_errors=True)
@@ -267,6 +270,15 @@ def main():
         for j in jobs:
             print(f"  {f'vitattn -j {j}':16s} {rss[(j, small)]:12.1f} {rss[(j, big)]:12.1f}")
         print(f"  {'numpy':16s} {rss_numpy:12.1f}")
+
+        # A long batch: what one more image costs, from the runs on 24 and 96 photos (one each),
+        # so that neither vitattn's nor Python's start is counted.
+        extra = big - small
+        per = {k: 1000 * (run_cpu[(k, big)] - run_cpu[(k, small)]) / extra for k in [*jobs, "floor"]}
+        print(f"\nCPU per extra image, {small} -> {big} photos (one run each; starts not counted):")
+        for j in jobs:
+            print(f"  vitattn -j {j:<6d} {per[j]:7.1f} ms")
+        print(f"  {'floor':16s} {per['floor']:7.1f} ms")
 
         r_numpy_w, r_numpy_c = mw["numpy"] / mw[vit], mc["numpy"] / mc[vit]
         r_floor_w, r_floor_c = mw[vit] / mw["floor"], mc[vit] / mc["floor"]
@@ -279,6 +291,9 @@ def main():
               f"{verdict(r_floor_w <= GOAL_VITATTN_OVER_FLOOR)}   (CPU time: {r_floor_c:.2f}x)")
         print(f"  {vit} / floor loop only   CPU {mc[vit] / mloop:.2f}x   (the floor without "
               "Python's start; vitattn's own start is counted)")
+        print(f"  long batch: {vit} CPU per image / {jobs[-1]} cores / floor CPU per image = "
+              f"{per[jobs[-1]] / jobs[-1] / per['floor']:.2f}x   (an estimate of the wall ratio on a quiet "
+              f"machine, for comparison with the goal <= {GOAL_VITATTN_OVER_FLOOR}x)")
         print(f"  peak RSS, {small} -> {big} photos   +{100 * growth_images:4.1f}%   goal <= "
               f"+{100 * GOAL_RSS_GROWTH_WITH_IMAGES:.0f}%   {verdict(growth_images <= GOAL_RSS_GROWTH_WITH_IMAGES)}"
               f"   (per extra worker: {per_worker:+.1f} MB)")
