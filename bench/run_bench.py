@@ -18,6 +18,8 @@ script prints the medians, then each goal of issue 12 beside its figure:
   vitattn -j N / floor     <= 0.3    (wall; CPU beside it)
   peak RSS grows with workers, not with images: vitattn -j 1 and -j N on the folder and
   on the folder 4 times over (96 photos).
+  long batch: the CPU one more image costs (96 vs 24 photos, so no start is counted),
+  vitattn -j N's split over N cores, against the floor's.
 
 On a machine shared with other work the wall times carry its load (printed before and
 after); the CPU times do not, so read both.
