@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "tests" / "pylib"))  # harness, which tests/browser/browser.py imports
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 
 
