@@ -11,7 +11,6 @@
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
-#include "core/seeded_model.hpp"
 #include "explain_html.hpp"
 #include "io/file_kind.hpp"
 #include "io/image_writer.hpp"
