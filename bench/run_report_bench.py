@@ -8,7 +8,8 @@ large it is, and how fast it redraws in a browser.
    and a folder of photos (bench/make_photos.py, from ../shared/images).
 2. Runs `vitattn --model vit_s16 photos/ -j 2` with and without --report, alternating within each
    round, and prints the medians and their ratio (goal: at most 2×).
-3. Prints the size of one page (budget: 8 MB for ViT-S/16 at 224 with every layer).
+3. Prints the size of the pages (budget: 8 MB for ViT-S/16 at 224 with every layer), and of one
+   page written with --report-precision f16 (2 bytes a weight).
 4. Opens that page in headless Chromium and times window.vitattn.select() — which recomputes the
    row and redraws the canvas, the strip, the per-head panel and the plot synchronously — over
    changes of layer, head (index and fusions), query, view and rollout; prints median, p95 and max
@@ -26,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "tests" / "pylib"))  # harness, which tests/browser/browser.py imports
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 
 
@@ -107,6 +108,13 @@ def main():
         pages = sorted(out.glob("*_report.html"))
         sizes = [p.stat().st_size / 1e6 for p in pages]
         print(f"page size: {min(sizes):.2f}-{max(sizes):.2f} MB (10^6 bytes) for {len(pages)} pages (budget 8 MB)")
+        f16 = work / "out-f16"
+        shutil.rmtree(f16, ignore_errors=True)
+        photo = sorted(photos.iterdir())[0]
+        subprocess.run([args.bin, "--model", str(model), "--report", "--report-precision", "f16", str(photo), "-o",
+                        str(f16), "-q"], check=True)
+        page = next(f16.glob("*_report.html"))
+        print(f"page size with --report-precision f16: {page.stat().st_size / 1e6:.2f} MB ({page.name})")
         redraw_time(pages[0], max(1, args.rounds // 2))
     finally:
         if not args.work:

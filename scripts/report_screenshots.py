@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "tests" / "pylib"))  # harness, which tests/browser/browser.py imports
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 import browser  # noqa: E402
 

@@ -89,6 +89,7 @@ std::string colormap_name(int colormap) {
 io::ReportSettings report_settings(const Options& o) {
   io::ReportSettings r;
   r.max_mb = o.report_max_mb;
+  r.precision = o.report_precision;
   r.start.layer = o.layer;
   r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : to_string(o.head);
   r.start.rollout = o.rollout;

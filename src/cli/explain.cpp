@@ -11,7 +11,6 @@
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
-#include "core/seeded_model.hpp"
 #include "explain_html.hpp"
 #include "io/file_kind.hpp"
 #include "io/image_writer.hpp"
@@ -100,23 +99,10 @@ void example_c(std::ostream& out) {
          "  d_k terms of variance 1, so Var(q·k) = d_k and its spread grows like √d_k. Dividing by\n"
          "  √d_k brings the variance back to 1 whatever the head width. Checked on random vectors\n"
          "  (20000 pairs each, components uniform with variance 1, seed 0):\n";
-  SplitMix64 rng(0);
   out << "    d_k    Var(q·k)   Var(q·k/√d_k)\n";
-  for (int d_k : {4, 16, 64, 256}) {
-    constexpr int n = 20000;
-    double sum = 0, sum_sq = 0;
-    for (int t = 0; t < n; ++t) {
-      double dot = 0;
-      for (int i = 0; i < d_k; ++i)  // uniform(−1,1)·√3 has variance 1
-        dot += static_cast<double>(rng.uniform_pm1()) * std::sqrt(3.0) * static_cast<double>(rng.uniform_pm1()) *
-               std::sqrt(3.0);
-      sum += dot;
-      sum_sq += dot * dot;
-    }
-    const double var = sum_sq / n - (sum / n) * (sum / n);
-    out << "    " << std::setw(4) << d_k << "   " << std::setw(8) << std::setprecision(2) << var << "   "
-        << std::setw(8) << var / d_k << "\n";
-  }
+  for (const DotVariance& row : explain_variance_table())
+    out << "    " << std::setw(4) << row.d_k << "   " << std::setw(8) << std::setprecision(2) << row.var << "   "
+        << std::setw(8) << row.scaled_var << "\n";
 }
 
 // (d) The causal mask on example (b).

@@ -47,6 +47,8 @@ Matrix softmax_of(std::initializer_list<float> s) {
 
 }  // namespace
 
+std::vector<DotVariance> explain_variance_table() { return dot_product_variance({4, 16, 64, 256}, 20000, 0); }
+
 void check_explain_html(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -82,7 +84,10 @@ void write_explain_html(const std::string& path) {
   }
   const json why_scale = {{"small", {{"scores", {2, 1, 0}}, {"weights", rows(softmax_of({2, 1, 0}))[0]}}},
                           {"large", {{"scores", {20, 10, 0}}, {"weights", rows(softmax_of({20, 10, 0}))[0]}}}};
-  const json data = {{"examples", std::move(examples)}, {"why_scale", why_scale}};
+  json variance = json::array();
+  for (const DotVariance& row : explain_variance_table())
+    variance.push_back({{"d_k", row.d_k}, {"var", row.var}, {"scaled_var", row.scaled_var}});
+  const json data = {{"examples", std::move(examples)}, {"why_scale", why_scale}, {"variance", std::move(variance)}};
   io::write_explain_page(path, data.dump());
 }
 

@@ -346,6 +346,15 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("MB")
       ->needs(report)
       ->group("Output");
+  choose_from(app.add_option("--report-precision", o.report_precision,
+                             "Report: how the page stores each attention weight: u8, 8 bits with a per-row scale "
+                             "(error ≤ 1/510 of the row's largest weight), or f16, half precision (error ≤ 2⁻¹¹ of "
+                             "the weight; twice the size)")
+                  ->default_str("u8")
+                  ->needs(report)
+                  ->group("Output"),
+              std::vector<std::pair<std::string, io::ReportPrecision>>{{"u8", io::ReportPrecision::u8},
+                                                                       {"f16", io::ReportPrecision::f16}});
   choose_from(app.add_option("--interp", o.render.interp, "Upsampling of the map: nearest shows the patch grid")
                   ->default_str("linear")
                   ->group("Output"),

@@ -52,6 +52,7 @@ struct Options {
   bool save_attention = false;
   bool report = false;         // also <name>_report.html (and index.html for a batch)
   double report_max_mb = 16;   // the page's attention data budget
+  io::ReportPrecision report_precision = io::ReportPrecision::u8;  // --report-precision u8 | f16
   bool no_scale = false;
   io::RenderOptions render;     // --interp, --colormap, --alpha
   io::OutputFormat format;      // --format, --quality

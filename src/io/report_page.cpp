@@ -29,13 +29,15 @@ constexpr double kBase64 = 4.0 / 3.0;
 constexpr const char* kColormaps[] = {"jet", "viridis", "inferno", "magma", "plasma", "turbo", "hot", "bone", "cividis"};
 constexpr const char* kSummaryOpen = "<script type=\"application/json\" id=\"vitattn-summary\">";
 
-// The page's bytes for every layer's full matrices (H, T, T) and their row scales.
-double full_matrices_mb(const ReportShape& s) {
+// The page's bytes for every layer's full matrices (H, T, T): u8, one byte a weight and a
+// float scale a row; f16, two bytes a weight.
+double full_matrices_mb(const ReportShape& s, ReportPrecision precision) {
   const double t = s.tokens(), rows = static_cast<double>(s.layers) * s.heads * t;
-  return (rows * t + rows * 4.0) * kBase64 / 1e6;
+  const double bytes = precision == ReportPrecision::f16 ? rows * t * 2.0 : rows * t + rows * 4.0;
+  return bytes * kBase64 / 1e6;
 }
 
-double one_layer_mb(const ReportShape& s) { return full_matrices_mb(s) / s.layers; }
+double one_layer_mb(const ReportShape& s, ReportPrecision precision) { return full_matrices_mb(s, precision) / s.layers; }
 
 // a (T) softmax row → q8 (T) with a ≈ q·s/255, s = max(a). Rounding to nearest: error ≤ s/510.
 float quantise_row(const float* a, std::size_t n, std::uint8_t* q8) {
@@ -43,6 +45,18 @@ float quantise_row(const float* a, std::size_t n, std::uint8_t* q8) {
   for (std::size_t j = 0; j < n; ++j)
     q8[j] = s > 0.0f ? static_cast<std::uint8_t>(std::clamp(std::lround(a[j] / s * 255.0f), 0L, 255L)) : 0;
   return std::max(s, 0.0f);
+}
+
+// a (rows, T) row-major → f16 (rows·T) half-precision bits, rounded to nearest (OpenCV's
+// conversion). Returns the largest weight.
+float to_half(const float* a, std::size_t rows, std::size_t t, std::uint16_t* f16) {
+  const cv::Mat in(static_cast<int>(rows), static_cast<int>(t), CV_32F, const_cast<float*>(a));
+  cv::Mat out(static_cast<int>(rows), static_cast<int>(t), CV_16F, f16);
+  in.convertTo(out, CV_16F);
+  if (out.data != reinterpret_cast<std::uint8_t*>(f16)) throw Error("report: fp16 conversion did not write in place");
+  double largest = 0;
+  cv::minMaxLoc(in, nullptr, &largest);
+  return static_cast<float>(std::max(largest, 0.0));
 }
 
 std::string jpeg_data_uri(const cv::Mat& bgr, int longest_side, int quality) {
@@ -109,8 +123,10 @@ json read_summary(const fs::path& page) {
 
 ReportBuilder::ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings)
     : shape_(shape), settings_(settings), full_layer_(full_layer) {
-  full_mb_ = full_matrices_mb(shape);
-  full_layers_ = full_mb_ <= settings.max_mb ? shape.layers : one_layer_mb(shape) <= settings.max_mb ? 1 : 0;
+  full_mb_ = full_matrices_mb(shape, settings.precision);
+  full_layers_ = full_mb_ <= settings.max_mb                                   ? shape.layers
+                 : one_layer_mb(shape, settings.precision) <= settings.max_mb ? 1
+                                                                              : 0;
   layers_.resize(static_cast<std::size_t>(shape.layers));
   entropy_.assign(static_cast<std::size_t>(shape.layers), std::vector<double>(static_cast<std::size_t>(shape.heads), 0.0));
   distance_ = entropy_;
@@ -126,16 +142,24 @@ void ReportBuilder::add_layer(int layer, const std::vector<Matrix>& heads) {
   Layer& out = layers_[static_cast<std::size_t>(layer)];
   out.rows = full ? static_cast<int>(t) : 1;
   const std::size_t rows = static_cast<std::size_t>(out.rows);
-  out.q8.assign(heads.size() * rows * t, 0);
-  out.scale.assign(heads.size() * rows, 0.0f);
+  const bool half = settings_.precision == ReportPrecision::f16;
+  if (half) out.f16.assign(heads.size() * rows * t, 0);
+  else {
+    out.q8.assign(heads.size() * rows * t, 0);
+    out.scale.assign(heads.size() * rows, 0.0f);
+  }
   for (std::size_t h = 0; h < heads.size(); ++h) {
     const Matrix& a = heads[h];  // (T, T)
     if (static_cast<std::size_t>(a.rows()) != t || static_cast<std::size_t>(a.cols()) != t)
       throw Error(fmt::format("report: layer {} head {} is {}x{}, expected {} tokens", layer, h, a.rows(), a.cols(), t));
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float s = quantise_row(a.data() + r * t, t, out.q8.data() + (h * rows + r) * t);
-      out.scale[h * rows + r] = s;
-      largest_scale_ = std::max(largest_scale_, s);
+    if (half) {
+      largest_scale_ = std::max(largest_scale_, to_half(a.data(), rows, t, out.f16.data() + h * rows * t));
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float s = quantise_row(a.data() + r * t, t, out.q8.data() + (h * rows + r) * t);
+        out.scale[h * rows + r] = s;
+        largest_scale_ = std::max(largest_scale_, s);
+      }
     }
     // From the full-precision weights, whatever the page keeps.
     entropy_[static_cast<std::size_t>(layer)][h] = mean_row_entropy(a);
@@ -163,16 +187,22 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
   data["patch_size"] = shape_.patch_size;
   data["input"] = {shape_.input_w, shape_.input_h};
   data["image_size"] = {bgr.cols, bgr.rows};
-  data["quantisation"] = "u8-row";
-  // Rounding q = round(a/s·255) is off by at most s/510; the page's Float32Array adds at most
-  // half an ulp of a weight ≤ 1 (2⁻²⁴).
-  data["max_error"] = static_cast<double>(largest_scale_) / 510.0 + std::ldexp(1.0, -24);
+  const bool half = settings_.precision == ReportPrecision::f16;
+  data["quantisation"] = half ? "f16" : "u8-row";
+  // u8: rounding q = round(a/s·255) is off by at most s/510. f16: rounding to 11 significant
+  // bits is off by at most half an ulp, a·2⁻¹¹ ≤ s·2⁻¹¹ (below 2⁻¹⁴, subnormals: 2⁻²⁵). The
+  // page's Float32Array adds at most half an ulp of a weight ≤ 1 (2⁻²⁴).
+  data["max_error"] =
+      static_cast<double>(largest_scale_) * (half ? std::ldexp(1.0, -11) : 1.0 / 510.0) + std::ldexp(1.0, -24);
   json layers = json::array();
   for (const Layer& l : layers_) {
     if (l.rows == 0) throw Error("report: a layer's attention was not handed over");
-    layers.push_back({{"rows", l.rows},
-                      {"q8", base64(l.q8.data(), l.q8.size())},
-                      {"scale", base64(l.scale.data(), l.scale.size() * sizeof(float))}});
+    if (half)
+      layers.push_back({{"rows", l.rows}, {"f16", base64(l.f16.data(), l.f16.size() * sizeof(std::uint16_t))}});
+    else
+      layers.push_back({{"rows", l.rows},
+                        {"q8", base64(l.q8.data(), l.q8.size())},
+                        {"scale", base64(l.scale.data(), l.scale.size() * sizeof(float))}});
   }
   data["attention"] = std::move(layers);
   data["entropy"] = entropy_;

@@ -1,6 +1,6 @@
 #pragma once
 // The interactive report of one image, <name>_report.html: one self-contained page holding
-// the image, every layer's attention (8 bits per weight with a per-row scale), the
+// the image, every layer's attention (8 bits per weight with a per-row scale, or fp16), the
 // per-head statistics, and the page's own script and styles (src/report/, embedded at build
 // time). The page draws any token's row or column, any layer and head or fusion, rollout.
 #include <filesystem>
@@ -26,8 +26,15 @@ struct ReportStart {
   bool smooth = true;          // bilinear upsampling of the map; false: nearest (the patch grid)
 };
 
+// How the page stores each attention weight a (0 ≤ a ≤ s, s the row's largest weight).
+enum class ReportPrecision {
+  u8,   // round(a/s·255) and s per row: 1 byte a weight, error ≤ s/510
+  f16,  // IEEE half precision, rounded to nearest: 2 bytes a weight, error ≤ a·2⁻¹¹
+};
+
 struct ReportSettings {
   double max_mb = 16.0;  // budget of the attention data in the page, in 10⁶ bytes
+  ReportPrecision precision = ReportPrecision::u8;
   ReportStart start;
 };
 
@@ -65,8 +72,9 @@ class ReportBuilder {
  private:
   struct Layer {
     int rows = 0;                   // T (full matrices) or 1 (class-token rows); 0: not added
-    std::vector<std::uint8_t> q8;   // (H, rows, T): round(a / s · 255)
-    std::vector<float> scale;       // (H, rows): s, the row's largest weight
+    std::vector<std::uint8_t> q8;   // u8: (H, rows, T): round(a / s · 255)
+    std::vector<float> scale;       // u8: (H, rows): s, the row's largest weight
+    std::vector<std::uint16_t> f16; // f16: (H, rows, T) half-precision bits
   };
   ReportShape shape_;
   ReportSettings settings_;

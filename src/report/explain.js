@@ -136,6 +136,24 @@
     }
   }
 
+  // (c)'s measured variances, as `vitattn explain` prints them (two decimals).
+  function drawVariance() {
+    const t = document.createElement('table');
+    t.className = 'matrix';
+    t.dataset.label = 'variance';
+    t.createCaption().textContent = 'Var(q·k) grows with d_k; Var(q·k/√d_k) stays at 1';
+    const head = t.createTHead().insertRow();
+    for (const h of ['d_k', 'Var(q·k)', 'Var(q·k/√d_k)']) { const th = document.createElement('th'); th.textContent = h; head.append(th); }
+    const body = t.createTBody();
+    for (const r of D.variance) {
+      const tr = body.insertRow(), th = document.createElement('th');
+      th.textContent = String(r.d_k);
+      tr.append(th);
+      for (const x of [r.var, r.scaled_var]) { const td = tr.insertCell(); td.textContent = x.toFixed(2); td.dataset.value = String(x); }
+    }
+    $('variance').append(t);
+  }
+
   for (const e of examples) {
     const b = document.createElement('button');
     b.type = 'button'; b.dataset.id = e.id; b.textContent = e.title.split(' ')[0];
@@ -148,6 +166,7 @@
   $('mask').addEventListener('change', () => { ex.masked = $('mask').checked; drawFrames(); });
   $('reset').addEventListener('click', () => { ex.cur = { q: clone(ex.q), k: clone(ex.k), v: clone(ex.v) }; ex.edited = false; ex.masked = ex.origMasked; drawInputs(); drawFrames(); });
   drawWhy();
+  drawVariance();
   choose(examples[0]);
 
   // For tests and scripts: the examples, their printed numbers, and the page's own recomputation.

@@ -15,8 +15,25 @@
   }
   // vitattn writes little-endian float32, which is what every browser's Float32Array reads.
   const floats = (b64) => { const b = bytes(b64); return new Float32Array(b.buffer, 0, b.length >> 2); };
-  // layer l: q8 (H, rows, T), scale (H, rows); weight = q8 · scale / 255; rows = T or 1 (class token only)
-  const layers = D.attention.map((l) => ({ rows: l.rows, q8: bytes(l.q8), scale: floats(l.scale) }));
+  // IEEE half-precision bits → value: 1 sign, 5 exponent (bias 15), 10 fraction bits.
+  function halfValue(bits) {
+    const sign = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, f = bits & 0x3ff;
+    if (e === 0) return sign * f * 2 ** -24;  // subnormal: f · 2⁻¹⁴ · 2⁻¹⁰
+    if (e === 31) return f ? NaN : sign * Infinity;
+    return sign * (1 + f / 1024) * 2 ** (e - 15);
+  }
+  // f16 (H, rows, T) → float32, once, through a table of every half value.
+  function halves(b64) {
+    const b = bytes(b64), bits = new Uint16Array(b.buffer, 0, b.length >> 1), out = new Float32Array(bits.length);
+    const table = new Float32Array(65536);
+    for (let i = 0; i < 65536; i++) table[i] = halfValue(i);
+    for (let i = 0; i < bits.length; i++) out[i] = table[bits[i]];
+    return out;
+  }
+  // layer l, rows = T or 1 (class token only). u8-row: q8 (H, rows, T), scale (H, rows), weight = q8 · scale / 255;
+  // f16: w (H, rows, T), the weights themselves.
+  const layers = D.attention.map((l) => (l.f16 !== undefined ? { rows: l.rows, w: halves(l.f16) }
+    : { rows: l.rows, q8: bytes(l.q8), scale: floats(l.scale) }));
   const luts = {};
   for (const name of Object.keys(D.colormaps)) luts[name] = bytes(D.colormaps[name]);
   const qk = D.qk ? { dk: D.qk.d_k, scale: D.qk.scale, q: floats(D.qk.q), k: floats(D.qk.k) } : null;
@@ -26,11 +43,14 @@
 
   // One head's row i of layer l (its weights over the T keys), or column j (every query's weight on key j).
   function headRow(l, h, i, out) {
-    const a = layers[l], r = a.rows === T ? i : 0, base = (h * a.rows + r) * T, s = a.scale[h * a.rows + r] / 255;
+    const a = layers[l], r = a.rows === T ? i : 0, base = (h * a.rows + r) * T;
+    if (a.w) { for (let j = 0; j < T; j++) out[j] = a.w[base + j]; return; }
+    const s = a.scale[h * a.rows + r] / 255;
     for (let j = 0; j < T; j++) out[j] = a.q8[base + j] * s;
   }
   function headCol(l, h, j, out) {
     const a = layers[l];
+    if (a.w) { for (let i = 0; i < T; i++) out[i] = a.w[(h * T + i) * T + j]; return; }
     for (let i = 0; i < T; i++) out[i] = a.q8[(h * T + i) * T + j] * (a.scale[h * T + i] / 255);
   }
   const tmp = new Float64Array(T);
@@ -274,7 +294,7 @@
     $('steps').replaceChildren();
     const cap = document.createElement('p');
     cap.textContent = `query ${tokenName(state.query)} · key ${tokenName(key)} (shift-click a patch for another key). ` +
-      `The page's map is the ${D.qk.scale ? 'scaled' : 'unscaled (--no-scale)'} column; its weight there: ${current[key].toFixed(6)} (8-bit).`;
+      `The page's map is the ${D.qk.scale ? 'scaled' : 'unscaled (--no-scale)'} column; its weight there: ${current[key].toFixed(6)} (${D.quantisation === 'f16' ? 'fp16' : '8-bit'}).`;
     const table = document.createElement('table');
     table.className = 'steps';
     table.innerHTML = '<thead><tr><th>step</th><th></th><th></th></tr></thead>';
@@ -389,7 +409,8 @@
     document.title = `${D.name} — vitattn report`;
     $('title').textContent = D.name;
     $('model').textContent = `${D.model} · ${T} tokens (${FP > 1 ? `class token, ${FP - 1} registers, ` : 'class token, '}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
-    $('quant').textContent = `Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row's largest weight): ` +
+    $('quant').textContent = (D.quantisation === 'f16' ? 'Weights stored as fp16 (half precision, 11 significant bits): '
+      : 'Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row\'s largest weight): ') +
       `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.`;
     for (const line of D.left_out) { const li = document.createElement('li'); li.textContent = line; $('left-out').append(li); }
     const layer = $('layer');

@@ -1,8 +1,8 @@
 """vitattn explain --html in a real browser (headless Debian Chromium, one session).
 
 The numbers the page shows (the table cells of every step, read from the DOM) must be the
-ones `vitattn explain` prints, parsed from its output; the page's own recomputation must agree
-with them; editing Q recomputes every step (checked against numpy); the causal mask toggles;
+ones `vitattn explain` prints, parsed from its output, (c)'s table of variances included; the
+page's own recomputation must agree with them; editing Q recomputes every step (checked against numpy); the causal mask toggles;
 no console errors, no network requests.
 
 Runs under pytest (tests/conftest.py); the binary is harness.BIN. Needs numpy, python3-selenium,
@@ -43,6 +43,12 @@ def printed_matrices(text):
         if m and label is not None:
             rows.append(m.group(1).split())
     return out
+
+
+def variance_lines(text):
+    """(c)'s table as `vitattn explain` prints it: [[d_k, Var(q·k), Var(q·k/√d_k)] as strings]."""
+    block = text.split("d_k    Var(q·k)   Var(q·k/√d_k)\n", 1)[1]
+    return [m.groups() for m in re.finditer(rf"^    +(\d+) +({NUMBER}) +({NUMBER})$", block.split("\n\n", 1)[0], re.M)]
 
 
 def softmax_lines(text):
@@ -91,6 +97,20 @@ class ExplainPage(unittest.TestCase):
             np.testing.assert_allclose(got, want, rtol=1e-9)
         self.assertEqual(browser.console_errors(DRIVER), [])
         self.assertEqual(browser.network_requests(DRIVER), [])
+
+    def test_variance_table_is_explains(self):
+        """(c): Var(q·k) grows with d_k and ÷√d_k brings it back to ~1; the page shows explain's numbers."""
+        browser.open_page(DRIVER, self.page.as_uri())
+        printed = variance_lines(self.stdout)
+        self.assertEqual([r[0] for r in printed], ["4", "16", "64", "256"])
+        shown = DRIVER.execute_script(
+            "return Array.from(document.querySelectorAll(\"table[data-label='variance'] tbody tr\"))"
+            ".map(r => Array.from(r.cells).map(c => c.textContent))")
+        self.assertEqual([tuple(r) for r in shown], printed)
+        for d_k, var, scaled in printed:  # what the table argues, within 20000 pairs' sampling error
+            self.assertAlmostEqual(float(var) / int(d_k), 1.0, delta=0.05)
+            self.assertAlmostEqual(float(scaled), 1.0, delta=0.05)
+        self.assertEqual(browser.console_errors(DRIVER), [])
 
     def test_edit_and_mask(self):
         browser.open_page(DRIVER, self.page.as_uri())

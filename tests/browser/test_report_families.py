@@ -1,0 +1,289 @@
+"""vitattn --report for every checkpoint family, in a real browser (headless Debian Chromium,
+one session for this file).
+
+One tiny random ViT (D 32, patch 8, 2 layers) per family, written by numpy under the names its
+releases use: timm/DeiT (with a classifier), DINO (without), DINOv2 with registers and layer
+scale, Hugging Face ViT, Hugging Face Dinov2 with registers, torchvision. Each has its own
+number of heads and registers, and the image is not square, so a swapped or miscounted shape
+shows. For each family's page, opened from disk:
+  - vitattn -v names the family the file was written as (so each page really is that layout);
+  - info(): layers, heads, tokens (class token + registers + patches), grid [h, w];
+  - select()/row() for both layers, several heads and fusions, the class token, a register and
+    patches, query and key view, against --save-attention's .npy within the page's max_error;
+  - each register is picked with a real click on its button in the strip beside the image;
+  - under a --report-max-mb between one layer's matrices and every layer's, the page keeps
+    the full matrices of --layer only and the class token's rows of the other layer;
+  - no console errors and no network requests.
+And --report-precision f16 on the DINOv2 model: row() within the fp16 bound (2⁻¹¹ of the
+weight), the page says fp16, and its budget counts 2 bytes a weight: a budget that holds every
+layer at 8 bits holds only --layer in fp16.
+
+Runs under pytest (tests/conftest.py); the binary is harness.BIN. Needs numpy, cv2,
+python3-selenium, chromium, chromium-driver.
+"""
+import sys
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import harness
+import safetensors_io
+from harness import photo_like
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import browser  # noqa: E402
+
+D, P, LAYERS, MLP = 32, 8, 2, 64
+IMAGE_H, IMAGE_W = 32, 40          # --keep-aspect at the models' 32 px: a 4 × 5 grid of 8 px patches
+GRID = (IMAGE_H // P, IMAGE_W // P)
+POS_GRID = 4                        # the checkpoints' own position grid, 4 × 4 (resampled to 4 × 5)
+LAYER = 1                           # --layer of the full page
+SMALL_LAYER = 0                     # --layer of the page under a budget: the layer whose matrices it keeps
+
+# family, heads, registers
+FAMILIES = [("timm", 2, 0), ("dino", 4, 0), ("dinov2", 2, 4), ("hf-vit", 4, 0), ("hf-dinov2", 4, 2),
+            ("torchvision", 2, 0)]
+F16_FAMILY = "dinov2"
+
+
+def timm_tensors(rng, registers, classes):
+    """A ViT with random weights under timm's names; registers and layer scale as DINOv2 has them."""
+    r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
+    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.1), "patch_embed.proj.bias": r(D),
+         "cls_token": r(1, 1, D), "pos_embed": r(1, 1 + POS_GRID * POS_GRID, D), "norm.weight": 1 + r(D), "norm.bias": r(D)}
+    if classes:
+        t["head.weight"], t["head.bias"] = r(classes, D), r(classes)
+    if registers:
+        t["register_tokens"] = r(1, registers, D)
+    for i in range(LAYERS):
+        b = f"blocks.{i}."
+        t.update({b + "norm1.weight": 1 + r(D), b + "norm1.bias": r(D), b + "attn.qkv.weight": r(3 * D, D, scale=0.6),
+                  b + "attn.qkv.bias": r(3 * D), b + "attn.proj.weight": r(D, D), b + "attn.proj.bias": r(D),
+                  b + "norm2.weight": 1 + r(D), b + "norm2.bias": r(D), b + "mlp.fc1.weight": r(MLP, D),
+                  b + "mlp.fc1.bias": r(MLP), b + "mlp.fc2.weight": r(D, MLP), b + "mlp.fc2.bias": r(D)})
+        if registers:
+            t[b + "ls1.gamma"], t[b + "ls2.gamma"] = r(D), r(D)
+    return t
+
+
+def renamed(t, family):
+    """timm's names → the family's (as tests/python/test_torch_crosscheck's exporters, in numpy)."""
+    if family in ("timm", "dino", "dinov2"):
+        return t
+    split = lambda w: (w[:D], w[D:2 * D], w[2 * D:])  # noqa: E731  (D, D) each of the (3D, D) qkv
+    if family == "torchvision":
+        out = {"conv_proj.weight": t["patch_embed.proj.weight"], "conv_proj.bias": t["patch_embed.proj.bias"],
+               "class_token": t["cls_token"], "encoder.pos_embedding": t["pos_embed"],
+               "encoder.ln.weight": t["norm.weight"], "encoder.ln.bias": t["norm.bias"]}
+        names = {"norm1": "ln_1", "attn.qkv.weight": "self_attention.in_proj_weight",
+                 "attn.qkv.bias": "self_attention.in_proj_bias", "attn.proj": "self_attention.out_proj",
+                 "norm2": "ln_2", "mlp.fc1": "mlp.0", "mlp.fc2": "mlp.3"}
+        block = "encoder.layers.encoder_layer_{}."
+    else:
+        hf_vit = family == "hf-vit"
+        e = "vit.embeddings." if hf_vit else "embeddings."
+        out = {e + "cls_token": t["cls_token"], e + "position_embeddings": t["pos_embed"],
+               e + "patch_embeddings.projection.weight": t["patch_embed.proj.weight"],
+               e + "patch_embeddings.projection.bias": t["patch_embed.proj.bias"]}
+        if "register_tokens" in t:
+            out[e + "register_tokens"] = t["register_tokens"]
+            out[e + "mask_token"] = np.zeros((1, D), np.float32)
+        final = "vit.layernorm." if hf_vit else "layernorm."
+        out.update({final + "weight": t["norm.weight"], final + "bias": t["norm.bias"]})
+        names = {"norm1": "layernorm_before" if hf_vit else "norm1", "attn.proj": "attention.output.dense",
+                 "norm2": "layernorm_after" if hf_vit else "norm2",
+                 "mlp.fc1": "intermediate.dense" if hf_vit else "mlp.fc1",
+                 "mlp.fc2": "output.dense" if hf_vit else "mlp.fc2",
+                 "ls1.gamma": "layer_scale1.lambda1", "ls2.gamma": "layer_scale2.lambda1"}
+        block = ("vit." if hf_vit else "") + "encoder.layer.{}."
+    for i in range(LAYERS):
+        s, d = f"blocks.{i}.", block.format(i)
+        for name, value in t.items():
+            if not name.startswith(s):
+                continue
+            rest = name[len(s):]
+            if rest.startswith("attn.qkv.") and family != "torchvision":
+                for part, w in zip(("query", "key", "value"), split(value)):
+                    out[d + f"attention.attention.{part}." + rest.rsplit(".", 1)[1]] = w
+                continue
+            stem = next(n for n in sorted(names, key=len, reverse=True) if rest == n or rest.startswith(n + "."))
+            out[d + names[stem] + rest[len(stem):]] = value
+    return out
+
+
+def run(*args):
+    rc, _, err = harness.run(*args)
+    if rc != 0:
+        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
+    return err
+
+
+def js(script, *args):
+    return DRIVER.execute_script(script, *args)
+
+
+def select(**kw):
+    return js("return window.vitattn.select(arguments[0])", kw)
+
+
+def row():
+    return np.array(js("return Array.from(window.vitattn.row())"), dtype=np.float64)
+
+
+def fuse(a, head):  # a (H, T, T)
+    return a[head] if isinstance(head, int) else {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]
+
+
+def u8_mb(layers, heads, tokens):
+    """What the page's full matrices take at 8 bits: a byte a weight and a float scale a row, base64."""
+    rows = layers * heads * tokens
+    return (rows * tokens + rows * 4) * 4 / 3 / 1e6
+
+
+def f16_mb(layers, heads, tokens):
+    return layers * heads * tokens * tokens * 2 * 4 / 3 / 1e6
+
+
+@pytest.fixture(scope="module")
+def made():
+    """Every family's checkpoint, its pages and its .npy files, made once."""
+    tmp = tempfile.TemporaryDirectory(prefix="vitattn-families-")
+    d = Path(tmp.name)
+    cv2.imwrite(str(d / "img.png"), photo_like(IMAGE_H, IMAGE_W, 3))
+    out = {}
+    for n, (family, heads, registers) in enumerate(FAMILIES):
+        rng = np.random.default_rng(100 + n)
+        model = d / f"{family}.safetensors"
+        safetensors_io.write(model, renamed(timm_tensors(rng, registers, 5 if family == "timm" else 0), family),
+                             {"num_heads": str(heads)}, dtype="F32")
+        f = d / family
+        err = run("-v", "--model", model, "--keep-aspect", "--report", "--save-attention", "--layer", LAYER, d / "img.png", "-o", f / "page")
+        assert f"family {family}" in err, err
+        tokens = 1 + registers + GRID[0] * GRID[1]
+        # Between one layer's full matrices and every layer's: --layer keeps its matrices, the other its
+        # class rows. This run's --save-attention is the other layer's .npy.
+        budget = (u8_mb(1, heads, tokens) + u8_mb(LAYERS, heads, tokens)) / 2
+        run("--model", model, "--keep-aspect", "--report", "--report-max-mb", f"{budget:.6f}", "--save-attention", "--layer", SMALL_LAYER,
+            d / "img.png", "-o", f / "small", "-q")
+        npy = {LAYER: np.load(f / "page" / "img_attn.npy"), SMALL_LAYER: np.load(f / "small" / "img_attn.npy")}
+        out[family] = {"model": model, "npy": npy, "page": (f / "page" / "img_report.html").as_uri(),
+                       "small": (f / "small" / "img_report.html").as_uri()}
+    yield d, out
+    tmp.cleanup()
+
+
+def assert_clean():
+    assert browser.console_errors(DRIVER) == [], "console errors"
+    assert browser.network_requests(DRIVER) == [], "network requests"
+
+
+def rows_of(selections):
+    """select() each of `selections` and read row(), in one call to the browser."""
+    got = js("return arguments[0].map((s) => { window.vitattn.select(s); return Array.from(window.vitattn.row()); })",
+             selections)
+    return [np.array(r, dtype=np.float64) for r in got]
+
+
+def check_rows(npy, heads, registers, max_error, layers=range(LAYERS)):
+    """row() against the .npy for every layer, heads and fusions, the class token, registers and patches."""
+    tokens = 1 + registers + GRID[0] * GRID[1]
+    selections = [{"layer": layer, "head": head, "query": query, "view": view}
+                  for layer in layers for head in sorted({0, heads - 1}) + ["mean", "max", "min"]
+                  for query in sorted({0, *range(1, 1 + registers), 1 + registers, tokens - 1})
+                  for view in ("query", "key")]
+    worst = 0.0
+    for s, got in zip(selections, rows_of(selections)):
+        a = fuse(npy[s["layer"]], s["head"])
+        diff = np.abs(got - (a[s["query"]] if s["view"] == "query" else a[:, s["query"]])).max()
+        assert diff <= max_error, f"{s}: {diff} > {max_error}"
+        worst = max(worst, diff)
+    return worst, len(selections)
+
+
+@pytest.mark.parametrize("family,heads,registers", FAMILIES)
+def test_every_family(made, family, heads, registers):
+    d, pages = made
+    m = pages[family]
+    tokens = 1 + registers + GRID[0] * GRID[1]
+    browser.open_page(DRIVER, m["page"])
+    info = js("return window.vitattn.info()")
+    assert (info["layers"], info["heads"], info["tokens"], info["grid"], info["first_patch"]) == \
+        (LAYERS, heads, tokens, list(GRID), 1 + registers)
+    assert info["quantisation"] == "u8-row"
+    assert info["full_layers"] == list(range(LAYERS))
+    assert 0 < info["max_error"] <= 1 / 510 + 2 ** -24
+    for layer in range(LAYERS):
+        assert m["npy"][layer].shape == (heads, tokens, tokens)
+    worst, n = check_rows(m["npy"], heads, registers, info["max_error"])
+    print(f"{family}: {heads} heads, {tokens} tokens: {n} rows within {worst:.2e} (stated {info['max_error']:.2e})")
+
+    # The strip beside the image: the class token, then each register, picked with a real click.
+    from selenium.webdriver.common.by import By
+    buttons = DRIVER.find_elements(By.CSS_SELECTOR, "#strip button")
+    assert [b.get_attribute("title") for b in buttons] == ["class token"] + [f"register {r}" for r in range(registers)]
+    select(layer=0, head="mean", query=tokens - 1, view="query")
+    for t in list(range(1, 1 + registers)) + [0]:
+        buttons[t].click()
+        state = js("return window.vitattn.state()")
+        assert state["query"] == t and state["pinned"]
+        assert np.abs(row() - m["npy"][0].mean(0)[t]).max() <= info["max_error"]
+    assert_clean()
+
+    # The budget's fallback: --layer keeps its matrices, the other layer the class token's rows.
+    browser.open_page(DRIVER, m["small"])
+    small = js("return window.vitattn.info()")
+    assert small["full_layers"] == [SMALL_LAYER]
+    assert f"every layer but layer {SMALL_LAYER}" in js("return document.getElementById('left-out').textContent")
+    check_rows(m["npy"], heads, registers, small["max_error"], layers=[SMALL_LAYER])
+    for layer in range(LAYERS):
+        select(layer=layer, head="max", query=0, view="query")
+        assert np.abs(row() - m["npy"][layer].max(0)[0]).max() <= small["max_error"]
+    with pytest.raises(Exception):
+        select(layer=LAYER, head=0, query=tokens - 1, view="query")
+    with pytest.raises(Exception):
+        select(layer=LAYER, head=0, query=0, view="key")
+    assert_clean()
+
+
+def test_f16_precision(made):
+    d, pages = made
+    family, heads, registers = next(f for f in FAMILIES if f[0] == F16_FAMILY)
+    m, tokens = pages[family], 1 + registers + GRID[0] * GRID[1]
+    run("--model", m["model"], "--keep-aspect", "--report", "--report-precision", "f16", "--layer", LAYER, d / "img.png",
+        "-o", d / "f16", "-q")
+    browser.open_page(DRIVER, (d / "f16" / "img_report.html").as_uri())
+    info = js("return window.vitattn.info()")
+    assert info["quantisation"] == "f16"
+    assert info["full_layers"] == list(range(LAYERS))
+    # Half precision rounds to 11 significant bits: at most 2⁻¹¹ of the largest weight (plus float32's 2⁻²⁴).
+    largest = max(float(a.max()) for a in m["npy"].values())
+    assert abs(info["max_error"] - (largest * 2 ** -11 + 2 ** -24)) <= 1e-6 * info["max_error"], info["max_error"]
+    worst, n = check_rows(m["npy"], heads, registers, info["max_error"])
+    print(f"f16: {n} rows within {worst:.2e} (stated {info['max_error']:.2e}, 8-bit would state about {largest / 510:.2e})")
+    assert "fp16" in js("return document.getElementById('quant').textContent")
+    assert_clean()
+
+    # 2 bytes a weight: a budget that holds every layer at 8 bits holds only --layer in fp16.
+    budget = (u8_mb(LAYERS, heads, tokens) + f16_mb(LAYERS, heads, tokens)) / 2
+    assert f16_mb(1, heads, tokens) < budget < f16_mb(LAYERS, heads, tokens)
+    for precision, kept in (("u8", list(range(LAYERS))), ("f16", [LAYER])):  # --layer LAYER
+        run("--model", m["model"], "--keep-aspect", "--report", "--report-precision", precision, "--report-max-mb", f"{budget:.6f}",
+            "--layer", LAYER, d / "img.png", "-o", d / f"budget_{precision}", "-q")
+        browser.open_page(DRIVER, (d / f"budget_{precision}" / "img_report.html").as_uri())
+        assert js("return window.vitattn.info().full_layers") == kept, precision
+    assert_clean()
+
+
+def setup_module():
+    global DRIVER, PROFILE
+    DRIVER, PROFILE = browser.start()
+
+
+def teardown_module():
+    browser.stop(DRIVER, PROFILE)
+
+
+DRIVER = PROFILE = None

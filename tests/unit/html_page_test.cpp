@@ -1,0 +1,44 @@
+// io/html_page: the base64 encoder against RFC 4648's test vectors (section 10), and the
+// escaping the report pages rely on.
+#include "io/html_page.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vitattn::io {
+namespace {
+
+std::string b64(const std::string& s) { return base64(s.data(), s.size()); }
+
+TEST(Base64, Rfc4648TestVectors) {
+  EXPECT_EQ(b64(""), "");
+  EXPECT_EQ(b64("f"), "Zg==");
+  EXPECT_EQ(b64("fo"), "Zm8=");
+  EXPECT_EQ(b64("foo"), "Zm9v");
+  EXPECT_EQ(b64("foob"), "Zm9vYg==");
+  EXPECT_EQ(b64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(b64("foobar"), "Zm9vYmFy");
+}
+
+TEST(Base64, EveryByteValueAndTheLastTwoLetters) {
+  // 0xfb 0xff → "+/8=": the alphabet's 62nd and 63rd letters; high bytes are not sign-extended.
+  const std::vector<std::uint8_t> high{0xfb, 0xff};
+  EXPECT_EQ(base64(high.data(), high.size()), "+/8=");
+  std::vector<std::uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i);
+  const std::string out = base64(all.data(), all.size());
+  ASSERT_EQ(out.size(), 344u);  // ⌈256/3⌉·4
+  EXPECT_EQ(out.substr(0, 8), "AAECAwQF");
+  EXPECT_EQ(out.substr(out.size() - 8), "/P3+/w==");
+}
+
+TEST(HtmlPage, EscapesTextAndScriptEnds) {
+  EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(script_safe_json(R"({"name":"</script><b>"})"), R"({"name":"\u003c/script>\u003cb>"})");
+}
+
+}  // namespace
+}  // namespace vitattn::io
