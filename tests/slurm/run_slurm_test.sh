@@ -3,7 +3,7 @@
 # named localhost with the machine's CPUs and memory), running docs/slurm/vitattn-array.sbatch:
 #   1. sbatch --array=1-4 over a folder of a few hundred generated images: every output
 #      exists exactly once and equals the one-machine run byte for byte;
-#   2. the same into a fresh folder, one task cancelled mid-run (scancel), then that task
+#   2. the same as --array=0-3 into a fresh folder, one task cancelled mid-run (scancel), then that task
 #      run again (scontrol requeue; the script always passes --skip-existing): the set is
 #      complete and again equal to the one-machine run.
 # Everything lives in a temporary folder; the daemons are stopped on exit, also on failure.
@@ -193,7 +193,8 @@ EOF
 
 # --- 2. a task cancelled mid-run, then run again --------------------------------------
 start=$SECONDS
-job=$(submit "$T/resumed" --array=1-4)
+# 0-based this time: --shard auto must take SLURM_ARRAY_TASK_MIN into account either way.
+job=$(submit "$T/resumed" --array=0-3)
 victim="$T/resumed-logs/vitattn-${job}_2.jsonl"
 for _ in $(seq 600); do  # until task 2 has finished a few images
   [ -f "$victim" ] && [ "$(wc -l <"$victim")" -ge 3 ] && break
