@@ -2,7 +2,9 @@
 # The hardening checks CI runs after scripts/test.sh:
 #   1. the asan preset (ASan + UBSan, gcc): build it and run the whole test suite but the
 #      Slurm cluster test (label slurm: it checks the scheduling, which scripts/test.sh ran,
-#      and its 321-image batches would cost CI ten minutes under ASan);
+#      and its 321-image batches would cost CI ten minutes under ASan) and the PyTorch
+#      cross-checks (label torch_oracle: their time is torch's, and the binary paths they
+#      drive run under ASan in other tests; see tests/CMakeLists.txt);
 #   2. the tsan preset (ThreadSanitizer, gcc): build the binary and run the parallel batch
 #      tests (ctest --preset tsan: e2e_parallel_batch, 40 images with -j 4, and e2e_cli);
 #   3. scripts/fuzz.sh: each libFuzzer target for a bounded time (clang).

@@ -8,7 +8,7 @@ memory and never write outside the output folder.
   folder are refused, never followed; unrelated files there are left byte for byte.
 - Corpus: good photos mixed with every kind of bad file; one error line per bad file,
   peak RSS measured and bounded.
-- Concurrency: -j 16 on this machine's cores, 1,000 small images, and one 8000x8000 image
+- Concurrency: -j 16 on this machine's cores, 200 small images, and one 8000x8000 image
   among small ones all give the same bytes as -j 1.
 
 Needs Debian's python3-numpy, python3-opencv and python3-pil (use /usr/bin/python3).
@@ -513,15 +513,16 @@ class Concurrency(Base):
               f"-j 16 on {os.cpu_count()} cores {times['16'][0]:.2f} s ({times['16'][1]:.0f} MB); "
               f"{files} files identical")
 
-    def test_a_thousand_small_images_with_more_workers_than_cores(self):
+    def test_many_small_images_with_more_workers_than_cores(self):
+        # 200 images: each of the 16 workers takes a dozen, sharing 2 cores (1,000 took CI 5× as long for no more)
         rng = np.random.default_rng(5)
         base = cv2.GaussianBlur(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8), (0, 0), 2)
-        for i in range(1000):
+        for i in range(200):
             sub = f"d{i % 10}"
             (self.dir / "in" / sub).mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(self.dir / "in" / sub / f"s{i:04d}.png"), np.roll(base, i, axis=1))
-        self.run_both(self.dir / "in", "small batch", 1000)
-        self.assertEqual(len(list((self.dir / "out16").rglob("*_attn.png"))), 1000)
+        self.run_both(self.dir / "in", "small batch", 200)
+        self.assertEqual(len(list((self.dir / "out16").rglob("*_attn.png"))), 200)
 
     def test_one_very_large_image_among_small_ones(self):
         big = cv2.resize(photo_like(500, 500, 9), (8000, 8000), interpolation=cv2.INTER_LINEAR)

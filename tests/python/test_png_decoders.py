@@ -5,7 +5,7 @@ IMREAD_UNCHANGED) and Pillow. Every file must decode to exactly the pixels that 
     VITATTN_PNG_TOOL=build/dev/tests/png_encode_tool python3 -m pytest tests/python/test_png_decoders.py
 
 Cases: 1x1, odd widths (1, 3, 17, 1001), 8000x3, a few taller ones; grey, BGR and BGRA;
-random, flat and gradient contents; every filter, the own Huffman-only deflate (level -1) and libdeflate levels 0-3, IDAT cut small and large; and
+random, flat and gradient contents, bytes whose Huffman code would be 16 bits deep; every filter, the own Huffman-only deflate (level -1) and libdeflate levels 0-3, IDAT cut small and large; and
 the options vitattn writes overlays with. Plus seeded random sizes (the property test).
 Every failed check is printed ("FAIL: ..."); the test fails with their list.
 """
@@ -35,6 +35,16 @@ def content(kind, h, w, c, rng):
     return ((x * 3 + y * 5 + ch * 40 + int(rng.integers(0, 256))) % 256).astype(np.uint8)
 
 
+def deep_code_bytes(rng):
+    """4368x15 grey bytes that, behind None's 15 filter-type zeros, hold value 0 2^15 times and
+    value v = 1…15 2^(v−1) times: with the end-of-block symbol, Huffman's own code for them is
+    16 bits deep, one more than deflate allows (RFC 1951 §3.2.7), so the encoder must flatten it."""
+    h, w = 15, 4368
+    values = np.concatenate([np.zeros(2**15 - h, np.uint8)] + [np.full(2**(v - 1), v, np.uint8) for v in range(1, 16)])
+    assert values.size == h * w
+    return rng.permutation(values).reshape(h, w, 1)
+
+
 def cases(rng):
     sizes = [(1, 1), (1, 5), (3, 4), (17, 9), (1001, 3), (8000, 3), (64, 48)]
     sizes += [(int(rng.integers(1, 300)), int(rng.integers(1, 40))) for _ in range(12)]  # seeded random sizes
@@ -47,6 +57,8 @@ def cases(rng):
                     idat = 1 << 20 if n % 3 else 97  # several IDAT chunks every third case
                     yield f"c{n:04d}_{w}x{h}x{c}_{kind}_{f}_l{level}", content(kind, h, w, c, rng), f, level, idat
                     n += 1
+    # The own deflate on bytes whose unlimited Huffman code is 16 deep: its code lengths must be limited to 15.
+    yield f"c{n:04d}_deep_code_4368x15x1_none_l-1", deep_code_bytes(rng), "none", -1, 1 << 20
 
 
 def test_png_decoders_read_back_every_pixel():

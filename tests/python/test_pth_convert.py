@@ -34,6 +34,41 @@ except ImportError as e:
     need(False, f"pth: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
 T = Tally()
+SCRIPT = REPO / "scripts/pth_to_safetensors.py"
+
+
+def convert_process(*args):
+    """The script as a user runs it: its own process (which pays seconds to import torch)."""
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def convert(*args):
+    """The script's main() in this process, which has torch loaded already: exit status,
+    stdout and stderr as its own process would give them (sys.exit's message on stderr, an
+    uncaught exception's traceback too). One conversion per test still runs as a process."""
+    import contextlib
+    import importlib.util
+    import io
+    import traceback
+    spec = importlib.util.spec_from_file_location("pth_to_safetensors", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            sys.argv = [str(SCRIPT), *map(str, args)]
+            spec.loader.exec_module(module)
+            module.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+            if not isinstance(e.code, int) and e.code is not None:
+                print(e.code, file=sys.stderr)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.argv = argv
+    return subprocess.CompletedProcess([str(SCRIPT), *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 def check(name, ok, detail=""):
@@ -52,8 +87,7 @@ def test_torchvision_checkpoint_converts_and_matches_torch():
         torch.save({"model": {"module." + k: v for k, v in model.state_dict().items()}, "epoch": 3}, tmp / "ckpt.pth")
         for dtype, tol in (("f32", 1e-4), ("f16", None)):
             out = tmp / f"vit_{dtype}.safetensors"
-            p = subprocess.run([sys.executable, str(REPO / "scripts/pth_to_safetensors.py"), tmp / "ckpt.pth", out,
-                                "--num-heads", "4", "--dtype", dtype], capture_output=True, text=True)
+            p = (convert_process if dtype == "f32" else convert)(tmp / "ckpt.pth", out, "--num-heads", "4", "--dtype", dtype)
             check(f"convert {dtype}", p.returncode == 0, p.stderr.strip())
             x = torch.randn(1, 3, 64, 64)
             np.save(tmp / "x.npy", x.numpy())
@@ -75,11 +109,6 @@ def test_torchvision_checkpoint_converts_and_matches_torch():
             err = float(np.abs(got - logits).max())
             check(f"logits are not trivial ({dtype})", float(np.abs(logits).min()) > 1e-3)
             check(f"logits match torch ({dtype})", err <= tol * max(1.0, float(np.abs(logits).max())), f"max |Δ| {err:.2e}")
-
-
-def convert(*args):
-    return subprocess.run([sys.executable, str(REPO / "scripts/pth_to_safetensors.py"), *map(str, args)],
-                          capture_output=True, text=True)
 
 
 def one_error_line(p, *words):
@@ -127,7 +156,7 @@ def test_dino_full_checkpoint_and_hostile_pickles():
         torch.save({"student": student, "teacher": teacher, "optimizer": opt.state_dict(), "epoch": 100, "args": args,
                     "dino_loss": {"center": torch.zeros(1, 100)}}, tmp / "full.pth")
         out = tmp / "dino.safetensors"
-        p = convert(tmp / "full.pth", out, "--key", "teacher")
+        p = convert_process(tmp / "full.pth", out, "--key", "teacher")
         check("DINO full checkpoint converts under --key teacher", p.returncode == 0, p.stderr.strip())
         if p.returncode == 0:
             got = safetensors_io.read(out, only=("F32",))[0]
