@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 import safetensors_io
-from harness import BIN, TmpCase, dino_mask, run, temporaries
+from harness import BIN, TmpCase, dino_mask, run, temporaries, timm_checkpoint
 
 SIZE = 96        # frame side in pixels
 SQUARE = 24      # the bright square's side
@@ -147,6 +147,28 @@ class Video(TmpCase):
             image_overlay = cv2.imread(str(self.dir / f"i/f{t}_attn.png"), cv2.IMREAD_UNCHANGED)
             frame_overlay = cv2.imread(str(self.dir / f"v/clip_frames/{t:06d}_attn.png"), cv2.IMREAD_UNCHANGED)
             self.assertTrue(np.array_equal(image_overlay, frame_overlay), f"frame {t}: overlay differs from the image path's")
+
+    def test_head_all_draws_the_image_paths_sheet_as_the_frames(self):
+        # A tiny two-head, two-layer timm checkpoint (8×8 patches of 8 px at 64): each frame is
+        # the labelled sheet of both heads, as the image path's <name>_attn.png is.
+        model = self.dir / "timm.safetensors"
+        timm_checkpoint(model, 16, 8, 8, 2, 32, 2, True, 0, 0, 0, 1.0)
+        clip = write_clip(self.dir / "clip.avi")
+        opts = ["--model", model, "--head", "all", "--layer", "0", "--save-attention"]
+        rc, _, err = run(clip, "-o", self.dir / "v", "--frames-dir", "--max-frames", "3", *opts)
+        self.assertEqual(rc, 0, err)
+        maps = np.load(self.dir / "v/clip_cls.npy")
+        self.assertEqual(maps.shape, (3, 2, 8, 8))
+        frames, _, _, _ = read_clip(clip)
+        png = self.dir / "f2.png"
+        self.assertTrue(cv2.imwrite(str(png), frames[2]))
+        rc, _, err = run(png, "-o", self.dir / "i", *opts)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(self.dir / "i/f2_cls.npy").tobytes(), maps[2].tobytes())
+        sheet = cv2.imread(str(self.dir / "i/f2_attn.png"))
+        self.assertTrue(np.array_equal(cv2.imread(str(self.dir / "v/clip_frames/000002_attn.png")), sheet))
+        video, _, w, h = read_clip(self.dir / "v/clip_attn.mp4")
+        self.assertEqual((len(video), h, w), (3, sheet.shape[0], sheet.shape[1]))
 
     def test_threshold_outline_is_drawn_on_every_frame(self):
         clip = write_clip(self.dir / "clip.avi")
