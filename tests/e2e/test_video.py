@@ -253,29 +253,29 @@ class Video(TmpCase):
         # Long enough (and the seeded 224 model slow enough) to be caught in the middle.
         return write_clip(self.dir / "long.avi", n=240)
 
-    def start_and_wait_for_temporary(self, clip, out):
+    def start_and_wait_for_the_video_file(self, clip, out):
+        """Starts vitattn on `clip` and returns once the video is being written (a file exists in `out`)."""
         proc = subprocess.Popen([BIN, clip, "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20
-        while not temporaries(out) and proc.poll() is None and time.monotonic() < deadline:
+        while not (out.is_dir() and any(out.iterdir())) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         self.assertIsNone(proc.poll(), "finished before it could be interrupted")
-        self.assertTrue(temporaries(out))
         return proc
 
     def test_interrupted_video_leaves_nothing_under_its_name_and_skip_existing_redoes_it(self):
         clip, out = self.long_clip(), self.dir / "out"
-        proc = self.start_and_wait_for_temporary(clip, out)
+        proc = self.start_and_wait_for_the_video_file(clip, out)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
         self.assertIn("interrupted", err)
-        self.assertFalse((out / "long_attn.mp4").exists())
+        self.assertFalse((out / "long_attn.mp4").exists(), "an interrupted video left a file under its name")
         self.assertEqual(temporaries(out), [])
         # SIGKILL: no chance to clean up, but still nothing under the final name.
-        proc = self.start_and_wait_for_temporary(clip, out)
+        proc = self.start_and_wait_for_the_video_file(clip, out)
         proc.kill()
         proc.wait(timeout=30)
-        self.assertFalse((out / "long_attn.mp4").exists())
+        self.assertFalse((out / "long_attn.mp4").exists(), "an interrupted video left a file under its name")
         for t in temporaries(out):
             os.unlink(t)
         # --skip-existing does the video that is missing, then leaves it alone.
