@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -27,6 +28,8 @@
 #include "io/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/process_image.hpp"
+#include "pipeline/process_video.hpp"
+#include "io/video_writer.hpp"
 #include "pipeline/report_gallery.hpp"
 #include "io/threads.hpp"
 #include "options.hpp"
@@ -123,6 +126,15 @@ pipeline::ProcessOptions process_options(const Options& o) {
   return p;
 }
 
+pipeline::VideoOptions video_options(const Options& o) {
+  pipeline::VideoOptions v;
+  v.frames_dir = o.frames_dir;
+  v.every = o.every;
+  v.max_frames = o.max_frames;
+  if (o.smooth) v.smooth = static_cast<float>(*o.smooth);
+  return v;
+}
+
 // An output named on the command line (--save-model FILE) must not be an input of the
 // run (an image, the --model file), nor where a job's output goes, and may replace only a
 // file of the kind it writes. Also: no job output lands on the --model file.
@@ -140,7 +152,7 @@ void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, cons
       if (same_file(save, job.input)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
   }
   for (const pipeline::ImageJob& job : plan.jobs)
-    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs)) {
+    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs, job.video)) {
       if (!save.empty() && same_file(save, p))
         throw Error(fmt::format("--save-model {}: is where the output of {} goes; choose another name", save,
                                 io::display(job.input)));
@@ -191,7 +203,8 @@ int run_images(const Options& o) {
   pipeline::ProcessOptions options = process_options(o);
   pipeline::check_view(model, options.view, o.model.empty() ? "the seeded model" : o.model);  // before any image is read
   log_grid(o, model, options);
-  const pipeline::OutputSet outputs = pipeline::written_outputs(model, options);  // every job writes these, no other file
+  pipeline::OutputSet outputs = pipeline::written_outputs(model, options);  // every job writes these, no other file
+  pipeline::VideoOptions video = video_options(o);
 
   const fs::path out = o.output;
   pipeline::BatchPlan plan;
@@ -199,6 +212,16 @@ int run_images(const Options& o) {
   if (batch) {
     inputs = batch_inputs(o.inputs, o.scale_out);  // the command line's, then --files-from's
     plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
+    // Videos: the codec decides their output's name (.mp4, or .avi without H.264), so it is
+    // found (a writer opened once) only when there is a video, and the plan redone for .avi.
+    if (std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; })) {
+      video.codec = io::available_video_codec();
+      spdlog::info("videos are written as {}, without sound", io::describe(video.codec));
+      if (outputs.video_extension != io::extension(video.codec)) {
+        outputs.video_extension = io::extension(video.codec);
+        plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
+      }
+    }
   }
   check_named_outputs(o, plan, outputs);
   if (!o.scale_out.log_json.empty()) check_log_path(o.scale_out.log_json, inputs, plan, outputs);
@@ -257,7 +280,15 @@ int run_images(const Options& o) {
       plan.jobs, workers,
       [&](const pipeline::ImageJob& job) {
         try {
-          pipeline::process_image(out, job, model, options);
+          if (!job.video) {
+            pipeline::process_image(out, job, model, options);
+            return;
+          }
+          pipeline::VideoOptions v = video;
+          v.on_frames_expected = [&progress](std::int64_t n) { progress.add_frames(static_cast<std::size_t>(n)); };
+          v.on_frame = [&progress] { progress.frame_done(); };
+          v.stop = [] { return InterruptGuard::signal_received() != 0; };
+          pipeline::process_video(out, job, model, options, v);
         } catch (const OptionError& e) {  // a choice that does not fit this image: said with its flag
           throw Error(image_option_message(e, io::display(job.input)));
         }

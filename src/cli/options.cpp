@@ -110,6 +110,16 @@ CLI::Validator finite_in(double lo, double hi) {
       range, "finite_in");
 }
 
+// --smooth: the EMA weight a of the newest map, 0 < a ≤ 1 (a = 0 would freeze the first frame).
+const CLI::Validator kSmoothWeight(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(s, v)) return fmt::format("expected a number, got \"{}\"", s);
+      if (!std::isfinite(v) || !(v > 0.0 && v <= 1.0)) return fmt::format("{} is not in (0, 1]", s);
+      return {};
+    },
+    "in (0, 1]", "smooth weight");
+
 // --seed: a whole number ≥ 0 (CLI11 would read "-1" as 2^64 − 1).
 const CLI::Validator kUnsigned(
     [](std::string& s) -> std::string {
@@ -208,7 +218,8 @@ void add_options(CLI::App& app, Options& o) {
       "attention over the patches onto the image, at the image's own resolution.\n"
       "Without --model: one seeded, untrained head. With a ViT checkpoint (timm, DINO, DINOv2,\n"
       "Hugging Face, torchvision): the encoder runs up to --layer and --head picks what is drawn.\n"
-      "Writes <out>/<name>_attn.png for every input image (.jpg or .webp with --format).");
+      "Writes <out>/<name>_attn.png for every input image (.jpg or .webp with --format), and\n"
+      "<out>/<name>_attn.mp4 for every video (mp4, mov, mkv, webm, avi; H.264, or MJPG in .avi; no sound).");
   app.footer(
       "Examples:\n"
       "  vitattn images/cat.jpg                     → vitattn-out/cat_attn.png\n"
@@ -382,6 +393,27 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--strict", o.strict,
                "Fail an image the decoder had to patch up (damaged data), instead of warning and drawing it")
       ->group("Output");
+
+  // Videos: mp4, mov, mkv, webm and avi inputs (process_video.hpp).
+  const std::string video = "Video";
+  app.add_flag("--frames-dir", o.frames_dir,
+               "Videos: also write each drawn frame's overlay as <out>/<name>_frames/<frame number>_attn.png")
+      ->group(video);
+  app.add_option("--every", o.every, "Videos: draw every Nth frame (frames 0, N, 2N, …); the output runs at fps/N")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20))
+      ->group(video);
+  app.add_option("--max-frames", o.max_frames, "Videos: draw at most M frames")
+      ->type_name("M")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->group(video);
+  app.add_option("--smooth", o.smooth,
+                 "Videos: moving average of the maps across frames against flicker, s = A·map + (1−A)·s_prev "
+                 "(A = 1: none; default off)")
+      ->type_name("A")
+      ->check(kSmoothWeight)
+      ->group(video);
 
   app.add_flag_function("-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); },
                         "Only errors (no progress bar, no summary)");

@@ -74,6 +74,11 @@ struct Options {
   bool explain = false;
   std::string explain_heatmap;
   std::string explain_html;     // explain --html FILE: the worked examples as a page
+  // Videos (process_video.hpp)
+  bool frames_dir = false;           // --frames-dir: each frame's overlay as a PNG too
+  int every = 1;                     // --every N
+  std::int64_t max_frames = 0;       // --max-frames M; 0: all
+  std::optional<double> smooth;      // --smooth A: EMA weight of the newest map
   bool forward = false;         // the `forward` subcommand: preprocessed .npy tensors in, arrays out
   std::vector<std::string> forward_inputs;
 };

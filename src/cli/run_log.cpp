@@ -71,14 +71,14 @@ void RunLog::write(const std::string& line) {
 
 void RunLog::finished(const pipeline::ImageJob& job, const std::string& error, double ms) {
   const auto whole_ms = static_cast<std::int64_t>(std::llround(ms));
-  if (error.empty()) write(log_line(job.input, RunStatus::ok, {}, pipeline::output_paths(job.output_base, outputs_), whole_ms));
+  if (error.empty()) write(log_line(job.input, RunStatus::ok, {}, pipeline::output_paths(job.output_base, outputs_, job.video), whole_ms));
   else write(log_line(job.input, RunStatus::failed, error, {}, whole_ms));
 }
 
 void RunLog::already_done(const std::vector<pipeline::ImageJob>& jobs) {
   std::string lines;
   for (const pipeline::ImageJob& job : jobs)
-    lines += log_line(job.input, RunStatus::skipped, {}, pipeline::output_paths(job.output_base, outputs_), 0);
+    lines += log_line(job.input, RunStatus::skipped, {}, pipeline::output_paths(job.output_base, outputs_, job.video), 0);
   write(lines);
 }
 
@@ -113,7 +113,7 @@ void check_log_path(const std::string& path, const std::vector<fs::path>& inputs
     if (same_file(path, in)) throw Error(name + ": is an input of this run; not replaced");
   for (const pipeline::ImageJob& job : plan.jobs) {
     if (same_file(path, job.input)) throw Error(name + ": is an input of this run; not replaced");
-    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs))
+    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs, job.video))
       if (same_file(path, p)) throw Error(name + ": is where the output of " + io::display(job.input) + " goes");
   }
   io::check_replaceable(path, io::FileKind::json_lines, "--log-json");

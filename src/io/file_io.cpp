@@ -64,6 +64,25 @@ struct TempSlot {
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 TempSlot g_temp_slots[kTempSlots];
 
+TempSlot* claim_temp_slot(const fs::path& tmp) {
+  const std::string& s = tmp.native();
+  if (s.size() >= sizeof(TempSlot::path)) return nullptr;
+  for (auto& slot : g_temp_slots) {
+    int expected = 0;
+    if (!slot.state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) continue;
+    std::memcpy(slot.path, s.c_str(), s.size() + 1);
+    slot.state.store(2, std::memory_order_release);
+    return &slot;
+  }
+  return nullptr;
+}
+
+void release_temp_slot(TempSlot* slot) {
+  if (slot == nullptr) return;
+  int expected = 2;  // fails only once the remover took the slot, and then the process is ending
+  slot->state.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
 class TempInFlight {
  public:
   explicit TempInFlight(const fs::path& tmp) {
@@ -160,6 +179,26 @@ void write_file_atomic(const fs::path& path, const void* data, std::size_t size)
     ::unlink(tmp.c_str());
     fail(path, "cannot write: " + errno_text(err));
   }
+}
+
+TemporaryPath::TemporaryPath(const fs::path& path) : final_(path) {
+  static std::atomic<unsigned> counter{0};
+  tmp_ = path.parent_path() /
+         fmt::format(".{}.tmp-{}-{}{}", path.stem().string(), ::getpid(), counter++, path.extension().string());
+  slot_ = claim_temp_slot(tmp_);
+}
+
+TemporaryPath::~TemporaryPath() {
+  if (!committed_) ::unlink(tmp_.c_str());
+  release_temp_slot(static_cast<TempSlot*>(slot_));
+}
+
+void TemporaryPath::commit() {
+  if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
+    const int err = errno;
+    fail(final_, "cannot write: " + errno_text(err));
+  }
+  committed_ = true;
 }
 
 }  // namespace vitattn::io

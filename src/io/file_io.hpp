@@ -22,6 +22,25 @@ void write_file_atomic(const std::filesystem::path& path, const void* data, std:
 // Async-signal-safe: for a signal handler that is about to end the process.
 void remove_temporaries_in_flight() noexcept;
 
+// A temporary name beside `path` for a writer that opens the file itself (a video encoder):
+// ".<stem>.tmp-<pid>-<n><extension>", the extension kept because the encoder picks its
+// container by it. Registered like write_file_atomic's, so that a second signal removes it;
+// commit() renames it to `path`, and a TemporaryPath not committed removes its file.
+class TemporaryPath {
+ public:
+  explicit TemporaryPath(const std::filesystem::path& path);
+  ~TemporaryPath();
+  TemporaryPath(const TemporaryPath&) = delete;
+  TemporaryPath& operator=(const TemporaryPath&) = delete;
+  const std::filesystem::path& path() const { return tmp_; }
+  void commit();  // throws Error naming the final path
+
+ private:
+  std::filesystem::path final_, tmp_;
+  void* slot_ = nullptr;
+  bool committed_ = false;
+};
+
 // The temporary name write_file_atomic uses: ".<name>.tmp-<pid>-<n>" in the same folder.
 bool is_temporary_name(const std::filesystem::path& path);
 

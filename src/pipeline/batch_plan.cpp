@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "io/file_io.hpp"
 #include "io/image_formats.hpp"
+#include "io/video_reader.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -88,10 +89,11 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
     // A symlink named like an image that leads nowhere (dangling, or a loop) is a job, so
     // that the reader says what is wrong with it instead of it vanishing from the batch.
     const bool broken_link = entry.is_symlink(sec) && !fs::exists(entry.status(sec));
-    if (!format) {
+    const bool video = !format && has_video_extension(path);
+    if (!format && !video) {
       note(path, broken_link ? "a broken symbolic link" : entry.is_regular_file(sec) ? "not an image by its extension"
                                                                                  : "not a regular file");
-    } else if (!format->readable) {
+    } else if (format && !format->readable) {
       warn(path, std::string("format not supported (") + format->name + ")");
     } else if (!entry.is_regular_file(sec) && !broken_link) {
       warn(path, std::string("not a regular file (") + file_kind(entry.status(sec).type()) + ")");
@@ -179,14 +181,14 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
                             " would fall outside the output folder; skipped");
       continue;
     }
-    plan.jobs.push_back({found[i].input, candidate, found[i].root_relative});
+    plan.jobs.push_back({found[i].input, candidate, found[i].root_relative, has_video_extension(found[i].input)});
   }
   // No output replaces an input of the run. Inputs found in folders that could be an output
   // were left out above, so this is an input named on the command line: refuse the run.
   std::map<fs::path, fs::path> input_paths;  // canonical → as given
   for (const auto& c : found) input_paths.emplace(canonical_or_self(c.input), c.input);
   for (const ImageJob& job : plan.jobs)
-    for (const fs::path& p : output_paths(job.output_base, outputs))
+    for (const fs::path& p : output_paths(job.output_base, outputs, job.video))
       if (const auto it = input_paths.find(canonical_or_self(p)); it != input_paths.end())
         throw Error(display(it->second) + ": is an input of this run and where the output of " + display(job.input) +
                     " goes; nothing done (leave it out, or give another -o)");
@@ -195,7 +197,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
 
 std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
   return std::erase_if(plan.jobs, [&](const ImageJob& job) {
-    const auto paths = output_paths(job.output_base, outputs);
+    const auto paths = output_paths(job.output_base, outputs, job.video);
     return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
       std::error_code ec;  // symlink_status: a link at an output name is not a finished output
       return fs::is_regular_file(fs::symlink_status(p, ec));

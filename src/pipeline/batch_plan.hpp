@@ -16,6 +16,7 @@ struct ImageJob {
   // The input's path relative to the folder it was found in, or as named (lexically
   // normal): what --shard hashes, so that adding files does not move the others.
   std::filesystem::path root_relative = {};
+  bool video = false;  // a video by its extension (io::has_video_extension): process_video.hpp
 };
 
 struct BatchPlan {
@@ -33,7 +34,7 @@ struct BatchPlan {
 
 // Files named directly are always jobs (even without an image extension: the decoder
 // then says what is wrong). Folders contribute their regular files with a readable image
-// extension, sorted, descending into sub-folders only when `recursive`; the output folder itself is never walked, nor are
+// extension or a video extension, sorted, descending into sub-folders only when `recursive`; the output folder itself is never walked, nor are
 // symlinked folders followed (no loops); a broken symlink with an image name is a job, so
 // that it gets its error. Every output lies below `out_dir`: it is named from the input's
 // stem and, in a walk, the sub-folder the input was found in (an input whose output would

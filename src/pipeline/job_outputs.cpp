@@ -33,9 +33,15 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   return s;
 }
 
-std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet& outputs) {
+std::vector<std::string> video_output_suffixes(const OutputSet& outputs) {
+  std::vector<std::string> s{"_attn" + outputs.video_extension};
+  if (outputs.save_attention) s.push_back("_cls.npy");
+  return s;
+}
+
+std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet& outputs, bool video) {
   std::vector<fs::path> paths;
-  for (const std::string& suffix : output_suffixes(outputs)) {
+  for (const std::string& suffix : video ? video_output_suffixes(outputs) : output_suffixes(outputs)) {
     fs::path p = output_base;
     p += suffix;
     paths.push_back(std::move(p));
@@ -48,6 +54,8 @@ bool is_output_name(const fs::path& file) {
   const auto ends_with = [&name](const std::string& suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
+  for (const char* video : {"_attn.mp4", "_attn.avi"})  // video_output_suffixes, either codec
+    if (ends_with(video)) return true;
   for (const char* ext : kOverlayExtensions) {
     OutputSet every;  // every output any run can write; one head stands for all in the loop below
     every.image_extension = ext;

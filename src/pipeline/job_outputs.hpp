@@ -17,6 +17,8 @@ struct OutputSet {
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
+  // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
+  std::string video_extension = ".mp4";
 };
 
 // "_report.html": one image's interactive page.
@@ -35,8 +37,14 @@ std::string head_overlay_suffix(int head, const std::string& image_extension = "
 // last, so that when it exists the others do too).
 std::vector<std::string> output_suffixes(const OutputSet& outputs);
 
-// output_base + every suffix.
-std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs);
+// A video job's suffixes: the attention video "_attn.mp4" (or .avi) first, then with
+// save_attention "_cls.npy", the per-frame maps. (--frames-dir's PNGs go to a folder beside
+// them and are not counted: --skip-existing looks at the video.)
+std::vector<std::string> video_output_suffixes(const OutputSet& outputs);
+
+// output_base + every suffix (a video job's when `video`).
+std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs,
+                                                bool video = false);
 
 // True when the file name is one that some vitattn run writes ("x_attn.png", "x_attn.jpg",
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.

@@ -33,7 +33,7 @@ fs::path below(const fs::path& root, const fs::path& p) {
 
 void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const OutputSet& outputs) {
   const std::string input = display(job.input);
-  const fs::path rel = below(out_dir, with_suffix(job.output_base, output_suffixes(outputs).front().c_str()));
+  const fs::path rel = below(out_dir, with_suffix(job.output_base, (job.video ? video_output_suffixes(outputs) : output_suffixes(outputs)).front().c_str()));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));
   // Walk down from the output folder one name at a time with lstat, never through a link.
   fs::path dir = out_dir;
@@ -52,7 +52,7 @@ void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const Out
       throw Error(input + ": " + display(dir) + " in the output folder is a symbolic link; not followed, nothing written");
     if (!S_ISDIR(st.st_mode)) throw Error(input + ": " + display(dir) + " in the output folder is not a folder");
   }
-  for (const fs::path& file : output_paths(job.output_base, outputs)) {
+  for (const fs::path& file : output_paths(job.output_base, outputs, job.video)) {
     struct stat st {};
     if (::lstat(file.c_str(), &st) != 0) continue;  // not there yet: the usual case
     if (S_ISLNK(st.st_mode))

@@ -55,49 +55,68 @@ std::vector<Matrix> encoder_maps(const VitModel& model, const std::vector<Matrix
   return maps;
 }
 
-void process(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+// The chosen layer's heads and the rollout up to it, from one forward pass. `report`, when
+// given, hears every layer (all of them run); `classify` runs every block for the logits.
+struct Attended {
+  std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
+  Matrix rollout;             // (n_tokens, n_tokens), with view.rollout
+  ForwardResult result;
+};
+
+Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
+                bool classify) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
-
-  const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
-  const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
-  auto [width, height] = view.img_size > 0 || view.keep_aspect
-                             ? input_size(bgr.cols, bgr.rows, s, model.patch_size, view.keep_aspect)
-                             : std::pair{model.grid_w * model.patch_size, model.grid_h * model.patch_size};
-  const ImageTensor x = preprocess(bgr, width, height, model.norm);  // (3, height, width)
-  const int grid_h = height / model.patch_size, grid_w = width / model.patch_size;
-  if (options.on_grid) options.on_grid(job, {bgr.cols, bgr.rows, width, height, grid_w, grid_h});
-
-  std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
-  if (options.report)
-    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
-                               model.patch_size, width, height},
-                   layer, *options.report);
   ForwardOptions fo;
-  const bool classify = options.on_logits && model.w_head.size() > 0;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
   fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
   fo.keep_from_layer = view.rollout || report ? 0 : layer;
   fo.scale = options.scale;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
-  std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
+  Attended a;
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
     if (view.rollout && l <= layer) rollout.add_layer(layer_heads);
-    if (l == layer) heads = layer_heads;
+    if (l == layer) a.heads = layer_heads;
     if (report) report->add_layer(l, layer_heads);
   };
-  const ForwardResult result = forward(model, x, fo);
-  const std::vector<Matrix> maps = encoder_maps(model, heads, rollout.result(), view, grid_h, grid_w);
+  a.result = forward(model, x, fo);
+  if (view.rollout) a.rollout = rollout.result();
+  return a;
+}
 
-  std::vector<cv::Mat> overlays;
+// The model input's size and grid for a decoded image (H, W).
+InputGrid input_grid(const cv::Mat& bgr, const VitModel& model, const EncoderView& view) {
+  const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
+  auto [width, height] = view.img_size > 0 || view.keep_aspect
+                             ? input_size(bgr.cols, bgr.rows, s, model.patch_size, view.keep_aspect)
+                             : std::pair{model.grid_w * model.patch_size, model.grid_h * model.patch_size};
+  return {bgr.cols, bgr.rows, width, height, width / model.patch_size, height / model.patch_size};
+}
+
+void process(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+  const EncoderView& view = options.view;
+  const int layer = resolve_layer(view.layer, model.n_layers());
+
+  const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
+  const InputGrid g = input_grid(bgr, model, view);
+  const int width = g.input_w, height = g.input_h, grid_h = g.grid_h, grid_w = g.grid_w;
+  const ImageTensor x = preprocess(bgr, width, height, model.norm);  // (3, height, width)
+  if (options.on_grid) options.on_grid(job, g);
+
+  std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
+  if (options.report)
+    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
+                               model.patch_size, width, height},
+                   layer, *options.report);
+  const bool classify = options.on_logits && model.w_head.size() > 0;
+  const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify);
+  const std::vector<Matrix>& heads = attended.heads;
+  const ForwardResult& result = attended.result;
+  const std::vector<Matrix> maps = encoder_maps(model, heads, attended.rollout, view, grid_h, grid_w);
+
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
-  for (const Matrix& map : maps) {
-    overlays.push_back(render_overlay(bgr, map, options.render));
-    if (!view.threshold) continue;
-    masks.push_back(mass_mask(map, *view.threshold));  // on the probabilities, not the display scale
-    draw_mask_outline(overlays.back(), masks.back());
-  }
+  const std::vector<cv::Mat> overlays = draw_overlays(bgr, maps, options, &masks);
 
   if (report) {  // one block, one head (the seeded model): its q and k for the step-by-step panel
     if (model.n_layers() == 1 && model.n_heads == 1) {
@@ -130,18 +149,44 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
     if (classify) options.on_logits(job, result.logits);
     return;
   }
-  std::vector<std::string> labels;
   for (std::size_t h = 0; h < overlays.size(); ++h) {
-    labels.push_back("head " + std::to_string(h));
     write_image_atomic(with_suffix(job.output_base, head_overlay_suffix(static_cast<int>(h), extension(options.format.format)).c_str()),
                        overlays[h], options.format);
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
-  write_image_atomic(with_suffix(job.output_base, suffix), tile_images(overlays, labels, 512), options.format);
+  write_image_atomic(with_suffix(job.output_base, suffix), head_sheet(overlays), options.format);
   if (classify) options.on_logits(job, result.logits);
 }
 
 }  // namespace
+
+std::vector<Matrix> attention_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
+                                   InputGrid* grid) {
+  const InputGrid g = input_grid(bgr, model, options.view);
+  if (grid) *grid = g;
+  const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  const Attended attended = attend(model, x, options, nullptr, false);
+  return encoder_maps(model, attended.heads, attended.rollout, options.view, g.grid_h, g.grid_w);
+}
+
+std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
+                                   std::vector<Matrix>* masks) {
+  std::vector<cv::Mat> overlays;
+  for (const Matrix& map : maps) {
+    overlays.push_back(render_overlay(bgr, map, options.render));
+    if (!options.view.threshold) continue;
+    const Matrix mask = mass_mask(map, *options.view.threshold);  // on the probabilities, not the display scale
+    draw_mask_outline(overlays.back(), mask);
+    if (masks) masks->push_back(mask);
+  }
+  return overlays;
+}
+
+cv::Mat head_sheet(const std::vector<cv::Mat>& overlays) {
+  std::vector<std::string> labels;
+  for (std::size_t h = 0; h < overlays.size(); ++h) labels.push_back("head " + std::to_string(h));
+  return tile_images(overlays, labels, 512);
+}
 
 OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) {
   OutputSet outputs;

@@ -48,6 +48,19 @@ struct ProcessOptions {
 void process_image(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,
                    const ProcessOptions& options);
 
+// The steps of process_image after decoding, for callers that decode themselves (a video's
+// frames, process_video.hpp): the same functions, so a frame's map is the image path's.
+// bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, or one per head with --head
+// all. `grid`, when given, is told the input's grid.
+std::vector<Matrix> attention_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
+                                   InputGrid* grid = nullptr);
+// The maps blended over bgr (H, W), each with its --threshold outline; `masks` (grid_h, grid_w)
+// each, when given, receives the outlined masks.
+std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
+                                   std::vector<Matrix>* masks = nullptr);
+// --head all's sheet of per-head overlays, each labelled "head h".
+cv::Mat head_sheet(const std::vector<cv::Mat>& overlays);
+
 // Which outputs process_image writes for each job with these options: keep in step with it.
 OutputSet written_outputs(const VitModel& model, const ProcessOptions& options);
 

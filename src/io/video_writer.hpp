@@ -1,0 +1,38 @@
+#pragma once
+// Writing an attention video through OpenCV's VideoWriter: H.264 in MP4 when Debian's FFmpeg
+// backend has an H.264 encoder (libx264), else Motion JPEG in AVI. Whole files only: frames go
+// to a temporary name that is renamed when the video is complete.
+#include <filesystem>
+#include <memory>
+#include <opencv2/core.hpp>
+#include <string>
+
+namespace vitattn::io {
+
+enum class VideoCodec { h264_mp4, mjpg_avi };
+
+// The codec this machine writes: tries to open an H.264 writer once (on a scratch file in the
+// system's temporary folder, removed at once) and remembers the answer. Thread-safe.
+VideoCodec available_video_codec();
+
+const char* extension(VideoCodec codec);   // ".mp4", ".avi"
+const char* describe(VideoCodec codec);    // "H.264 in MP4", "MJPG in AVI (no H.264 encoder found)"
+
+class VideoWriter {
+ public:
+  // Opens a writer for `path` (whose extension must be the codec's) at `fps`, frames (height,
+  // width) 8-bit BGR; throws Error naming `path`. Nothing exists under `path` until commit().
+  VideoWriter(const std::filesystem::path& path, VideoCodec codec, double fps, int width, int height);
+  ~VideoWriter();  // without commit(): the temporary file is removed
+  VideoWriter(const VideoWriter&) = delete;
+  VideoWriter& operator=(const VideoWriter&) = delete;
+
+  void write(const cv::Mat& bgr);
+  void commit();  // finishes the file and renames it into place; throws Error naming `path`
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vitattn::io

@@ -1,0 +1,188 @@
+#include "process_video.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <thread>
+
+#include "core/error.hpp"
+#include "frame_queue.hpp"
+#include "io/file_io.hpp"
+#include "io/npy.hpp"
+#include "io/video_reader.hpp"
+#include "output_folders.hpp"
+
+namespace vitattn::pipeline {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::size_t kQueued = 4;  // frames in flight between two stages
+
+struct Decoded {
+  std::int64_t index;  // the frame's number in the source video
+  cv::Mat bgr;         // (H, W) 8-bit
+};
+
+struct Drawn {
+  std::int64_t index;
+  cv::Mat frame;  // the overlay, or the sheet of heads with --head all
+};
+
+// What the decoder stage saw: how far it got and why it stopped.
+struct DecodeEnd {
+  std::int64_t decoded = 0;   // frames read from the file
+  bool stream_ended = false;  // read() failed (the end, or damage), rather than max_frames or a stop
+  std::exception_ptr error;
+};
+
+// Every `every`-th frame, at most `max_frames` of them, into `out`.
+void decode_frames(io::VideoReader& reader, const VideoOptions& video, FrameQueue<Decoded>& out, DecodeEnd& end) {
+  try {
+    std::int64_t sent = 0;
+    for (std::int64_t index = 0;; ++index) {
+      if (video.max_frames > 0 && sent >= video.max_frames) break;
+      cv::Mat bgr;
+      if (!reader.read(bgr)) {
+        end.stream_ended = true;
+        break;
+      }
+      ++end.decoded;
+      if (index % video.every != 0) continue;
+      if (!out.push({index, std::move(bgr)})) break;  // the model stage gave up
+      ++sent;
+    }
+  } catch (...) {
+    end.error = std::current_exception();
+  }
+  out.close();
+}
+
+// Writes each drawn frame to the video (and as a PNG with frames_dir), in order.
+void encode_frames(const fs::path& video_path, const fs::path& frames_dir, double fps, const ProcessOptions& options,
+                   const VideoOptions& video, FrameQueue<Drawn>& in, std::unique_ptr<io::VideoWriter>& writer,
+                   std::exception_ptr& error) {
+  try {
+    for (std::optional<Drawn> d; (d = in.pop());) {
+      // The sheet's size is known at the first frame; it stays the same for the whole video.
+      if (!writer) writer = std::make_unique<io::VideoWriter>(video_path, video.codec, fps, d->frame.cols, d->frame.rows);
+      writer->write(d->frame);
+      if (!frames_dir.empty())
+        io::write_image_atomic(frames_dir / fmt::format("{:06d}{}", d->index, overlay_suffix(io::extension(options.format.format))),
+                               d->frame, options.format);
+      if (video.on_frame) video.on_frame();
+    }
+  } catch (...) {
+    error = std::current_exception();
+    in.close();  // the model stage stops at its next push
+  }
+}
+
+// s (grid_h, grid_w) ← a·m + (1 − a)·s, per map; the first frame's maps as they are.
+void smooth_maps(std::vector<Matrix>& maps, std::vector<Matrix>& state, float a) {
+  if (state.empty()) {
+    state = maps;
+    return;
+  }
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    state[i] = a * maps[i] + (1.0f - a) * state[i];
+    maps[i] = state[i];
+  }
+}
+
+// <name>_frames: made when missing, never through a symbolic link.
+void make_frames_folder(const fs::path& dir, const ImageJob& job) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(st))
+    throw Error(io::display(job.input) + ": " + io::display(dir) + " is a symbolic link; not followed");
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw Error(io::display(job.input) + ": " + io::display(dir) + " exists and is not a folder");
+  fs::create_directory(dir, ec);
+  if (ec) throw Error(io::display(job.input) + ": cannot make " + io::display(dir) + ": " + ec.message());
+}
+
+}  // namespace
+
+fs::path frames_folder(const ImageJob& job) { return with_suffix(job.output_base, "_frames"); }
+
+void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel& model, const ProcessOptions& options,
+                   const VideoOptions& video) {
+  check_view(model, options.view, "the model");
+  OutputSet outputs = written_outputs(model, options);
+  outputs.video_extension = io::extension(video.codec);
+  prepare_output_path(out_dir, job, outputs);
+  const std::string source = io::display(job.input);
+
+  io::VideoReader reader(job.input, options.max_pixels);
+  const io::VideoInfo& info = reader.info();
+  if (video.on_frames_expected && info.frame_count > 0) {
+    std::int64_t n = (info.frame_count + video.every - 1) / video.every;
+    if (video.max_frames > 0) n = std::min(n, video.max_frames);
+    video.on_frames_expected(n);
+  }
+  const fs::path frames_dir = video.frames_dir ? frames_folder(job) : fs::path();
+  if (video.frames_dir) make_frames_folder(frames_dir, job);
+
+  FrameQueue<Decoded> decoded(kQueued);
+  FrameQueue<Drawn> drawn(kQueued);
+  DecodeEnd decode_end;
+  std::unique_ptr<io::VideoWriter> writer;
+  std::exception_ptr encode_error;
+  const fs::path video_path = with_suffix(job.output_base, video_output_suffixes(outputs).front().c_str());
+  std::vector<float> saved;  // the drawn maps, frame after frame: (frames, [n_maps,] grid_h, grid_w)
+  std::vector<std::uint64_t> map_shape;
+  std::int64_t n_drawn = 0;
+  {
+    std::jthread decoder([&] { decode_frames(reader, video, decoded, decode_end); });
+    std::jthread encoder(
+        [&] { encode_frames(video_path, frames_dir, info.fps / video.every, options, video, drawn, writer, encode_error); });
+    // The model stage, on this thread; any exception closes both queues so that the others end.
+    try {
+      std::vector<Matrix> ema;  // (grid_h, grid_w) each, with smooth
+      for (std::optional<Decoded> d; (d = decoded.pop());) {
+        if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
+        InputGrid grid;
+        std::vector<Matrix> maps = attention_maps(d->bgr, model, options, &grid);
+        if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);
+        if (video.smooth) smooth_maps(maps, ema, *video.smooth);
+        const std::vector<cv::Mat> overlays = draw_overlays(d->bgr, maps, options);
+        if (options.save_attention) {
+          if (map_shape.empty()) {
+            map_shape = {static_cast<std::uint64_t>(grid.grid_h), static_cast<std::uint64_t>(grid.grid_w)};
+            if (maps.size() > 1) map_shape.insert(map_shape.begin(), maps.size());
+          }
+          for (const Matrix& m : maps) saved.insert(saved.end(), m.data(), m.data() + m.size());
+        }
+        if (!drawn.push({d->index, overlays.size() == 1 ? overlays.front() : head_sheet(overlays)})) break;
+        ++n_drawn;
+      }
+      decoded.close();  // the encoder gave up: the decoder stops at its next push
+    } catch (...) {
+      decoded.close();
+      drawn.close();
+      throw;  // the jthreads join on the way out; the writer's temporary is removed with it
+    }
+    drawn.close();
+  }
+  if (encode_error) std::rethrow_exception(encode_error);
+  if (decode_end.error) std::rethrow_exception(decode_end.error);
+  if (n_drawn == 0 || !writer)
+    throw Error(decode_end.decoded == 0 && info.frame_count == 0
+                    ? source + ": video has no frames"
+                    : source + ": no frame could be decoded (corrupt or truncated video, or a codec FFmpeg here cannot decode)");
+  // Fewer frames than the header announces: damage stopped the decoder (a file cut short, a
+  // corrupt frame). What came before is drawn, as a damaged image is.
+  if (decode_end.stream_ended && info.frame_count > 0 && decode_end.decoded < info.frame_count) {
+    const std::string what = fmt::format("truncated or corrupt video: decoded {} of the {} frames its header announces",
+                                         decode_end.decoded, info.frame_count);
+    if (options.damage.strict) throw OptionError(Field::strict, "", what + "; refused as damaged", source);
+    if (options.damage.warn) options.damage.warn(source + ": " + what + "; wrote those");
+  }
+  if (options.save_attention) {
+    map_shape.insert(map_shape.begin(), static_cast<std::uint64_t>(n_drawn));
+    io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);
+  }
+  writer->commit();  // last: when the video exists, the rest does too
+}
+
+}  // namespace vitattn::pipeline

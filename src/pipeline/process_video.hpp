@@ -1,0 +1,42 @@
+#pragma once
+// One video, start to finish: its frames decoded, each drawn exactly as process_image draws an
+// image (the same functions, the same options), and written as an attention video of the
+// same size, and the same frame rate and frame count unless `every` or `max_frames` says
+// otherwise. Decoding, the model and encoding overlap: three threads joined by small queues.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "batch_plan.hpp"
+#include "io/video_writer.hpp"
+#include "process_image.hpp"
+
+namespace vitattn::pipeline {
+
+struct VideoOptions {
+  io::VideoCodec codec = io::VideoCodec::h264_mp4;  // its extension is OutputSet::video_extension
+  bool frames_dir = false;      // also each frame's overlay as <name>_frames/<frame index, 6 digits>_attn.png
+  int every = 1;                // draw frames 0, every, 2·every, …; the video's rate is fps / every
+  std::int64_t max_frames = 0;  // at most this many frames drawn; 0: all
+  // Exponential moving average of the maps across the drawn frames, against flicker:
+  // s₀ = m₀, sₜ = a·mₜ + (1 − a)·sₜ₋₁ with a = smooth in (0, 1]; unset: each frame's own map.
+  std::optional<float> smooth;
+  std::function<void(std::int64_t)> on_frames_expected;  // the frames this video should give, when known
+  std::function<void()> on_frame;                         // one more frame written (any thread)
+  std::function<bool()> stop;                             // polled per frame: true abandons the video
+};
+
+// The frames-dir folder of a video job: "<output_base>_frames".
+std::filesystem::path frames_folder(const ImageJob& job);
+
+// Throws Error with a one-line message naming the video (nothing under its output names then),
+// OptionError (max_pixels) when its frames are over the limit. A truncated or corrupt video
+// gives the frames decoded before the damage and a warning through options.damage (an Error
+// with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
+// true) for written_outputs(model, options) with outputs.video_extension = extension(video.codec),
+// the video last, and with frames_dir the frames' PNGs.
+void process_video(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,
+                   const ProcessOptions& options, const VideoOptions& video);
+
+}  // namespace vitattn::pipeline
