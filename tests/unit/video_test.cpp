@@ -72,12 +72,15 @@ TEST(Video, TemporaryPathKeepsTheExtensionAndIsRemovedUnlessCommitted) {
 TEST(Video, FrameQueueKeepsOrderBoundsAndCloses) {
   pipeline::FrameQueue<int> q(2);
   std::vector<int> got;
+  int pushed = 0;
   std::thread producer([&] {
-    for (int i = 0; i < 100; ++i) ASSERT_TRUE(q.push(i));
+    for (int i = 0; i < 100 && q.push(i); ++i) ++pushed;
     q.close();
   });
   for (std::optional<int> v; (v = q.pop());) got.push_back(*v);
+  q.close();  // a consumer that stopped early must not leave the producer waiting forever
   producer.join();
+  EXPECT_EQ(pushed, 100);
   std::vector<int> want(100);
   std::iota(want.begin(), want.end(), 0);
   EXPECT_EQ(got, want);
