@@ -217,6 +217,7 @@ int run_images(const Options& o) {
     if (std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; })) {
       video.codec = io::available_video_codec();
       spdlog::info("videos are written as {}, without sound", io::describe(video.codec));
+      if (o.report) spdlog::warn("--report: videos get no page (only images do)");
       if (outputs.video_extension != io::extension(video.codec)) {
         outputs.video_extension = io::extension(video.codec);
         plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);

@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 std::vector<fs::path> report_pages(const std::vector<ImageJob>& jobs, const fs::path& out) {
   std::vector<fs::path> pages;
   for (const ImageJob& job : jobs)
-    pages.push_back(with_suffix(job.output_base, report_suffix().c_str()).lexically_relative(out));
+    if (!job.video)  // a video gets no page
+      pages.push_back(with_suffix(job.output_base, report_suffix().c_str()).lexically_relative(out));
   return pages;
 }
 
