@@ -16,37 +16,43 @@ std::string dims(Eigen::Index rows, Eigen::Index cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-void expect(const std::string& source, const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) {
-  if (m.rows() != rows || m.cols() != cols)
-    throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
-  if (!m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
-}
+// The shape (and, unless the caller checked them already, the values) of each tensor.
+struct Expect {
+  const std::string& source;
+  bool values;
 
-void expect(const std::string& source, const std::string& name, const RowVector& v, Eigen::Index n,
-            bool optional = false) {
-  if (optional && v.size() == 0) return;
-  if (v.size() != n)
-    throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
-  if (!v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
-}
+  void operator()(const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) const {
+    if (m.rows() != rows || m.cols() != cols)
+      throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
+    if (values && !m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  }
+
+  void operator()(const std::string& name, const RowVector& v, Eigen::Index n, bool optional = false) const {
+    if (optional && v.size() == 0) return;
+    if (v.size() != n)
+      throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
+    if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  }
+};
 
 }  // namespace
 
-void VitModel::validate(const std::string& source) const {
+void VitModel::validate(const std::string& source, CheckValues values) const {
+  const Expect expect{source, values == CheckValues::yes};
   if (patch_size <= 0) throw Error(source + ": patch size must be positive");
   const Eigen::Index d = d_model();
   if (d <= 0) throw Error(source + ": d_model must be positive");
   if (!(eps > 0.0f) || !std::isfinite(eps)) throw Error(source + ": LayerNorm eps must be positive");
-  expect(source, "patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
-  expect(source, "patch embedding bias", b_patch, d, true);
-  expect(source, "class token", cls_token, d);
-  expect(source, "register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
+  expect("patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
+  expect("patch embedding bias", b_patch, d, true);
+  expect("class token", cls_token, d);
+  expect("register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
   if (grid_h <= 0 || grid_w <= 0)
     throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
                 " rows, which is not a square patch grid (with or without a class position)");
   if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != 1 + n_registers())
     throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1 or 1 + registers");
-  expect(source, "position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
+  expect("position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
   const Eigen::Index d_attn_ = blocks.front().w_qkv.rows() / 3;
   if (d_attn_ <= 0) throw Error(source + ": block 0 qkv weight has no rows");
@@ -57,11 +63,11 @@ void VitModel::validate(const std::string& source) const {
     const EncoderBlock& b = blocks[i];
     const std::string at = "block " + std::to_string(i) + " ";
     if (b.norm1.present() || b.norm1.bias.size() > 0) {
-      expect(source, at + "norm1 weight", b.norm1.weight, d);
-      expect(source, at + "norm1 bias", b.norm1.bias, d);
+      expect(at + "norm1 weight", b.norm1.weight, d);
+      expect(at + "norm1 bias", b.norm1.bias, d);
     }
-    expect(source, at + "qkv weight", b.w_qkv, 3 * d_attn_, d);
-    expect(source, at + "qkv bias", b.b_qkv, 3 * d_attn_, true);
+    expect(at + "qkv weight", b.w_qkv, 3 * d_attn_, d);
+    expect(at + "qkv bias", b.b_qkv, 3 * d_attn_, true);
     if (!b.projected()) {
       // The heads' outputs are the block's output: nothing after it can read a stream of another width.
       if (i + 1 != blocks.size() || b.has_mlp() || b.ls1.size() > 0 || b.b_proj.size() > 0 || final_norm.present() ||
@@ -70,30 +76,30 @@ void VitModel::validate(const std::string& source) const {
                     "without MLP, final norm or classifier");
       continue;
     }
-    expect(source, at + "attention output weight", b.w_proj, d, d_attn_);
-    expect(source, at + "attention output bias", b.b_proj, d, true);
-    expect(source, at + "layer scale 1", b.ls1, d, true);
+    expect(at + "attention output weight", b.w_proj, d, d_attn_);
+    expect(at + "attention output bias", b.b_proj, d, true);
+    expect(at + "layer scale 1", b.ls1, d, true);
     if (!b.has_mlp()) {
       if (b.norm2.present() || b.w_fc2.size() > 0 || b.ls2.size() > 0)
         throw Error(source + ": " + at + "MLP has no hidden units");
       continue;
     }
     const Eigen::Index d_mlp = b.w_fc1.rows();
-    expect(source, at + "norm2 weight", b.norm2.weight, d);
-    expect(source, at + "norm2 bias", b.norm2.bias, d);
-    expect(source, at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
-    expect(source, at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
-    expect(source, at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
-    expect(source, at + "mlp fc2 bias", b.b_fc2, d, true);
-    expect(source, at + "layer scale 2", b.ls2, d, true);
+    expect(at + "norm2 weight", b.norm2.weight, d);
+    expect(at + "norm2 bias", b.norm2.bias, d);
+    expect(at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
+    expect(at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
+    expect(at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
+    expect(at + "mlp fc2 bias", b.b_fc2, d, true);
+    expect(at + "layer scale 2", b.ls2, d, true);
   }
   if (final_norm.present()) {
-    expect(source, "final norm weight", final_norm.weight, d);
-    expect(source, "final norm bias", final_norm.bias, d);
+    expect("final norm weight", final_norm.weight, d);
+    expect("final norm bias", final_norm.bias, d);
   }
   if (w_head.size() > 0) {
-    expect(source, "classifier weight", w_head, w_head.rows(), d);
-    expect(source, "classifier bias", b_head, w_head.rows(), true);
+    expect("classifier weight", w_head, w_head.rows(), d);
+    expect("classifier bias", b_head, w_head.rows(), true);
   }
   for (std::size_t c = 0; c < 3; ++c)
     if (!std::isfinite(norm.mean[c]) || !(norm.std[c] > 0.0f) || !std::isfinite(norm.std[c]))
