@@ -37,6 +37,7 @@ REPO = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 TARGET_TORCH_OVER_VITATTN = 2.5
 TARGET_VITATTN_OVER_FLOOR = 1.5
+TARGET_VITATTN_OVER_FLOOR_2T = 1.1  # issue 12: a single image on 2 threads at most 1.1x the GEMM floor
 TARGET_LOAD_OVER_CAT = 2.0      # issue 12: loading at most 2x `cat file > /dev/null` from a warm page cache
 TARGET_PEAK_OVER_FILE_MB = 40.0  # issue 12: peak RSS while loading at most the file + 40 MB (F32 files)
 # name: (label, d_model, heads, mlp)
@@ -297,7 +298,8 @@ def main():
         for name, t, med, _, gflop in rows:
             r1, r2 = med["pytorch"] / med["vitattn"], med["vitattn"] / med["floor"]
             ok1 = "ok" if r1 >= TARGET_TORCH_OVER_VITATTN else "missed"
-            ok2 = "ok" if r2 <= TARGET_VITATTN_OVER_FLOOR else "missed"
+            goal = TARGET_VITATTN_OVER_FLOOR_2T if t == 2 else TARGET_VITATTN_OVER_FLOOR
+            ok2 = ("ok" if r2 <= goal else "missed") + f", goal ≤ {goal:g}"
             print(f"| {MODELS[name][0]} ({gflop:.1f} GFLOP) | {t} | {med['vitattn']:.3f} s | {med['pytorch']:.3f} s | "
                   f"{med['floor']:.3f} s ({gflop / med['floor']:.0f}) | **{r1:.2f}×** ({ok1}) | **{r2:.2f}** ({ok2}) |")
         print(f"\ntargets: PyTorch / vitattn >= {TARGET_TORCH_OVER_VITATTN}, vitattn / floor <= {TARGET_VITATTN_OVER_FLOOR} "

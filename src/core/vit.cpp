@@ -6,6 +6,7 @@
 #include "attention.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
+#include "parallel_for.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
 
@@ -138,7 +139,7 @@ namespace {
 struct BlockBuffers {
   Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
   Matrix qkv;     // (n_tokens, 3·d_attn) [q | k | v], head h in columns h·d_head … of each
-  Matrix scores;  // (n_tokens, n_tokens) one head's scores, then its probabilities
+  std::vector<Matrix> scores;  // [head] (n_tokens, n_tokens) its scores, then its probabilities (when not kept)
   Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
   Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
   Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
@@ -146,6 +147,9 @@ struct BlockBuffers {
 
 // xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each head's probabilities
 // (n_tokens, n_tokens) go to `attention` when it is given. weights_only: skip the A·V products.
+// The heads are independent, so they are handed to the threads whole (a head's products and
+// softmax then run on one thread): a head's 197×197 products are too small to split evenly in
+// two, six or twelve heads are not. Every head's bytes are the same whoever computes it.
 void multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
                           std::vector<Matrix>* attention, bool weights_only, bool scale) {
   const Eigen::Index d = model.d_attn(), d_head = model.d_head(), n_tokens = xn.rows();
@@ -153,18 +157,27 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, cons
   linear_into(xn, block.w_qkv, block.b_qkv, buf.qkv);
   const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
   buf.heads.resize(weights_only ? 0 : n_tokens, d);
-  buf.scores.resize(n_tokens, n_tokens);
-  for (int h = 0; h < model.n_heads; ++h) {
+  // Each head's scores (n_tokens, n_tokens): straight in `attention` when it is kept, else in
+  // a buffer of its own.
+  const auto n_heads = static_cast<std::size_t>(model.n_heads);
+  const std::size_t first = attention ? attention->size() : 0;
+  if (attention) attention->resize(first + n_heads);
+  else buf.scores.resize(n_heads);
+  auto scores_of = [&](int h) -> Matrix& {
+    return attention ? (*attention)[first + static_cast<std::size_t>(h)] : buf.scores[static_cast<std::size_t>(h)];
+  };
+  parallel_for(model.n_heads, gemm_threads(), [&](int h) {
+    Matrix& scores = scores_of(h);
+    scores.resize(n_tokens, n_tokens);
     const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
     const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
     const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
     // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s is gemm's α
-    gemm_abt(buf.scores, q, k, s);
-    softmax_rows(buf.scores);
+    gemm_abt(scores, q, k, s);
+    softmax_rows(scores);
     // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
-    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), buf.scores, v);
-    if (attention) attention->push_back(buf.scores);
-  }
+    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), scores, v);
+  });
 }
 
 // x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
