@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -36,6 +37,7 @@ REPO = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 TARGET_TORCH_OVER_VITATTN = 2.5
 TARGET_VITATTN_OVER_FLOOR = 1.5
+TARGET_VITATTN_OVER_FLOOR_2T = 1.1  # issue 12: a single image on 2 threads at most 1.1x the GEMM floor
 TARGET_LOAD_OVER_CAT = 2.0      # issue 12: loading at most 2x `cat file > /dev/null` from a warm page cache
 TARGET_PEAK_OVER_FILE_MB = 40.0  # issue 12: peak RSS while loading at most the file + 40 MB (F32 files)
 # name: (label, d_model, heads, mlp)
@@ -153,24 +155,37 @@ def timed_child(cmd, stdout=None):
 def bench_load(name, path, rounds, vitattn_bench):
     """Model loading against `cat file > /dev/null`, both from a warm page cache, alternating.
 
-    Per round: cat the file (wall and CPU seconds of the cat process), then one
-    vitattn_forward_bench process (its own load time, wall and CPU, read around load_vit;
-    its peak RSS right after loading, VmHWM). Returns the medians."""
+    Per round: cat the file (wall and CPU seconds of the whole cat process), numpy.fromfile
+    (bench/read_floor.py: the file read into fresh memory, the least any loader that holds
+    its own copy of the weights pays), then one
+    vitattn_forward_bench process, which reports two things: its load alone (wall and CPU
+    around load_tensor_file + load_vit) and the whole process up to a ready model (from just
+    before the spawn, through exec, the libraries and the load; CPU from getrusage), and its
+    peak RSS right after loading (VmHWM). Returns the medians."""
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-    cat_wall, cat_cpu, load_wall, load_cpu, peak = [], [], [], [], []
+    keys = ("cat", "cat_cpu", "fromfile", "fromfile_cpu", "load", "load_cpu", "ready", "ready_cpu", "peak")
+    got = {k: [] for k in keys}
     for _ in range(rounds):
         with open(os.devnull, "wb") as null:
             w, c = timed_child(["cat", path], stdout=null)
-        cat_wall.append(w)
-        cat_cpu.append(c)
-        res, _ = run_json([vitattn_bench, "--model", path, "--threads", "1", "--repeat", "1", "--warmup", "0"])
-        load_wall.append(res["load_seconds"])
-        load_cpu.append(res["load_cpu_seconds"])
-        peak.append(res["rss_peak_loaded_mb"])
+        got["cat"].append(w)
+        got["cat_cpu"].append(c)
+        floor, _ = run_json([PY, os.path.join(HERE, "read_floor.py"), path])
+        got["fromfile"].append(floor["seconds"])
+        got["fromfile_cpu"].append(floor["cpu_seconds"])
+        env = dict(os.environ, VITATTN_BENCH_SPAWN_NS=str(time.monotonic_ns()))  # CLOCK_MONOTONIC, as steady_clock
+        r = subprocess.run([vitattn_bench, "--model", path, "--threads", "1", "--repeat", "1", "--warmup", "0"],
+                           capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            die(f"vitattn_forward_bench failed ({r.returncode}) on {path}:\n{r.stderr[-2000:]}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        for k, j in (("load", "load_seconds"), ("load_cpu", "load_cpu_seconds"), ("ready", "ready_seconds"),
+                     ("ready_cpu", "ready_cpu_seconds"), ("peak", "rss_peak_loaded_mb")):
+            got[k].append(res[j])
         file_mb = res["model_file_mb"]
-    m = statistics.median
-    return {"file_mb": file_mb, "cat": m(cat_wall), "cat_cpu": m(cat_cpu), "load": m(load_wall),
-            "load_cpu": m(load_cpu), "peak": m(peak)}
+    out = {k: statistics.median(v) for k, v in got.items()}
+    out["file_mb"] = file_mb
+    return out
 
 
 def bench_one(name, path, threads, args, vitattn_bench):
@@ -245,19 +260,29 @@ def main():
             if not diff <= 1e-3 * max(1.0, scale):
                 die("vitattn and PyTorch disagree on the same model: the timings would compare different work")
         print(f"\nloading: {args.rounds} rounds, each `cat FILE > /dev/null` then one vitattn_forward_bench process "
-              "(warm page cache; MB = MiB):\n")
-        print("| model | file | cat (CPU) | vitattn load (CPU) | load / cat: wall (CPU) | peak RSS after load | "
-              "peak − file |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+              "(warm page cache; MB = MiB). 'load' is load_tensor_file + load_vit inside the process; 'start → ready' "
+              "is the whole process from its spawn to a ready model (exec, libraries, static init, load); "
+              "cat is its whole process too:\n")
+        print("| model | file | cat, wall (CPU) | numpy.fromfile / cat, wall (CPU) | load, wall (CPU) | "
+              "load / cat, wall (CPU) | start → ready, wall (CPU) | start → ready / cat, wall (CPU) | "
+              "peak RSS after load | peak − file |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for name in args.models:
             r = bench_load(name, paths[name], args.rounds, vitattn_bench)
-            ratio, ratio_cpu, over = r["load"] / r["cat"], r["load_cpu"] / r["cat_cpu"], r["peak"] - r["file_mb"]
+            over = r["peak"] - r["file_mb"]
+
+            def ratio(key):
+                w, c = r[key] / r["cat"], r[key + "_cpu"] / r["cat_cpu"]
+                return f"**{w:.1f}** ({c:.1f}) ({'ok' if w <= TARGET_LOAD_OVER_CAT else 'missed'})"
             print(f"| {MODELS[name][0]} | {r['file_mb']:.1f} MiB | {r['cat']:.3f} s ({r['cat_cpu']:.3f} s) | "
-                  f"{r['load']:.3f} s ({r['load_cpu']:.3f} s) | **{ratio:.2f}** ({ratio_cpu:.2f}) "
-                  f"({'ok' if ratio <= TARGET_LOAD_OVER_CAT else 'missed'}) | {r['peak']:.1f} MiB | "
+                  f"{r['fromfile'] / r['cat']:.1f} ({r['fromfile_cpu'] / r['cat_cpu']:.1f}) | "
+                  f"{r['load']:.3f} s ({r['load_cpu']:.3f} s) | {ratio('load')} | "
+                  f"{r['ready']:.3f} s ({r['ready_cpu']:.3f} s) | {ratio('ready')} | {r['peak']:.1f} MiB | "
                   f"**{over:+.1f} MiB** ({'ok' if over <= TARGET_PEAK_OVER_FILE_MB else 'missed'}) |", flush=True)
-        print(f"targets: load / cat <= {TARGET_LOAD_OVER_CAT:g}, peak RSS while loading <= file + "
-              f"{TARGET_PEAK_OVER_FILE_MB:g} MB (the peak counts the process's libraries too)")
+        print(f"goals (issue 12): load / cat <= {TARGET_LOAD_OVER_CAT:g} (from a warm page cache), peak RSS while "
+              f"loading <= file + {TARGET_PEAK_OVER_FILE_MB:g} MB (the peak counts the process's libraries too)")
+        print("numpy.fromfile (bench/read_floor.py) reads the file into fresh memory and does nothing else: what any "
+              "loader that holds its own copy of the weights pays at least (cat reuses one small buffer)")
         if args.load_only:
             return
         rows = []
@@ -273,7 +298,8 @@ def main():
         for name, t, med, _, gflop in rows:
             r1, r2 = med["pytorch"] / med["vitattn"], med["vitattn"] / med["floor"]
             ok1 = "ok" if r1 >= TARGET_TORCH_OVER_VITATTN else "missed"
-            ok2 = "ok" if r2 <= TARGET_VITATTN_OVER_FLOOR else "missed"
+            goal = TARGET_VITATTN_OVER_FLOOR_2T if t == 2 else TARGET_VITATTN_OVER_FLOOR
+            ok2 = ("ok" if r2 <= goal else "missed") + f", goal ≤ {goal:g}"
             print(f"| {MODELS[name][0]} ({gflop:.1f} GFLOP) | {t} | {med['vitattn']:.3f} s | {med['pytorch']:.3f} s | "
                   f"{med['floor']:.3f} s ({gflop / med['floor']:.0f}) | **{r1:.2f}×** ({ok1}) | **{r2:.2f}** ({ok2}) |")
         print(f"\ntargets: PyTorch / vitattn >= {TARGET_TORCH_OVER_VITATTN}, vitattn / floor <= {TARGET_VITATTN_OVER_FLOOR} "

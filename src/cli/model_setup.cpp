@@ -54,7 +54,7 @@ VitModel make_model(const Options& o, io::ClassLabels* labels) {
   if (config.mean) loaded.model.norm.mean = *config.mean;
   if (config.std) loaded.model.norm.std = *config.std;
   apply_normalization(o, loaded.model.norm);
-  loaded.model.validate(o.model);
+  loaded.model.validate(o.model, VitModel::CheckValues::no);  // load_vit checked every weight's values
   spdlog::debug("model {}: {}", o.model, loaded.summary());
   if (labels && loaded.model.w_head.size() > 0) {
     *labels = io::find_class_labels(st.metadata(), o.model, path.parent_path() / "config.json",

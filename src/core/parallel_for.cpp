@@ -13,6 +13,9 @@
 namespace vitattn {
 namespace {
 
+// True on a thread while it runs one of the pool's tasks.
+thread_local bool t_in_task = false;
+
 class Pool {
  public:
   ~Pool() {
@@ -107,7 +110,19 @@ void parallel_for(int n_tasks, int threads, const std::function<void(int)>& task
   if (n_tasks <= 0) return;
   const int helpers = std::min(threads, n_tasks) - 1;
   static Pool pool;
-  if (helpers > 0 && pool.run(n_tasks, helpers, task)) return;
+  // A task that itself calls parallel_for (a head's products inside the heads' loop) runs
+  // that inner loop on its own thread: the pool is busy with the outer one, and the caller's
+  // thread already holds it.
+  if (helpers > 0 && !t_in_task) {
+    const auto run_marked = [&task](int t) {
+      struct Mark {  // cleared however the task ends, a throw included
+        Mark() { t_in_task = true; }
+        ~Mark() { t_in_task = false; }
+      } mark;
+      task(t);
+    };
+    if (pool.run(n_tasks, helpers, run_marked)) return;
+  }
   for (int t = 0; t < n_tasks; ++t) task(t);
 }
 

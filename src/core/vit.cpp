@@ -6,6 +6,7 @@
 #include "attention.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
+#include "parallel_for.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
 
@@ -16,37 +17,43 @@ std::string dims(Eigen::Index rows, Eigen::Index cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-void expect(const std::string& source, const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) {
-  if (m.rows() != rows || m.cols() != cols)
-    throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
-  if (!m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
-}
+// The shape (and, unless the caller checked them already, the values) of each tensor.
+struct Expect {
+  const std::string& source;
+  bool values;
 
-void expect(const std::string& source, const std::string& name, const RowVector& v, Eigen::Index n,
-            bool optional = false) {
-  if (optional && v.size() == 0) return;
-  if (v.size() != n)
-    throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
-  if (!v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
-}
+  void operator()(const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) const {
+    if (m.rows() != rows || m.cols() != cols)
+      throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
+    if (values && !m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  }
+
+  void operator()(const std::string& name, const RowVector& v, Eigen::Index n, bool optional = false) const {
+    if (optional && v.size() == 0) return;
+    if (v.size() != n)
+      throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
+    if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  }
+};
 
 }  // namespace
 
-void VitModel::validate(const std::string& source) const {
+void VitModel::validate(const std::string& source, CheckValues values) const {
+  const Expect expect{source, values == CheckValues::yes};
   if (patch_size <= 0) throw Error(source + ": patch size must be positive");
   const Eigen::Index d = d_model();
   if (d <= 0) throw Error(source + ": d_model must be positive");
   if (!(eps > 0.0f) || !std::isfinite(eps)) throw Error(source + ": LayerNorm eps must be positive");
-  expect(source, "patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
-  expect(source, "patch embedding bias", b_patch, d, true);
-  expect(source, "class token", cls_token, d);
-  expect(source, "register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
+  expect("patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
+  expect("patch embedding bias", b_patch, d, true);
+  expect("class token", cls_token, d);
+  expect("register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
   if (grid_h <= 0 || grid_w <= 0)
     throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
                 " rows, which is not a square patch grid (with or without a class position)");
   if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != 1 + n_registers())
     throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1 or 1 + registers");
-  expect(source, "position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
+  expect("position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
   const Eigen::Index d_attn_ = blocks.front().w_qkv.rows() / 3;
   if (d_attn_ <= 0) throw Error(source + ": block 0 qkv weight has no rows");
@@ -57,11 +64,11 @@ void VitModel::validate(const std::string& source) const {
     const EncoderBlock& b = blocks[i];
     const std::string at = "block " + std::to_string(i) + " ";
     if (b.norm1.present() || b.norm1.bias.size() > 0) {
-      expect(source, at + "norm1 weight", b.norm1.weight, d);
-      expect(source, at + "norm1 bias", b.norm1.bias, d);
+      expect(at + "norm1 weight", b.norm1.weight, d);
+      expect(at + "norm1 bias", b.norm1.bias, d);
     }
-    expect(source, at + "qkv weight", b.w_qkv, 3 * d_attn_, d);
-    expect(source, at + "qkv bias", b.b_qkv, 3 * d_attn_, true);
+    expect(at + "qkv weight", b.w_qkv, 3 * d_attn_, d);
+    expect(at + "qkv bias", b.b_qkv, 3 * d_attn_, true);
     if (!b.projected()) {
       // The heads' outputs are the block's output: nothing after it can read a stream of another width.
       if (i + 1 != blocks.size() || b.has_mlp() || b.ls1.size() > 0 || b.b_proj.size() > 0 || final_norm.present() ||
@@ -70,30 +77,30 @@ void VitModel::validate(const std::string& source) const {
                     "without MLP, final norm or classifier");
       continue;
     }
-    expect(source, at + "attention output weight", b.w_proj, d, d_attn_);
-    expect(source, at + "attention output bias", b.b_proj, d, true);
-    expect(source, at + "layer scale 1", b.ls1, d, true);
+    expect(at + "attention output weight", b.w_proj, d, d_attn_);
+    expect(at + "attention output bias", b.b_proj, d, true);
+    expect(at + "layer scale 1", b.ls1, d, true);
     if (!b.has_mlp()) {
       if (b.norm2.present() || b.w_fc2.size() > 0 || b.ls2.size() > 0)
         throw Error(source + ": " + at + "MLP has no hidden units");
       continue;
     }
     const Eigen::Index d_mlp = b.w_fc1.rows();
-    expect(source, at + "norm2 weight", b.norm2.weight, d);
-    expect(source, at + "norm2 bias", b.norm2.bias, d);
-    expect(source, at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
-    expect(source, at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
-    expect(source, at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
-    expect(source, at + "mlp fc2 bias", b.b_fc2, d, true);
-    expect(source, at + "layer scale 2", b.ls2, d, true);
+    expect(at + "norm2 weight", b.norm2.weight, d);
+    expect(at + "norm2 bias", b.norm2.bias, d);
+    expect(at + "mlp fc1 weight", b.w_fc1, d_mlp, d);
+    expect(at + "mlp fc1 bias", b.b_fc1, d_mlp, true);
+    expect(at + "mlp fc2 weight", b.w_fc2, d, d_mlp);
+    expect(at + "mlp fc2 bias", b.b_fc2, d, true);
+    expect(at + "layer scale 2", b.ls2, d, true);
   }
   if (final_norm.present()) {
-    expect(source, "final norm weight", final_norm.weight, d);
-    expect(source, "final norm bias", final_norm.bias, d);
+    expect("final norm weight", final_norm.weight, d);
+    expect("final norm bias", final_norm.bias, d);
   }
   if (w_head.size() > 0) {
-    expect(source, "classifier weight", w_head, w_head.rows(), d);
-    expect(source, "classifier bias", b_head, w_head.rows(), true);
+    expect("classifier weight", w_head, w_head.rows(), d);
+    expect("classifier bias", b_head, w_head.rows(), true);
   }
   for (std::size_t c = 0; c < 3; ++c)
     if (!std::isfinite(norm.mean[c]) || !(norm.std[c] > 0.0f) || !std::isfinite(norm.std[c]))
@@ -132,7 +139,7 @@ namespace {
 struct BlockBuffers {
   Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
   Matrix qkv;     // (n_tokens, 3·d_attn) [q | k | v], head h in columns h·d_head … of each
-  Matrix scores;  // (n_tokens, n_tokens) one head's scores, then its probabilities
+  std::vector<Matrix> scores;  // [head] (n_tokens, n_tokens) its scores, then its probabilities (when not kept)
   Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
   Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
   Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
@@ -140,6 +147,9 @@ struct BlockBuffers {
 
 // xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each head's probabilities
 // (n_tokens, n_tokens) go to `attention` when it is given. weights_only: skip the A·V products.
+// The heads are independent, so they are handed to the threads whole (a head's products and
+// softmax then run on one thread): a head's 197×197 products are too small to split evenly in
+// two, six or twelve heads are not. Every head's bytes are the same whoever computes it.
 void multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
                           std::vector<Matrix>* attention, bool weights_only, bool scale) {
   const Eigen::Index d = model.d_attn(), d_head = model.d_head(), n_tokens = xn.rows();
@@ -147,18 +157,27 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, cons
   linear_into(xn, block.w_qkv, block.b_qkv, buf.qkv);
   const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
   buf.heads.resize(weights_only ? 0 : n_tokens, d);
-  buf.scores.resize(n_tokens, n_tokens);
-  for (int h = 0; h < model.n_heads; ++h) {
+  // Each head's scores (n_tokens, n_tokens): straight in `attention` when it is kept, else in
+  // a buffer of its own.
+  const auto n_heads = static_cast<std::size_t>(model.n_heads);
+  const std::size_t first = attention ? attention->size() : 0;
+  if (attention) attention->resize(first + n_heads);
+  else buf.scores.resize(n_heads);
+  auto scores_of = [&](int h) -> Matrix& {
+    return attention ? (*attention)[first + static_cast<std::size_t>(h)] : buf.scores[static_cast<std::size_t>(h)];
+  };
+  parallel_for(model.n_heads, gemm_threads(), [&](int h) {
+    Matrix& scores = scores_of(h);
+    scores.resize(n_tokens, n_tokens);
     const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
     const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
     const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
     // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s is gemm's α
-    gemm_abt(buf.scores, q, k, s);
-    softmax_rows(buf.scores);
+    gemm_abt(scores, q, k, s);
+    softmax_rows(scores);
     // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
-    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), buf.scores, v);
-    if (attention) attention->push_back(buf.scores);
-  }
+    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), scores, v);
+  });
 }
 
 // x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.

@@ -64,8 +64,10 @@ struct VitModel {
   int first_patch_token() const { return 1 + n_registers(); }  // [cls, registers…, patches…]
 
   // Throws Error naming `source` and the first tensor whose shape does not fit the others,
-  // or that holds a non-finite value.
-  void validate(const std::string& source) const;
+  // or that holds a non-finite value. CheckValues::no leaves out the values (a pass over every
+  // weight, as long as reading them): for a caller that checked each tensor as it read it.
+  enum class CheckValues : bool { no = false, yes = true };
+  void validate(const std::string& source, CheckValues values = CheckValues::yes) const;
 };
 
 struct ForwardOptions {

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "file_io.hpp"
 #include "file_kind.hpp"
+#include "fresh_memory.hpp"
 #include "mapped_file.hpp"
 
 namespace vitattn::io {
@@ -282,6 +283,7 @@ void SafeTensors::read_floats(const std::string& name, const std::vector<std::ui
                 "; weights must be F32, F16, BF16 or F64");
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   if (n == 0) return;
+  prefault_for_writing(out, n * sizeof(float));  // `out` is usually fresh: no fault per page while converting
   ConvertJob job{info->dtype, data() + data_start_ + info->begin, n, out};
   if (!map_) {
     convert(&job);

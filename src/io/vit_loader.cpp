@@ -337,7 +337,7 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   if (auto it = meta.find("std"); it != meta.end()) m.norm.std = metadata_triplet(it->second, src + ": __metadata__.std");
   if (overrides.eps) m.eps = *overrides.eps;
   if (overrides.gelu) m.gelu = *overrides.gelu;
-  m.validate(src);
+  m.validate(src, VitModel::CheckValues::no);  // each tensor's values were checked as it was read (Reader)
   return out;
 }
 

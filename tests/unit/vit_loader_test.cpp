@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "core/error.hpp"
@@ -240,6 +241,29 @@ TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
   Tensors other;
   other.add("encoder.weight", {2, 2});
   EXPECT_NE(error_of([&] { load_vit(other.parse()); }).find("m.safetensors: not a model vitattn knows (looked for the tensor names of: single-head, timm,"), std::string::npos);
+}
+
+// The model's own validate() leaves the values to the loader (one pass over the weights, not
+// two), so the loader must check every tensor it reads: a NaN or an infinity in any of them,
+// in every naming (packed and separate q, k, v; registers; layer scale; classifier), is
+// refused with that tensor named. The last value is the one spoiled: a check that stopped
+// short of a tensor's end, or skipped a tensor, would let it through.
+TEST(VitLoader, ANonFiniteValueInAnyTensorIsRefusedByName) {
+  Tensors with_head = timm(true, 2);
+  linear(with_head, "head", 5, D);
+  for (const Tensors& model : {with_head, torchvision(), hf_vit("vit.")}) {
+    ASSERT_NO_THROW(load_vit(model.parse({{"num_heads", "2"}})));  // unspoiled, it loads
+    for (std::size_t i = 0; i < model.list.size(); ++i) {
+      for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        Tensors t = model;
+        NamedTensor& n = t.list[i];
+        n.values.back() = bad;
+        const std::string error = error_of([&] { load_vit(t.parse({{"num_heads", "2"}})); });
+        EXPECT_NE(error.find("m.safetensors: " + n.name + " holds a non-finite value"), std::string::npos)
+            << n.name << " with " << bad << ": " << (error.empty() ? "loaded" : error);
+      }
+    }
+  }
 }
 
 TEST(Npy, ReadsBackWhatItWritesAndFloat64) {

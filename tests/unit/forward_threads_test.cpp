@@ -1,0 +1,129 @@
+// The whole forward at 1, 2, 3 and 7 threads gives the same bytes: the heads run side by
+// side (each head's products and softmax on one thread, vit.cpp), the row layers and the
+// products split by rows and tiles. Also when the attention is kept, in head order, and
+// when it is streamed layer by layer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/gemm.hpp"
+#include "core/vit.hpp"
+#include "test_util.hpp"
+
+namespace vitattn {
+namespace {
+
+class ForwardThreads : public ::testing::Test {
+ protected:
+  void TearDown() override { set_gemm_threads(1); }
+};
+
+bool same_bits(const Matrix& x, const Matrix& y) {
+  return x.rows() == y.rows() && x.cols() == y.cols() &&
+         (x.size() == 0 || std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0);
+}
+
+// 197 tokens and 16-wide heads: a head's q·kᵀ (197·197·16) is over the size at which a product
+// is split over threads, so a head's products inside the heads' loop are exercised too.
+VitModel model(std::mt19937& rng) {
+  const int d = 96, p = 16, g = 14, mlp = 192;
+  VitModel m;
+  m.patch_size = p;
+  m.n_heads = 6;
+  m.w_patch = test::random_matrix(d, 3 * p * p, rng, 0.05f);
+  m.b_patch = test::random_matrix(1, d, rng, 0.1f);
+  m.cls_token = test::random_matrix(1, d, rng);
+  m.pos_embed = test::random_matrix(1 + g * g, d, rng, 0.2f);
+  m.grid_h = m.grid_w = g;
+  for (int l = 0; l < 2; ++l) {
+    EncoderBlock b;
+    b.norm1 = {(test::random_matrix(1, d, rng, 0.3f).array() + 1.0f).matrix(), test::random_matrix(1, d, rng, 0.1f)};
+    b.w_qkv = test::random_matrix(3 * d, d, rng, 0.3f);
+    b.b_qkv = test::random_matrix(1, 3 * d, rng, 0.1f);
+    b.w_proj = test::random_matrix(d, d, rng, 0.1f);
+    b.b_proj = test::random_matrix(1, d, rng, 0.1f);
+    b.norm2 = {(test::random_matrix(1, d, rng, 0.3f).array() + 1.0f).matrix(), test::random_matrix(1, d, rng, 0.1f)};
+    b.w_fc1 = test::random_matrix(mlp, d, rng, 0.1f);
+    b.b_fc1 = test::random_matrix(1, mlp, rng, 0.1f);
+    b.w_fc2 = test::random_matrix(d, mlp, rng, 0.1f);
+    b.b_fc2 = test::random_matrix(1, d, rng, 0.1f);
+    m.blocks.push_back(b);
+  }
+  m.final_norm = {test::random_matrix(1, d, rng, 0.3f), test::random_matrix(1, d, rng, 0.1f)};
+  m.w_head = test::random_matrix(10, d, rng, 0.1f);
+  m.b_head = test::random_matrix(1, 10, rng, 0.1f);
+  m.validate("test model");
+  return m;
+}
+
+ImageTensor image(std::mt19937& rng) {
+  ImageTensor x;
+  x.height = x.width = 224;
+  x.chw.resize(3 * 224 * 224);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x.chw) v = normal(rng);
+  return x;
+}
+
+struct Outputs {
+  ForwardResult kept;                         // every layer's attention kept
+  std::vector<std::vector<Matrix>> streamed;  // the same, handed over layer by layer
+  ForwardResult plain;                        // tokens and logits only
+};
+
+Outputs run(const VitModel& m, const ImageTensor& x, int threads) {
+  set_gemm_threads(threads);
+  Outputs r;
+  ForwardOptions keep;
+  keep.keep_from_layer = 0;
+  r.kept = forward(m, x, keep);
+  ForwardOptions streaming;
+  streaming.keep_from_layer = 0;
+  streaming.on_attention = [&](int, const std::vector<Matrix>& heads) { r.streamed.push_back(heads); };
+  forward(m, x, streaming);
+  r.plain = forward(m, x);
+  return r;
+}
+
+TEST_F(ForwardThreads, TheSameBytesAtEveryThreadCount) {
+  std::mt19937 rng(41);
+  const VitModel m = model(rng);
+  const ImageTensor x = image(rng);
+  const Outputs one = run(m, x, 1);
+  ASSERT_EQ(one.kept.attention.size(), 2u);
+  ASSERT_EQ(one.kept.attention[0].size(), 6u);
+  ASSERT_EQ(one.streamed.size(), 2u);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t h = 0; h < 6; ++h) {
+      // in head order: head h's row sums are 1, and streaming gives the same matrices
+      EXPECT_NEAR(one.kept.attention[l][h].row(0).sum(), 1.0f, 1e-5f);
+      EXPECT_TRUE(same_bits(one.streamed[l][h], one.kept.attention[l][h])) << "layer " << l << " head " << h;
+    }
+  // the heads differ from each other: a head written into another's place would show
+  EXPECT_FALSE(same_bits(one.kept.attention[1][0], one.kept.attention[1][1]));
+  for (int threads : {2, 3, 7}) {
+    for (int repeat = 0; repeat < 12; ++repeat) {  // a race shows only sometimes (rarely on a busy machine): many tries
+      const Outputs many = run(m, x, threads);
+      EXPECT_TRUE(same_bits(many.plain.tokens, one.plain.tokens)) << threads << " threads";
+      EXPECT_TRUE(same_bits(many.plain.logits, one.plain.logits)) << threads << " threads";
+      EXPECT_TRUE(same_bits(many.kept.tokens, one.plain.tokens)) << threads << " threads, attention kept";
+      ASSERT_EQ(many.kept.attention.size(), 2u);
+      ASSERT_EQ(many.streamed.size(), 2u);
+      for (std::size_t l = 0; l < 2; ++l) {
+        ASSERT_EQ(many.kept.attention[l].size(), 6u);
+        ASSERT_EQ(many.streamed[l].size(), 6u);
+        for (std::size_t h = 0; h < 6; ++h) {
+          EXPECT_TRUE(same_bits(many.kept.attention[l][h], one.kept.attention[l][h]))
+              << threads << " threads, layer " << l << " head " << h;
+          EXPECT_TRUE(same_bits(many.streamed[l][h], one.kept.attention[l][h]))
+              << threads << " threads, streamed, layer " << l << " head " << h;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vitattn
