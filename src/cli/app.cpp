@@ -247,6 +247,8 @@ int run_images(const Options& o) {
   std::optional<RunLog> log;
   if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, outputs);
   const std::size_t total = plan.jobs.size();
+  const auto videos = static_cast<std::size_t>(
+      std::count_if(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; }));
   // Every job's page, written now or before (--skip-existing). A shard leaves the gallery out:
   // the shards' galleries would all be <out>/index.html, each with a part of the pages.
   const std::vector<fs::path> report_pages = outputs.report && !shard ? pipeline::report_pages(plan.jobs, out)
@@ -254,12 +256,12 @@ int run_images(const Options& o) {
   const std::size_t skipped = o.skip_existing ? drop_finished_jobs_logged(plan, outputs, log ? &*log : nullptr) : 0;
   if (const int sig = InterruptGuard::signal_received()) {
     if (log) log->not_started(plan.jobs, plan.jobs.size(), signal_name(sig));
-    spdlog::warn("{}", batch_summary(total, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
+    spdlog::warn("{}", batch_summary(total, videos, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
     return exit_status_for_signal(sig);
   }
   if (plan.jobs.empty()) {
     if (skipped == 0) spdlog::warn("no images found in the inputs given");
-    else spdlog::info("{}", batch_summary(total, skipped, {}, 0.0, io::display(out), 0));
+    else spdlog::info("{}", batch_summary(total, videos, skipped, {}, 0.0, io::display(out), 0));
     return plan.errors.empty() ? kExitOk : kExitSomeFailed;
   }
 
@@ -311,7 +313,7 @@ int run_images(const Options& o) {
       gallery_failed = true;
     }
   }
-  const std::string summary = batch_summary(total, skipped, result, seconds, io::display(out), sig);
+  const std::string summary = batch_summary(total, videos, skipped, result, seconds, io::display(out), sig);
   if (sig) {
     if (log) log->not_started(plan.jobs, result.not_started, signal_name(sig));
     spdlog::warn("{}", summary);

@@ -57,15 +57,23 @@ BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
   return result;
 }
 
-std::string batch_summary(std::size_t total, std::size_t skipped, const BatchResult& r, double seconds,
-                          const std::string& out, int signal) {
+// "3 images", "1 video", "2 images and 1 video": a video is one input, not one image.
+static std::string count_inputs(std::size_t total, std::size_t videos) {
+  const auto plural = [](std::size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
+  if (videos == 0) return plural(total, "image");
+  if (videos == total) return plural(total, "video");
+  return plural(total - videos, "image") + " and " + plural(videos, "video");
+}
+
+std::string batch_summary(std::size_t total, std::size_t videos, std::size_t skipped, const BatchResult& r,
+                          double seconds, const std::string& out, int signal) {
   const std::string skip = skipped ? fmt::format(", {} skipped (already done)", skipped) : std::string();
   if (signal != 0)
-    return fmt::format("interrupted by {} after {:.2f} s: {} of {} image{} written to {}, {} failed, {} not started{}",
-                       signal_name(signal), seconds, r.written, total, total == 1 ? "" : "s", out, r.failed,
+    return fmt::format("interrupted by {} after {:.2f} s: {} of {} written to {}, {} failed, {} not started{}",
+                       signal_name(signal), seconds, r.written, count_inputs(total, videos), out, r.failed,
                        r.not_started, skip);
-  return fmt::format("{} image{} in {:.2f} s: {} written to {}{}{}", total, total == 1 ? "" : "s", seconds, r.written,
-                     out, r.failed ? fmt::format(", {} failed", r.failed) : std::string(), skip);
+  return fmt::format("{} in {:.2f} s: {} written to {}{}{}", count_inputs(total, videos), seconds, r.written, out,
+                     r.failed ? fmt::format(", {} failed", r.failed) : std::string(), skip);
 }
 
 }  // namespace vitattn::cli

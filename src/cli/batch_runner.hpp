@@ -28,8 +28,8 @@ BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
 // The closing line: "<n> images in <t> s: <w> written to <out>[, <f> failed][, <s> skipped
 // (already done)]", or, after a signal, "interrupted by SIGINT after <t> s: <w> of <n>
 // images written to <out>, <f> failed, <k> not started[, <s> skipped (already done)]".
-// `total` counts the skipped inputs too.
-std::string batch_summary(std::size_t total, std::size_t skipped, const BatchResult& result, double seconds,
+// `total` counts the skipped inputs too, and `videos` of them are videos ("2 images and 1 video").
+std::string batch_summary(std::size_t total, std::size_t videos, std::size_t skipped, const BatchResult& result, double seconds,
                           const std::string& out, int signal);
 
 }  // namespace vitattn::cli

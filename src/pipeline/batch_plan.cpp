@@ -164,10 +164,11 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     }
   }
   // Anything still shared gets a counter.
-  const std::string overlay = output_suffixes(outputs).front();  // "_attn.png" (or the --format's)
-  const char* overlay_suffix = overlay.c_str();
+  const std::string image_overlay = output_suffixes(outputs).front();        // "_attn.png" (or the --format's)
+  const std::string video_overlay = video_output_suffixes(outputs).front();  // "_attn.mp4" (or .avi)
   std::set<fs::path> taken;
   for (std::size_t i = 0; i < found.size(); ++i) {
+    const char* overlay_suffix = (has_video_extension(found[i].input) ? video_overlay : image_overlay).c_str();
     fs::path candidate = base[i];
     for (int n = 2; taken.count(candidate); ++n) candidate = with_suffix(base[i], fmt::format("-{}", n).c_str());
     if (candidate != out_dir / found[i].rel_dir / found[i].input.stem())

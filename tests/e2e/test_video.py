@@ -114,6 +114,7 @@ class Video(TmpCase):
         clip = write_clip(self.dir / "clip.mp4", fourcc="avc1")
         _, _, err = self.vitattn(clip, "-o", self.dir / "out", "--save-attention")
         self.assertIn("H.264 in MP4", err)
+        self.assertIn("1 video in", err)  # the summary counts a video as one video, not as an image
         out = self.dir / "out/clip_attn.mp4"
         frames, fps, w, h = read_clip(out)
         self.assertEqual((len(frames), fps, w, h), (N_FRAMES, FPS, SIZE, SIZE))
@@ -236,6 +237,8 @@ class Video(TmpCase):
         for j in ("1", "3"):
             out = self.dir / f"out{j}"
             _, _, err = self.vitattn(self.dir / "in", "-o", out, "-j", j, "--save-attention", "--frames-dir")
+            self.assertIn("2 images and 3 videos in", err)
+            self.assertIn(f"c.mp4 → {out / 'c_mp4_attn.mp4'} (another input has the same name)", err)
             outs.append(out)
         names = sorted(str(p.relative_to(outs[0])) for p in outs[0].rglob("*") if p.is_file())
         for want in ("a_attn.mp4", "b_attn.mp4", "c_mp4_attn.mp4", "c_png_attn.png", "d_attn.png", "a_cls.npy",
