@@ -6,7 +6,8 @@
 #      cross-checks (label torch_oracle: their time is torch's, and the binary paths they
 #      drive run under ASan in other tests; see tests/CMakeLists.txt);
 #   2. the tsan preset (ThreadSanitizer, gcc): build the binary and run the parallel batch
-#      tests (ctest --preset tsan: e2e_parallel_batch, 40 images with -j 4, and e2e_cli);
+#      tests (ctest --preset tsan: e2e_parallel_batch, 40 images with -j 4, e2e_video's
+#      decode/model/encode threads, and the others listed in CMakePresets.json);
 #   3. scripts/fuzz.sh: each libFuzzer target for a bounded time (clang).
 #
 #   bash scripts/hardening.sh [seconds-per-fuzzer]      (default 60)
