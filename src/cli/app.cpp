@@ -29,6 +29,7 @@
 #include "pipeline/output_folders.hpp"
 #include "pipeline/process_image.hpp"
 #include "pipeline/process_video.hpp"
+#include "io/video_module.hpp"
 #include "io/video_writer.hpp"
 #include "pipeline/report_gallery.hpp"
 #include "io/threads.hpp"
@@ -216,7 +217,8 @@ int run_images(const Options& o) {
     // found (a writer opened once) only when there is a video, and the plan redone for .avi.
     if (std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; })) {
       video.codec = io::available_video_codec();
-      spdlog::info("videos are written as {}, without sound", io::describe(video.codec));
+      if (io::video_module_loads())  // else each video says it cannot be read, and why
+        spdlog::info("videos are written as {}, without sound", io::describe(video.codec));
       if (o.report) spdlog::warn("--report: videos get no page (only images do)");
       if (outputs.video_extension != io::extension(video.codec)) {
         outputs.video_extension = io::extension(video.codec);

@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <mutex>
 #include <opencv2/imgproc.hpp>
-#include <opencv2/videoio.hpp>
 
 #include "core/error.hpp"
 #include "decoder_messages.hpp"
 #include "file_io.hpp"
+#include "video_module.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -45,12 +45,19 @@ void quiet_video_library() {
   std::call_once(once, [] { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); });
 }
 
+// An opened capture in the video module (video_module_abi.hpp), closed with the reader.
 struct VideoReader::Impl {
-  cv::VideoCapture capture;
+  const video_abi::Table& module;
+  void* capture = nullptr;
+  explicit Impl(const video_abi::Table& m) : module(m) {}
+  ~Impl() {
+    if (capture != nullptr) module.reader_close(capture);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
 
-VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels)
-    : impl_(std::make_unique<Impl>()), source_(display(path)) {
+VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : source_(display(path)) {
   quiet_video_library();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -58,20 +65,18 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
     throw Error(source_ + ": is not a regular file");
   }
   if (std::filesystem::file_size(path, ec) == 0) throw Error(source_ + ": file is empty (0 bytes)");
+  impl_ = std::make_unique<Impl>(video_module(source_));
+  video_abi::Status status;
   {
     const DecoderMessages said;  // OpenCV's own log lines about this file, off stderr
-    try {
-      impl_->capture.open(path.string(), cv::CAP_FFMPEG);
-    } catch (const cv::Exception& e) {
-      throw Error(source_ + ": cannot open video: " + e.err);
-    }
+    impl_->capture = impl_->module.reader_open(path.c_str(), &status);
   }
-  if (!impl_->capture.isOpened())
+  if (impl_->capture == nullptr && status.message[0] != '\0')
+    throw Error(source_ + ": cannot open video: " + status.message);
+  if (impl_->capture == nullptr)
     throw Error(source_ + ": cannot open video (not a video, a broken container, or a codec FFmpeg here cannot decode)");
-  info_.width = static_cast<int>(impl_->capture.get(cv::CAP_PROP_FRAME_WIDTH));
-  info_.height = static_cast<int>(impl_->capture.get(cv::CAP_PROP_FRAME_HEIGHT));
-  info_.fps = impl_->capture.get(cv::CAP_PROP_FPS);
-  const double count = impl_->capture.get(cv::CAP_PROP_FRAME_COUNT);
+  double count = 0;
+  impl_->module.reader_info(impl_->capture, &info_.width, &info_.height, &info_.fps, &count);
   info_.frame_count = std::isfinite(count) && count > 0 ? static_cast<std::int64_t>(count) : 0;
   if (info_.width <= 0 || info_.height <= 0)
     throw Error(fmt::format("{}: video has no frame size ({}x{})", source_, info_.width, info_.height));
@@ -89,11 +94,8 @@ VideoReader::~VideoReader() = default;
 
 bool VideoReader::read(cv::Mat& bgr) {
   const DecoderMessages said;
-  try {
-    if (!impl_->capture.read(bgr) || bgr.empty()) return false;
-  } catch (const cv::Exception&) {
-    return false;  // a frame FFmpeg cannot decode ends the stream, like a truncated file
-  }
+  // 0 also for a frame FFmpeg cannot decode: it ends the stream, like a truncated file
+  if (impl_->module.reader_read(impl_->capture, &bgr) == 0 || bgr.empty()) return false;
   if (bgr.type() == CV_8UC1) cv::cvtColor(bgr, bgr, cv::COLOR_GRAY2BGR);
   if (bgr.type() != CV_8UC3) return false;
   // A stream whose frames change size is cut where they do: the output video has one size.

@@ -3,34 +3,31 @@
 #include <unistd.h>
 
 #include <mutex>
-#include <opencv2/videoio.hpp>
 
 #include "core/error.hpp"
 #include "decoder_messages.hpp"
 #include "file_io.hpp"
+#include "video_module.hpp"
 #include "video_reader.hpp"
 
 namespace vitattn::io {
 namespace fs = std::filesystem;
 namespace {
 
-int fourcc(VideoCodec codec) {
-  return codec == VideoCodec::h264_mp4 ? cv::VideoWriter::fourcc('a', 'v', 'c', '1')
-                                       : cv::VideoWriter::fourcc('M', 'J', 'P', 'G');
-}
+const char* fourcc(VideoCodec codec) { return codec == VideoCodec::h264_mp4 ? "avc1" : "MJPG"; }
 
 bool h264_opens() {
   std::error_code ec;
   const fs::path dir = fs::temp_directory_path(ec);
   if (ec) return false;
   const TemporaryPath scratch(dir / "vitattn-codec-probe.mp4");  // removed when it goes out of scope
+  const video_abi::Table& module = video_module();
   const DecoderMessages said;  // OpenCV's "could not open codec" lines, off stderr
-  try {
-    cv::VideoWriter probe(scratch.path().string(), cv::CAP_FFMPEG, fourcc(VideoCodec::h264_mp4), 25.0, cv::Size(64, 64));
-    return probe.isOpened();
-  } catch (const cv::Exception&) {
-    return false;
-  }
+  video_abi::Status status;
+  void* probe = module.writer_open(scratch.path().c_str(), fourcc(VideoCodec::h264_mp4), 25.0, 64, 64, &status);
+  if (probe == nullptr) return false;
+  module.writer_close(probe);
+  return true;
 }
 
 }  // namespace
@@ -40,7 +37,11 @@ VideoCodec available_video_codec() {
   static VideoCodec codec = VideoCodec::mjpg_avi;
   std::call_once(once, [] {
     quiet_video_library();
-    if (h264_opens()) codec = VideoCodec::h264_mp4;
+    try {
+      if (h264_opens()) codec = VideoCodec::h264_mp4;
+    } catch (const Error&) {
+      // No video module: each video says so when it is read; the codec does not matter then.
+    }
   });
   return codec;
 }
@@ -51,40 +52,51 @@ const char* describe(VideoCodec codec) {
   return codec == VideoCodec::h264_mp4 ? "H.264 in MP4" : "MJPG in AVI (no H.264 encoder in OpenCV's FFmpeg here)";
 }
 
+// An open writer in the video module (video_module_abi.hpp) on the temporary name.
 struct VideoWriter::Impl {
+  const video_abi::Table& module;
   fs::path path;
   TemporaryPath tmp;
-  cv::VideoWriter writer;
-  cv::Size size;
-  explicit Impl(const fs::path& p) : path(p), tmp(p) {}
+  void* writer = nullptr;
+  int width = 0, height = 0;
+  Impl(const video_abi::Table& m, const fs::path& p) : module(m), path(p), tmp(p) {}
+  ~Impl() {
+    if (writer != nullptr) module.writer_close(writer);  // closes the file; ~TemporaryPath removes it
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 };
 
 VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int width, int height)
-    : impl_(std::make_unique<Impl>(path)) {
+    : impl_(std::make_unique<Impl>(video_module(display(path)), path)) {
   quiet_video_library();
-  impl_->size = cv::Size(width, height);
-  const DecoderMessages said;
-  try {
-    impl_->writer.open(impl_->tmp.path().string(), cv::CAP_FFMPEG, fourcc(codec), fps, impl_->size);
-  } catch (const cv::Exception& e) {
-    throw Error(display(path) + ": cannot write video: " + e.err);
+  impl_->width = width;
+  impl_->height = height;
+  video_abi::Status status;
+  {
+    const DecoderMessages said;
+    impl_->writer = impl_->module.writer_open(impl_->tmp.path().c_str(), fourcc(codec), fps, width, height, &status);
   }
-  if (!impl_->writer.isOpened())
+  if (impl_->writer == nullptr && status.message[0] != '\0')
+    throw Error(display(path) + ": cannot write video: " + status.message);
+  if (impl_->writer == nullptr)
     throw Error(display(path) + ": cannot write video (" + describe(codec) + " at " + std::to_string(width) + "x" +
                 std::to_string(height) + ")");
 }
 
-VideoWriter::~VideoWriter() {
-  if (impl_->writer.isOpened()) impl_->writer.release();  // closes the file; ~TemporaryPath removes it
-}
+VideoWriter::~VideoWriter() = default;
 
 void VideoWriter::write(const cv::Mat& bgr) {
-  CV_Assert(bgr.type() == CV_8UC3 && bgr.size() == impl_->size);
-  impl_->writer.write(bgr);
+  CV_Assert(bgr.type() == CV_8UC3 && bgr.cols == impl_->width && bgr.rows == impl_->height);
+  video_abi::Status status;
+  if (impl_->module.writer_write(impl_->writer, &bgr, &status) == 0)
+    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
 }
 
 void VideoWriter::commit() {
-  impl_->writer.release();  // writes the trailer (the MP4 index)
+  video_abi::Status status;  // finishing writes the trailer (the MP4 index)
+  if (impl_->module.writer_finish(impl_->writer, &status) == 0)
+    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
   std::error_code ec;
   if (fs::file_size(impl_->tmp.path(), ec) == 0 || ec) throw Error(display(impl_->path) + ": cannot write video (nothing written)");
   impl_->tmp.commit();
