@@ -69,3 +69,22 @@ def network_requests(driver):
             if not url.startswith(("file:", "data:", "about:", "chrome:", "chrome-untrusted:", "blob:")):
                 urls.append(url)
     return urls
+
+
+# --- the page's window.vitattn contract -------------------------------------------------------
+def select(driver, **kw):
+    """window.vitattn.select({layer, head, query, view}); returns what the page returns."""
+    return driver.execute_script("return window.vitattn.select(arguments[0])", kw)
+
+
+def row(driver):
+    """The displayed row (window.vitattn.row(), dequantised) as float64."""
+    import numpy as np
+    return np.array(driver.execute_script("return Array.from(window.vitattn.row())"), dtype=np.float64)
+
+
+def fuse(a, head):
+    """The page's head choice on a (H, T, T) stack: an index, or "mean"/"max"/"min" over heads."""
+    if isinstance(head, int):
+        return a[head]
+    return {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]

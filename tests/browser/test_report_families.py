@@ -126,15 +126,14 @@ def js(script, *args):
 
 
 def select(**kw):
-    return js("return window.vitattn.select(arguments[0])", kw)
+    return browser.select(DRIVER, **kw)
 
 
 def row():
-    return np.array(js("return Array.from(window.vitattn.row())"), dtype=np.float64)
+    return browser.row(DRIVER)
 
 
-def fuse(a, head):  # a (H, T, T)
-    return a[head] if isinstance(head, int) else {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]
+fuse = browser.fuse
 
 
 def u8_mb(layers, heads, tokens):

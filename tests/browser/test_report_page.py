@@ -51,17 +51,14 @@ def js(script, *args):
 
 
 def select(**kw):
-    return js("return window.vitattn.select(arguments[0])", kw)
+    return browser.select(DRIVER, **kw)
 
 
 def row():
-    return np.array(js("return Array.from(window.vitattn.row())"), dtype=np.float64)
+    return browser.row(DRIVER)
 
 
-def fuse(a, head):  # a (H, T, T)
-    if isinstance(head, int):
-        return a[head]
-    return {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]
+fuse = browser.fuse
 
 
 def rollout_cls(layers, head):
