@@ -49,26 +49,6 @@ FAMILIES = [("timm", 2, 0), ("dino", 4, 0), ("dinov2", 2, 4), ("hf-vit", 4, 0), 
 F16_FAMILY = "dinov2"
 
 
-def timm_tensors(rng, registers, classes):
-    """A ViT with random weights under timm's names; registers and layer scale as DINOv2 has them."""
-    r = lambda *s, scale=0.3: (rng.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
-    t = {"patch_embed.proj.weight": r(D, 3, P, P, scale=0.1), "patch_embed.proj.bias": r(D),
-         "cls_token": r(1, 1, D), "pos_embed": r(1, 1 + POS_GRID * POS_GRID, D), "norm.weight": 1 + r(D), "norm.bias": r(D)}
-    if classes:
-        t["head.weight"], t["head.bias"] = r(classes, D), r(classes)
-    if registers:
-        t["register_tokens"] = r(1, registers, D)
-    for i in range(LAYERS):
-        b = f"blocks.{i}."
-        t.update({b + "norm1.weight": 1 + r(D), b + "norm1.bias": r(D), b + "attn.qkv.weight": r(3 * D, D, scale=0.6),
-                  b + "attn.qkv.bias": r(3 * D), b + "attn.proj.weight": r(D, D), b + "attn.proj.bias": r(D),
-                  b + "norm2.weight": 1 + r(D), b + "norm2.bias": r(D), b + "mlp.fc1.weight": r(MLP, D),
-                  b + "mlp.fc1.bias": r(MLP), b + "mlp.fc2.weight": r(D, MLP), b + "mlp.fc2.bias": r(D)})
-        if registers:
-            t[b + "ls1.gamma"], t[b + "ls2.gamma"] = r(D), r(D)
-    return t
-
-
 def renamed(t, family):
     """timm's names → the family's (as tests/python/test_torch_crosscheck's exporters, in numpy)."""
     if family in ("timm", "dino", "dinov2"):
@@ -154,9 +134,10 @@ def made():
     cv2.imwrite(str(d / "img.png"), photo_like(IMAGE_H, IMAGE_W, 3))
     out = {}
     for n, (family, heads, registers) in enumerate(FAMILIES):
-        rng = np.random.default_rng(100 + n)
         model = d / f"{family}.safetensors"
-        safetensors_io.write(model, renamed(timm_tensors(rng, registers, 5 if family == "timm" else 0), family),
+        t = harness.timm_tensors(D, P, POS_GRID, LAYERS, MLP, seed=100 + n, classes=5 if family == "timm" else 0,
+                                 registers=registers, qkv_scale=0.6)
+        safetensors_io.write(model, renamed(t, family),
                              {"num_heads": str(heads)}, dtype="F32")
         f = d / family
         err = run("-v", "--model", model, "--keep-aspect", "--report", "--save-attention", "--layer", LAYER, d / "img.png", "-o", f / "page")

@@ -121,13 +121,12 @@ def exif_rotated_jpeg(img, orientation):
     return jpg[:2] + app1 + jpg[2:]
 
 
-def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True, seed=0, classes=0,
-                    registers=0, embed_scale=1.0, scale=0.3, patch_scale=0.1):
-    """A small ViT with random weights under timm's names, written as F32 safetensors.
+def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_scale=1.0, scale=0.3,
+                 patch_scale=0.1, qkv_scale=None):
+    """A small ViT's random weights under timm's names, {name: float32 array}.
     With `classes`, a classifier (family timm, else dino); with `registers`, register tokens
     and layer scale (DINOv2). A small embed_scale makes the token stream tiny, so that
-    LayerNorm's ε shows."""
-    import safetensors_io
+    LayerNorm's ε shows; a larger qkv_scale makes the attention peakier."""
     rng = np.random.default_rng(seed)
     r = lambda *s, scale=scale: (rng.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
     e = embed_scale
@@ -139,7 +138,8 @@ def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True
         t["register_tokens"] = r(1, registers, d)
     for i in range(layers):
         b = f"blocks.{i}."
-        t.update({b + "norm1.weight": 1 + r(d), b + "norm1.bias": r(d), b + "attn.qkv.weight": r(3 * d, d),
+        t.update({b + "norm1.weight": 1 + r(d), b + "norm1.bias": r(d),
+                  b + "attn.qkv.weight": r(3 * d, d, scale=qkv_scale or scale),
                   b + "attn.qkv.bias": r(3 * d), b + "attn.proj.weight": r(d, d), b + "attn.proj.bias": r(d),
                   b + "norm2.weight": 1 + r(d), b + "norm2.bias": r(d), b + "mlp.fc1.weight": r(mlp, d),
                   b + "mlp.fc1.bias": r(mlp), b + "mlp.fc2.weight": r(d, mlp), b + "mlp.fc2.bias": r(d)})
@@ -147,6 +147,15 @@ def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True
             t[b + "ls1.gamma"] = r(d)
             t[b + "ls2.gamma"] = r(d)
     t["norm.weight"], t["norm.bias"] = 1 + r(d), r(d)
+    return t
+
+
+def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True, seed=0, classes=0,
+                    registers=0, embed_scale=1.0, scale=0.3, patch_scale=0.1):
+    """timm_tensors(...) written as F32 safetensors, with the head count in the metadata unless
+    heads_in_metadata is False."""
+    import safetensors_io
+    t = timm_tensors(d, p, grid, layers, mlp, seed, classes, registers, embed_scale, scale, patch_scale)
     safetensors_io.write(path, t, {"num_heads": str(heads)} if heads_in_metadata else None, dtype="F32")
 
 
