@@ -22,10 +22,10 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/vit.hpp"
-#include "io/safetensors.hpp"
-#include "io/tensor_file.hpp"
-#include "io/threads.hpp"
-#include "io/vit_loader.hpp"
+#include "tensors/safetensors.hpp"
+#include "tensors/tensor_file.hpp"
+#include "pipeline/threads.hpp"
+#include "model/vit_loader.hpp"
 
 namespace {
 
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
       ready_seconds = static_cast<double>(now_ns - std::atoll(spawn)) * 1e-9;
     }
     const double ready_cpu_seconds = process_cpu_seconds();
-    vitattn::io::set_library_threads(args.threads);
+    vitattn::pipeline::set_library_threads(args.threads);
     const vitattn::ImageTensor x = random_image(224);
 
     float checksum = 0.0f;  // keeps the work observable

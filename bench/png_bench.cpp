@@ -25,11 +25,11 @@
 #include "core/attention_maps.hpp"
 #include "core/vit.hpp"
 #include "core/seeded_model.hpp"
-#include "io/image_formats.hpp"
-#include "io/image_loader.hpp"
-#include "io/overlay.hpp"
-#include "io/png_writer.hpp"
-#include "io/threads.hpp"
+#include "image/image_formats.hpp"
+#include "image/image_loader.hpp"
+#include "image/overlay.hpp"
+#include "image/png_writer.hpp"
+#include "pipeline/threads.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<fs::path> files = image_files(inputs);
   if (files.empty()) usage("no images given");
-  vitattn::io::set_library_threads(1);  // one encoder on one core, as each -j worker runs it
+  vitattn::pipeline::set_library_threads(1);  // one encoder on one core, as each -j worker runs it
 
   // The overlays, as vitattn draws them by default.
   const vitattn::VitModel model = vitattn::make_seeded_model(vitattn::SeededShape{}, 0);

@@ -12,14 +12,14 @@
 
 #include "core/error.hpp"
 #include "core/vit.hpp"
-#include "io/image_header.hpp"
-#include "io/image_loader.hpp"
-#include "io/model_file.hpp"
-#include "io/npy.hpp"
-#include "io/pth_reader.hpp"
-#include "io/png_writer.hpp"
-#include "io/safetensors.hpp"
-#include "io/vit_loader.hpp"
+#include "image/image_header.hpp"
+#include "image/image_loader.hpp"
+#include "model/model_file.hpp"
+#include "tensors/npy.hpp"
+#include "tensors/pth_reader.hpp"
+#include "image/png_writer.hpp"
+#include "tensors/safetensors.hpp"
+#include "model/vit_loader.hpp"
 
 namespace vitattn::fuzz {
 namespace {

@@ -21,18 +21,18 @@
 #include "core/error.hpp"
 #include "explain.hpp"
 #include "interrupt.hpp"
-#include "io/file_io.hpp"
-#include "io/file_kind.hpp"
-#include "io/model_file.hpp"
-#include "io/npy.hpp"
-#include "io/vit_loader.hpp"
+#include "files/file_io.hpp"
+#include "files/file_kind.hpp"
+#include "model/model_file.hpp"
+#include "tensors/npy.hpp"
+#include "model/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/process_image.hpp"
 #include "pipeline/process_video.hpp"
-#include "io/video_module.hpp"
-#include "io/video_writer.hpp"
+#include "video/video_module.hpp"
+#include "video/video_writer.hpp"
 #include "pipeline/report_gallery.hpp"
-#include "io/threads.hpp"
+#include "pipeline/threads.hpp"
 #include "options.hpp"
 #include "run_log.hpp"
 #include "scale_out.hpp"
@@ -270,7 +270,7 @@ int run_images(const Options& o) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(plan.jobs.size()));
   const int threads_each = workers > 1 ? 1 : cores;  // parallel over images, not inside one
-  io::set_library_threads(threads_each);
+  pipeline::set_library_threads(threads_each);
   spdlog::debug("{} images, {} workers, {} threads each", plan.jobs.size(), workers, threads_each);
 
   std::optional<TopClasses> top;

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "interrupt.hpp"
-#include "io/file_io.hpp"
+#include "files/file_io.hpp"
 
 namespace vitattn::cli {
 

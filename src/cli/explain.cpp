@@ -12,9 +12,9 @@
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "explain_html.hpp"
-#include "io/file_kind.hpp"
-#include "io/image_writer.hpp"
-#include "io/overlay.hpp"
+#include "files/file_kind.hpp"
+#include "image/image_writer.hpp"
+#include "image/overlay.hpp"
 
 namespace vitattn::cli {
 namespace {

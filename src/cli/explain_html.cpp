@@ -7,8 +7,8 @@
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
-#include "io/explain_page.hpp"
-#include "io/file_kind.hpp"
+#include "report/explain_page.hpp"
+#include "files/file_kind.hpp"
 
 namespace vitattn::cli {
 namespace {

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/npy.hpp"
-#include "io/threads.hpp"
+#include "files/file_io.hpp"
+#include "tensors/npy.hpp"
+#include "pipeline/threads.hpp"
 #include "model_setup.hpp"
 #include "pipeline/output_folders.hpp"
 
@@ -106,7 +106,7 @@ int run_forward(const Options& o) {
   check_forward_outputs(o);
   const VitModel model = make_model(o);  // `forward` needs --model: a CLI11 rule
   pipeline::prepare_output_folder(o.output);
-  io::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;
   for (const auto& input : o.forward_inputs) {
     try {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "io/hf_model.hpp"
+#include "hub/hf_model.hpp"
 
 namespace vitattn::cli {
 

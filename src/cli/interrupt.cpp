@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "io/file_io.hpp"
+#include "files/file_io.hpp"
 
 namespace vitattn::cli {
 namespace {

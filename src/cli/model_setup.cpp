@@ -6,12 +6,12 @@
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
 #include "hub_fetch.hpp"
-#include "io/hf_cache.hpp"
-#include "io/model_config.hpp"
-#include "io/model_file.hpp"
-#include "io/safetensors.hpp"
-#include "io/tensor_file.hpp"
-#include "io/vit_loader.hpp"
+#include "hub/hf_cache.hpp"
+#include "model/model_config.hpp"
+#include "model/model_file.hpp"
+#include "tensors/safetensors.hpp"
+#include "tensors/tensor_file.hpp"
+#include "model/vit_loader.hpp"
 
 namespace vitattn::cli {
 namespace {

@@ -2,7 +2,7 @@
 // The model a command line asks for: seeded, or a file (a ViT checkpoint or the single-head
 // layout) with its overrides applied (and described at -v).
 #include "core/vit.hpp"
-#include "io/class_labels.hpp"
+#include "model/class_labels.hpp"
 #include "options.hpp"
 
 namespace vitattn::cli {

@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "io/checkpoint_families.hpp"
-#include "io/hf_cache.hpp"
-#include "io/model_file.hpp"
-#include "io/overlay.hpp"
+#include "model/checkpoint_families.hpp"
+#include "hub/hf_cache.hpp"
+#include "model/model_file.hpp"
+#include "image/overlay.hpp"
 #include "pipeline/view.hpp"
 
 namespace vitattn::cli {

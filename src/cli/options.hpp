@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/seeded_model.hpp"
-#include "io/image_writer.hpp"
-#include "io/overlay.hpp"
+#include "image/image_writer.hpp"
+#include "image/overlay.hpp"
 #include "pipeline/process_image.hpp"
-#include "io/vit_loader.hpp"
+#include "model/vit_loader.hpp"
 #include "scale_out.hpp"
 
 namespace vitattn::cli {

@@ -11,8 +11,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/file_kind.hpp"
+#include "files/file_io.hpp"
+#include "files/file_kind.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;

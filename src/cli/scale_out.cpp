@@ -7,7 +7,7 @@
 #include <iterator>
 
 #include "core/error.hpp"
-#include "io/file_list.hpp"
+#include "files/file_list.hpp"
 
 namespace vitattn::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "files/file_io.hpp"
 
 namespace vitattn::cli {
 
@@ -28,13 +28,13 @@ void TopClasses::add(const pipeline::ImageJob& job, const RowVector& logits) {
 
 std::filesystem::path TopClasses::finish(const std::filesystem::path& out) const {
   const std::lock_guard lock(mutex_);
-  std::vector<io::ImagePrediction> predictions;
+  std::vector<pipeline::ImagePrediction> predictions;
   for (std::size_t i = 0; i < jobs_.size(); ++i)
     if (top_[i]) predictions.push_back({jobs_[i].input, *top_[i]});
-  for (const io::ImagePrediction& p : predictions) std::printf("%s\n", io::prediction_line(p, labels_).c_str());
+  for (const pipeline::ImagePrediction& p : predictions) std::printf("%s\n", pipeline::prediction_line(p, labels_).c_str());
   std::fflush(stdout);
   const std::filesystem::path path = out / "predictions.csv";
-  io::write_predictions(path, predictions, labels_);
+  pipeline::write_predictions(path, predictions, labels_);
   return path;
 }
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pipeline/batch_plan.hpp"
-#include "io/predictions.hpp"
+#include "pipeline/predictions.hpp"
 #include "pipeline/process_image.hpp"
 #include "options.hpp"
 

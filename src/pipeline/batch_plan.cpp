@@ -13,9 +13,9 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/image_formats.hpp"
-#include "io/video_reader.hpp"
+#include "files/file_io.hpp"
+#include "image/image_formats.hpp"
+#include "video/video_reader.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {

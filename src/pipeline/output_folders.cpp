@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
+#include "files/file_io.hpp"
 
 namespace vitattn::pipeline {
 using io::display;

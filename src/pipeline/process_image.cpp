@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "core/query_key.hpp"
-#include "io/file_io.hpp"
-#include "io/image_loader.hpp"
-#include "io/npy.hpp"
+#include "files/file_io.hpp"
+#include "image/image_loader.hpp"
+#include "tensors/npy.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {

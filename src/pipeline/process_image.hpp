@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "batch_plan.hpp"
-#include "io/image_loader.hpp"
+#include "image/image_loader.hpp"
 #include "view.hpp"
 #include "core/vit.hpp"
-#include "io/image_writer.hpp"
-#include "io/overlay.hpp"
-#include "io/report_page.hpp"
+#include "image/image_writer.hpp"
+#include "image/overlay.hpp"
+#include "report/report_page.hpp"
 
 namespace vitattn::pipeline {
 

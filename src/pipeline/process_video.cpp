@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "frame_queue.hpp"
-#include "io/file_io.hpp"
-#include "io/npy.hpp"
-#include "io/video_reader.hpp"
+#include "files/file_io.hpp"
+#include "tensors/npy.hpp"
+#include "video/video_reader.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {

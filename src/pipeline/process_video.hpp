@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "batch_plan.hpp"
-#include "io/video_writer.hpp"
+#include "video/video_writer.hpp"
 #include "process_image.hpp"
 
 namespace vitattn::pipeline {

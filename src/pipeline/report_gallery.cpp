@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/report_page.hpp"
+#include "files/file_io.hpp"
+#include "report/report_page.hpp"
 #include "job_outputs.hpp"
 
 namespace vitattn::pipeline {

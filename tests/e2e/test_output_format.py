@@ -13,7 +13,7 @@ from harness import TmpCase, photo_like, run
 
 
 def expected_overlay(image, cls_map, alpha=0.5):
-    """The overlay as vitattn renders it (src/io/overlay.cpp), redone with cv2 from the map
+    """The overlay as vitattn renders it (src/image/overlay.cpp), redone with cv2 from the map
     it saved: min-max normalise, bilinear upsampling, x255 to 8 bits, jet, blend."""
     m = cls_map.astype(np.float32)
     lo, hi = m.min(), m.max()

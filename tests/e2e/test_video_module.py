@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the video module (src/io/video_module.cpp): OpenCV's videoio and the
+"""End-to-end tests of the video module (src/video/video_module.cpp): OpenCV's videoio and the
 hundred libraries it pulls in (FFmpeg, GStreamer, …) live in libvitattn_video.so, which the
 binary loads only for a batch with a video; without the module, videos fail one line each and
 the images are still drawn.

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/file_io.hpp"
-#include "io/png_writer.hpp"
+#include "files/file_io.hpp"
+#include "image/png_writer.hpp"
 
 int main(int argc, char** argv) {
   using vitattn::io::PngFilter;

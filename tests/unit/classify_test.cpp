@@ -6,8 +6,8 @@
 
 #include "core/classify.hpp"
 #include "core/error.hpp"
-#include "io/class_labels.hpp"
-#include "io/predictions.hpp"
+#include "model/class_labels.hpp"
+#include "pipeline/predictions.hpp"
 #include "test_util.hpp"
 
 namespace vitattn {
@@ -66,12 +66,12 @@ TEST(ClassLabels, MetadataThenConfigThenImagenetThenNone) {
 
 TEST(Predictions, CsvQuotesCommasAndQuotes) {
   const io::ClassLabels labels{{"plain", "a, \"b\""}, "test"};
-  const std::vector<io::ImagePrediction> p = {{"x,y.png", {{1, 0.75}, {0, 0.25}}}};
-  EXPECT_EQ(io::predictions_csv(p, labels),
+  const std::vector<pipeline::ImagePrediction> p = {{"x,y.png", {{1, 0.75}, {0, 0.25}}}};
+  EXPECT_EQ(pipeline::predictions_csv(p, labels),
             "file,rank,class,label,probability\n"
             "\"x,y.png\",1,1,\"a, \"\"b\"\"\",0.75\n"
             "\"x,y.png\",2,0,plain,0.25\n");
-  EXPECT_EQ(io::prediction_line(p[0], labels), "x,y.png: a, \"b\" 75.00%, plain 25.00%");
+  EXPECT_EQ(pipeline::prediction_line(p[0], labels), "x,y.png: a, \"b\" 75.00%, plain 25.00%");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // All-or-nothing writes, and removing the temporaries in flight when the process must end.
-#include "io/file_io.hpp"
+#include "files/file_io.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

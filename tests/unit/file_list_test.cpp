@@ -1,5 +1,5 @@
 // Manifests of inputs (io/file_list.hpp): one path per line or NUL-separated.
-#include "io/file_list.hpp"
+#include "files/file_list.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "core/error.hpp"
-#include "io/hf_cache.hpp"
-#include "io/hf_download.hpp"
+#include "hub/hf_cache.hpp"
+#include "hub/hf_download.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {

@@ -1,6 +1,6 @@
 // io/html_page: the base64 encoder against RFC 4648's test vectors (section 10), and the
 // escaping the report pages rely on.
-#include "io/html_page.hpp"
+#include "report/html_page.hpp"
 
 #include <gtest/gtest.h>
 

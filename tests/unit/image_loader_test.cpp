@@ -1,5 +1,5 @@
 // Decoding: header sizes read without decoding, and clear refusals of bad files.
-#include "io/image_loader.hpp"
+#include "image/image_loader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.hpp"
-#include "io/image_formats.hpp"
-#include "io/image_header.hpp"
+#include "image/image_formats.hpp"
+#include "image/image_header.hpp"
 
 namespace vitattn::io {
 namespace {

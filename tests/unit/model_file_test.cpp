@@ -1,11 +1,11 @@
 // The native model layout: save → load gives the same floats; bad files are refused by name.
-#include "io/model_file.hpp"
+#include "model/model_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
-#include "io/safetensors.hpp"
+#include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {

@@ -1,5 +1,5 @@
 // The .npy writer: the exact header numpy expects and the data in C order.
-#include "io/npy.hpp"
+#include "tensors/npy.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Rendering: the overlay has the original image's size and blends as documented.
-#include "io/overlay.hpp"
+#include "image/overlay.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The restricted pickle machine on hand-assembled opcodes: what torch.save writes is read as
 // inert values; any other global, call or opcode is refused with the source in the message.
-#include "io/pickle_vm.hpp"
+#include "tensors/pickle_vm.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // vitattn's PNG encoder, checked against libpng (through cv::imdecode) and against the spec
 // written out here independently: chunk layout, CRC-32, IHDR fields, filter bytes, Paeth.
-#include "io/png_writer.hpp"
+#include "image/png_writer.hpp"
 
 #include <gtest/gtest.h>
 #include <libdeflate.h>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/huffman_deflate.hpp"
+#include "image/huffman_deflate.hpp"
 
 namespace vitattn::io {
 namespace {

@@ -1,5 +1,5 @@
 // The safetensors reader: a round trip, half-precision decoding, and every rejection path.
-#include "io/safetensors.hpp"
+#include "tensors/safetensors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <thread>
 
-#include "io/file_io.hpp"
-#include "io/video_reader.hpp"
+#include "files/file_io.hpp"
+#include "video/video_reader.hpp"
 #include "pipeline/batch_plan.hpp"
 #include "pipeline/frame_queue.hpp"
 #include "pipeline/job_outputs.hpp"

@@ -1,6 +1,6 @@
 // Each checkpoint naming, spelled out here by hand, is recognised and loaded into the same
 // model; misfits are refused with the file and tensor named.
-#include "io/vit_loader.hpp"
+#include "model/vit_loader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <random>
 
 #include "core/error.hpp"
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "tensors/npy.hpp"
+#include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {

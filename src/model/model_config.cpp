@@ -1,0 +1,101 @@
+#include "model/model_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+namespace {
+
+using nlohmann::json;
+
+std::optional<json> read_json(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  const std::vector<std::uint8_t> bytes = read_file(path, 16u << 20);
+  try {
+    json j = json::parse(bytes.begin(), bytes.end());
+    if (!j.is_object()) throw Error(display(path) + ": not a JSON object");
+    return j;
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON ({})", display(path), printable(e.what(), true)));
+  }
+}
+
+int positive_int(const json& j, const char* key, const fs::path& file, int max) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return 0;
+  if (!it->is_number_integer() || it->get<long long>() <= 0 || it->get<long long>() > max)
+    throw Error(fmt::format("{}: {} is {}, expected an integer 1…{}", display(file), key, printable(it->dump(), true), max));
+  return it->get<int>();
+}
+
+// [r, g, b] (or one number for all three), each finite, std > 0.
+std::optional<std::array<float, 3>> triplet(const json& j, const char* key, const fs::path& file, bool positive) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  std::array<float, 3> v{};
+  const auto bad = [&] {
+    return Error(fmt::format("{}: {} is {}, expected three numbers{}", display(file), key, printable(it->dump(), true),
+                             positive ? " above 0" : ""));
+  };
+  if (it->is_number()) {
+    v.fill(it->get<float>());
+  } else if (it->is_array() && it->size() == 3 && std::all_of(it->begin(), it->end(), [](const json& x) { return x.is_number(); })) {
+    for (std::size_t i = 0; i < 3; ++i) v[i] = (*it)[i].get<float>();
+  } else {
+    throw bad();
+  }
+  for (const float x : v)
+    if (!std::isfinite(x) || (positive && !(x > 0))) throw bad();
+  return v;
+}
+
+void read_config(const json& c, const fs::path& file, ModelConfig& out) {
+  out.heads = positive_int(c, "num_attention_heads", file, 4096);
+  out.image_size = positive_int(c, "image_size", file, 1 << 16);
+  out.patch_size = positive_int(c, "patch_size", file, 1024);
+  if (const auto it = c.find("layer_norm_eps"); it != c.end() && !it->is_null()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() >= 1)
+      throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", display(file), printable(it->dump(), true)));
+    out.eps = it->get<float>();
+  }
+  // timm: {"architecture": …, "model_args": {"num_heads": …}, "pretrained_cfg": {"input_size": [3, H, W], "mean", "std"}}
+  if (const auto args = c.find("model_args"); args != c.end() && args->is_object() && !out.heads)
+    out.heads = positive_int(*args, "num_heads", file, 4096);
+  if (const auto pc = c.find("pretrained_cfg"); pc != c.end() && pc->is_object()) {
+    out.mean = triplet(*pc, "mean", file, false);
+    out.std = triplet(*pc, "std", file, true);
+    if (const auto in = pc->find("input_size"); in != pc->end() && in->is_array() && in->size() == 3 && (*in)[1].is_number_integer())
+      out.image_size = (*in)[1].get<int>();
+  }
+}
+
+void read_preprocessor(const json& p, const fs::path& file, ModelConfig& out) {
+  if (auto m = triplet(p, "image_mean", file, false)) out.mean = m;
+  if (auto s = triplet(p, "image_std", file, true)) out.std = s;
+}
+
+}  // namespace
+
+ModelConfig read_model_config(const fs::path& dir) {
+  ModelConfig out;
+  const fs::path config = dir / "config.json", preprocessor = dir / "preprocessor_config.json";
+  if (const auto c = read_json(config)) {
+    read_config(*c, config, out);
+    out.sources = display(config);
+  }
+  if (const auto p = read_json(preprocessor)) {
+    read_preprocessor(*p, preprocessor, out);
+    out.sources += (out.sources.empty() ? "" : ", ") + display(preprocessor);
+  }
+  return out;
+}
+
+}  // namespace vitattn::io

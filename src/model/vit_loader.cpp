@@ -1,0 +1,378 @@
+#include "model/vit_loader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "model/model_file.hpp"
+
+namespace vitattn::io {
+namespace {
+
+using Shape = std::vector<std::uint64_t>;
+
+// One checkpoint, read tensor by tensor with the file's name in every message.
+class Reader {
+ public:
+  explicit Reader(const SafeTensors& st) : st_(st) {}
+  const std::string& source() const { return st_.source(); }
+  bool has(const std::string& name) const { return st_.find(name) != nullptr; }
+
+  const Shape& shape(const std::string& name, const char* layout) const {
+    const TensorInfo* t = st_.find(name);
+    if (!t) throw Error(source() + ": tensor " + name + " is missing (expected " + layout + ")");
+    return t->shape;
+  }
+
+  // The tensor converted straight into the matrix (allocated uninitialised: every value is
+  // written once, from the file), then checked for NaN and infinity.
+  Matrix matrix(const std::string& name, const Shape& expected, Eigen::Index rows, Eigen::Index cols) const {
+    require_present(name, expected);
+    Matrix m(rows, cols);
+    st_.read_floats(name, expected, m.data());
+    require_finite(name, m.data(), m.size());
+    return m;
+  }
+
+  RowVector row(const std::string& name, std::uint64_t n) const {
+    require_present(name, {n});
+    RowVector v(static_cast<Eigen::Index>(n));
+    st_.read_floats(name, {n}, v.data());
+    require_finite(name, v.data(), v.size());
+    return v;
+  }
+  RowVector optional_row(const std::string& name, std::uint64_t n) const {
+    return has(name) ? row(name, n) : RowVector();
+  }
+
+ private:
+  void require_present(const std::string& name, const Shape& expected) const {
+    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
+  }
+
+  void require_finite(const std::string& name, const float* v, Eigen::Index n) const {
+    if (Eigen::Map<const Eigen::ArrayXf>(v, n).allFinite()) return;  // one vectorised pass; the index only when needed
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (!std::isfinite(v[i]))
+        throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(v[i]) + " at index " +
+                    std::to_string(i) + ")");
+  }
+
+  const SafeTensors& st_;
+};
+
+// "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".
+std::string weight_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "weight"; }
+std::string bias_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "bias"; }
+
+std::string block_prefix(const std::string& prefix, const CheckpointFamily& f, int i) {
+  std::string b = f.block;
+  if (const auto at = b.find("{i}"); at != std::string::npos) b.replace(at, 3, std::to_string(i));
+  return prefix + b;
+}
+
+// The tensors whose presence says a block is there: its first norm, or, in a block without
+// one, any of its query, key and value (the reader then names whichever is missing).
+std::vector<std::string> block_markers(const CheckpointFamily& f) {
+  const BlockNaming& n = f.block_naming;
+  if (!n.norm1.empty()) return {n.norm1 + ".weight"};
+  std::vector<std::string> names;
+  for (const auto& linear : n.qkv) names.push_back(weight_of(linear));
+  return names;
+}
+
+bool has_block(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix, int i) {
+  if (i > 0 && f.block.find("{i}") == std::string::npos) return false;  // a family of one block
+  for (const auto& name : block_markers(f))
+    if (st.find(block_prefix(prefix, f, i) + name)) return true;
+  return false;
+}
+
+// A family is recognised by its first block; the reader then names any other tensor missing.
+bool matches(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix) {
+  return has_block(st, f, prefix, 0);
+}
+
+// The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
+const CheckpointFamily& refine_timm(const SafeTensors& st, const std::string& prefix) {
+  if (st.find(prefix + "blocks.0.ls1.gamma") || st.find(prefix + "register_tokens") || st.find(prefix + "mask_token"))
+    return *family_by_name("dinov2");
+  if (!st.find(prefix + "head.weight")) return *family_by_name("dino");  // DINO releases the backbone only
+  return *family_by_name("timm");
+}
+
+std::pair<const CheckpointFamily*, std::string> detect(const SafeTensors& st, const std::string& wanted) {
+  if (!wanted.empty()) {
+    const CheckpointFamily* f = family_by_name(wanted);
+    if (!f) throw Error("unknown model family \"" + wanted + "\"");
+    for (const auto& prefix : f->prefixes)
+      if (matches(st, *f, prefix)) return {f, prefix};
+    throw Error(st.source() + ": does not use the " + wanted + " naming (no " + f->patch_embed +
+                ".weight with a first block " + block_prefix("", *f, 0) + block_markers(*f).front() + ")");
+  }
+  for (const auto& f : checkpoint_families())
+    for (const auto& prefix : f.prefixes)
+      if (matches(st, f, prefix)) return {f.name == "timm" ? &refine_timm(st, prefix) : &f, prefix};
+  throw Error(st.source() + ": not a model vitattn knows (looked for the tensor names of: " + [] {
+    std::string s;
+    for (const auto& n : family_names()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }() + "; see models/README.md)");
+}
+
+std::optional<long> metadata_int(const SafeTensors& st, const char* key) {
+  const auto it = st.metadata().find(key);
+  if (it == st.metadata().end()) return std::nullopt;
+  long v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size())
+    throw Error(st.source() + ": __metadata__." + key + " is \"" + it->second + "\", expected an integer");
+  return v;
+}
+
+// "0.5" or "0.5,0.5,0.5"
+std::array<float, 3> metadata_triplet(const std::string& text, const std::string& what) {
+  if (text.find(',') == std::string::npos) return parse_rgb_triplet(text + "," + text + "," + text, what);
+  return parse_rgb_triplet(text, what);
+}
+
+LayerNorm read_norm(const Reader& r, const std::string& name, std::uint64_t d) {
+  if (name.empty()) return {};
+  return {r.row(name + ".weight", d), r.row(name + ".bias", d)};
+}
+
+// d_attn, the attention width, from the query rows: [3·d_attn, D] packed, [d_attn, D] apart.
+std::uint64_t attention_width(const Reader& r, const BlockNaming& n, const std::string& bp, std::uint64_t d) {
+  const std::string name = bp + weight_of(n.qkv[0]);
+  const Shape& s = r.shape(name, n.qkv.size() == 1 ? "[3·D, D]" : "[d_k, D]");
+  const std::uint64_t rows = s.empty() ? 0 : n.qkv.size() == 1 ? s.front() / 3 : s.front();
+  // With an output projection the heads span D, as in every ViT; only an attention-only
+  // block (the single-head layout) has a width of its own.
+  if (!n.proj.empty() && (s.size() != 2 || s[1] != d || rows != d || (n.qkv.size() == 1 && s[0] != 3 * d)))
+    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected " +
+                shape_string({n.qkv.size() == 1 ? 3 * d : d, d}));
+  if (s.size() != 2 || s[1] != d || rows == 0 || rows > (1u << 20) || (n.qkv.size() == 1 && s[0] % 3 != 0))
+    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected [" +
+                (n.qkv.size() == 1 ? std::string("3·D")
+                 : s.size() == 2 && rows > 0 && rows <= (1u << 20) ? std::to_string(rows)  // its own d_k, wrong width
+                                                                    : std::string("d_k")) +
+                ", " + std::to_string(d) + "]");
+  return rows;
+}
+
+EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::string& bp, std::uint64_t d) {
+  const BlockNaming& n = f.block_naming;
+  EncoderBlock b;
+  b.norm1 = read_norm(r, n.norm1.empty() ? "" : bp + n.norm1, d);
+  const std::uint64_t w = attention_width(r, n, bp, d);  // d_attn
+  const auto di = static_cast<Eigen::Index>(d), wi = static_cast<Eigen::Index>(w);
+  if (n.qkv.size() == 1) {  // packed rows [Q; K; V]
+    b.w_qkv = r.matrix(bp + weight_of(n.qkv[0]), {3 * w, d}, 3 * wi, di);
+    b.b_qkv = r.optional_row(bp + bias_of(n.qkv[0]), 3 * w);
+  } else {  // separate query, key, value: stacked once here, at load time
+    b.w_qkv.resize(3 * wi, di);
+    const bool biased = std::any_of(n.qkv.begin(), n.qkv.end(), [&](const auto& q) { return r.has(bp + bias_of(q)); });
+    if (biased) b.b_qkv.resize(3 * wi);
+    for (std::size_t j = 0; j < 3; ++j) {
+      const auto row0 = static_cast<Eigen::Index>(j) * wi;
+      b.w_qkv.middleRows(row0, wi) = r.matrix(bp + weight_of(n.qkv[j]), {w, d}, wi, di);
+      // A bias left out of a biased q, k, v is zero (the native layout writes all three or none).
+      if (biased) b.b_qkv.segment(row0, wi) = r.has(bp + bias_of(n.qkv[j])) ? r.row(bp + bias_of(n.qkv[j]), w) : RowVector::Zero(wi);
+    }
+  }
+  if (!n.proj.empty()) {
+    b.w_proj = r.matrix(bp + weight_of(n.proj), {d, w}, di, wi);
+    b.b_proj = r.optional_row(bp + bias_of(n.proj), d);
+  }
+  if (!n.ls1.empty()) b.ls1 = r.optional_row(bp + n.ls1, d);
+  if (n.fc1.empty()) return b;  // attention only
+  b.norm2 = read_norm(r, bp + n.norm2, d);
+  std::string fc1 = n.fc1, fc2 = n.fc2;
+  if (!r.has(bp + weight_of(fc1)) && n.fc_alt.size() == 2) fc1 = n.fc_alt[0], fc2 = n.fc_alt[1];
+  const Shape& s1 = r.shape(bp + weight_of(fc1), "[d_mlp, D]");
+  if (s1.size() != 2 || s1[1] != d || s1[0] == 0 || s1[0] > (1u << 20))
+    throw Error(r.source() + ": " + bp + weight_of(fc1) + " is " + shape_string(s1) + ", expected [d_mlp, " +
+                std::to_string(d) + "]");
+  const std::uint64_t d_mlp = s1[0];
+  const auto dmi = static_cast<Eigen::Index>(d_mlp);
+  b.w_fc1 = r.matrix(bp + weight_of(fc1), {d_mlp, d}, dmi, di);
+  b.b_fc1 = r.optional_row(bp + bias_of(fc1), d_mlp);
+  b.w_fc2 = r.matrix(bp + weight_of(fc2), {d, d_mlp}, di, dmi);
+  b.b_fc2 = r.optional_row(bp + bias_of(fc2), d);
+  if (!n.ls2.empty()) b.ls2 = r.optional_row(bp + n.ls2, d);
+  return b;
+}
+
+int square_root(std::uint64_t n) {
+  const auto g = static_cast<std::uint64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  return g * g == n && g > 0 ? static_cast<int>(g) : -1;
+}
+
+}  // namespace
+
+LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
+  const auto [family, prefix] = detect(st, overrides.family);
+  const CheckpointFamily& f = *family;
+  const Reader r(st);
+  const std::string& src = st.source();
+  LoadedVit out;
+  out.family = f.name;
+  out.prefix = prefix;
+  VitModel& m = out.model;
+
+  // D and P from the patch embedding, Conv2d weight [D, 3, P, P].
+  const std::string patch_w = prefix + f.patch_embed + ".weight";
+  const Shape& ps = r.shape(patch_w, "[D, 3, P, P]");
+  if (ps.size() != 4 || ps[1] != 3 || ps[2] != ps[3] || ps[0] == 0 || ps[2] == 0 || ps[0] > (1u << 16) || ps[2] > 1024)
+    throw Error(src + ": " + patch_w + " is " + shape_string(ps) + ", expected " +
+                (ps.size() == 4 && ps[1] == 3 && ps[0] > 0 && ps[2] > 0 && ps[2] != ps[3]  // patches not square
+                     ? shape_string({ps[0], 3, ps[2], ps[2]})
+                     : std::string("[D, 3, P, P] with D and P positive")));
+  const std::uint64_t d = ps[0], p = ps[2];
+  const auto di = static_cast<Eigen::Index>(d);
+  m.patch_size = static_cast<int>(p);
+  m.w_patch = r.matrix(patch_w, {d, 3, p, p}, di, static_cast<Eigen::Index>(3 * p * p));
+  m.b_patch = r.optional_row(prefix + f.patch_embed + ".bias", d);
+  m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);
+
+  for (const auto& name : f.registers) {
+    if (!r.has(prefix + name)) continue;
+    const Shape& rs = r.shape(prefix + name, "[1, R, D]");
+    if (rs.size() != 3 || rs[0] != 1 || rs[2] != d || rs[1] > 1024)
+      throw Error(src + ": " + prefix + name + " is " + shape_string(rs) + ", expected [1, R, " + std::to_string(d) + "]");
+    m.register_tokens = r.matrix(prefix + name, rs, static_cast<Eigen::Index>(rs[1]), di);
+    break;
+  }
+
+  // Positions: [1, 1 + N, D] with a class position, [1, N, D] without, or [1, 1 + R + N, D]
+  // with positions for the registers too (some timm models); N a square grid.
+  const std::string pos = prefix + f.pos_embed;
+  const Shape& pe = r.shape(pos, "[1, 1+N, D]");
+  if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20))
+    throw Error(src + ": " + pos + " is " + shape_string(pe) + ", expected [1, 1+N, " + std::to_string(d) + "]");
+  const auto registers = static_cast<std::uint64_t>(m.n_registers());
+  int grid = -1;
+  for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
+    if (f.class_position && leading != 1) continue;
+    if (pe[1] <= leading || (grid = square_root(pe[1] - leading)) < 0) continue;
+    m.pos_prefix = static_cast<int>(leading);
+    break;
+  }
+  if (grid < 0)
+    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is " +
+                (f.class_position ? "not 1 + N" : "neither N nor 1 + N") +
+                (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
+                " for a square grid of N patches");
+  m.grid_h = m.grid_w = grid;
+  m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), di);
+
+  for (int i = 0; has_block(st, f, prefix, i); ++i)
+    m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
+
+  if (!f.final_norm.empty() && r.has(prefix + f.final_norm + ".weight"))
+    m.final_norm = {r.row(prefix + f.final_norm + ".weight", d), r.row(prefix + f.final_norm + ".bias", d)};
+  // The classifier sits outside the backbone prefix in Hugging Face files ("classifier.*").
+  for (const std::string& hp : {prefix, std::string()}) {
+    if (f.head.empty() || !r.has(hp + f.head + ".weight")) continue;
+    const Shape& hs = r.shape(hp + f.head + ".weight", "[n_classes, D]");
+    if (hs.size() == 2 && hs[1] == d && hs[0] > 0) {  // anything else (e.g. a 2·D head) is not a class-token head
+      m.w_head = r.matrix(hp + f.head + ".weight", hs, static_cast<Eigen::Index>(hs[0]), di);
+      m.b_head = r.optional_row(hp + f.head + ".bias", hs[0]);
+    }
+    break;
+  }
+
+  // Heads: __metadata__, else the override, else the family's own count, else D/64 (every
+  // standard ViT uses 64-wide heads).
+  const auto d_attn = static_cast<long>(m.d_attn());
+  std::optional<long> meta_heads = metadata_int(st, "num_heads");
+  if (!meta_heads) meta_heads = metadata_int(st, "heads");
+  if (meta_heads) {
+    if (overrides.heads > 0 && overrides.heads != *meta_heads)
+      throw OptionError(Field::heads, std::to_string(overrides.heads),
+                        "__metadata__ gives " + std::to_string(*meta_heads) + " heads, not " + std::to_string(overrides.heads), src);
+    if (*meta_heads <= 0 || *meta_heads > d_attn)
+      throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
+    m.n_heads = static_cast<int>(*meta_heads);
+    out.heads_from = "__metadata__";
+  } else if (overrides.heads > 0) {
+    m.n_heads = overrides.heads;
+    out.heads_from = "asked for";
+  } else if (f.heads > 0) {
+    m.n_heads = f.heads;
+    out.heads_from = "the " + f.name + " layout";
+  } else {
+    if (d_attn % 64 != 0)
+      throw OptionError(Field::heads, "", "d_model " + std::to_string(d_attn) +
+                                              " is not a multiple of 64 and the file does not say how many heads", src);
+    m.n_heads = static_cast<int>(d_attn / 64);
+    out.heads_from = "d_model / 64";
+    out.heads_guessed = true;
+  }
+  if (m.n_heads <= 0 || d_attn % m.n_heads != 0)
+    throw OptionError(Field::heads, overrides.heads > 0 ? std::to_string(m.n_heads) : std::string(),
+                      std::to_string(m.n_heads) + " heads do not divide d_model " + std::to_string(d_attn), src);
+
+  // Defaults: the family's, then the file's own metadata, then the command line.
+  m.eps = f.eps;
+  m.gelu = f.gelu;
+  m.norm = f.norm;
+  m.pos_interp = overrides.pos_interp.value_or(f.pos_interp);
+  const auto& meta = st.metadata();
+  if (auto it = meta.find("layer_norm_eps"); it != meta.end()) {
+    char* end = nullptr;
+    const float v = std::strtof(it->second.c_str(), &end);
+    if (end == it->second.c_str() || *end != '\0' || !(v > 0.0f))
+      throw Error(src + ": __metadata__.layer_norm_eps is \"" + it->second + "\", expected a positive number");
+    m.eps = v;
+  }
+  if (auto it = meta.find("gelu"); it != meta.end()) {
+    if (it->second == "tanh") m.gelu = Gelu::tanh;
+    else if (it->second == "erf" || it->second == "exact") m.gelu = Gelu::erf;
+    else throw Error(src + ": __metadata__.gelu is \"" + it->second + "\", expected tanh or erf");
+  }
+  if (auto it = meta.find("mean"); it != meta.end()) m.norm.mean = metadata_triplet(it->second, src + ": __metadata__.mean");
+  if (auto it = meta.find("std"); it != meta.end()) m.norm.std = metadata_triplet(it->second, src + ": __metadata__.std");
+  if (overrides.eps) m.eps = *overrides.eps;
+  if (overrides.gelu) m.gelu = *overrides.gelu;
+  m.validate(src, VitModel::CheckValues::no);  // each tensor's values were checked as it was read (Reader)
+  return out;
+}
+
+const char* pos_interp_name(PosInterp p) {
+  switch (p) {
+    case PosInterp::bicubic: return "bicubic";
+    case PosInterp::antialias: return "bicubic-antialias";
+    case PosInterp::offset: return "bicubic-offset";
+    case PosInterp::align_corners: return "bicubic-corners";
+  }
+  return "?";
+}
+
+std::optional<PosInterp> pos_interp_by_name(const std::string& name) {
+  for (PosInterp p : {PosInterp::bicubic, PosInterp::antialias, PosInterp::offset, PosInterp::align_corners})
+    if (name == pos_interp_name(p)) return p;
+  return std::nullopt;
+}
+
+std::string LoadedVit::summary() const {
+  const VitModel& m = model;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "family %s%s%s: %d layers, D=%d, %d heads (%s) of %d, P=%d, grid %dx%d%s, %d registers, "
+                "LayerNorm eps %g, GELU %s, %s, classifier %s, positions resampled %s, mean %g,%g,%g std %g,%g,%g",
+                family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
+                heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
+                m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
+                m.gelu == Gelu::erf ? "erf" : "tanh", m.final_norm.present() ? "final norm" : "no final norm",
+                m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
+                pos_interp_name(m.pos_interp),
+                static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
+                static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),
+                static_cast<double>(m.norm.std[1]), static_cast<double>(m.norm.std[2]));
+  return buf;
+}
+
+}  // namespace vitattn::io

@@ -1,0 +1,40 @@
+#pragma once
+// Loads a model from safetensors by recognising its naming (checkpoint_families.hpp): a ViT
+// encoder checkpoint (timm, DINO, DINOv2, Hugging Face, torchvision, tintn) or vitattn's own
+// single-head layout.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "model/checkpoint_families.hpp"
+#include "core/vit.hpp"
+#include "tensors/safetensors.hpp"
+
+namespace vitattn::io {
+
+struct VitOverrides {
+  std::string family;          // empty: recognise from the tensor names
+  int heads = 0;               // 0: from __metadata__, else the family's, else d_model / 64
+  std::optional<float> eps;    // LayerNorm ε
+  std::optional<Gelu> gelu;
+  std::optional<PosInterp> pos_interp;
+};
+
+struct LoadedVit {
+  VitModel model;
+  std::string family;          // the family's name
+  std::string prefix;          // e.g. "vit." for ViTForImageClassification
+  std::string heads_from;      // where the head count came from, for -v
+  bool heads_guessed = false;  // neither the file nor the overrides said: D/64, which may be wrong
+  std::string summary() const; // one line for -v: family, sizes, ε, GELU, mean/std
+};
+
+// "bicubic", "bicubic-antialias" (timm), "bicubic-offset" (DINO), "bicubic-corners" (torchvision)
+const char* pos_interp_name(PosInterp p);
+std::optional<PosInterp> pos_interp_by_name(const std::string& name);
+
+// Throws Error "PATH: …" naming the missing or misshaped tensor; OptionError (Field::heads)
+// when the head count asked for, or the lack of one, does not fit the file.
+LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
+
+}  // namespace vitattn::io

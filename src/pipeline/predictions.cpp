@@ -1,0 +1,42 @@
+#include "pipeline/predictions.hpp"
+
+#include <fmt/format.h>
+
+#include "files/file_io.hpp"
+
+namespace vitattn::pipeline {
+namespace {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels) {
+  std::string line = io::display(p.input) + ":";
+  for (std::size_t r = 0; r < p.top.size(); ++r)
+    line += fmt::format("{} {} {:.2f}%", r ? "," : "", io::printable(labels.label(p.top[r].index)), 100.0 * p.top[r].probability);
+  return line;
+}
+
+std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels) {
+  std::string csv = "file,rank,class,label,probability\n";
+  for (const ImagePrediction& p : predictions)
+    for (std::size_t r = 0; r < p.top.size(); ++r)
+      // 9 significant digits: enough to tell apart any two float32 probabilities.
+      csv += fmt::format("{},{},{},{},{:.9g}\n", csv_field(io::display(p.input)), r + 1, p.top[r].index,
+                         csv_field(labels.label(p.top[r].index)), p.top[r].probability);
+  return csv;
+}
+
+void write_predictions(const std::filesystem::path& path, const std::vector<ImagePrediction>& predictions,
+                       const io::ClassLabels& labels) {
+  const std::string csv = predictions_csv(predictions, labels);
+  io::write_file_atomic(path, csv.data(), csv.size());
+}
+
+}  // namespace vitattn::pipeline

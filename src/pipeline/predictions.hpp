@@ -1,0 +1,29 @@
+#pragma once
+// The classes each image was given (--top): one line per image for the terminal, and the
+// batch's predictions.csv (file, rank, class index, label, probability).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/class_labels.hpp"
+#include "core/classify.hpp"
+
+namespace vitattn::pipeline {
+
+struct ImagePrediction {
+  std::filesystem::path input;
+  std::vector<ClassScore> top;  // most likely first
+};
+
+// "photo.jpg: cat 81.23%, dog 10.02%, frog 3.10%"
+std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels);
+
+// RFC 4180 CSV, header "file,rank,class,label,probability", one row per (image, rank),
+// images in the order given; a field with a comma, quote or line break is quoted.
+std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels);
+
+// predictions_csv written atomically to `path` (temp + rename). Throws Error naming it.
+void write_predictions(const std::filesystem::path& path, const std::vector<ImagePrediction>& predictions,
+                       const io::ClassLabels& labels);
+
+}  // namespace vitattn::pipeline

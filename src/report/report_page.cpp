@@ -1,0 +1,280 @@
+#include "report/report_page.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "core/attention_stats.hpp"
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+#include "report/html_page.hpp"
+#include "image/image_writer.hpp"
+#include "image/overlay.hpp"
+#include "report_assets.hpp"
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kDisplaySide = 1024;  // the page's image: longest side at most this
+constexpr int kThumbSide = 192;     // the gallery's thumbnails
+constexpr double kBase64 = 4.0 / 3.0;
+constexpr const char* kColormaps[] = {"jet", "viridis", "inferno", "magma", "plasma", "turbo", "hot", "bone", "cividis"};
+constexpr const char* kSummaryOpen = "<script type=\"application/json\" id=\"vitattn-summary\">";
+
+// The page's bytes for every layer's full matrices (H, T, T): u8, one byte a weight and a
+// float scale a row; f16, two bytes a weight.
+double full_matrices_mb(const ReportShape& s, ReportPrecision precision) {
+  const double t = s.tokens(), rows = static_cast<double>(s.layers) * s.heads * t;
+  const double bytes = precision == ReportPrecision::f16 ? rows * t * 2.0 : rows * t + rows * 4.0;
+  return bytes * kBase64 / 1e6;
+}
+
+double one_layer_mb(const ReportShape& s, ReportPrecision precision) { return full_matrices_mb(s, precision) / s.layers; }
+
+// a (T) softmax row → q8 (T) with a ≈ q·s/255, s = max(a). Rounding to nearest: error ≤ s/510.
+float quantise_row(const float* a, std::size_t n, std::uint8_t* q8) {
+  const float s = *std::max_element(a, a + n);
+  for (std::size_t j = 0; j < n; ++j)
+    q8[j] = s > 0.0f ? static_cast<std::uint8_t>(std::clamp(std::lround(a[j] / s * 255.0f), 0L, 255L)) : 0;
+  return std::max(s, 0.0f);
+}
+
+// a (rows, T) row-major → f16 (rows·T) half-precision bits, rounded to nearest (OpenCV's
+// conversion). Returns the largest weight.
+float to_half(const float* a, std::size_t rows, std::size_t t, std::uint16_t* f16) {
+  const cv::Mat in(static_cast<int>(rows), static_cast<int>(t), CV_32F, const_cast<float*>(a));
+  cv::Mat out(static_cast<int>(rows), static_cast<int>(t), CV_16F, f16);
+  in.convertTo(out, CV_16F);
+  if (out.data != reinterpret_cast<std::uint8_t*>(f16)) throw Error("report: fp16 conversion did not write in place");
+  double largest = 0;
+  cv::minMaxLoc(in, nullptr, &largest);
+  return static_cast<float>(std::max(largest, 0.0));
+}
+
+std::string jpeg_data_uri(const cv::Mat& bgr, int longest_side, int quality) {
+  const double f = std::min(1.0, static_cast<double>(longest_side) / std::max(bgr.cols, bgr.rows));
+  cv::Mat small = bgr;
+  if (f < 1.0)
+    cv::resize(bgr, small, cv::Size(std::max(1, static_cast<int>(std::lround(bgr.cols * f))),
+                                    std::max(1, static_cast<int>(std::lround(bgr.rows * f)))),
+               0, 0, cv::INTER_AREA);
+  const std::vector<std::uint8_t> bytes = encode_image(small, {ImageFormat::jpg, quality});
+  return "data:image/jpeg;base64," + base64(bytes.data(), bytes.size());
+}
+
+// OpenCV's colormap as 256 RGB triples, so the page colours as the PNG does.
+std::string colormap_lut(int colormap) {
+  cv::Mat ramp(1, 256, CV_8UC1);
+  for (int i = 0; i < 256; ++i) ramp.at<std::uint8_t>(0, i) = static_cast<std::uint8_t>(i);
+  cv::Mat bgr;
+  cv::applyColorMap(ramp, bgr, colormap);
+  std::vector<std::uint8_t> rgb;
+  for (int i = 0; i < 256; ++i) {
+    const cv::Vec3b c = bgr.at<cv::Vec3b>(0, i);
+    rgb.insert(rgb.end(), {c[2], c[1], c[0]});
+  }
+  return base64(rgb.data(), rgb.size());
+}
+
+PageTemplate report_template() {
+  return {report_assets::report_html_text, report_assets::report_css_text, report_assets::report_css_sha256,
+          report_assets::report_js_text, report_assets::report_js_sha256};
+}
+
+// Percent-encodes a relative path for an href, segment by segment.
+std::string href(const fs::path& relative) {
+  std::string out;
+  for (const fs::path& part : relative) {
+    if (!out.empty()) out += '/';
+    for (const char ch : part.string()) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+      else out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// The summary block at the head of a page; empty json when there is none.
+json read_summary(const fs::path& page) {
+  std::ifstream in(page, std::ios::binary);
+  if (!in) return {};
+  std::string head(256 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const std::size_t open = head.find(kSummaryOpen);
+  if (open == std::string::npos) return {};
+  const std::size_t begin = open + std::char_traits<char>::length(kSummaryOpen);
+  const std::size_t end = head.find("</script>", begin);
+  if (end == std::string::npos) return {};
+  json summary = json::parse(head.substr(begin, end - begin), nullptr, false);
+  return summary.is_object() ? summary : json{};
+}
+
+}  // namespace
+
+ReportBuilder::ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings)
+    : shape_(shape), settings_(settings), full_layer_(full_layer) {
+  full_mb_ = full_matrices_mb(shape, settings.precision);
+  full_layers_ = full_mb_ <= settings.max_mb                                   ? shape.layers
+                 : one_layer_mb(shape, settings.precision) <= settings.max_mb ? 1
+                                                                              : 0;
+  layers_.resize(static_cast<std::size_t>(shape.layers));
+  entropy_.assign(static_cast<std::size_t>(shape.layers), std::vector<double>(static_cast<std::size_t>(shape.heads), 0.0));
+  distance_ = entropy_;
+  distances_ = patch_distances(shape.grid_h, shape.grid_w, shape.patch_size);
+}
+
+void ReportBuilder::add_layer(int layer, const std::vector<Matrix>& heads) {
+  const std::size_t t = static_cast<std::size_t>(shape_.tokens());
+  if (layer < 0 || layer >= shape_.layers || static_cast<int>(heads.size()) != shape_.heads)
+    throw Error(fmt::format("report: layer {} with {} heads does not fit {} layers of {} heads", layer, heads.size(),
+                            shape_.layers, shape_.heads));
+  const bool full = full_layers_ == shape_.layers || (full_layers_ == 1 && layer == full_layer_);
+  Layer& out = layers_[static_cast<std::size_t>(layer)];
+  out.rows = full ? static_cast<int>(t) : 1;
+  const std::size_t rows = static_cast<std::size_t>(out.rows);
+  const bool half = settings_.precision == ReportPrecision::f16;
+  if (half) out.f16.assign(heads.size() * rows * t, 0);
+  else {
+    out.q8.assign(heads.size() * rows * t, 0);
+    out.scale.assign(heads.size() * rows, 0.0f);
+  }
+  for (std::size_t h = 0; h < heads.size(); ++h) {
+    const Matrix& a = heads[h];  // (T, T)
+    if (static_cast<std::size_t>(a.rows()) != t || static_cast<std::size_t>(a.cols()) != t)
+      throw Error(fmt::format("report: layer {} head {} is {}x{}, expected {} tokens", layer, h, a.rows(), a.cols(), t));
+    if (half) {
+      largest_scale_ = std::max(largest_scale_, to_half(a.data(), rows, t, out.f16.data() + h * rows * t));
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float s = quantise_row(a.data() + r * t, t, out.q8.data() + (h * rows + r) * t);
+        out.scale[h * rows + r] = s;
+        largest_scale_ = std::max(largest_scale_, s);
+      }
+    }
+    // From the full-precision weights, whatever the page keeps.
+    entropy_[static_cast<std::size_t>(layer)][h] = mean_row_entropy(a);
+    distance_[static_cast<std::size_t>(layer)][h] = mean_attention_distance(a, shape_.first_patch, distances_);
+  }
+}
+
+void ReportBuilder::add_query_key(const Matrix& q, const Matrix& k, bool scale) {
+  q_ = q;
+  k_ = k;
+  qk_scale_ = scale;
+}
+
+void ReportBuilder::write(const fs::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
+                          const std::string& model) const {
+  const ReportStart& start = settings_.start;
+  json data;
+  data["name"] = name;
+  data["model"] = model;
+  data["layers"] = shape_.layers;
+  data["heads"] = shape_.heads;
+  data["tokens"] = shape_.tokens();
+  data["first_patch"] = shape_.first_patch;
+  data["grid"] = {shape_.grid_h, shape_.grid_w};
+  data["patch_size"] = shape_.patch_size;
+  data["input"] = {shape_.input_w, shape_.input_h};
+  data["image_size"] = {bgr.cols, bgr.rows};
+  const bool half = settings_.precision == ReportPrecision::f16;
+  data["quantisation"] = half ? "f16" : "u8-row";
+  // u8: rounding q = round(a/s·255) is off by at most s/510. f16: rounding to 11 significant
+  // bits is off by at most half an ulp, a·2⁻¹¹ ≤ s·2⁻¹¹ (below 2⁻¹⁴, subnormals: 2⁻²⁵). The
+  // page's Float32Array adds at most half an ulp of a weight ≤ 1 (2⁻²⁴).
+  data["max_error"] =
+      static_cast<double>(largest_scale_) * (half ? std::ldexp(1.0, -11) : 1.0 / 510.0) + std::ldexp(1.0, -24);
+  json layers = json::array();
+  for (const Layer& l : layers_) {
+    if (l.rows == 0) throw Error("report: a layer's attention was not handed over");
+    if (half)
+      layers.push_back({{"rows", l.rows}, {"f16", base64(l.f16.data(), l.f16.size() * sizeof(std::uint16_t))}});
+    else
+      layers.push_back({{"rows", l.rows},
+                        {"q8", base64(l.q8.data(), l.q8.size())},
+                        {"scale", base64(l.scale.data(), l.scale.size() * sizeof(float))}});
+  }
+  data["attention"] = std::move(layers);
+  data["entropy"] = entropy_;
+  data["distance"] = distance_;
+  json left_out = json::array();
+  if (full_layers_ < shape_.layers)
+    left_out.push_back(fmt::format(
+        "The full matrices of every layer would take {:.1f} MB, over the budget of {:.1f} MB: {} keeps only the "
+        "class token's row of every head, so other queries, the key view and rollout are not available there.",
+        full_mb_, settings_.max_mb,
+        full_layers_ == 1 ? fmt::format("every layer but layer {}", full_layer_) : std::string("every layer")));
+  if (q_.size() == 0 && shape_.layers == 1 && shape_.heads == 1)
+    left_out.push_back("q and k are not in this page, so the step-by-step panel is off.");
+  data["left_out"] = std::move(left_out);
+  if (q_.size() > 0) {
+    data["qk"] = {{"d_k", q_.cols()},
+                  {"scale", qk_scale_},
+                  {"q", base64(q_.data(), static_cast<std::size_t>(q_.size()) * sizeof(float))},
+                  {"k", base64(k_.data(), static_cast<std::size_t>(k_.size()) * sizeof(float))}};
+  }
+  const int layer = start.layer < 0 ? shape_.layers + start.layer : start.layer;
+  data["start"] = {{"layer", std::clamp(layer, 0, shape_.layers - 1)},
+                   {"head", start.head},
+                   {"rollout", start.rollout},
+                   {"discard_ratio", start.discard_ratio},
+                   {"threshold", start.threshold ? json(*start.threshold) : json(nullptr)},
+                   {"alpha", start.alpha},
+                   {"colormap", start.colormap},
+                   {"smooth", start.smooth}};
+  json colormaps = json::object();
+  std::vector<std::string> names(std::begin(kColormaps), std::end(kColormaps));
+  if (std::find(names.begin(), names.end(), start.colormap) == names.end()) names.insert(names.begin(), start.colormap);
+  for (const std::string& c : names)
+    if (const auto id = colormap_by_name(c)) colormaps[c] = colormap_lut(*id);
+  data["colormaps"] = std::move(colormaps);
+  data["image"] = jpeg_data_uri(bgr, kDisplaySide, 85);
+
+  const json summary = {{"name", name},
+                        {"thumbnail", jpeg_data_uri(bgr, kThumbSide, 75)},
+                        {"entropy", map_entropy(drawn_map)},
+                        {"layers", shape_.layers},
+                        {"heads", shape_.heads},
+                        {"tokens", shape_.tokens()}};
+  const std::string html = render_page(report_template(), {{"TITLE", html_escape(name + " — vitattn report")},
+                                                           {"SUMMARY", script_safe_json(summary.dump())},
+                                                           {"DATA", script_safe_json(data.dump())}});
+  write_file_atomic(page, html.data(), html.size());
+}
+
+void write_report_index(const fs::path& index, const std::vector<fs::path>& pages) {
+  const fs::path out_dir = index.parent_path();
+  std::string items;
+  for (const fs::path& relative : pages) {
+    std::error_code ec;
+    if (!fs::is_regular_file(out_dir / relative, ec)) continue;  // its image failed: no page to link
+    const json s = read_summary(out_dir / relative);
+    const std::string name = s.contains("name") && s["name"].is_string() ? s["name"].get<std::string>() : relative.string();
+    const double entropy = s.contains("entropy") && s["entropy"].is_number() ? s["entropy"].get<double>() : std::numeric_limits<double>::quiet_NaN();
+    std::string thumb = s.contains("thumbnail") && s["thumbnail"].is_string() ? s["thumbnail"].get<std::string>() : "";
+    if (thumb.rfind("data:image/jpeg;base64,", 0) != 0) thumb.clear();
+    items += fmt::format(
+        "<li class=\"card\" data-name=\"{0}\" data-entropy=\"{1}\"><a href=\"{2}\">{3}<span class=\"name\">{0}</span>"
+        "<span class=\"entropy\">entropy {4}</span></a></li>\n",
+        html_escape(name), std::isfinite(entropy) ? fmt::format("{:.6f}", entropy) : "", href(relative),
+        thumb.empty() ? std::string() : "<img alt=\"\" src=\"" + html_escape(thumb) + "\">",
+        std::isfinite(entropy) ? fmt::format("{:.3f} nats", entropy) : "unknown");
+  }
+  const PageTemplate gallery{report_assets::index_html_text, report_assets::report_css_text,
+                           report_assets::report_css_sha256, report_assets::index_js_text,
+                           report_assets::index_js_sha256};
+  const std::string html = render_page(gallery, {{"COUNT", std::to_string(pages.size())}, {"ITEMS", items}});
+  write_file_atomic(index, html.data(), html.size());
+}
+
+}  // namespace vitattn::io

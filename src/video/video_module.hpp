@@ -1,0 +1,21 @@
+#pragma once
+// Finding and loading libvitattn_video.so (video_module_abi.hpp), once per process, on first use.
+// Where: $VITATTN_VIDEO_MODULE when set (a path to the module; tests hide or point at it),
+// else next to the executable (the build tree), else <exe_dir>/../lib/vitattn/ (an install).
+#include <string>
+
+#include "video/video_module_abi.hpp"
+
+namespace vitattn::io {
+
+// The module's table; throws Error "video support is not available: <why>" (dlerror's text,
+// or a module of another ABI version) when it cannot be loaded. Thread-safe.
+const video_abi::Table& video_module();
+
+// Whether video_module() returns (loads the module on first call), without throwing.
+bool video_module_loads();
+
+// The same, the error naming the file it was needed for: "SOURCE: video support is not available: …".
+const video_abi::Table& video_module(const std::string& source);
+
+}  // namespace vitattn::io

@@ -1,0 +1,105 @@
+#include "video/video_writer.hpp"
+
+#include <unistd.h>
+
+#include <mutex>
+
+#include "core/error.hpp"
+#include "image/decoder_messages.hpp"
+#include "files/file_io.hpp"
+#include "video/video_module.hpp"
+#include "video/video_reader.hpp"
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+namespace {
+
+const char* fourcc(VideoCodec codec) { return codec == VideoCodec::h264_mp4 ? "avc1" : "MJPG"; }
+
+bool h264_opens() {
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec);
+  if (ec) return false;
+  const TemporaryPath scratch(dir / "vitattn-codec-probe.mp4");  // removed when it goes out of scope
+  const video_abi::Table& module = video_module();
+  const DecoderMessages said;  // OpenCV's "could not open codec" lines, off stderr
+  video_abi::Status status;
+  void* probe = module.writer_open(scratch.path().c_str(), fourcc(VideoCodec::h264_mp4), 25.0, 64, 64, &status);
+  if (probe == nullptr) return false;
+  module.writer_close(probe);
+  return true;
+}
+
+}  // namespace
+
+VideoCodec available_video_codec() {
+  static std::once_flag once;
+  static VideoCodec codec = VideoCodec::mjpg_avi;
+  std::call_once(once, [] {
+    quiet_video_library();
+    try {
+      if (h264_opens()) codec = VideoCodec::h264_mp4;
+    } catch (const Error&) {
+      // No video module: each video says so when it is read; the codec does not matter then.
+    }
+  });
+  return codec;
+}
+
+const char* extension(VideoCodec codec) { return codec == VideoCodec::h264_mp4 ? ".mp4" : ".avi"; }
+
+const char* describe(VideoCodec codec) {
+  return codec == VideoCodec::h264_mp4 ? "H.264 in MP4" : "MJPG in AVI (no H.264 encoder in OpenCV's FFmpeg here)";
+}
+
+// An open writer in the video module (video_module_abi.hpp) on the temporary name.
+struct VideoWriter::Impl {
+  const video_abi::Table& module;
+  fs::path path;
+  TemporaryPath tmp;
+  void* writer = nullptr;
+  int width = 0, height = 0;
+  Impl(const video_abi::Table& m, const fs::path& p) : module(m), path(p), tmp(p) {}
+  ~Impl() {
+    if (writer != nullptr) module.writer_close(writer);  // closes the file; ~TemporaryPath removes it
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+};
+
+VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int width, int height)
+    : impl_(std::make_unique<Impl>(video_module(display(path)), path)) {
+  quiet_video_library();
+  impl_->width = width;
+  impl_->height = height;
+  video_abi::Status status;
+  {
+    const DecoderMessages said;
+    impl_->writer = impl_->module.writer_open(impl_->tmp.path().c_str(), fourcc(codec), fps, width, height, &status);
+  }
+  if (impl_->writer == nullptr && status.message[0] != '\0')
+    throw Error(display(path) + ": cannot write video: " + status.message);
+  if (impl_->writer == nullptr)
+    throw Error(display(path) + ": cannot write video (" + describe(codec) + " at " + std::to_string(width) + "x" +
+                std::to_string(height) + ")");
+}
+
+VideoWriter::~VideoWriter() = default;
+
+void VideoWriter::write(const cv::Mat& bgr) {
+  CV_Assert(bgr.type() == CV_8UC3 && bgr.cols == impl_->width && bgr.rows == impl_->height);
+  video_abi::Status status;
+  if (impl_->module.writer_write(impl_->writer, &bgr, &status) == 0)
+    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
+}
+
+void VideoWriter::commit() {
+  video_abi::Status status;  // finishing writes the trailer (the MP4 index)
+  if (impl_->module.writer_finish(impl_->writer, &status) == 0)
+    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
+  std::error_code ec;
+  if (fs::file_size(impl_->tmp.path(), ec) == 0 || ec) throw Error(display(impl_->path) + ": cannot write video (nothing written)");
+  impl_->tmp.commit();
+}
+
+}  // namespace vitattn::io
