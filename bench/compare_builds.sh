@@ -7,7 +7,7 @@
 #            attention, PNG)
 #   forward  vitattn_forward_bench, a random ViT-S/16 at 224, 5 forwards per process, 2 threads
 # and prints medians of wall time and of CPU time (user + sys of the child), and new/old
-# ratios: below 1 is faster. Used for issue 9's "no slower than before the redesign".
+# ratios: below 1 is faster. For a change that must leave speed as it was (a refactoring).
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OLD_BUILD_DIR NEW_BUILD_DIR [--runs N]" >&2; exit 2; }
 old=$(realpath "$1") new=$(realpath "$2"); shift 2

@@ -8,7 +8,7 @@ facebookresearch/dino's video_generation.py (VideoGenerator._inference) does, pe
 read, ToTensor, Resize, Normalize, crop to a multiple of the patch, the model's
 get_last_selfattention, the class token's row over the patches per head, DINO's mass mask
 (`--threshold`), interpolate the heads to the image, mean over heads, colormap, write. This is
-that loop with the changes issue 13 asks for, each of which makes the baseline faster or the
+that loop with these changes, each of which makes the baseline faster or the
 same, never slower:
 
 - frames are decoded by cv2.VideoCapture and the output written by cv2.VideoWriter as they

@@ -294,7 +294,7 @@ def rel_err(got, want):
 
 
 def test_every_family_pth_reads_as_its_safetensors_and_torch():
-    """Issue 11: ".pth files from every family load natively and agree with torch".
+    """.pth files from every family load natively and agree with torch.
 
     One random torchvision ViT (D=128, 2 heads, 2 layers, 64x64 input, patch 16), its state
     dict renamed by test_torch_crosscheck's exporters into each family as it is released:
