@@ -26,7 +26,7 @@ step "asan build" --needs "asan configure" cmake --build --preset asan -j 2
 step "asan tests" --needs "asan build" ctest --preset asan -j 2
 step "tsan configure" cmake --preset tsan
 step "tsan build" --needs "tsan configure" cmake --build --preset tsan -j 2
-step "tsan tests" --needs "tsan build" ctest --preset tsan
+step "tsan tests" --needs "tsan build" ctest --preset tsan -j 2
 step "fuzz configure" cmake --preset fuzz
 step "fuzz build" --needs "fuzz configure" cmake --build --preset fuzz -j 2
 step "fuzz run (${secs} s per target)" --needs "fuzz build" bash scripts/fuzz.sh --no-build "$secs"
