@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds the dev preset and runs the whole test suite.
-# This is the README's test command and what CI runs.
-set -euo pipefail
+# This is the README's test command; CI (.ci/run) runs it first, then the release build and
+# scripts/hardening.sh. Each part is a timed step (scripts/steps.sh): a table of them closes
+# the output, and the script fails when any step failed; a step whose build failed is
+# reported as not run.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-cmake --preset dev
-cmake --build --preset dev
-ctest --preset dev -j "$(nproc)"  # the tests are independent: each works in its own temporary folder
+source scripts/steps.sh
+
+step "deps install" bash scripts/install-deps.sh
+step "dev configure" cmake --preset dev
+step "dev build" --needs "dev configure" cmake --build --preset dev
+# The tests are independent: each works in its own temporary folder.
+step "dev tests" --needs "dev build" ctest --preset dev -j "$(nproc)"
+steps_finish "test.sh"

@@ -11,7 +11,7 @@ double mean_row_entropy(const Matrix& attention) {
   double total = 0.0;
   for (Eigen::Index i = 0; i < attention.rows(); ++i)
     for (Eigen::Index j = 0; j < attention.cols(); ++j) {
-      const double p = attention(i, j);
+      const double p = static_cast<double>(attention(i, j));
       if (p > 0.0) total -= p * std::log(p);  // 0·ln 0 = 0
     }
   return total / static_cast<double>(attention.rows());
@@ -50,7 +50,7 @@ double mean_attention_distance(const Matrix& attention, int first_patch, const M
   for (Eigen::Index i = 0; i < n; ++i) {
     double weighted = 0.0, mass = 0.0;
     for (Eigen::Index j = 0; j < n; ++j) {
-      const double a = attention(first_patch + i, first_patch + j);
+      const double a = static_cast<double>(attention(first_patch + i, first_patch + j));
       weighted += a * static_cast<double>(distances(i, j));
       mass += a;
     }

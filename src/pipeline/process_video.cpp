@@ -130,7 +130,7 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
   std::exception_ptr encode_error;
   const fs::path video_path = with_suffix(job.output_base, video_output_suffixes(outputs).front().c_str());
   std::vector<float> saved;  // the drawn maps, frame after frame: (frames, [n_maps,] grid_h, grid_w)
-  std::vector<std::uint64_t> map_shape;
+  std::vector<std::uint64_t> map_shape;  // (frames, [n_maps,] grid_h, grid_w), set at the first frame
   std::int64_t n_drawn = 0;
   {
     std::jthread decoder([&] { decode_frames(reader, video, decoded, decode_end); });
@@ -147,9 +147,9 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
         if (video.smooth) smooth_maps(maps, ema, *video.smooth);
         const std::vector<cv::Mat> overlays = draw_overlays(d->bgr, maps, options);
         if (options.save_attention) {
-          if (map_shape.empty()) {
-            map_shape = {static_cast<std::uint64_t>(grid.grid_h), static_cast<std::uint64_t>(grid.grid_w)};
-            if (maps.size() > 1) map_shape.insert(map_shape.begin(), maps.size());
+          if (map_shape.empty()) {  // the frame count (first) is known at the end
+            const auto h = static_cast<std::uint64_t>(grid.grid_h), w = static_cast<std::uint64_t>(grid.grid_w);
+            map_shape = maps.size() > 1 ? std::vector<std::uint64_t>{0, maps.size(), h, w} : std::vector<std::uint64_t>{0, h, w};
           }
           for (const Matrix& m : maps) saved.insert(saved.end(), m.data(), m.data() + m.size());
         }
@@ -183,7 +183,7 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
                            "and height", io::display(video_path), f.width, f.height, s.width, s.height,
                            io::describe(video.codec)));
   if (options.save_attention) {
-    map_shape.insert(map_shape.begin(), static_cast<std::uint64_t>(n_drawn));
+    map_shape.front() = static_cast<std::uint64_t>(n_drawn);  // n_drawn > 0 (checked above), so map_shape is set
     io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);
   }
   writer->commit();  // last: when the video exists, the rest does too

@@ -28,10 +28,9 @@ std::string html_escape(std::string_view text);
 // has inside strings) becomes \u003c, so no "</script>" can end the block early.
 std::string script_safe_json(std::string_view json_text);
 
-// RFC 4648 base64 with padding. Hand-written: none of the project's libraries offers it
-// (OpenCV's base64 is internal to its FileStorage; nlohmann-json, fmt, spdlog have none), and
-// Debian's libb64-dev would be a new dependency (that breaks lines every 72 characters) for
-// these few lines. Checked against RFC 4648's test vectors in tests/unit/html_page_test.cpp.
+// RFC 4648 base64 with padding, on one line (no line breaks): OpenSSL's EVP_EncodeBlock, from
+// the libcrypto the hub code already links for SHA-256. Checked against RFC 4648's test
+// vectors in tests/unit/html_page_test.cpp.
 std::string base64(const void* data, std::size_t size);
 
 }  // namespace vitattn::io

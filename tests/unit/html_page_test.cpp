@@ -1,5 +1,5 @@
-// io/html_page: the base64 encoder against RFC 4648's test vectors (section 10), and the
-// escaping the report pages rely on.
+// report/html_page: the base64 encoder (OpenSSL's EVP_EncodeBlock) against RFC 4648's test
+// vectors (section 10), and the escaping the report pages rely on.
 #include "report/html_page.hpp"
 
 #include <gtest/gtest.h>
@@ -33,6 +33,17 @@ TEST(Base64, EveryByteValueAndTheLastTwoLetters) {
   ASSERT_EQ(out.size(), 344u);  // ⌈256/3⌉·4
   EXPECT_EQ(out.substr(0, 8), "AAECAwQF");
   EXPECT_EQ(out.substr(out.size() - 8), "/P3+/w==");
+}
+
+TEST(Base64, LongInputsJoinAcrossPieces) {
+  // base64() hands EVP_EncodeBlock (an int count) 48 MiB pieces: zeros encode to "AAAA" per
+  // 3 bytes, so one byte past the first piece must add exactly "AA==", with nothing between.
+  const std::size_t piece = std::size_t{3} << 24;
+  const std::vector<std::uint8_t> zeros(piece + 1, 0);
+  const std::string out = base64(zeros.data(), zeros.size());
+  ASSERT_EQ(out.size(), piece / 3 * 4 + 4);
+  EXPECT_EQ(out.find_first_not_of('A'), piece / 3 * 4 + 2);
+  EXPECT_EQ(out.substr(out.size() - 4), "AA==");
 }
 
 TEST(HtmlPage, EscapesTextAndScriptEnds) {
