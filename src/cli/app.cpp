@@ -292,6 +292,7 @@ int run_images(const Options& o) {
           pipeline::VideoOptions v = video;
           v.on_frames_expected = [&progress](std::int64_t n) { progress.add_frames(static_cast<std::size_t>(n)); };
           v.on_frame = [&progress] { progress.frame_done(); };
+          v.warn = [&progress](const std::string& message) { progress.warn(message); };
           v.stop = [] { return InterruptGuard::signal_received() != 0; };
           pipeline::process_video(out, job, model, options, v);
         } catch (const OptionError& e) {  // a choice that does not fit this image: said with its flag

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -17,7 +18,17 @@
 namespace vitattn::io {
 namespace fs = std::filesystem;
 
-std::string display(const fs::path& path) { return path.string(); }
+std::string display(const fs::path& path) {
+  const std::string name = path.string();
+  if (std::none_of(name.begin(), name.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+    return name;
+  std::string quoted = "\"";
+  for (const char ch : name) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    quoted += printable(std::string_view(&ch, 1));
+  }
+  return quoted + "\"";
+}
 
 std::string printable(std::string_view s, bool ascii) {
   std::string out;

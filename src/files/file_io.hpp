@@ -44,7 +44,11 @@ class TemporaryPath {
 // The temporary name write_file_atomic uses: ".<name>.tmp-<pid>-<n>" in the same folder.
 bool is_temporary_name(const std::filesystem::path& path);
 
-std::string display(const std::filesystem::path& path);  // path as UTF-8 for messages
+// A path for a message, on one line: as it is, unless it holds a control character (a
+// newline in a file name would print as two log lines, the second reading like a message of
+// its own); then in double quotes, with \xNN for each control character and \" and \\ for
+// quotes and backslashes. Not for data: CSV and JSON fields take path.string().
+std::string display(const std::filesystem::path& path);
 
 // Text taken from a file, made safe for a one-line message: control characters (a newline in
 // a tensor name would split the line) become \xNN. With `ascii`, so does every byte >= 0x80,

@@ -59,6 +59,7 @@ std::vector<std::string> config_labels(const std::string& json_text, const std::
   if (const auto it = config.find("id2label"); it != config.end() && it->is_object()) {  // Hugging Face
     names.assign(it->size(), std::string());
     check_count(names, n_classes, source + ": id2label");
+    std::vector<bool> named(names.size(), false);  // by index: a name may itself be empty
     for (const auto& [key, value] : it->items()) {
       std::size_t used = 0;
       int i = -1;
@@ -66,10 +67,11 @@ std::vector<std::string> config_labels(const std::string& json_text, const std::
         i = std::stoi(key, &used);
       } catch (const std::exception&) {
       }
-      if (used != key.size() || i < 0 || i >= n_classes || !value.is_string() || !names[static_cast<std::size_t>(i)].empty())
+      if (used != key.size() || i < 0 || i >= n_classes || !value.is_string() || named[static_cast<std::size_t>(i)])
         throw Error(fmt::format("{}: id2label entry \"{}\" is not a distinct class index 0…{} with a name", source,
                                 printable(key, true), n_classes - 1));
       names[static_cast<std::size_t>(i)] = value.get<std::string>();
+      named[static_cast<std::size_t>(i)] = true;
     }
   } else if (const auto ln = config.find("label_names"); ln != config.end() && ln->is_array()) {  // timm
     for (const auto& v : *ln) {

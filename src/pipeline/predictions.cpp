@@ -28,7 +28,7 @@ std::string predictions_csv(const std::vector<ImagePrediction>& predictions, con
   for (const ImagePrediction& p : predictions)
     for (std::size_t r = 0; r < p.top.size(); ++r)
       // 9 significant digits: enough to tell apart any two float32 probabilities.
-      csv += fmt::format("{},{},{},{},{:.9g}\n", csv_field(io::display(p.input)), r + 1, p.top[r].index,
+      csv += fmt::format("{},{},{},{},{:.9g}\n", csv_field(p.input.string()), r + 1, p.top[r].index,
                          csv_field(labels.label(p.top[r].index)), p.top[r].probability);
   return csv;
 }

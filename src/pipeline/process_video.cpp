@@ -178,6 +178,10 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
     if (options.damage.strict) throw OptionError(Field::strict, "", what + "; refused as damaged", source);
     if (options.damage.warn) options.damage.warn(source + ": " + what + "; wrote those");
   }
+  if (const cv::Size f = writer->frame_size(), s = writer->encoded_size(); video.warn && f != s)
+    video.warn(fmt::format("{}: {}x{} frames written as {}x{}, their last column or row repeated: {} needs an even width "
+                           "and height", io::display(video_path), f.width, f.height, s.width, s.height,
+                           io::describe(video.codec)));
   if (options.save_attention) {
     map_shape.front() = static_cast<std::uint64_t>(n_drawn);  // n_drawn > 0 (checked above), so map_shape is set
     io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);

@@ -24,6 +24,7 @@ struct VideoOptions {
   std::optional<float> smooth;
   std::function<void(std::int64_t)> on_frames_expected;  // the frames this video should give, when known
   std::function<void()> on_frame;                         // one more frame written (any thread)
+  std::function<void(const std::string&)> warn;             // hears "PATH: …" about the video written
   std::function<bool()> stop;                             // polled per frame: true abandons the video
 };
 

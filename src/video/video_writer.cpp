@@ -58,7 +58,9 @@ struct VideoWriter::Impl {
   fs::path path;
   TemporaryPath tmp;
   void* writer = nullptr;
-  int width = 0, height = 0;
+  int width = 0, height = 0;              // the frames' size
+  int encoded_width = 0, encoded_height = 0;  // the file's: padded to even for H.264
+  cv::Mat padded;                             // the frame with its last column and row repeated
   Impl(const video_abi::Table& m, const fs::path& p) : module(m), path(p), tmp(p) {}
   ~Impl() {
     if (writer != nullptr) module.writer_close(writer);  // closes the file; ~TemporaryPath removes it
@@ -72,10 +74,14 @@ VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int
   quiet_video_library();
   impl_->width = width;
   impl_->height = height;
+  const bool even_only = codec == VideoCodec::h264_mp4;
+  impl_->encoded_width = even_only ? width + (width & 1) : width;
+  impl_->encoded_height = even_only ? height + (height & 1) : height;
   video_abi::Status status;
   {
     const DecoderMessages said;
-    impl_->writer = impl_->module.writer_open(impl_->tmp.path().c_str(), fourcc(codec), fps, width, height, &status);
+    impl_->writer = impl_->module.writer_open(impl_->tmp.path().c_str(), fourcc(codec), fps, impl_->encoded_width,
+                                             impl_->encoded_height, &status);
   }
   if (impl_->writer == nullptr && status.message[0] != '\0')
     throw Error(display(path) + ": cannot write video: " + status.message);
@@ -88,10 +94,19 @@ VideoWriter::~VideoWriter() = default;
 
 void VideoWriter::write(const cv::Mat& bgr) {
   CV_Assert(bgr.type() == CV_8UC3 && bgr.cols == impl_->width && bgr.rows == impl_->height);
+  const cv::Mat* frame = &bgr;
+  if (impl_->encoded_width != impl_->width || impl_->encoded_height != impl_->height) {
+    cv::copyMakeBorder(bgr, impl_->padded, 0, impl_->encoded_height - impl_->height, 0, impl_->encoded_width - impl_->width,
+                       cv::BORDER_REPLICATE);
+    frame = &impl_->padded;
+  }
   video_abi::Status status;
-  if (impl_->module.writer_write(impl_->writer, &bgr, &status) == 0)
+  if (impl_->module.writer_write(impl_->writer, frame, &status) == 0)
     throw Error(display(impl_->path) + ": cannot write video: " + status.message);
 }
+
+cv::Size VideoWriter::frame_size() const { return {impl_->width, impl_->height}; }
+cv::Size VideoWriter::encoded_size() const { return {impl_->encoded_width, impl_->encoded_height}; }
 
 void VideoWriter::commit() {
   video_abi::Status status;  // finishing writes the trailer (the MP4 index)

@@ -2,6 +2,11 @@
 // Writing an attention video through OpenCV's VideoWriter: H.264 in MP4 when Debian's FFmpeg
 // backend has an H.264 encoder (libx264), else Motion JPEG in AVI. Whole files only: frames go
 // to a temporary name that is renamed when the video is complete.
+//
+// H.264 in 4:2:0 (what OpenCV's FFmpeg backend writes) needs an even width and height; given
+// odd ones, FFmpeg would crop the last column or row without a word. The writer pads such a
+// video instead by repeating its last column and row (321×239 is written as 322×240), so no
+// pixel of the frame is lost, and says so through encoded_size().
 #include <filesystem>
 #include <memory>
 #include <opencv2/core.hpp>
@@ -27,7 +32,9 @@ class VideoWriter {
   VideoWriter(const VideoWriter&) = delete;
   VideoWriter& operator=(const VideoWriter&) = delete;
 
-  void write(const cv::Mat& bgr);
+  void write(const cv::Mat& bgr);  // (height, width) as given to the constructor
+  cv::Size frame_size() const;     // as given to the constructor
+  cv::Size encoded_size() const;   // the size in the file: the frame's, or padded to even (above)
   void commit();  // finishes the file and renames it into place; throws Error naming `path`
 
  private:

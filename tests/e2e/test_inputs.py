@@ -182,6 +182,20 @@ class FolderScan(Base):
                              [f"warning: {self.dir / 'in/b_link.jpg'}: skipped, the same file as "
                               f"{self.dir / 'in/a_link.jpg'} (done once)"], err)
 
+    def test_a_name_holding_a_newline_is_one_quoted_line_not_two(self):
+        # Unquoted, "evil\nerror: fake.png: …" would print as a second line that reads like
+        # an error of its own about a file that does not exist.
+        (self.dir / "in").mkdir()
+        self.write("in/good.png", photo_like(32, 48))
+        (self.dir / "in" / "evil\nerror: fake.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+        rc, _, err = run(self.dir / "in", "-o", self.dir / "out")
+        self.assertEqual(rc, 1, err)
+        self.assert_own_lines(err)
+        naming = [l for l in err.splitlines() if "fake.png" in l]
+        self.assertEqual(len(naming), 1, err)
+        self.assertTrue(naming[0].startswith(f'error: "{self.dir / "in"}/evil\\x0Aerror: fake.png": '), naming[0])
+        self.assertTrue((self.dir / "out/good_attn.png").exists())
+
     def test_a_fifo_named_like_an_image_is_not_a_regular_file(self):
         self.write("in/ok.png", photo_like(30, 30))
         os.mkfifo(self.dir / "in/x.jpg")

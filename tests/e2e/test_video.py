@@ -132,6 +132,39 @@ class Video(TmpCase):
             self.assertTrue(x - 6 <= rx < x + SQUARE + 6 and y - 6 <= ry < y + SQUARE + 6, f"frame {t}: red at ({rx}, {ry})")
         self.assertEqual(temporaries(self.dir / "out"), [])
 
+    def test_an_odd_sized_clip_keeps_every_pixel_and_says_it_was_padded(self):
+        # H.264 4:2:0 needs even sizes; FFmpeg would crop 97x75 to 96x74 without a word.
+        w_odd, h_odd = 97, 75
+        # cv2's own writer crops odd sizes too, so the clip is a YUV4MPEG2 stream written here
+        # (4:2:0, chroma planes of ceil(W/2) x ceil(H/2)); FFmpeg finds its format by its bytes.
+        clip = self.dir / "odd.avi"
+        with open(clip, "wb") as f:
+            f.write(b"YUV4MPEG2 W%d H%d F10:1 Ip A1:1 C420jpeg\n" % (w_odd, h_odd))
+            for t in range(4):
+                yuv = cv2.cvtColor(cv2.resize(frame(t), (w_odd, h_odd), interpolation=cv2.INTER_NEAREST), cv2.COLOR_BGR2YUV)
+                half = ((w_odd + 1) // 2, (h_odd + 1) // 2)
+                planes = [yuv[:, :, 0]] + [cv2.resize(yuv[:, :, c], half, interpolation=cv2.INTER_AREA) for c in (1, 2)]
+                f.write(b"FRAME\n" + b"".join(np.ascontiguousarray(p).tobytes() for p in planes))
+        self.assertEqual(read_clip(clip)[2:], (w_odd, h_odd))
+        _, _, err = self.vitattn(clip, "-o", self.dir / "out", "--frames-dir")
+        if "H.264 in MP4" not in err:
+            self.skipTest("no H.264 writer here: MJPG takes odd sizes as they are")
+        frames, _, w, h = read_clip(self.dir / "out/odd_attn.mp4")
+        self.assertEqual((len(frames), w, h), (4, w_odd + 1, h_odd + 1))
+        warned = [line for line in err.splitlines() if "odd_attn.mp4" in line and "97x75" in line and "98x76" in line]
+        self.assertEqual(len(warned), 1, err)
+        self.assertTrue(warned[0].startswith("warning:"), warned[0])
+        pngs = sorted((self.dir / "out/odd_frames").iterdir())
+        self.assertEqual(len(pngs), 4)
+        for f, png in zip(frames, pngs):
+            drawn = cv2.imread(str(png))
+            self.assertEqual(drawn.shape, (h_odd, w_odd, 3))  # the frames as drawn keep the clip's own size
+            # The video holds that frame at its place (not shifted or scaled), and the added
+            # column and row repeat the last ones; H.264 is lossy, so within a tolerance.
+            self.assertLess(np.abs(f[:h_odd, :w_odd].astype(int) - drawn.astype(int)).mean(), 6.0)
+            self.assertLess(np.abs(f[:h_odd, w_odd].astype(int) - drawn[:, w_odd - 1].astype(int)).mean(), 12.0)
+            self.assertLess(np.abs(f[h_odd, :w_odd].astype(int) - drawn[h_odd - 1].astype(int)).mean(), 12.0)
+
     def test_a_frame_is_drawn_bit_for_bit_as_the_image_path_draws_it(self):
         clip = write_clip(self.dir / "clip.avi")
         opts = ["--threshold", "0.6", "--colormap", "inferno", "--alpha", "0.6", "--keep-aspect", "--img-size", "64"]

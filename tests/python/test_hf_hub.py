@@ -422,6 +422,25 @@ def case_c(hub, tmp, image):
     T.check(ranges == ["bytes=1000-"], f"C: the .incomplete of an earlier run is resumed: {ranges}")
     T.check((blobs / sha).read_bytes() == files["model.safetensors"] and not (blobs / f"{sha}.incomplete").exists(),
             "C: the resumed blob is whole and the .incomplete is gone")
+    # A partial file whose bytes were damaged (one flipped): resuming it gives a blob of the
+    # right size and the wrong sha256, which must be refused and removed, never kept.
+    cache = tmp / "cc2b"
+    blobs = cache / "models--acme--flaky" / "blobs"
+    blobs.mkdir(parents=True)
+    at = 8 + int.from_bytes(files["model.safetensors"][:8], "little") + 4  # in a weight, past the header: it would still parse
+    damaged = bytearray(files["model.safetensors"][:at + 100])
+    T.check(len(damaged) < size, f"C: the partial file ({len(damaged)} bytes) is shorter than the blob ({size})")
+    damaged[at] ^= 0x01
+    (blobs / f"{sha}.incomplete").write_bytes(bytes(damaged))
+    n = len(hub.requests())
+    p = run(["--model", "hf:acme/flaky", "-o", tmp / "oc2b", image], {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint},
+            expect=2)
+    ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
+    T.check(ranges == [f"bytes={len(damaged)}-"], f"C: the damaged .incomplete is resumed, not fetched anew: {ranges}")
+    one_line(p, "checksum mismatch", "model.safetensors")
+    T.check(not (blobs / sha).exists() and not (blobs / f"{sha}.incomplete").exists(),
+            f"C: nothing of a resumed download with the wrong sha256 stays in the cache: {sorted(x.name for x in blobs.iterdir())}")
+    T.check(not (cache / "models--acme--flaky" / "snapshots").exists(), "C: no snapshot points at a blob that failed its check")
     # Two runs at once into one empty cache, the CDN slowed so that they overlap.
     hub.delay = 0.5
     cache = tmp / "cc3"

@@ -26,6 +26,20 @@ TEST(Classify, SoftmaxMatchesNaiveLoopAndSumsToOne) {
   EXPECT_NEAR(total, 1.0, 1e-15);
 }
 
+// Softmax runs in double, so only logits above ln(DBL_MAX) ≈ 709.8 overflow exp() when the
+// maximum is not subtracted first: these would give inf / inf = NaN.
+TEST(Classify, SoftmaxOfLogitsPastDoubleRangeStaysFinite) {
+  RowVector z(3);
+  z << 750.0f, 749.0f, 0.0f;
+  const std::vector<double> p = softmax(z);
+  const double e = std::exp(-1.0);
+  EXPECT_NEAR(p[0], 1.0 / (1.0 + e), 1e-15);
+  EXPECT_NEAR(p[1], e / (1.0 + e), 1e-15);
+  EXPECT_GE(p[2], 0.0);
+  EXPECT_LT(p[2], 1e-300);
+  EXPECT_EQ(top_classes(z, 1)[0].index, 0);
+}
+
 TEST(Classify, TopClassesOrderedWithTiesByIndex) {
   RowVector z(5);
   z << 1.0f, 4.0f, 2.0f, 4.0f, -1.0f;
@@ -46,6 +60,20 @@ TEST(ClassLabels, ConfigId2labelAndLabelNames) {
   EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "a", "2": "b"}})", "c.json", 2), Error);  // index out of range
   EXPECT_THROW(io::config_labels(R"({"id2label": {"x": "a", "1": "b"}})", "c.json", 2), Error);  // not an index
   EXPECT_THROW(io::config_labels("{", "c.json", 2), Error);
+}
+
+// id2label's keys are class indices as text: read by their integer value, not in the JSON
+// library's key order ("0", "1", "10", "11", "2", …), which agrees with it only below 11 classes.
+TEST(ClassLabels, Id2labelIsReadByIntegerKeyPastTenClasses) {
+  std::string json = R"({"id2label": {)";
+  for (int i = 0; i < 12; ++i) json += (i ? ", " : "") + std::string("\"") + std::to_string(i) + "\": \"c" + std::to_string(i) + "\"";
+  json += "}}";
+  std::vector<std::string> want;
+  for (int i = 0; i < 12; ++i) want.push_back("c" + std::to_string(i));
+  EXPECT_EQ(io::config_labels(json, "c.json", 12), want);
+  // Two keys naming one index ("1" and "01") leave another without a name.
+  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "a", "1": "b", "01": "c"}})", "c.json", 3), Error);
+  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "", "1": "b", "00": "c"}})", "c.json", 3), Error);
 }
 
 TEST(ClassLabels, MetadataThenConfigThenImagenetThenNone) {

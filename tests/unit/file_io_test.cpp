@@ -26,6 +26,13 @@ std::vector<fs::path> temporaries(const fs::path& dir) {
   return found;
 }
 
+TEST(FileIo, DisplayQuotesOnlyNamesWithControlCharacters) {
+  EXPECT_EQ(display("photos/cat 1.jpg"), "photos/cat 1.jpg");
+  EXPECT_EQ(display("caf\xC3\xA9.png"), "caf\xC3\xA9.png");  // UTF-8 as it is
+  EXPECT_EQ(display("a\nb.png"), "\"a\\x0Ab.png\"");
+  EXPECT_EQ(display("q\"\\\r.png"), "\"q\\\"\\\\\\x0D.png\"");
+}
+
 TEST(FileIo, AtomicWriteLeavesOnlyTheFinalFile) {
   test::TempDir d;
   const std::string text = "hello";

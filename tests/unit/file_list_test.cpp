@@ -30,6 +30,9 @@ TEST(FileList, OnePathPerLineBlankLinesSkippedSpacesKept) {
 TEST(FileList, NulSeparatedKeepsNewlinesInNames) {
   const std::string text = "a.jpg\0odd\nname.png\0\0x\r.jpg\0"s;
   EXPECT_EQ(strings(parse_file_list(text, true, "list")), (std::vector<std::string>{"a.jpg", "odd\nname.png", "x\r.jpg"}));
+  // A list written by hand (printf 'a\0b') may end without its last NUL: that entry counts too.
+  EXPECT_EQ(strings(parse_file_list("a.jpg\0last.png"s, true, "list")), (std::vector<std::string>{"a.jpg", "last.png"}));
+  EXPECT_EQ(strings(parse_file_list("only.png"s, true, "list")), (std::vector<std::string>{"only.png"}));
 }
 
 TEST(FileList, NulInALineListIsAnErrorWithItsLine) {
