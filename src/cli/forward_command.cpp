@@ -11,7 +11,7 @@
 #include "files/file_io.hpp"
 #include "tensors/npy.hpp"
 #include "pipeline/threads.hpp"
-#include "model_setup.hpp"
+#include "model_request.hpp"
 #include "pipeline/output_folders.hpp"
 
 namespace vitattn::cli {
@@ -104,7 +104,7 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
 
 int run_forward(const Options& o) {
   check_forward_outputs(o);
-  const VitModel model = make_model(o);  // `forward` needs --model: a CLI11 rule
+  const VitModel model = open_model(o).model;  // `forward` needs --model: a CLI11 rule
   pipeline::prepare_output_folder(o.output);
   pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;
