@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "batch_runner.hpp"
+#include "environment.hpp"
 #include "forward_command.hpp"
 #include "model_request.hpp"
 #include "core/error.hpp"
@@ -350,6 +351,7 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   setup_logging(options.verbosity);
+  io::set_video_module_path(video_module_override(process_environment));  // before any video code
   try {
     if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
     if (options.forward) return run_forward(options);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "environment.hpp"
 #include "hub/hf_model.hpp"
 
 namespace vitattn::cli {
@@ -28,7 +29,7 @@ auto progress_bar() {
 }
 
 std::filesystem::path fetch(const std::string& name, int verbosity) {
-  io::HubSettings hub = io::hub_settings_from_env();
+  io::HubSettings hub = hub_settings(process_environment);  // only now: a run without hf: needs no HOME
   if (verbosity >= 0 && ::isatty(STDERR_FILENO)) hub.progress = progress_bar();
   const io::HfModelFiles files = io::resolve_hf_model(name, hub);
   if (files.downloaded) spdlog::info("{}: downloaded to {}", name, files.weights.parent_path().string());
