@@ -10,8 +10,9 @@
 // The steps, each once and in this order: the weights file (the hub callback, else the path);
 // the tensor file (safetensors mapped, or .pth, by its name or zip magic); the config files
 // beside it; the overrides (the request wins over the config files, which win over the file's
-// own __metadata__, which wins over the family's defaults); family detection and loading
-// (vit_loader.hpp); normalisation; validation, once, after every setting is in; class labels.
+// own __metadata__, which wins over the family's defaults; a head count in __metadata__ must
+// agree with any other); family detection and loading (vit_loader.hpp); normalisation;
+// validation, once, after every setting is in; class labels.
 //
 // Why a callback for the hub, not a link to vitattn_hub: the hub is libcurl and libcrypto, and
 // a fetch has a progress bar and log lines that belong to the command line. The model library
