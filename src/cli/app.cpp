@@ -20,13 +20,18 @@
 #include "model_setup.hpp"
 #include "core/error.hpp"
 #include "explain.hpp"
+#include "image/image_loader.hpp"
+#include "pipeline/view.hpp"
 #include "interrupt.hpp"
 #include "files/file_io.hpp"
 #include "files/file_kind.hpp"
+#include "files/text.hpp"
 #include "model/model_file.hpp"
 #include "tensors/npy.hpp"
 #include "model/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
+#include "pipeline/output_guard.hpp"
+#include "hub/hf_cache.hpp"
 #include "pipeline/process_image.hpp"
 #include "pipeline/process_video.hpp"
 #include "video/video_module.hpp"
@@ -44,31 +49,41 @@ namespace {
 
 constexpr int kExitOk = 0, kExitSomeFailed = 1, kExitUsage = 2;
 
-// The flag that sets each request field: an OptionError from below names its value this way.
-std::string flag_of(Field f) {
-  switch (f) {
-    case Field::heads: return "--heads";
-    case Field::layer: return "--layer";
-    case Field::head: return "--head";
-    case Field::img_size: return "--img-size";
-    case Field::keep_aspect: return "--keep-aspect";
-    case Field::save_model: return "--save-model";
-    case Field::max_pixels: return "--max-pixels";
-    case Field::strict: return "--strict";
-  }
-  return "?";
+// The flag that sets each value an Error below may be about (its Subject's role): the
+// layers say "layer 3: …", "the log x.jsonl: …"; the command line says "--layer 3: …".
+std::optional<std::string> flag_of(const std::string& role) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {pipeline::roles::layer, "--layer"},         {pipeline::roles::head, "--head"},
+      {pipeline::roles::input_size, "--img-size"}, {pipeline::roles::keep_aspect, "--keep-aspect"},
+      {io::roles::head_count, "--heads"},          {io::roles::saved_model, "--save-model"},
+      {io::roles::pixel_limit, "--max-pixels"},    {io::roles::strict_decoding, "--strict"},
+      {pipeline::roles::log, "--log-json"},        {kHeatmapRole, "--heatmap"},
+      {kPageRole, "--html"}};
+  for (const auto& [r, flag] : kFlags)
+    if (role == r) return flag;
+  return std::nullopt;
 }
 
-std::string flag_and_value(const OptionError& e) { return flag_of(e.field()) + (e.value().empty() ? "" : " " + e.value()); }
+// "--layer 3", "--save-model m.safetensors", "--max-pixels"; nothing for a role without a flag.
+std::optional<std::string> flag_and_value(const Error& e) {
+  if (!e.subject()) return std::nullopt;
+  const auto flag = flag_of(e.subject()->role);
+  if (!flag) return std::nullopt;
+  return *flag + (e.subject()->value.empty() ? "" : " " + e.subject()->value);
+}
 
 // Before any work: "--layer 3: the model has layers 0…2", "--heads: m.safetensors: …"
-std::string option_message(const OptionError& e) {
-  return flag_and_value(e) + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
+std::string option_message(const Error& e) {
+  const auto flag = flag_and_value(e);
+  if (!flag) return e.what();
+  return *flag + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
 }
 
 // One image's: "x.png: image is 9000x9000 (81.0 MP), over the pixel limit of 50.0 MP (--max-pixels)"
-std::string image_option_message(const OptionError& e, const std::string& input) {
-  return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + flag_and_value(e) + ")";
+std::string image_option_message(const Error& e, const std::string& input) {
+  const auto flag = flag_and_value(e);
+  if (!flag) return e.what();
+  return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + *flag + ")";
 }
 
 void setup_logging(int verbosity) {
@@ -81,11 +96,7 @@ void setup_logging(int verbosity) {
 // The colormap's name as the page lists it ("jet"): the typed option holds OpenCV's number.
 std::string colormap_name(int colormap) {
   for (const std::string& name : io::colormap_names())
-    if (io::colormap_by_name(name) == colormap) {
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return lower;
-    }
+    if (io::colormap_by_name(name) == colormap) return io::lower_case(name);
   return "jet";
 }
 
@@ -136,35 +147,21 @@ pipeline::VideoOptions video_options(const Options& o) {
   return v;
 }
 
-// An output named on the command line (--save-model FILE) must not be an input of the
-// run (an image, the --model file), nor where a job's output goes, and may replace only a
-// file of the kind it writes. Also: no job output lands on the --model file.
-void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs) {
-  const auto same_file = [](const fs::path& a, const fs::path& b) {
-    std::error_code ec;  // compare names first: canonical paths cost system calls
-    return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
-  };
-  const std::string& save = o.save_model;
-  if (!save.empty()) {
-    if (!o.model.empty() && same_file(save, o.model)) throw Error(fmt::format("--save-model {}: is the --model file; not replaced", save));
-    for (const std::string& in : o.inputs)
-      if (same_file(save, in)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
-    for (const pipeline::ImageJob& job : plan.jobs)
-      if (same_file(save, job.input)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
-  }
-  for (const pipeline::ImageJob& job : plan.jobs)
-    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs, job.video)) {
-      if (!save.empty() && same_file(save, p))
-        throw Error(fmt::format("--save-model {}: is where the output of {} goes; choose another name", save,
-                                io::display(job.input)));
-      if (!o.model.empty() && same_file(o.model, p))
-        throw Error(fmt::format("{}: its output {} would replace the --model file", io::display(job.input), io::display(p)));
-    }
-  if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
-  if (outputs.report)  // the gallery is an output too
-    for (const std::string& in : o.inputs)
-      if (same_file(in, fs::path(o.output) / pipeline::report_index_name()))
-        throw Error(fmt::format("{}: is where --report's gallery goes ({}); not replaced", in, pipeline::report_index_name()));
+// Before any work: no output replaces a file the run reads (an input, the model) or another
+// output, and a named output replaces only a file of its kind (pipeline::OutputGuard). The
+// roles are the guard's words; option_message puts the flag in their place.
+void check_outputs(const Options& o, const std::vector<fs::path>& inputs, const pipeline::BatchPlan& plan,
+                   const pipeline::OutputSet& outputs, bool gallery) {
+  pipeline::OutputGuard guard;
+  for (const fs::path& in : inputs) guard.reads(in, pipeline::roles::input);
+  if (!o.model.empty() && !io::is_hf_model(o.model)) guard.reads(o.model, pipeline::roles::model_file);
+  guard.jobs(plan, outputs);
+  const fs::path out = o.output;
+  if (!inputs.empty() && o.top > 0) guard.writes(out / pipeline::predictions_name(), pipeline::roles::predictions);
+  if (gallery) guard.writes(out / pipeline::report_index_name(), pipeline::roles::gallery);
+  if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
+    guard.writes(o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines);
+  if (!o.save_model.empty()) guard.writes(o.save_model, io::roles::saved_model, io::FileKind::safetensors);
 }
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
@@ -226,8 +223,7 @@ int run_images(const Options& o) {
       }
     }
   }
-  check_named_outputs(o, plan, outputs);
-  if (!o.scale_out.log_json.empty()) check_log_path(o.scale_out.log_json, inputs, plan, outputs);
+  check_outputs(o, inputs, plan, outputs, outputs.report && !shard);
   if (batch) pipeline::prepare_output_folder(out);
   if (!o.save_model.empty()) {
     io::save_model(o.save_model, model);
@@ -294,7 +290,8 @@ int run_images(const Options& o) {
           v.on_frame = [&progress] { progress.frame_done(); };
           v.stop = [] { return InterruptGuard::signal_received() != 0; };
           pipeline::process_video(out, job, model, options, v);
-        } catch (const OptionError& e) {  // a choice that does not fit this image: said with its flag
+        } catch (const Error& e) {  // a choice that does not fit this image: said with its flag
+          if (!e.subject()) throw;
           throw Error(image_option_message(e, io::display(job.input)));
         }
       },
@@ -352,11 +349,8 @@ int run(int argc, char** argv) {
     if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
     if (options.forward) return run_forward(options);
     return run_images(options);
-  } catch (const OptionError& e) {
-    spdlog::error("{}", option_message(e));
-    return kExitUsage;
   } catch (const Error& e) {
-    spdlog::error("{}", e.what());
+    spdlog::error("{}", option_message(e));
     return kExitUsage;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "files/text.hpp"
 #include "model/checkpoint_families.hpp"
 #include "hub/hf_cache.hpp"
 #include "model/model_file.hpp"
@@ -46,7 +47,7 @@ void check_seeded_shape(const SeededShape& s) {
 std::optional<HeadArg> parse_head(std::string_view text) {
   static const std::pair<const char*, HeadFusion> fusions[] = {
       {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
-  const std::string lower = CLI::detail::to_lower(std::string(text));
+  const std::string lower = io::lower_case(text);
   if (lower == "all") return HeadArg{pipeline::HeadChoice::all, 0, HeadFusion::mean};
   for (const auto& [name, fusion] : fusions)
     if (lower == name) return HeadArg{pipeline::HeadChoice::fuse, 0, fusion};

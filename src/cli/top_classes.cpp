@@ -33,7 +33,7 @@ std::filesystem::path TopClasses::finish(const std::filesystem::path& out) const
     if (top_[i]) predictions.push_back({jobs_[i].input, *top_[i]});
   for (const pipeline::ImagePrediction& p : predictions) std::printf("%s\n", pipeline::prediction_line(p, labels_).c_str());
   std::fflush(stdout);
-  const std::filesystem::path path = out / "predictions.csv";
+  const std::filesystem::path path = out / pipeline::predictions_name();
   pipeline::write_predictions(path, predictions, labels_);
   return path;
 }

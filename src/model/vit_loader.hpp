@@ -12,6 +12,10 @@
 
 namespace vitattn::io {
 
+namespace roles {
+inline constexpr const char* head_count = "head count";  // an Error's Subject (core/error.hpp): the count asked for
+}  // namespace roles
+
 struct VitOverrides {
   std::string family;          // empty: recognise from the tensor names
   int heads = 0;               // 0: from __metadata__, else the family's, else d_model / 64
@@ -33,7 +37,7 @@ struct LoadedVit {
 const char* pos_interp_name(PosInterp p);
 std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
-// Throws Error "PATH: …" naming the missing or misshaped tensor; OptionError (Field::heads)
+// Throws Error "PATH: …" naming the missing or misshaped tensor; Error about roles::head_count
 // when the head count asked for, or the lack of one, does not fit the file.
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
 

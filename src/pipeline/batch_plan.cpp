@@ -184,15 +184,6 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     }
     plan.jobs.push_back({found[i].input, candidate, found[i].root_relative, has_video_extension(found[i].input)});
   }
-  // No output replaces an input of the run. Inputs found in folders that could be an output
-  // were left out above, so this is an input named on the command line: refuse the run.
-  std::map<fs::path, fs::path> input_paths;  // canonical → as given
-  for (const auto& c : found) input_paths.emplace(canonical_or_self(c.input), c.input);
-  for (const ImageJob& job : plan.jobs)
-    for (const fs::path& p : output_paths(job.output_base, outputs, job.video))
-      if (const auto it = input_paths.find(canonical_or_self(p)); it != input_paths.end())
-        throw Error(display(it->second) + ": is an input of this run and where the output of " + display(job.input) +
-                    " goes; nothing done (leave it out, or give another -o)");
   return plan;
 }
 

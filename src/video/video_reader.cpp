@@ -14,6 +14,7 @@
 #include "image/decoder_messages.hpp"
 #include "files/file_io.hpp"
 #include "video/video_module.hpp"
+#include "files/text.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -25,10 +26,9 @@ std::string megapixels(std::uint64_t pixels) { return fmt::format("{:.1f} MP", s
 }  // namespace
 
 bool has_video_extension(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
+  std::string ext = lower_extension(path);
   if (ext.size() < 2) return false;
   ext.erase(0, 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return std::find(kVideoExtensions.begin(), kVideoExtensions.end(), ext) != kVideoExtensions.end();
 }
 
@@ -82,7 +82,7 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
     throw Error(fmt::format("{}: video has no frame size ({}x{})", source_, info_.width, info_.height));
   const std::uint64_t pixels = static_cast<std::uint64_t>(info_.width) * static_cast<std::uint64_t>(info_.height);
   if (pixels > max_pixels)
-    throw OptionError(Field::max_pixels, "",
+    throw Error({roles::pixel_limit, ""},
                       fmt::format("video frames are {}x{} ({}), over the pixel limit of {}", info_.width, info_.height,
                                   megapixels(pixels), megapixels(max_pixels)),
                       source_);

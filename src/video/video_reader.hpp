@@ -7,6 +7,8 @@
 #include <opencv2/core.hpp>
 #include <string>
 
+#include "image/image_loader.hpp"  // roles::pixel_limit
+
 namespace vitattn::io {
 
 // Whether a file name's extension (any case) is a video container vitattn reads.
@@ -29,7 +31,7 @@ struct VideoInfo {
 class VideoReader {
  public:
   // Opens `path`; throws Error "PATH: …" when FFmpeg cannot open or decode it (not a video, an
-  // unsupported codec, a broken container), and OptionError (Field::max_pixels) when a frame
+  // unsupported codec, a broken container), and Error about roles::pixel_limit when a frame
   // has more than `max_pixels` pixels. No frame is decoded yet.
   VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels);
   ~VideoReader();
