@@ -86,6 +86,12 @@ std::string image_option_message(const Error& e, const std::string& input) {
   return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + *flag + ")";
 }
 
+// FFmpeg's own complaints about a file would land on stderr around vitattn's one-line
+// messages: OpenCV reads OPENCV_FFMPEG_LOGLEVEL when it first loads FFmpeg, AV_LOG_QUIET is
+// −8. Set before any thread starts (setenv is not thread-safe); a value the user set is kept,
+// to debug a file.
+void quiet_video_library() { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); }
+
 void setup_logging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("vitattn");
   logger->set_pattern("%^%l%$: %v");
@@ -232,6 +238,7 @@ int run_images(const Options& o) {
   if (!batch) return kExitOk;
 
   for (const auto& note : plan.skipped) spdlog::debug("{}", note);
+  if (plan.folders_not_walked > 0) spdlog::debug("-r descends into the {} sub-folders passed over", plan.folders_not_walked);
   for (const auto& note : plan.warnings) spdlog::warn("{}", note);
   for (const auto& p : plan.own_outputs)
     spdlog::debug("left out {}: a vitattn output (named like one, in the output folder)", io::display(p));
@@ -325,6 +332,7 @@ int run_images(const Options& o) {
 }  // namespace
 
 int run(int argc, char** argv) {
+  quiet_video_library();
   CLI::App app("vitattn", "vitattn");
   Options options;
   add_options(app, options);

@@ -28,6 +28,8 @@ struct BatchPlan {
   // folder under -r). skipped: the rest (other files, folders without -r), for -v.
   std::vector<std::string> warnings;
   std::vector<std::string> skipped;
+  // Sub-folders passed over because the walk is not recursive (a caller may say how to ask for it).
+  std::size_t folders_not_walked = 0;
   // Files found in folders and left out as vitattn's outputs (named like one, in the output tree).
   std::vector<std::filesystem::path> own_outputs;
 };

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <mutex>
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.hpp"
@@ -38,13 +37,6 @@ std::string video_extension_list() {
   return out;
 }
 
-void quiet_video_library() {
-  static std::once_flag once;
-  // OpenCV 4.6 reads this when it first loads FFmpeg: AV_LOG_QUIET (−8). A value the user set
-  // is kept (overwrite = 0), to debug a file.
-  std::call_once(once, [] { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); });
-}
-
 // An opened capture in the video module (video_module_abi.hpp), closed with the reader.
 struct VideoReader::Impl {
   const video_abi::Table& module;
@@ -58,7 +50,6 @@ struct VideoReader::Impl {
 };
 
 VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : source_(display(path)) {
-  quiet_video_library();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     if (!std::filesystem::exists(path, ec)) throw Error(source_ + ": No such file or directory");

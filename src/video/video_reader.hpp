@@ -18,9 +18,8 @@ bool has_video_extension(const std::filesystem::path& path);
 std::string video_extension_list();
 
 // FFmpeg prints what it finds wrong in a file on stderr, around vitattn's own one-line
-// messages; this turns that off for the process. Call once before other threads start
-// (it sets an environment variable OpenCV reads when it first loads FFmpeg).
-void quiet_video_library();
+// messages. The program turns that off through OpenCV's environment before any thread starts
+// (src/cli: the environment is the command line's to read and to set).
 
 struct VideoInfo {
   int width = 0, height = 0;
