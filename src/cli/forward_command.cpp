@@ -51,15 +51,15 @@ ForwardOutputs forward_outputs(const fs::path& out, const fs::path& input) {
 }
 
 // Before any work: no output replaces an input (a tensor, the model) or another input's output.
-void check_forward_outputs(const Options& o) {
+void check_forward_outputs(const ForwardCommandOptions& o) {
   const auto key = [](const fs::path& p) {
     std::error_code ec;
     return fs::weakly_canonical(fs::absolute(p, ec), ec);
   };
-  std::map<fs::path, std::string> inputs{{key(o.model), "the --model file"}};
-  for (const auto& in : o.forward_inputs) inputs.emplace(key(in), "an input");
+  std::map<fs::path, std::string> inputs{{key(o.model.file), "the --model file"}};
+  for (const auto& in : o.tensors) inputs.emplace(key(in), "an input");
   std::map<fs::path, std::string> written;  // output → the input it belongs to
-  for (const auto& in : o.forward_inputs) {
+  for (const auto& in : o.tensors) {
     const ForwardOutputs f = forward_outputs(o.output, in);
     for (const fs::path& p : {f.attention, f.features, f.logits}) {
       const fs::path k = key(p);
@@ -102,13 +102,13 @@ void forward_file(const VitModel& model, const fs::path& input, const fs::path& 
 
 }  // namespace
 
-int run_forward(const Options& o) {
+int run_forward(const ForwardCommandOptions& o, int verbosity) {
   check_forward_outputs(o);
-  const VitModel model = make_model(o);  // `forward` needs --model: a CLI11 rule
+  const VitModel model = make_model(o.model, verbosity);  // `forward` needs --model (check_forward)
   pipeline::prepare_output_folder(o.output);
   pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;
-  for (const auto& input : o.forward_inputs) {
+  for (const auto& input : o.tensors) {
     try {
       forward_file(model, input, o.output, !o.no_scale);
     } catch (const Error& e) {

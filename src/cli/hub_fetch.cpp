@@ -10,9 +10,9 @@
 
 namespace vitattn::cli {
 
-std::filesystem::path fetch_hf_model(const Options& o) {
+std::filesystem::path fetch_hf_model(const std::string& model, int verbosity) {
   io::HubSettings hub = io::hub_settings_from_env();
-  if (o.verbosity >= 0 && ::isatty(STDERR_FILENO)) {
+  if (verbosity >= 0 && ::isatty(STDERR_FILENO)) {
     // One line redrawn in place, at most ten times a second.
     auto last = std::chrono::steady_clock::time_point();
     hub.progress = [last](const std::string& file, std::uint64_t done, std::uint64_t total) mutable {
@@ -27,9 +27,9 @@ std::filesystem::path fetch_hf_model(const Options& o) {
       std::fflush(stderr);
     };
   }
-  const io::HfModelFiles files = io::resolve_hf_model(o.model, hub);
-  if (files.downloaded) spdlog::info("{}: downloaded to {}", o.model, files.weights.parent_path().string());
-  else spdlog::debug("{}: from the Hugging Face cache, commit {}", o.model, files.commit);
+  const io::HfModelFiles files = io::resolve_hf_model(model, hub);
+  if (files.downloaded) spdlog::info("{}: downloaded to {}", model, files.weights.parent_path().string());
+  else spdlog::debug("{}: from the Hugging Face cache, commit {}", model, files.commit);
   return files.weights;
 }
 
