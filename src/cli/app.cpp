@@ -21,13 +21,20 @@
 #include "model_request.hpp"
 #include "core/error.hpp"
 #include "explain.hpp"
+#include "explain_command.hpp"
+#include "forward_options.hpp"
+#include "image/image_loader.hpp"
+#include "pipeline/view.hpp"
 #include "interrupt.hpp"
 #include "files/file_io.hpp"
 #include "files/file_kind.hpp"
+#include "files/text.hpp"
 #include "model/single_head_layout.hpp"
 #include "tensors/npy.hpp"
 #include "model/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
+#include "pipeline/output_guard.hpp"
+#include "hub/hf_cache.hpp"
 #include "pipeline/process_image.hpp"
 #include "pipeline/process_video.hpp"
 #include "video/video_module.hpp"
@@ -45,32 +52,48 @@ namespace {
 
 constexpr int kExitOk = 0, kExitSomeFailed = 1, kExitUsage = 2;
 
-// The flag that sets each request field: an OptionError from below names its value this way.
-std::string flag_of(Field f) {
-  switch (f) {
-    case Field::heads: return "--heads";
-    case Field::layer: return "--layer";
-    case Field::head: return "--head";
-    case Field::img_size: return "--img-size";
-    case Field::keep_aspect: return "--keep-aspect";
-    case Field::save_model: return "--save-model";
-    case Field::max_pixels: return "--max-pixels";
-    case Field::strict: return "--strict";
-  }
-  return "?";
+// The flag that sets each value an Error below may be about (its Subject's role): the
+// layers say "layer 3: …", "the log x.jsonl: …"; the command line says "--layer 3: …".
+std::optional<std::string> flag_of(const std::string& role) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {pipeline::roles::layer, "--layer"},         {pipeline::roles::head, "--head"},
+      {pipeline::roles::input_size, "--img-size"}, {pipeline::roles::keep_aspect, "--keep-aspect"},
+      {io::roles::head_count, "--heads"},          {io::roles::saved_model, "--save-model"},
+      {io::roles::pixel_limit, "--max-pixels"},    {io::roles::strict_decoding, "--strict"},
+      {pipeline::roles::log, "--log-json"},        {kHeatmapRole, "--heatmap"},
+      {kPageRole, "--html"}};
+  for (const auto& [r, flag] : kFlags)
+    if (role == r) return flag;
+  return std::nullopt;
 }
 
-std::string flag_and_value(const OptionError& e) { return flag_of(e.field()) + (e.value().empty() ? "" : " " + e.value()); }
+// "--layer 3", "--save-model m.safetensors", "--max-pixels"; nothing for a role without a flag.
+std::optional<std::string> flag_and_value(const Error& e) {
+  if (!e.subject()) return std::nullopt;
+  const auto flag = flag_of(e.subject()->role);
+  if (!flag) return std::nullopt;
+  return *flag + (e.subject()->value.empty() ? "" : " " + e.subject()->value);
+}
 
 // Before any work: "--layer 3: the model has layers 0…2", "--heads: m.safetensors: …"
-std::string option_message(const OptionError& e) {
-  return flag_and_value(e) + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
+std::string option_message(const Error& e) {
+  const auto flag = flag_and_value(e);
+  if (!flag) return e.what();
+  return *flag + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
 }
 
 // One image's: "x.png: image is 9000x9000 (81.0 MP), over the pixel limit of 50.0 MP (--max-pixels)"
-std::string image_option_message(const OptionError& e, const std::string& input) {
-  return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + flag_and_value(e) + ")";
+std::string image_option_message(const Error& e, const std::string& input) {
+  const auto flag = flag_and_value(e);
+  if (!flag) return e.what();
+  return (e.source().empty() ? input : e.source()) + ": " + e.detail() + " (" + *flag + ")";
 }
+
+// FFmpeg's own complaints about a file would land on stderr around vitattn's one-line
+// messages: OpenCV reads OPENCV_FFMPEG_LOGLEVEL when it first loads FFmpeg, AV_LOG_QUIET is
+// −8. Set before any thread starts (setenv is not thread-safe); a value the user set is kept,
+// to debug a file.
+void quiet_video_library() { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); }
 
 void setup_logging(int verbosity) {
   auto logger = spdlog::stderr_color_mt("vitattn");
@@ -82,11 +105,7 @@ void setup_logging(int verbosity) {
 // The colormap's name as the page lists it ("jet"): the typed option holds OpenCV's number.
 std::string colormap_name(int colormap) {
   for (const std::string& name : io::colormap_names())
-    if (io::colormap_by_name(name) == colormap) {
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return lower;
-    }
+    if (io::colormap_by_name(name) == colormap) return io::lower_case(name);
   return "jet";
 }
 
@@ -119,7 +138,7 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.rollout = o.rollout;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
-  v.img_size = o.img_size_given && !o.model.empty() ? o.shape.img_size : 0;  // the seeded model is made at that size
+  v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size
   v.keep_aspect = o.keep_aspect;
   v.head = o.head.choice;
   v.head_index = o.head.index;
@@ -137,210 +156,295 @@ pipeline::VideoOptions video_options(const Options& o) {
   return v;
 }
 
-// An output named on the command line (--save-model FILE) must not be an input of the
-// run (an image, the --model file), nor where a job's output goes, and may replace only a
-// file of the kind it writes. Also: no job output lands on the --model file.
-void check_named_outputs(const Options& o, const pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs) {
-  const auto same_file = [](const fs::path& a, const fs::path& b) {
-    std::error_code ec;  // compare names first: canonical paths cost system calls
-    return a.filename() == b.filename() && fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
-  };
-  const std::string& save = o.save_model;
-  if (!save.empty()) {
-    if (!o.model.empty() && same_file(save, o.model)) throw Error(fmt::format("--save-model {}: is the --model file; not replaced", save));
-    for (const std::string& in : o.inputs)
-      if (same_file(save, in)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
-    for (const pipeline::ImageJob& job : plan.jobs)
-      if (same_file(save, job.input)) throw Error(fmt::format("--save-model {}: is an input of this run; not replaced", save));
-  }
-  for (const pipeline::ImageJob& job : plan.jobs)
-    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs, job.video)) {
-      if (!save.empty() && same_file(save, p))
-        throw Error(fmt::format("--save-model {}: is where the output of {} goes; choose another name", save,
-                                io::display(job.input)));
-      if (!o.model.empty() && same_file(o.model, p))
-        throw Error(fmt::format("{}: its output {} would replace the --model file", io::display(job.input), io::display(p)));
-    }
-  if (!o.save_model.empty()) io::check_replaceable(o.save_model, io::FileKind::safetensors, "--save-model");
-  if (outputs.report)  // the gallery is an output too
-    for (const std::string& in : o.inputs)
-      if (same_file(in, fs::path(o.output) / pipeline::report_index_name()))
-        throw Error(fmt::format("{}: is where --report's gallery goes ({}); not replaced", in, pipeline::report_index_name()));
-}
+// A run of the image command, as its steps hand it on: plan → check → run → report.
+struct ImageRun {
+  std::optional<Shard> shard;  // --shard: this process's part of the batch
+  io::ClassLabels labels;      // --top: the classifier's class names
+  VitModel model;
+  pipeline::ProcessOptions process;
+  pipeline::OutputSet outputs;   // every job writes these, no other file
+  pipeline::VideoOptions video;
+  bool batch = false;            // images to draw (else only --save-model)
+  std::vector<fs::path> inputs;  // the command line's, then --files-from's
+  pipeline::BatchPlan plan;
+  std::size_t total = 0, videos = 0, skipped = 0;  // for the summary: planned, of them videos, already done
+};
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
 void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions& options) {
   if (o.verbosity < 1) return;
   const int p = model.patch_size;
-  const bool file = !o.model.empty();  // the seeded model is made at --img-size: that is its own grid
+  const SeededShape& shape = o.model.shape;
+  const bool file = !o.model.file.empty();  // the seeded model is made at --img-size: that is its own grid
   if (o.keep_aspect) {
-    const int s = file && o.img_size_given ? o.shape.img_size : model.grid_h * p;
+    const int s = file && o.model.img_size_given ? shape.img_size : model.grid_h * p;
     spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} patches of {} px", s, s / p, p);
     options.on_grid = [](const pipeline::ImageJob& job, const pipeline::InputGrid& g) {
       spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
                     g.input_h, g.grid_w, g.grid_h);
     };
-  } else if (file && o.img_size_given) {
-    const int g = o.shape.img_size / p;
+  } else if (file && o.model.img_size_given) {
+    const int g = shape.img_size / p;
     spdlog::debug("grid {0}x{0} patches of {1} px (input {2}x{2}, --img-size); the checkpoint's own grid is {3}x{4}", g, p,
-                  o.shape.img_size, model.grid_w, model.grid_h);
+                  shape.img_size, model.grid_w, model.grid_h);
   } else {
     spdlog::debug("grid {}x{} patches of {} px (input {}x{}{})", model.grid_w, model.grid_h, p, model.grid_w * p,
                   model.grid_h * p, file ? ", the checkpoint's own" : "");
   }
 }
 
-int run_images(const Options& o) {
-  const bool batch = !o.inputs.empty() || !o.scale_out.files_from.empty();  // images to draw
-  if (!batch && o.save_model.empty()) {
-    spdlog::error("no input images given (try: vitattn --help)");
-    return kExitUsage;
-  }
-  const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
-  const std::optional<Shard> shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
+bool has_video(const pipeline::BatchPlan& plan) {
+  return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; });
+}
 
-  const io::OpenedModel opened = open_model(o, o.top > 0);
-  const VitModel& model = opened.model;
-  const io::ClassLabels& labels = opened.labels;
-  check_classifier(o, model);
-  pipeline::ProcessOptions options = process_options(o);
-  pipeline::check_view(model, options.view, o.model.empty() ? "the seeded model" : o.model);  // before any image is read
-  log_grid(o, model, options);
-  pipeline::OutputSet outputs = pipeline::written_outputs(model, options);  // every job writes these, no other file
-  pipeline::VideoOptions video = video_options(o);
+// The batch's jobs. Videos: the codec decides their output's name (.mp4, or .avi without
+// H.264), so it is found (a writer opened once) only when there is a video, and the plan
+// redone for .avi.
+void plan_jobs(const Options& o, ImageRun& r) {
+  r.inputs = batch_inputs(o.inputs, o.scale_out);
+  r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);
+  if (!has_video(r.plan)) return;
+  r.video.codec = io::available_video_codec();
+  if (io::video_module_loads())  // else each video says it cannot be read, and why
+    spdlog::info("videos are written as {}, without sound", io::describe(r.video.codec));
+  if (o.report) spdlog::warn("--report: videos get no page (only images do)");
+  if (r.outputs.video_extension == io::extension(r.video.codec)) return;
+  r.outputs.video_extension = io::extension(r.video.codec);
+  r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);
+}
 
+// Step 1, plan: the shard, the model, what is drawn and written, the jobs. Throws Error
+// (a usage or model error) before any file is written.
+ImageRun plan_run(const Options& o) {
+  ImageRun r;
+  r.shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
+  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0);
+  r.model = std::move(opened.model);
+  r.labels = std::move(opened.labels);
+  check_classifier(o, r.model);
+  r.process = process_options(o);
+  pipeline::check_view(r.model, r.process.view, o.model.file.empty() ? "the seeded model" : o.model.file);
+  log_grid(o, r.model, r.process);
+  r.outputs = pipeline::written_outputs(r.model, r.process);
+  r.video = video_options(o);
+  r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
+  if (r.batch) plan_jobs(o, r);
+  return r;
+}
+
+// Step 2, check: no output replaces a file the run reads (an input, the model) or another
+// output, and a named output replaces only a file of its kind (pipeline::OutputGuard). The
+// roles are the guard's words; option_message puts the flag in their place.
+void check_run(const Options& o, const ImageRun& r) {
+  pipeline::OutputGuard guard;
+  for (const fs::path& in : r.inputs) guard.reads(in, pipeline::roles::input);
+  if (!o.model.file.empty() && !io::is_hf_model(o.model.file)) guard.reads(o.model.file, pipeline::roles::model_file);
+  guard.jobs(r.plan, r.outputs);
   const fs::path out = o.output;
-  pipeline::BatchPlan plan;
-  std::vector<fs::path> inputs;
-  if (batch) {
-    inputs = batch_inputs(o.inputs, o.scale_out);  // the command line's, then --files-from's
-    plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
-    // Videos: the codec decides their output's name (.mp4, or .avi without H.264), so it is
-    // found (a writer opened once) only when there is a video, and the plan redone for .avi.
-    if (std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; })) {
-      video.codec = io::available_video_codec();
-      if (io::video_module_loads())  // else each video says it cannot be read, and why
-        spdlog::info("videos are written as {}, without sound", io::describe(video.codec));
-      if (o.report) spdlog::warn("--report: videos get no page (only images do)");
-      if (outputs.video_extension != io::extension(video.codec)) {
-        outputs.video_extension = io::extension(video.codec);
-        plan = pipeline::plan_batch(inputs, out, o.recursive, outputs);
-      }
-    }
-  }
-  check_named_outputs(o, plan, outputs);
-  if (!o.scale_out.log_json.empty()) check_log_path(o.scale_out.log_json, inputs, plan, outputs);
-  if (batch) pipeline::prepare_output_folder(out);
-  if (!o.save_model.empty()) {
-    io::save_model(o.save_model, model);
-    spdlog::info("wrote model to {}", o.save_model);
-  }
-  if (!batch) return kExitOk;
+  if (r.batch && o.top > 0) guard.writes(out / pipeline::predictions_name(), pipeline::roles::predictions);
+  // A shard leaves the gallery out: the shards' galleries would all be <out>/index.html.
+  if (r.batch && r.outputs.report && !r.shard) guard.writes(out / pipeline::report_index_name(), pipeline::roles::gallery);
+  if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
+    guard.writes(o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines);
+  if (!o.save_model.empty()) guard.writes(o.save_model, io::roles::saved_model, io::FileKind::safetensors);
+}
 
+// The first writes: the output folder, --save-model.
+void prepare_run(const Options& o, const ImageRun& r) {
+  if (r.batch) pipeline::prepare_output_folder(o.output);
+  if (o.save_model.empty()) return;
+  io::save_model(o.save_model, r.model);
+  spdlog::info("wrote model to {}", o.save_model);
+}
+
+// What planning passed over or renamed, as warnings, errors and (-v) notes.
+void log_plan(const pipeline::BatchPlan& plan) {
   for (const auto& note : plan.skipped) spdlog::debug("{}", note);
+  if (plan.folders_not_walked > 0) spdlog::debug("-r descends into the {} sub-folders passed over", plan.folders_not_walked);
   for (const auto& note : plan.warnings) spdlog::warn("{}", note);
   for (const auto& p : plan.own_outputs)
     spdlog::debug("left out {}: a vitattn output (named like one, in the output folder)", io::display(p));
   for (const auto& note : plan.renamed) spdlog::warn("{}", note);
   for (const auto& err : plan.errors) spdlog::error("{}", err);
-  // After planning: output names (collisions resolved over the whole batch) are a one-machine run's.
-  if (shard) {
-    const std::size_t others = keep_shard(plan.jobs, *shard);
-    spdlog::debug("shard {}/{}: {} inputs, {} left to the other shards", shard->index, shard->count, plan.jobs.size(), others);
-  }
-  std::optional<RunLog> log;
-  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, outputs);
-  const std::size_t total = plan.jobs.size();
-  const auto videos = static_cast<std::size_t>(
-      std::count_if(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; }));
-  // Every job's page, written now or before (--skip-existing). A shard leaves the gallery out:
-  // the shards' galleries would all be <out>/index.html, each with a part of the pages.
-  const std::vector<fs::path> report_pages = outputs.report && !shard ? pipeline::report_pages(plan.jobs, out)
-                                                                      : std::vector<fs::path>{};
-  const std::size_t skipped = o.skip_existing ? drop_finished_jobs_logged(plan, outputs, log ? &*log : nullptr) : 0;
-  if (const int sig = InterruptGuard::signal_received()) {
-    if (log) log->not_started(plan.jobs, plan.jobs.size(), signal_name(sig));
-    spdlog::warn("{}", batch_summary(total, videos, skipped, {0, 0, plan.jobs.size()}, 0.0, io::display(out), sig));
-    return exit_status_for_signal(sig);
-  }
-  if (plan.jobs.empty()) {
-    if (skipped == 0) spdlog::warn("no images found in the inputs given");
-    else spdlog::info("{}", batch_summary(total, videos, skipped, {}, 0.0, io::display(out), 0));
-    return plan.errors.empty() ? kExitOk : kExitSomeFailed;
-  }
-
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(plan.jobs.size()));
-  const int threads_each = workers > 1 ? 1 : cores;  // parallel over images, not inside one
-  pipeline::set_library_threads(threads_each);
-  spdlog::debug("{} images, {} workers, {} threads each", plan.jobs.size(), workers, threads_each);
-
-  std::optional<TopClasses> top;
-  if (o.top > 0) {
-    top.emplace(o.top, labels, plan.jobs);
-    options.on_logits = [&top](const pipeline::ImageJob& job, const RowVector& logits) { top->add(job, logits); };
-  }
-  const auto start = std::chrono::steady_clock::now();
-  Progress progress(plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
-  options.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
-  const BatchResult result = run_batch(
-      plan.jobs, workers,
-      [&](const pipeline::ImageJob& job) {
-        try {
-          if (!job.video) {
-            pipeline::process_image(out, job, model, options);
-            return;
-          }
-          pipeline::VideoOptions v = video;
-          v.on_frames_expected = [&progress](std::int64_t n) { progress.add_frames(static_cast<std::size_t>(n)); };
-          v.on_frame = [&progress] { progress.frame_done(); };
-          v.warn = [&progress](const std::string& message) { progress.warn(message); };
-          v.stop = [] { return InterruptGuard::signal_received() != 0; };
-          pipeline::process_video(out, job, model, options, v);
-        } catch (const OptionError& e) {  // a choice that does not fit this image: said with its flag
-          throw Error(image_option_message(e, io::display(job.input)));
-        }
-      },
-      progress, [] { return InterruptGuard::signal_received() != 0; },
-      log ? JobDone([&log](const pipeline::ImageJob& job, const std::string& error, double ms) { log->finished(job, error, ms); })
-          : JobDone());
-  progress.finish();
-  if (top) spdlog::debug("wrote {}", io::display(top->finish(out)));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  const int sig = InterruptGuard::signal_received();
-  bool gallery_failed = false;  // the pages are written; a gallery that is not counts as a failure
-  if (report_pages.size() > 1 && !sig) {
-    try {
-      spdlog::debug("wrote {}", io::display(pipeline::write_report_gallery(out, report_pages)));
-    } catch (const Error& e) {
-      spdlog::error("{}", e.what());
-      gallery_failed = true;
-    }
-  }
-  const std::string summary = batch_summary(total, videos, skipped, result, seconds, io::display(out), sig);
-  if (sig) {
-    if (log) log->not_started(plan.jobs, result.not_started, signal_name(sig));
-    spdlog::warn("{}", summary);
-    return exit_status_for_signal(sig);
-  }
-  spdlog::info("{}", summary);
-  return result.failed || !plan.errors.empty() || gallery_failed ? kExitSomeFailed : kExitOk;
 }
 
-}  // namespace
+// This process's jobs: the shard's (after planning, so that output names, collisions resolved
+// over the whole batch, are a one-machine run's), less those --skip-existing finds done.
+void select_jobs(const Options& o, ImageRun& r, RunLog* log) {
+  if (r.shard) {
+    const std::size_t others = keep_shard(r.plan.jobs, *r.shard);
+    spdlog::debug("shard {}/{}: {} inputs, {} left to the other shards", r.shard->index, r.shard->count,
+                  r.plan.jobs.size(), others);
+  }
+  r.total = r.plan.jobs.size();
+  r.videos = static_cast<std::size_t>(std::count_if(r.plan.jobs.begin(), r.plan.jobs.end(),
+                                                    [](const pipeline::ImageJob& j) { return j.video; }));
+  r.skipped = o.skip_existing ? drop_finished_jobs_logged(r.plan, r.outputs, log) : 0;
+}
 
-int run(int argc, char** argv) {
-  CLI::App app("vitattn", "vitattn");
-  Options options;
-  add_options(app, options);
+// One job on a worker: an image, or a video with its frames counted on the progress bar.
+void run_job(const Options& o, const ImageRun& r, const pipeline::ProcessOptions& process, Progress& progress,
+             const pipeline::ImageJob& job) {
+  try {
+    if (!job.video) {
+      pipeline::process_image(o.output, job, r.model, process);
+      return;
+    }
+    pipeline::VideoOptions v = r.video;
+    v.on_frames_expected = [&progress](std::int64_t n) { progress.add_frames(static_cast<std::size_t>(n)); };
+    v.on_frame = [&progress] { progress.frame_done(); };
+    v.warn = [&progress](const std::string& message) { progress.warn(message); };
+    v.stop = [] { return InterruptGuard::signal_received() != 0; };
+    pipeline::process_video(o.output, job, r.model, process, v);
+  } catch (const Error& e) {  // a choice that does not fit this image: said with its flag
+    if (!e.subject()) throw;
+    throw Error(image_option_message(e, io::display(job.input)));
+  }
+}
+
+// Step 3, run: the jobs on the workers (parallel over images, not inside one), --top's
+// classes gathered, the log told each job's end. Returns the counts and the seconds taken.
+std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* log) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(r.plan.jobs.size()));
+  const int threads_each = workers > 1 ? 1 : cores;
+  pipeline::set_library_threads(threads_each);
+  spdlog::debug("{} images, {} workers, {} threads each", r.plan.jobs.size(), workers, threads_each);
+
+  pipeline::ProcessOptions process = r.process;
+  std::optional<TopClasses> top;
+  if (o.top > 0) {
+    top.emplace(o.top, r.labels, r.plan.jobs);
+    process.on_logits = [&top](const pipeline::ImageJob& job, const RowVector& logits) { top->add(job, logits); };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress(r.plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
+  process.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
+  const JobDone done = log ? JobDone([log](const pipeline::ImageJob& job, const std::string& error, double ms) {
+    log->finished(job, error, ms);
+  })
+                           : JobDone();
+  const BatchResult result = run_batch(
+      r.plan.jobs, workers, [&](const pipeline::ImageJob& job) { run_job(o, r, process, progress, job); }, progress,
+      [] { return InterruptGuard::signal_received() != 0; }, done);
+  progress.finish();
+  if (top) spdlog::debug("wrote {}", io::display(top->finish(o.output)));
+  return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+// The gallery of every job's page, written now or before (--skip-existing); a shard writes
+// none. Returns false when it could not be written (a failure of the run, the pages are there).
+bool write_gallery(const Options& o, const std::vector<fs::path>& pages) {
+  if (pages.size() < 2) return true;
+  try {
+    spdlog::debug("wrote {}", io::display(pipeline::write_report_gallery(o.output, pages)));
+    return true;
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+}
+
+// Step 4, report: after a signal, the jobs not started in the log and 130/143; else the
+// gallery, the summary, and the exit status (1 when any input failed).
+int report_run(const Options& o, const ImageRun& r, const BatchResult& result, double seconds,
+               const std::vector<fs::path>& pages, RunLog* log) {
+  const std::string out = io::display(o.output);
+  if (const int sig = InterruptGuard::signal_received()) {
+    if (log) log->not_started(r.plan.jobs, result.not_started, signal_name(sig));
+    spdlog::warn("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, sig));
+    return exit_status_for_signal(sig);
+  }
+  const bool gallery_written = write_gallery(o, pages);
+  spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, 0));
+  return result.failed || !r.plan.errors.empty() || !gallery_written ? kExitSomeFailed : kExitOk;
+}
+
+int run_images(const Options& o) {
+  if (o.inputs.empty() && o.scale_out.files_from.empty() && o.save_model.empty()) {
+    spdlog::error("no input images given (try: vitattn --help)");
+    return kExitUsage;
+  }
+  const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
+  ImageRun r = plan_run(o);
+  check_run(o, r);
+  prepare_run(o, r);
+  if (!r.batch) return kExitOk;
+
+  log_plan(r.plan);
+  std::optional<RunLog> log;
+  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, r.outputs);
+  RunLog* const log_or_none = log ? &*log : nullptr;
+  // Every job's page, written now or before (--skip-existing), before the finished are dropped.
+  const std::vector<fs::path> pages =
+      r.outputs.report && !r.shard ? pipeline::report_pages(r.plan.jobs, o.output) : std::vector<fs::path>{};
+  select_jobs(o, r, log_or_none);
+  if (r.plan.jobs.empty() && !InterruptGuard::signal_received()) {
+    if (r.skipped == 0) spdlog::warn("no images found in the inputs given");
+    else spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, {}, 0.0, io::display(o.output), 0));
+    return r.plan.errors.empty() ? kExitOk : kExitSomeFailed;
+  }
+  if (InterruptGuard::signal_received()) return report_run(o, r, {0, 0, r.plan.jobs.size()}, 0.0, {}, log_or_none);
+  const auto [result, seconds] = run_jobs(o, r, log_or_none);
+  return report_run(o, r, result, seconds, pages, log_or_none);
+}
+
+// Edits (insert, delete, replace, swap two neighbours) from `a` to `b`, up to 3.
+int edit_distance(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size(), m = b.size();
+  if (n > m + 3 || m > n + 3) return 3;
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return std::min(d[n][m], 3);
+}
+
+// A first input that is no file but a subcommand's name mistyped ("explian"): a usage error,
+// said before any folder is made, instead of an image that fails to open.
+void check_not_a_misspelt_command(const CLI::App& app, const Options& o) {
+  if (o.inputs.empty()) return;
+  const std::string& first = o.inputs.front();
+  std::error_code ec;
+  if (fs::symlink_status(first, ec).type() != fs::file_type::not_found) return;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (first.size() >= 3 && edit_distance(io::lower_case(first), sub->get_name()) <= 2)
+      throw CLI::ValidationError(fmt::format("{}: no such file or folder; did you mean {}?", first, sub->get_name()));
+}
+
+// A subcommand takes its own options: one given before it belongs to the image command and
+// would be dropped without a word ("vitattn -o out forward …"). -q and -v count for all.
+void check_nothing_before(const CLI::App& app, const CLI::App& sub) {
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || name == "--quiet" || name == "--verbose") continue;
+    if (!opt->nonpositional())
+      throw CLI::ValidationError(fmt::format("{} takes no images; give its own arguments after it", sub.get_name()));
+    throw CLI::ValidationError(
+        fmt::format("{} goes after {}: vitattn {} {} …", name, sub.get_name(), sub.get_name(), name));
+  }
+}
+
+// The command line into `options`; nothing when it goes on, else the exit status (0 after
+// --help and --version, 2 after a usage error, said in one line).
+std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options, CLI::App& explain, CLI::App& forward) {
   try {
     app.parse(argc, argv);
-    check_combinations(app, options);
-    check_scale_out(app, options.scale_out);
-    for (const CLI::Option* opt : app.get_options())
-      if (opt->count() > 0) options.given.insert(opt->get_name());
-    options.img_size_given = options.given.count("--img-size") > 0;
+    if (explain.parsed()) check_nothing_before(app, explain);
+    if (forward.parsed()) {
+      check_nothing_before(app, forward);
+      check_forward(forward);
+    }
+    if (!explain.parsed() && !forward.parsed()) {
+      check_not_a_misspelt_command(app, options);
+      check_combinations(app, options);
+      check_scale_out(app, options.scale_out);
+    }
+    options.model.img_size_given = app.count("--img-size") > 0;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
     // One line, like every other error, instead of CLI11's message and usage.
@@ -350,22 +454,41 @@ int run(int argc, char** argv) {
     std::cerr << "error: " << what << " (see vitattn --help)\n";
     return kExitUsage;
   }
-  setup_logging(options.verbosity);
-  io::set_video_module_path(video_module_override(process_environment));  // before any video code
+  return std::nullopt;
+}
+
+// Runs one command; an Error it throws is a usage or model error, said in one line with the
+// flag of the value it is about.
+int run_reporting_errors(const std::function<int()>& command) {
   try {
-    if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
-    if (options.forward) return run_forward(options);
-    return run_images(options);
-  } catch (const OptionError& e) {
-    spdlog::error("{}", option_message(e));
-    return kExitUsage;
+    return command();
   } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return kExitUsage;
+    spdlog::error("{}", option_message(e));
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return kExitUsage;
   }
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  quiet_video_library();
+  CLI::App app("vitattn", "vitattn");
+  Options options;
+  add_options(app, options);
+  ExplainOptions explain;
+  CLI::App* explain_command = add_explain_command(app, explain, options.verbosity);
+  ForwardCommandOptions forward;
+  CLI::App* forward_command = add_forward_command(app, forward, options.verbosity);
+  if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command)) return *status;
+  setup_logging(options.verbosity);
+  io::set_video_module_path(video_module_override(process_environment));  // before any video code
+  return run_reporting_errors([&] {
+    if (explain_command->parsed()) return run_explain(explain);
+    if (forward_command->parsed()) return run_forward(forward, options.verbosity);
+    return run_images(options);
+  });
 }
 
 }  // namespace vitattn::cli

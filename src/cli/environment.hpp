@@ -2,15 +2,20 @@
 // The environment variables vitattn reads for its libraries, read here and nowhere below the
 // command line: the libraries take these settings as values (HubSettings,
 // set_video_module_path), so what they do never depends on a variable a caller cannot see.
-// (The batch scheduler's variables for --shard auto are scale_out.cpp's.)
+// (The batch scheduler's variables for --shard auto are scheduler_env.hpp's.)
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
 
-#include "core/shard.hpp"
 #include "hub/hf_download.hpp"
 
 namespace vitattn::cli {
 
-// The process's environment as an EnvLookup (core/shard.hpp): the value, or nothing when unset.
+// A variable's value, or nothing when it is not set: the process's environment, or a map in tests.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// The process's environment as an EnvLookup.
 std::optional<std::string> process_environment(const char* name);
 
 // The hub's settings as huggingface_hub reads them. An empty variable counts as unset.

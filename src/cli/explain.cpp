@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "explain_html.hpp"
 #include "files/file_kind.hpp"
+#include "pipeline/output_guard.hpp"
+#include "files/text.hpp"
 #include "image/image_writer.hpp"
 #include "image/overlay.hpp"
 
@@ -124,13 +126,14 @@ void example_d(std::ostream& out) {
 }  // namespace
 
 int explain(std::ostream& out, const std::string& heatmap_png, const std::string& html) {
+  // Before any output: each is written whole, over a file of its own kind only, and the two are
+  // two files (pipeline::OutputGuard).
   if (!html.empty()) check_explain_html(html);
-  if (!heatmap_png.empty()) {  // before any output: it writes PNG bytes, so a PNG name, over a PNG only
-    std::string ext = std::filesystem::path(heatmap_png).extension().string();
-    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext != ".png") throw Error(fmt::format("--heatmap {}: writes a PNG image; give a name ending in .png", heatmap_png));
-    io::check_replaceable(heatmap_png, io::FileKind::png, "--heatmap");
-  }
+  if (!heatmap_png.empty() && io::lower_extension(heatmap_png) != ".png")
+    throw Error(Subject{kHeatmapRole, heatmap_png}, "writes a PNG image; give a name ending in .png");
+  pipeline::OutputGuard guard;
+  if (!heatmap_png.empty()) guard.writes(heatmap_png, kHeatmapRole, io::FileKind::png);
+  if (!html.empty()) guard.writes(html, kPageRole, io::FileKind::html);
   out << "Attention, step by step: weights = softmax(Q·Kᵀ / √d_k), output = weights·V\n";
   example_a(out);
   const Matrix weights_b = example_b(out);

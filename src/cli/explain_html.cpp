@@ -8,7 +8,8 @@
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "report/explain_page.hpp"
-#include "files/file_kind.hpp"
+#include "explain.hpp"
+#include "files/text.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -50,10 +51,8 @@ Matrix softmax_of(std::initializer_list<float> s) {
 std::vector<DotVariance> explain_variance_table() { return dot_product_variance({4, 16, 64, 256}, 20000, 0); }
 
 void check_explain_html(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext != ".html" && ext != ".htm") throw Error("--html " + path + ": writes an HTML page; give a name ending in .html");
-  io::check_replaceable(path, io::FileKind::html, "--html");
+  const std::string ext = io::lower_extension(path);
+  if (ext != ".html" && ext != ".htm") throw Error(Subject{kPageRole, path}, "writes an HTML page; give a name ending in .html");
 }
 
 void write_explain_html(const std::string& path) {

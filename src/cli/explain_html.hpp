@@ -8,7 +8,7 @@
 
 namespace vitattn::cli {
 
-// Throws Error when `path` is not a .html name or would replace a file that is not a page.
+// Throws Error when `path` is not a .html name (what it may replace: pipeline::OutputGuard).
 void check_explain_html(const std::string& path);
 
 void write_explain_html(const std::string& path);

@@ -14,21 +14,21 @@
 namespace vitattn::cli {
 namespace {
 
-pipeline::ForwardRequest forward_request(const Options& o) {
+pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o) {
   pipeline::ForwardRequest r;
-  r.inputs.assign(o.forward_inputs.begin(), o.forward_inputs.end());
+  r.inputs.assign(o.tensors.begin(), o.tensors.end());
   r.output = o.output;
-  if (!io::is_hf_model(o.model)) r.model_file = o.model;  // a hub model is in the cache, far from any output
+  if (!io::is_hf_model(o.model.file)) r.model_file = o.model.file;  // a hub model is in the cache, far from any output
   r.scale = !o.no_scale;
   return r;
 }
 
 }  // namespace
 
-int run_forward(const Options& o) {
+int run_forward(const ForwardCommandOptions& o, int verbosity) {
   const pipeline::ForwardRequest request = forward_request(o);
   pipeline::check_forward_outputs(request);
-  const io::OpenedModel opened = open_model(o);  // `forward` needs --model: a CLI11 rule
+  const io::OpenedModel opened = open_model(o.model, verbosity);  // `forward` needs --model (check_forward)
   pipeline::prepare_output_folder(request.output);
   pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   int failed = 0;

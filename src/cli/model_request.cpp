@@ -6,9 +6,9 @@
 
 namespace vitattn::cli {
 
-io::ModelRequest model_request(const Options& o, bool labels) {
+io::ModelRequest model_request(const ModelOptions& o, int verbosity, bool labels) {
   io::ModelRequest r;
-  r.source = o.model;
+  r.source = o.file;
   r.shape = o.shape;
   r.seed = o.seed;
   r.key = o.key;
@@ -16,19 +16,19 @@ io::ModelRequest model_request(const Options& o, bool labels) {
   if (o.mean) r.mean = o.mean->values;
   if (o.std) r.std = o.std->values;
   r.labels = labels;
-  r.hub = hub_locator(o.verbosity);
+  r.hub = hub_locator(verbosity);
   return r;
 }
 
-void log_opened_model(const Options& o, const io::OpenedModel& opened) {
+void log_opened_model(const ModelOptions& o, const io::OpenedModel& opened) {
   if (const auto& g = opened.heads_guessed)
     spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
-                 "another count, its maps are wrong: give --heads N", o.model, g->heads, g->d_model);
+                 "another count, its maps are wrong: give --heads N", o.file, g->heads, g->d_model);
   for (const std::string& line : opened.details) spdlog::debug("{}", line);
 }
 
-io::OpenedModel open_model(const Options& o, bool labels) {
-  io::OpenedModel opened = io::open_model(model_request(o, labels));
+io::OpenedModel open_model(const ModelOptions& o, int verbosity, bool labels) {
+  io::OpenedModel opened = io::open_model(model_request(o, verbosity, labels));
   log_opened_model(o, opened);
   return opened;
 }

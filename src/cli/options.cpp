@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "files/text.hpp"
 #include "model/checkpoint_families.hpp"
 #include "hub/hf_cache.hpp"
 #include "model/rgb_triplet.hpp"
@@ -46,7 +47,7 @@ void check_seeded_shape(const SeededShape& s) {
 std::optional<HeadArg> parse_head(std::string_view text) {
   static const std::pair<const char*, HeadFusion> fusions[] = {
       {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
-  const std::string lower = CLI::detail::to_lower(std::string(text));
+  const std::string lower = io::lower_case(text);
   if (lower == "all") return HeadArg{pipeline::HeadChoice::all, 0, HeadFusion::mean};
   for (const auto& [name, fusion] : fusions)
     if (lower == name) return HeadArg{pipeline::HeadChoice::fuse, 0, fusion};
@@ -85,7 +86,7 @@ std::istream& operator>>(std::istream& in, Rgb& rgb) {
 }
 
 void check_combinations(const CLI::App& app, const Options& o) {
-  if (o.model.empty()) check_seeded_shape(o.shape);
+  if (o.model.file.empty()) check_seeded_shape(o.model.shape);
   if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
   if (o.rollout && o.head.choice != pipeline::HeadChoice::fuse)
@@ -210,7 +211,10 @@ std::vector<std::pair<std::string, PosInterp>> pos_interps() {
 
 }  // namespace
 
-void add_options(CLI::App& app, Options& o) {
+const CLI::Validator& readable_file() { return kReadableFile; }
+const CLI::Validator& non_empty() { return kNonEmpty; }
+
+void describe_program(CLI::App& app) {
   app.description(
       "vitattn — draws where a Vision Transformer's class token looks.\n"
       "For each image: resize to SxS, cut into PxP patches, embed them as tokens with a class token\n"
@@ -234,7 +238,9 @@ void add_options(CLI::App& app, Options& o) {
       "130/143 stopped by SIGINT/SIGTERM (images in hand finished, none started after; see the summary).");
   app.get_formatter()->column_width(34);
   app.set_version_flag("--version", "vitattn " VITATTN_VERSION);
+}
 
+void add_input_options(CLI::App& app, Options& o) {
   app.add_option("inputs", o.inputs, "Image files and/or folders")->type_name("PATH...");
   app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(kNonEmpty);
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
@@ -243,41 +249,46 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("-j,--jobs", o.jobs,
                  fmt::format("Images processed in parallel (default: all cores, {} here)", std::thread::hardware_concurrency()))
       ->check(CLI::Range(1, 1024));
+}
 
-  add_scale_out_options(app, o.scale_out);
-
-  CLI::Option* model = app.add_option("--model", o.model,
-                 "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
-                 "PyTorch .pth/.pt/.bin (read natively; nothing in it runs), or hf:ORG/NAME[@REVISION] from the "
-                 "Hugging Face cache, else the hub")
+CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m) {
+  return app.add_option("--model", m.file,
+                        "Weights: a ViT checkpoint or the single-head layout (models/README.md), as safetensors or as a "
+                        "PyTorch .pth/.pt/.bin (read natively; nothing in it runs), or hf:ORG/NAME[@REVISION] from the "
+                        "Hugging Face cache, else the hub")
       ->check(kModelSource)
       ->type_name("FILE|hf:ORG/NAME")
       ->group("Model");
-  CLI::Option* seed = app.add_option("--seed", o.seed, "Seed of the untrained weights used without --model")
+}
+
+CLI::Option* add_model_options(CLI::App& app, Options& o) {
+  ModelOptions& m = o.model;
+  CLI::Option* model = add_model_file_option(app, m);
+  CLI::Option* seed = app.add_option("--seed", m.seed, "Seed of the untrained weights used without --model")
                           ->capture_default_str()
                           ->check(kUnsigned);
-  app.add_option("--img-size", o.shape.img_size,
+  app.add_option("--img-size", m.shape.img_size,
                  "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
                  "are resampled bicubically; seeded model: 224")
       ->check(CLI::Range(1, kMaxImgSize))
       ->group("Model");
   CLI::Option* seeded_only[] = {
       seed,
-      app.add_option("--patch-size", o.shape.patch_size, "Seeded model: patch size P")
+      app.add_option("--patch-size", m.shape.patch_size, "Seeded model: patch size P")
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxImgSize)),
-      app.add_option("--dim", o.shape.d_model, "Seeded model: token width D")
+      app.add_option("--dim", m.shape.d_model, "Seeded model: token width D")
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxSeededWidth)),
-      app.add_option("--d-k", o.shape.d_k, "Seeded model: head width d_k")
+      app.add_option("--d-k", m.shape.d_k, "Seeded model: head width d_k")
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxSeededWidth))};
   for (auto* s : seeded_only) s->group("Model")->excludes(model);
-  app.add_option("--mean", o.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
+  app.add_option("--mean", m.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
       ->check(rgb_triplet(false))
       ->group("Model");
-  app.add_option("--std", o.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
+  app.add_option("--std", m.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
       ->type_name("R,G,B")
       ->check(rgb_triplet(true))
       ->group("Model");
@@ -286,69 +297,78 @@ void add_options(CLI::App& app, Options& o) {
       ->check(kNonEmpty)
       ->group("Model");
   app.add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
+  return model;
+}
 
-  const std::string checkpoints = "Checkpoints";
-  app.add_option("--key", o.key,
-                 "The dict inside a .pth that holds the weights, e.g. teacher in DINO's full checkpoints "
-                 "(default: model, state_dict, teacher or student when present, else the top level)")
-      ->type_name("NAME")
-      ->group(checkpoints)
-      ->needs(model);
-  app.add_option("--family", o.overrides.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
-      ->check(CLI::IsMember(io::family_names()))
-      ->group(checkpoints);
-  app.add_option("--heads", o.overrides.heads, "Number of heads, when the file does not say (default: D/64)")
-      ->check(CLI::Range(1, 1 << 12))
-      ->group(checkpoints);
-  app.add_option("--eps", o.overrides.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
-      ->check(finite_in(1e-30, 1.0))
-      ->group(checkpoints);
-  choose_from(app.add_option("--gelu", o.overrides.gelu, "GELU form (default: the family's, erf)")->group(checkpoints),
-              std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}});
-  choose_from(app.add_option("--pos-interp", o.overrides.pos_interp,
+void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) {
+  const std::string group = "Checkpoints";
+  // How to read a model file: each needs --model. The views (add_view_options) and
+  // --pos-interp work on the seeded model too.
+  CLI::Option* file_only[] = {
+      app.add_option("--key", m.key,
+                     "The dict inside a .pth that holds the weights, e.g. teacher in DINO's full checkpoints "
+                     "(default: model, state_dict, teacher or student when present, else the top level)")
+          ->type_name("NAME"),
+      app.add_option("--family", m.overrides.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
+          ->check(CLI::IsMember(io::family_names())),
+      app.add_option("--heads", m.overrides.heads, "Number of heads, when the file does not say (default: D/64)")
+          ->check(CLI::Range(1, 1 << 12)),
+      app.add_option("--eps", m.overrides.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
+          ->check(finite_in(1e-30, 1.0))};
+  CLI::Option* gelu = app.add_option("--gelu", m.overrides.gelu, "GELU form (default: the family's, erf)");
+  choose_from(gelu, std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}});
+  for (CLI::Option* option : file_only) option->group(group)->needs(model);
+  gelu->group(group)->needs(model);
+  choose_from(app.add_option("--pos-interp", m.overrides.pos_interp,
                              "Position resampling for another --img-size (default: the family's library: timm "
                              "antialias, DINO offset, torchvision corners, HF plain)")
-                  ->group(checkpoints),
+                  ->group(group),
               pos_interps());
+}
+
+void add_view_options(CLI::App& app, Options& o) {
+  const std::string group = "Checkpoints";
   app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
       ->type_name("K")
       ->check(CLI::Range(1, 1 << 20))
-      ->group(checkpoints);
+      ->group(group);
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))
-      ->group(checkpoints);
+      ->group(group);
   app.add_option("--head", o.head,
                  "Head index, or mean|max|min over heads, or all (one overlay per head + a sheet of all)")
       ->default_str(to_string(o.head))
       ->check(kHeadChoice)
       ->type_name("h|mean|max|min|all")
-      ->group(checkpoints);
+      ->group(group);
   CLI::Option* rollout =
-      app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(checkpoints);
+      app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(group);
   app.add_option("--discard-ratio", o.discard_ratio, "Rollout: drop this fraction of the weakest links per layer")
       ->capture_default_str()
       ->check(finite_in(0.0, 0.99))
-      ->group(checkpoints)
+      ->group(group)
       ->needs(rollout);
   app.add_flag("--keep-aspect", o.keep_aspect,
                "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
-      ->group(checkpoints);
-  for (const char* name : kFileOnly) app.get_option(name)->needs(model);
+      ->group(group);
+}
 
+void add_output_options(CLI::App& app, Options& o) {
+  const std::string group = "Output";
   app.add_option("--threshold", o.threshold,
                  "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
       ->check(finite_in(0.01, 1.0))
       ->type_name("FRACTION")
-      ->group("Output");
+      ->group(group);
   app.add_flag("--save-attention", o.save_attention,
                "Also write <name>_attn.npy (attention, float32: [T, T], or [H, T, T] for a checkpoint's layer) "
                "and <name>_cls.npy (the map drawn); with --threshold also <name>_mask.npy (bool)")
-      ->group("Output");
+      ->group(group);
   auto* report = app.add_flag("--report", o.report,
                "Also write <name>_report.html: one offline page to explore every token's attention, every layer and "
                "head (a batch also writes index.html, a gallery of the pages)")
-      ->group("Output");
+      ->group(group);
   app.add_option("--report-max-mb", o.report_max_mb,
                  "Report: when every layer's full matrices would take more MB than this, keep the class token's rows "
                  "of every layer and the full matrices of --layer only")
@@ -356,91 +376,85 @@ void add_options(CLI::App& app, Options& o) {
       ->check(finite_in(0.001, 1e6))
       ->type_name("MB")
       ->needs(report)
-      ->group("Output");
+      ->group(group);
   choose_from(app.add_option("--report-precision", o.report_precision,
                              "Report: how the page stores each attention weight: u8, 8 bits with a per-row scale "
                              "(error ≤ 1/510 of the row's largest weight), or f16, half precision (error ≤ 2⁻¹¹ of "
                              "the weight; twice the size)")
                   ->default_str("u8")
                   ->needs(report)
-                  ->group("Output"),
+                  ->group(group),
               std::vector<std::pair<std::string, io::ReportPrecision>>{{"u8", io::ReportPrecision::u8},
                                                                        {"f16", io::ReportPrecision::f16}});
   choose_from(app.add_option("--interp", o.render.interp, "Upsampling of the map: nearest shows the patch grid")
                   ->default_str("linear")
-                  ->group("Output"),
+                  ->group(group),
               std::vector<std::pair<std::string, io::Interp>>{
                   {"nearest", io::Interp::nearest}, {"linear", io::Interp::linear}, {"cubic", io::Interp::cubic}});
-  choose_from(app.add_option("--colormap", o.render.colormap, "OpenCV colormap")->default_str("jet")->group("Output"),
+  choose_from(app.add_option("--colormap", o.render.colormap, "OpenCV colormap")->default_str("jet")->group(group),
               colormaps());
   app.add_option("--alpha", o.render.alpha, "Weight of the heatmap in the blend")
       ->capture_default_str()
       ->check(finite_in(0.0, 1.0))
-      ->group("Output");
+      ->group(group);
   choose_from(app.add_option("--format", o.format.format,
                              "Overlay file format: png (lossless), or jpg and webp for small previews")
                   ->default_str("png")
-                  ->group("Output"),
+                  ->group(group),
               std::vector<std::pair<std::string, io::ImageFormat>>{
                   {"png", io::ImageFormat::png}, {"jpg", io::ImageFormat::jpg}, {"webp", io::ImageFormat::webp}});
   app.add_option("--quality", o.format.quality, "JPEG or WebP quality (default 90)")
       ->check(CLI::Range(1, 100))
-      ->group("Output");
+      ->group(group);
   app.add_option("--max-pixels", o.max_pixels, "Refuse larger images, before decoding them")
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
-      ->group("Output");
+      ->group(group);
   app.add_flag("--strict", o.strict,
                "Fail an image the decoder had to patch up (damaged data), instead of warning and drawing it")
-      ->group("Output");
+      ->group(group);
+}
 
-  // Videos: mp4, mov, mkv, webm and avi inputs (process_video.hpp).
-  const std::string video = "Video";
+void add_video_options(CLI::App& app, Options& o) {
+  // mp4, mov, mkv, webm and avi inputs (process_video.hpp).
+  const std::string group = "Video";
   app.add_flag("--frames-dir", o.frames_dir,
                "Videos: also write each drawn frame's overlay as <out>/<name>_frames/<frame number>_attn.png")
-      ->group(video);
+      ->group(group);
   app.add_option("--every", o.every, "Videos: draw every Nth frame (frames 0, N, 2N, …); the output runs at fps/N")
       ->capture_default_str()
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20))
-      ->group(video);
+      ->group(group);
   app.add_option("--max-frames", o.max_frames, "Videos: draw at most M frames")
       ->type_name("M")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
-      ->group(video);
+      ->group(group);
   app.add_option("--smooth", o.smooth,
                  "Videos: moving average of the maps across frames against flicker, s = A·map + (1−A)·s_prev "
                  "(A = 1: none; default off)")
       ->type_name("A")
       ->check(kSmoothWeight)
-      ->group(video);
+      ->group(group);
+}
 
-  app.add_flag_function("-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); },
+void add_verbosity_options(CLI::App& app, int& verbosity) {
+  app.add_flag_function("-q,--quiet", [&verbosity](std::int64_t n) { verbosity -= static_cast<int>(n); },
                         "Only errors (no progress bar, no summary)");
-  app.add_flag_function("-v,--verbose", [&o](std::int64_t n) { o.verbosity += static_cast<int>(n); },
+  app.add_flag_function("-v,--verbose", [&verbosity](std::int64_t n) { verbosity += static_cast<int>(n); },
                         "More detail (debug log)");
+}
 
-  auto* explain = app.add_subcommand("explain", "Walk through the worked examples of attention, step by step");
-  explain->add_option("--heatmap", o.explain_heatmap, "Also write example (b)'s weight matrix as a PNG heatmap")
-      ->type_name("FILE.png")
-      ->check(kNonEmpty);
-  explain->add_option("--html", o.explain_html,
-                      "Also write the examples as an offline page: step through them, toggle the mask, edit Q, K and V")
-      ->type_name("FILE.html")
-      ->check(kNonEmpty);
-  explain->callback([&o] { o.explain = true; });
-
-  auto* fwd = app.add_subcommand(
-      "forward",
-      "Run a checkpoint's encoder on preprocessed tensors (.npy, float32/64, [3, H, W] or [N, 3, H, W]) and write\n"
-      "<out>/<stem>_attention.npy [N, L, H, T, T], <stem>_features.npy [N, D] (class token after the final\n"
-      "norm) and <stem>_logits.npy [N, C] when the model has a classifier. Takes --model, -o and the\n"
-      "Checkpoints options; for checking against other implementations.");
-  fwd->add_option("tensors", o.forward_inputs, "Input tensors (.npy)")->required()->type_name("FILE.npy...")
-      ->check(kReadableFile);
-  fwd->fallthrough();  // --model, -o and the Checkpoints options belong to the main command
-  fwd->needs(model);
-  fwd->callback([&o] { o.forward = true; });
+void add_options(CLI::App& app, Options& o) {
+  describe_program(app);
+  add_input_options(app, o);
+  add_scale_out_options(app, o.scale_out);
+  CLI::Option* model = add_model_options(app, o);
+  add_checkpoint_options(app, o.model, model);
+  add_view_options(app, o);
+  add_output_options(app, o);
+  add_video_options(app, o);
+  add_verbosity_options(app, o.verbosity);
 }
 
 }  // namespace vitattn::cli

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +36,19 @@ struct Rgb {
 };
 std::istream& operator>>(std::istream& in, Rgb& rgb);  // how CLI11 converts (io::parse_rgb_triplet)
 
+// The model a command runs: a file (or hf:ORG/NAME) read with the Checkpoints options, or
+// the seeded model made from --seed and its shape. Shared by the image command and `forward`.
+struct ModelOptions {
+  std::string file;             // --model; empty: the seeded model
+  std::string key;              // .pth: the dict holding the weights; empty: the usual ones
+  io::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
+  std::uint64_t seed = 0;
+  SeededShape shape;
+  bool img_size_given = false;  // --img-size was on the command line
+  std::optional<Rgb> mean, std;  // overrides of the model's normalisation
+};
+
+// The image command: `vitattn [OPTIONS] inputs…`.
 struct Options {
   std::vector<std::string> inputs;
   std::string output = "vitattn-out";
@@ -44,10 +56,7 @@ struct Options {
   bool skip_existing = false;  // resume: leave out inputs whose outputs are all there
   int jobs = 0;  // 0: all cores
   ScaleOutOptions scale_out;  // --shard, --files-from, --log-json (scale_out.hpp)
-  std::string model;
-  std::uint64_t seed = 0;
-  SeededShape shape;
-  std::optional<Rgb> mean, std;  // overrides of the model's normalisation
+  ModelOptions model;
   std::string save_model;
   bool save_attention = false;
   bool report = false;         // also <name>_report.html (and index.html for a batch)
@@ -58,9 +67,7 @@ struct Options {
   io::OutputFormat format;      // --format, --quality
   std::uint64_t max_pixels = 100'000'000;
   bool strict = false;          // damaged-but-decodable images fail instead of a warning
-  // Encoder checkpoints
-  std::string key;              // .pth: the dict holding the weights; empty: the usual ones
-  io::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
+  // What is drawn from a checkpoint (and from the seeded model)
   int layer = -1;
   int top = 0;                  // --top K: the K most likely classes per image; 0: none
   HeadArg head;                 // default: mean over heads
@@ -68,30 +75,50 @@ struct Options {
   double discard_ratio = 0.0;
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;
-  bool img_size_given = false;  // --img-size was on the command line
-  std::set<std::string> given;  // long names of the options on the command line
-  int verbosity = 0;  // -q: −1, -v: +1
-  bool explain = false;
-  std::string explain_heatmap;
-  std::string explain_html;     // explain --html FILE: the worked examples as a page
+  int verbosity = 0;  // -q: −1, -v: +1; the subcommands' -q and -v count here too
   // Videos (process_video.hpp)
   bool frames_dir = false;           // --frames-dir: each frame's overlay as a PNG too
   int every = 1;                     // --every N
   std::int64_t max_frames = 0;       // --max-frames M; 0: all
   std::optional<double> smooth;      // --smooth A: EMA weight of the newest map
-  bool forward = false;         // the `forward` subcommand: preprocessed .npy tensors in, arrays out
-  std::vector<std::string> forward_inputs;
 };
 
-// Options that describe how to read a model file: each needs --model (CLI11). The views
-// (--layer, --head, --rollout, --keep-aspect, --pos-interp …) work on the seeded model too.
-inline constexpr std::array<const char*, 4> kFileOnly = {"--family", "--heads", "--eps", "--gelu"};
+// The option groups, each declared by one function on `app` and bound to its struct, with
+// the rules between two options (excludes/needs) stated on the options themselves. The
+// subcommands (explain_command.hpp, forward_options.hpp) take the groups they share from here.
 
-// Declares every option on `app`, bound to `options`, with the rules between two options
-// (excludes/needs) stated on the options themselves.
+// The program's description, its examples and exit statuses (the footer), --version.
+void describe_program(CLI::App& app);
+// inputs, -o, -r, --skip-existing, -j.
+void add_input_options(CLI::App& app, Options& o);
+// "Model": --model, --seed, --img-size, the seeded shape, --mean/--std, --save-model, --no-scale.
+// Returns --model, for the options that need it.
+CLI::Option* add_model_options(CLI::App& app, Options& o);
+// --model alone (for a subcommand that always reads a file): the same check and help.
+CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m);
+// "Checkpoints", how to read the file: --key, --family, --heads, --eps, --gelu, --pos-interp.
+// Each but --pos-interp needs `model`.
+void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model);
+// "Checkpoints", what is drawn: --top, --layer, --head, --rollout, --discard-ratio, --keep-aspect.
+void add_view_options(CLI::App& app, Options& o);
+// "Output": --threshold, --save-attention, --report…, --interp, --colormap, --alpha, --format,
+// --quality, --max-pixels, --strict.
+void add_output_options(CLI::App& app, Options& o);
+// "Video": --frames-dir, --every, --max-frames, --smooth.
+void add_video_options(CLI::App& app, Options& o);
+// -q and -v, counted into `verbosity` (shared by the main command and its subcommands).
+void add_verbosity_options(CLI::App& app, int& verbosity);
+
+// The image command's options on `app`: every group above, in the help's order.
 void add_options(CLI::App& app, Options& options);
 
 // Rules that depend on an option's value rather than on its presence; throws CLI::ValidationError.
 void check_combinations(const CLI::App& app, const Options& options);
+
+// A validator of a file to read: "no such file" rather than a message about its contents.
+const CLI::Validator& readable_file();
+
+// A validator of a name that must not be empty.
+const CLI::Validator& non_empty();
 
 }  // namespace vitattn::cli

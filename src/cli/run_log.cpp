@@ -12,7 +12,6 @@
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
-#include "files/file_kind.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -25,12 +24,6 @@ const char* status_name(RunStatus s) {
     case RunStatus::skipped: return "skipped";
   }
   return "?";
-}
-
-bool same_file(const fs::path& a, const fs::path& b) {
-  std::error_code ec;  // names first: canonical paths cost system calls
-  return a.filename() == b.filename() &&
-         fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
 }
 
 }  // namespace
@@ -103,20 +96,6 @@ std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline:
   }
   log->already_done(done);
   return dropped;
-}
-
-void check_log_path(const std::string& path, const std::vector<fs::path>& inputs, const pipeline::BatchPlan& plan,
-                    const pipeline::OutputSet& outputs) {
-  if (path == "-") return;
-  const std::string name = "--log-json " + io::display(path);
-  for (const fs::path& in : inputs)
-    if (same_file(path, in)) throw Error(name + ": is an input of this run; not replaced");
-  for (const pipeline::ImageJob& job : plan.jobs) {
-    if (same_file(path, job.input)) throw Error(name + ": is an input of this run; not replaced");
-    for (const fs::path& p : pipeline::output_paths(job.output_base, outputs, job.video))
-      if (same_file(path, p)) throw Error(name + ": is where the output of " + io::display(job.input) + " goes");
-  }
-  io::check_replaceable(path, io::FileKind::json_lines, "--log-json");
 }
 
 }  // namespace vitattn::cli

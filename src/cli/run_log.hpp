@@ -52,9 +52,4 @@ class RunLog {
 // pipeline::drop_finished_jobs, and a "skipped" line in `log` (when given) for each job it dropped.
 std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log);
 
-// The named log must not be an input of the run nor where a job's output goes, and may
-// replace only an empty file or a JSON Lines log. Throws Error naming --log-json.
-void check_log_path(const std::string& path, const std::vector<std::filesystem::path>& inputs,
-                    const pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs);
-
 }  // namespace vitattn::cli

@@ -3,11 +3,11 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <iterator>
 
 #include "core/error.hpp"
 #include "files/file_list.hpp"
+#include "scheduler_env.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -23,11 +23,6 @@ const CLI::Validator kShardSpec(
       return {};
     },
     "", "shard");
-
-std::optional<std::string> environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::optional<std::string>(value) : std::nullopt;
-}
 
 }  // namespace
 
@@ -68,12 +63,12 @@ void check_scale_out(const CLI::App& app, const ScaleOutOptions& o) {
 std::optional<Shard> resolve_shard(const ScaleOutOptions& o) {
   if (o.shard.empty()) return std::nullopt;
   if (o.shard != "auto") return parse_shard(o.shard);  // checked by the validator already
-  const bool slurm = environment("SLURM_ARRAY_TASK_ID").has_value();
-  if (!slurm && environment("JOB_COMPLETION_INDEX") && o.shard_count == 0)
+  const bool slurm = process_environment("SLURM_ARRAY_TASK_ID").has_value();
+  if (!slurm && process_environment("JOB_COMPLETION_INDEX") && o.shard_count == 0)
     throw Error("--shard auto: JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job); give --shard-count N, "
                 "the Job's completions");
   try {
-    return shard_from_environment(environment, o.shard_count ? std::optional(o.shard_count) : std::nullopt);
+    return shard_from_environment(process_environment, o.shard_count ? std::optional(o.shard_count) : std::nullopt);
   } catch (const Error& e) {
     throw Error(fmt::format("--shard auto: {}", e.what()));
   }

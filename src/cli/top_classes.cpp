@@ -11,8 +11,8 @@ namespace vitattn::cli {
 
 void check_classifier(const Options& o, const VitModel& model) {
   if (o.top <= 0 || model.w_head.size() > 0) return;
-  if (o.model.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
-  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model));
+  if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
+  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }
 
 TopClasses::TopClasses(int k, io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs)
@@ -33,7 +33,7 @@ std::filesystem::path TopClasses::finish(const std::filesystem::path& out) const
     if (top_[i]) predictions.push_back({jobs_[i].input, *top_[i]});
   for (const pipeline::ImagePrediction& p : predictions) std::printf("%s\n", pipeline::prediction_line(p, labels_).c_str());
   std::fflush(stdout);
-  const std::filesystem::path path = out / "predictions.csv";
+  const std::filesystem::path path = out / pipeline::predictions_name();
   pipeline::write_predictions(path, predictions, labels_);
   return path;
 }

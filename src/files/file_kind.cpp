@@ -80,30 +80,30 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
   return false;
 }
 
-void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& option) {
+void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& role) {
   const std::string what = kind == FileKind::png           ? "a PNG image"
                            : kind == FileKind::safetensors ? "a safetensors file"
                            : kind == FileKind::html        ? "an HTML page"
                                                            : "a JSON Lines log";
-  const std::string name = option + " " + display(path);
+  const auto refuse = [&](const std::string& detail) { return Error(Subject{role, display(path)}, detail); };
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return;  // a new file (or a dangling link, which the rename replaces)
-    throw Error(name + ": " + std::strerror(errno));
+    throw refuse(std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) throw Error(name + ": is a folder; give a file name");
-  if (!S_ISREG(st.st_mode)) throw Error(name + ": exists and is not a regular file; not replaced");
+  if (S_ISDIR(st.st_mode)) throw refuse("is a folder; give a file name");
+  if (!S_ISREG(st.st_mode)) throw refuse("exists and is not a regular file; not replaced");
   if (st.st_size == 0) return;  // nothing to lose
   std::vector<std::uint8_t> head(16);
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
-  if (!in && !in.eof()) throw Error(name + ": cannot read it to see what it is; not replaced");
+  if (!in && !in.eof()) throw refuse("cannot read it to see what it is; not replaced");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (is_kind(kind, head, size)) return;
   const std::string is = describe_kind(head, size);
-  throw Error(name + ": exists and is " + (is.empty() ? "not " + what : is + ", not " + what) +
-              "; not replaced (remove it or choose another name)");
+  throw refuse("exists and is " + (is.empty() ? "not " + what : is + ", not " + what) +
+               "; not replaced (remove it or choose another name)");
 }
 
 }  // namespace vitattn::io

@@ -1,6 +1,6 @@
 #pragma once
-// What a file is, by its first bytes: so that a named output (--save-model FILE,
-// explain --heatmap FILE) replaces only a file of the kind it writes, and so that a message
+// What a file is, by its first bytes: so that a named output (the saved model, the
+// heatmap) replaces only a file of the kind it writes, and so that a message
 // can say what a wrong file is ("a JPEG image") instead of what it fails to be.
 #include <cstdint>
 #include <filesystem>
@@ -19,9 +19,11 @@ std::string describe_kind(std::span<const std::uint8_t> head, std::uint64_t file
 // with a little-endian u64 header length that fits the file, then '{'.
 bool is_kind(FileKind kind, std::span<const std::uint8_t> head, std::uint64_t file_size);
 
-// For an output the user named: nothing to do when `path` does not exist or is an empty
-// file; otherwise it must be a regular file of `kind`, or Error "<option> <path>: exists and
-// is a JPEG image, not a PNG image; not replaced". Follows a symlink to see what it is.
-void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& option);
+// For an output the caller named: nothing to do when `path` does not exist or is an empty
+// file; otherwise it must be a regular file of `kind`, or Error about {role, path}: "the log
+// x.jsonl: exists and is a JPEG image, not a JSON Lines log; not replaced". `role` names the
+// output as data ("the log"); the command line puts its flag there. Follows a symlink to see
+// what it is. pipeline::OutputGuard calls this for every output given a kind.
+void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& role);
 
 }  // namespace vitattn::io

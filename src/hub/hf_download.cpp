@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "files/text.hpp"
 #include "files/file_io.hpp"
 
 namespace vitattn::io {
@@ -37,11 +38,6 @@ Curl make_curl() {
   return c;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return s;
-}
-
 // One header line; a status line ("HTTP/…") starts a new response, whose headers replace the last one's.
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   auto& headers = *static_cast<Headers*>(user);
@@ -52,7 +48,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   } else if (const auto colon = line.find(':'); colon != std::string::npos) {
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
-    headers[lower(line.substr(0, colon))] = value;
+    headers[lower_case(line.substr(0, colon))] = value;
   }
   return size * n;
 }
@@ -269,7 +265,7 @@ void verify(const HfRepo& repo, const std::string& file, const HubFileInfo& info
   const std::uint64_t got = file_size_or_zero(part);
   if (info.size && got != *info.size)
     throw Error(fmt::format("{}: {} is {} bytes, the hub said {}", repo_name(repo), file, got, *info.size));
-  const std::string etag = lower(info.etag);
+  const std::string etag = lower_case(info.etag);
   std::string actual, kind;
   if (is_hex(etag, 64)) actual = sha256_file(part), kind = "sha256";
   else if (is_hex(etag, 40)) actual = git_blob_sha1_file(part), kind = "git sha1";

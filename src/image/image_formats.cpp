@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include "files/text.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -58,10 +59,9 @@ const std::vector<Entry>& table() {
 }  // namespace
 
 const ImageFormat* format_by_extension(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
+  std::string ext = lower_extension(path);
   if (ext.size() < 2) return nullptr;
   ext.erase(0, 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const auto& e : table())
     for (const char* x : e.format.extensions)
       if (ext == x) return &e.format;

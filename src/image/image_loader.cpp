@@ -64,7 +64,7 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
                   std::to_string(size->height) + ")");
     const std::uint64_t pixels = pixel_count(*size);
     if (pixels > max_pixels)
-      throw OptionError(Field::max_pixels, "",
+      throw Error({roles::pixel_limit, ""},
                         "image is " + std::to_string(size->width) + "x" + std::to_string(size->height) + " (" +
                             megapixels(pixels) + "), over the pixel limit of " + megapixels(max_pixels),
                         source);
@@ -92,7 +92,7 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
   if (!detail.empty()) {
     const std::string what = source + ": damaged " + format->name + " data" + detail;
     if (damage.strict)
-      throw OptionError(Field::strict, "", std::string("damaged ") + format->name + " data" + detail + "; refused as damaged", source);
+      throw Error({roles::strict_decoding, ""}, std::string("damaged ") + format->name + " data" + detail + "; refused as damaged", source);
     if (damage.warn) damage.warn(what + "; decoded anyway, parts may look smeared or grey");
   }
   // IMREAD_COLOR should give 8-bit BGR, but OpenCV 4.6's PFM decoder returns a grey "Pf" file
@@ -102,7 +102,7 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
     throw Error(source + ": decoded to an unexpected pixel layout (" + std::to_string(bgr.channels()) +
                 " channels, depth " + std::to_string(bgr.depth()) + ")");
   if (static_cast<std::uint64_t>(bgr.total()) > max_pixels)  // formats whose header we do not parse
-    throw OptionError(Field::max_pixels, "",
+    throw Error({roles::pixel_limit, ""},
                       "image is " + std::to_string(bgr.cols) + "x" + std::to_string(bgr.rows) + ", over the pixel limit of " +
                           megapixels(max_pixels),
                       source);

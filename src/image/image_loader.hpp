@@ -11,6 +11,13 @@
 
 namespace vitattn::io {
 
+// The values an Error from here may be about (core/error.hpp's Subject): a caller maps them
+// to its own names for them (the command line to its flags).
+namespace roles {
+inline constexpr const char* pixel_limit = "pixel limit";
+inline constexpr const char* strict_decoding = "strict decoding";
+}  // namespace roles
+
 // What to do when the decoder worked around damage (a JPEG with corrupt entropy-coded data
 // still decodes, with smeared or grey blocks; libjpeg, libpng or OpenCV said so).
 struct DamagePolicy {

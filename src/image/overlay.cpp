@@ -6,6 +6,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/attention_maps.hpp"
+#include "files/text.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -48,8 +49,7 @@ cv::Mat upsample_to_u8(const Matrix& unit_map, cv::Size size, int interpolation)
 }  // namespace
 
 std::optional<int> colormap_by_name(const std::string& name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = lower_case(name);
   for (const auto& c : kColormaps)
     if (lower == c.name) return c.id;
   return std::nullopt;

@@ -21,7 +21,7 @@
 //
 // Nothing here logs or names a command-line flag: what the caller should say (a guessed head
 // count, the -v details) comes back as data in OpenedModel. Throws Error naming the file and the
-// tensor or value; OptionError (Field::heads) when an asked-for head count does not fit the file.
+// tensor or value; Error about roles::head_count (vit_loader.hpp) when an asked-for head count does not fit the file.
 #include <array>
 #include <cstdint>
 #include <filesystem>

@@ -19,7 +19,7 @@ bool has_single_head_layout(const VitModel& m) {
 
 std::vector<std::uint8_t> encode_model(const VitModel& m) {
   if (!has_single_head_layout(m))
-    throw OptionError(Field::save_model, "",
+    throw Error({roles::saved_model, ""},
                       "the single-head layout holds one attention-only block of one head; this model has " +
                           std::to_string(m.n_layers()) + " blocks of " + std::to_string(m.n_heads) + " heads");
   const auto d = static_cast<std::uint64_t>(m.d_model());

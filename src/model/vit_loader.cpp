@@ -291,7 +291,7 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   if (!meta_heads) meta_heads = metadata_int(st, "heads");
   if (meta_heads) {
     if (overrides.heads > 0 && overrides.heads != *meta_heads)
-      throw OptionError(Field::heads, std::to_string(overrides.heads),
+      throw Error({roles::head_count, std::to_string(overrides.heads)},
                         "__metadata__ gives " + std::to_string(*meta_heads) + " heads, not " + std::to_string(overrides.heads), src);
     if (*meta_heads <= 0 || *meta_heads > d_attn)
       throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
@@ -305,14 +305,14 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
     out.heads_from = "the " + f.name + " layout";
   } else {
     if (d_attn % 64 != 0)
-      throw OptionError(Field::heads, "", "d_model " + std::to_string(d_attn) +
+      throw Error({roles::head_count, ""}, "d_model " + std::to_string(d_attn) +
                                               " is not a multiple of 64 and the file does not say how many heads", src);
     m.n_heads = static_cast<int>(d_attn / 64);
     out.heads_from = "d_model / 64";
     out.heads_guessed = true;
   }
   if (m.n_heads <= 0 || d_attn % m.n_heads != 0)
-    throw OptionError(Field::heads, overrides.heads > 0 ? std::to_string(m.n_heads) : std::string(),
+    throw Error({roles::head_count, overrides.heads > 0 ? std::to_string(m.n_heads) : std::string()},
                       std::to_string(m.n_heads) + " heads do not divide d_model " + std::to_string(d_attn), src);
 
   // Defaults: the family's, then the file's own metadata, then the command line.

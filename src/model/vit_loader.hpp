@@ -12,6 +12,10 @@
 
 namespace vitattn::io {
 
+namespace roles {
+inline constexpr const char* head_count = "head count";  // an Error's Subject (core/error.hpp): the count asked for
+}  // namespace roles
+
 struct VitOverrides {
   std::string family;          // empty: recognise from the tensor names
   int heads = 0;               // 0: from __metadata__, else the family's, else d_model / 64
@@ -36,8 +40,8 @@ std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 // Reads every tensor the family names, checking its shape and, as it is read, its values (a
 // NaN or infinity names the tensor). The whole model is not validated here: open_model does
 // that once, after the settings that come later (config files, the caller's). Throws Error
-// "PATH: …" naming the missing or misshaped tensor; OptionError (Field::heads) when the head
-// count asked for, or the lack of one, does not fit the file.
+// "PATH: …" naming the missing or misshaped tensor; Error about roles::head_count when the
+// head count asked for, or the lack of one, does not fit the file.
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
 
 }  // namespace vitattn::io

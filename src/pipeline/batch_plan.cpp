@@ -58,6 +58,10 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
   }
   auto warn = [&](const fs::path& p, const std::string& why) { plan.warnings.push_back(display(p) + ": skipped, " + why); };
   auto note = [&](const fs::path& p, const std::string& why) { plan.skipped.push_back(display(p) + ": skipped, " + why); };
+  auto folder_not_walked = [&](const fs::path& p) {
+    note(p, "a folder (the walk is not recursive)");
+    ++plan.folders_not_walked;
+  };
   std::vector<Candidate> here;
   for (const auto end = fs::recursive_directory_iterator(); it != end; it.increment(ec)) {
     if (ec) {
@@ -71,13 +75,13 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
       if (entry.is_symlink(sec)) {  // never followed: no loops, no walking out of the tree
         it.disable_recursion_pending();
         if (recursive) warn(path, "a symbolic link to a folder is not followed");
-        else note(path, "a folder (-r descends into folders)");
+        else folder_not_walked(path);
       } else if (canonical_or_self(path) == out_canonical) {
         it.disable_recursion_pending();
         note(path, "the output folder");
       } else if (!recursive) {
         it.disable_recursion_pending();
-        note(path, "a folder (-r descends into folders)");
+        folder_not_walked(path);
       }
       continue;
     }
@@ -184,15 +188,6 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     }
     plan.jobs.push_back({found[i].input, candidate, found[i].root_relative, has_video_extension(found[i].input)});
   }
-  // No output replaces an input of the run. Inputs found in folders that could be an output
-  // were left out above, so this is an input named on the command line: refuse the run.
-  std::map<fs::path, fs::path> input_paths;  // canonical → as given
-  for (const auto& c : found) input_paths.emplace(canonical_or_self(c.input), c.input);
-  for (const ImageJob& job : plan.jobs)
-    for (const fs::path& p : output_paths(job.output_base, outputs, job.video))
-      if (const auto it = input_paths.find(canonical_or_self(p)); it != input_paths.end())
-        throw Error(display(it->second) + ": is an input of this run and where the output of " + display(job.input) +
-                    " goes; nothing done (leave it out, or give another -o)");
   return plan;
 }
 

@@ -28,6 +28,8 @@ struct BatchPlan {
   // folder under -r). skipped: the rest (other files, folders without -r), for -v.
   std::vector<std::string> warnings;
   std::vector<std::string> skipped;
+  // Sub-folders passed over because the walk is not recursive (a caller may say how to ask for it).
+  std::size_t folders_not_walked = 0;
   // Files found in folders and left out as vitattn's outputs (named like one, in the output tree).
   std::vector<std::filesystem::path> own_outputs;
 };
@@ -43,9 +45,9 @@ struct BatchPlan {
 // "-3", … in input order. A file found in a folder that lies in the output tree and is named
 // like an output (is_output_name) is an earlier run's output: it is left out (own_outputs), so
 // that running the same command twice leaves the same files as running it once. An input
-// named on the command line that is where an output goes (any of `outputs`) makes the whole
-// plan fail: throws Error naming both. Every other entry passed over gets a line in
-// `warnings` or `skipped`.
+// named on the command line that is where an output goes is not refused here: the caller
+// hands the plan to an OutputGuard (output_guard.hpp), with the run's other files. Every
+// other entry passed over gets a line in `warnings` or `skipped`.
 BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& out_dir,
                      bool recursive, const OutputSet& outputs = {});
 

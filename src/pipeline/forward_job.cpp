@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "pipeline/output_guard.hpp"
 #include "tensors/npy.hpp"
 
 namespace vitattn::pipeline {
@@ -76,12 +77,6 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
   return out;
 }
 
-// Two names for one file compare equal: absolute, with symlinks and ".." resolved.
-fs::path same_file_key(const fs::path& p) {
-  std::error_code ec;
-  return fs::weakly_canonical(fs::absolute(p, ec), ec);
-}
-
 }  // namespace
 
 ForwardOutputs forward_outputs(const fs::path& out, const fs::path& input) {
@@ -89,23 +84,19 @@ ForwardOutputs forward_outputs(const fs::path& out, const fs::path& input) {
   return {out / (stem + "_attention.npy"), out / (stem + "_features.npy"), out / (stem + "_logits.npy")};
 }
 
-// output guard: see pipeline/output_guard
 void check_forward_outputs(const ForwardRequest& r) {
-  std::map<fs::path, std::string> inputs;  // what must not be replaced → how to name it
-  if (!r.model_file.empty()) inputs.emplace(same_file_key(r.model_file), "the model file");
-  for (const auto& in : r.inputs) inputs.emplace(same_file_key(in), "an input");
-  std::map<fs::path, fs::path> written;  // output → the input it belongs to
-  for (const auto& in : r.inputs) {
+  std::vector<fs::path> inputs;  // each once: an input named twice writes its own files twice
+  std::set<fs::path> seen;
+  for (const fs::path& in : r.inputs) {
+    std::error_code ec;  // two names of one file compare equal: absolute, symlinks and ".." resolved
+    if (seen.insert(fs::weakly_canonical(fs::absolute(in, ec), ec)).second) inputs.push_back(in);
+  }
+  OutputGuard guard;
+  if (!r.model_file.empty()) guard.reads(r.model_file, roles::model_file);
+  for (const fs::path& in : inputs) guard.reads(in, roles::input);
+  for (const fs::path& in : inputs) {
     const ForwardOutputs f = forward_outputs(r.output, in);
-    for (const fs::path& p : {f.attention, f.features, f.logits}) {
-      const fs::path k = same_file_key(p);
-      if (const auto it = inputs.find(k); it != inputs.end())
-        throw Error(fmt::format("{}: its output {} would replace {}; nothing written", io::display(in), io::display(p),
-                                it->second));
-      if (const auto [it, fresh] = written.emplace(k, in); !fresh && same_file_key(it->second) != same_file_key(in))
-        throw Error(fmt::format("{} and {} both write {}; give them different names or run them apart", io::display(in),
-                                io::display(it->second), io::display(p)));
-    }
+    for (const fs::path& p : {f.attention, f.features, f.logits}) guard.derives(p, "the output of " + io::display(in));
   }
 }
 

@@ -21,6 +21,8 @@ std::string report_suffix() { return "_report.html"; }
 
 std::string report_index_name() { return "index.html"; }
 
+std::string predictions_name() { return "predictions.csv"; }
+
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));

@@ -27,6 +27,9 @@ std::string report_suffix();
 // "index.html": a batch's gallery of report pages, in the output folder itself.
 std::string report_index_name();
 
+// "predictions.csv": a batch's most likely classes per image, in the output folder itself.
+std::string predictions_name();
+
 // "_attn.png" (or the format's extension): the overlay, or the sheet of heads with --head all.
 std::string overlay_suffix(const std::string& image_extension = ".png");
 

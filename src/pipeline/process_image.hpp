@@ -42,7 +42,7 @@ struct ProcessOptions {
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),
-// OptionError when a choice does not fit this image. Makes the job's output folders (through
+// Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
 // output_paths(job.output_base, written_outputs(model, options)), no other file.
 void process_image(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,

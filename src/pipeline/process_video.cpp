@@ -175,7 +175,7 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
   if (decode_end.stream_ended && info.frame_count > 0 && decode_end.decoded < info.frame_count) {
     const std::string what = fmt::format("truncated or corrupt video: decoded {} of the {} frames its header announces",
                                          decode_end.decoded, info.frame_count);
-    if (options.damage.strict) throw OptionError(Field::strict, "", what + "; refused as damaged", source);
+    if (options.damage.strict) throw Error({io::roles::strict_decoding, ""}, what + "; refused as damaged", source);
     if (options.damage.warn) options.damage.warn(source + ": " + what + "; wrote those");
   }
   if (const cv::Size f = writer->frame_size(), s = writer->encoded_size(); video.warn && f != s)

@@ -32,7 +32,7 @@ struct VideoOptions {
 std::filesystem::path frames_folder(const ImageJob& job);
 
 // Throws Error with a one-line message naming the video (nothing under its output names then),
-// OptionError (max_pixels) when its frames are over the limit. A truncated or corrupt video
+// Error about io::roles::pixel_limit when its frames are over the limit. A truncated or corrupt video
 // gives the frames decoded before the damage and a warning through options.damage (an Error
 // with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
 // true) for written_outputs(model, options) with outputs.video_extension = extension(video.codec),

@@ -12,7 +12,7 @@ namespace vitattn::pipeline {
 int resolve_layer(int layer, int n_layers) {
   const int l = layer < 0 ? n_layers + layer : layer;
   if (l < 0 || l >= n_layers)
-    throw OptionError(Field::layer, std::to_string(layer),
+    throw Error({roles::layer, std::to_string(layer)},
                       "the model has layers 0…" + std::to_string(n_layers - 1) + " (or −1…−" +
                           std::to_string(n_layers) + " from the end)");
   return l;
@@ -21,12 +21,12 @@ int resolve_layer(int layer, int n_layers) {
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
   resolve_layer(view.layer, model.n_layers());
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
-    throw OptionError(Field::head, std::to_string(view.head_index),
+    throw Error({roles::head, std::to_string(view.head_index)},
                       "the model has heads 0…" + std::to_string(model.n_heads - 1));
   const int p = model.patch_size;
   if (view.img_size == 0) {
     if (model.grid_h * model.grid_w > kMaxPatches)
-      throw OptionError(Field::img_size, "",
+      throw Error({roles::input_size, ""},
                         fmt::format("its own grid is {}x{} = {} patches, over the cap of {}; give a smaller input size",
                                     model.grid_w, model.grid_h, model.grid_w * model.grid_h, kMaxPatches),
                         source);
@@ -34,9 +34,9 @@ void check_view(const VitModel& model, const EncoderView& view, const std::strin
   }
   const std::string s = std::to_string(view.img_size);
   if (view.img_size % p != 0)
-    throw OptionError(Field::img_size, s, "not a multiple of the patch size " + std::to_string(p));
+    throw Error({roles::input_size, s}, "not a multiple of the patch size " + std::to_string(p));
   if ((view.img_size / p) * (view.img_size / p) > kMaxPatches)
-    throw OptionError(Field::img_size, s,
+    throw Error({roles::input_size, s},
                       "makes more than " + std::to_string(kMaxPatches) + " patches of " + std::to_string(p) + " pixels");
 }
 
@@ -46,7 +46,7 @@ std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch
     const double aspect = static_cast<double>(std::max(image_w, image_h)) / std::min(image_w, image_h);
     const double longer = std::max(1.0, std::round(img_size * aspect / patch_size)) * patch_size;
     if (longer / patch_size * (img_size / patch_size) > kMaxPatches)
-      throw OptionError(Field::keep_aspect, "",
+      throw Error({roles::keep_aspect, ""},
                         "an image of " + std::to_string(image_w) + "x" + std::to_string(image_h) + " at input size " +
                             std::to_string(img_size) + " needs more than " + std::to_string(kMaxPatches) +
                             " patches; use a smaller input size or a square input");

@@ -11,6 +11,15 @@
 
 namespace vitattn::pipeline {
 
+// The values an Error from the view checks may be about (core/error.hpp's Subject); the
+// command line maps each to its flag.
+namespace roles {
+inline constexpr const char* layer = "layer";
+inline constexpr const char* head = "head";
+inline constexpr const char* input_size = "input size";
+inline constexpr const char* keep_aspect = "keeping the aspect ratio";
+}  // namespace roles
+
 enum class HeadChoice { index, fuse, all };
 
 // One layer's head or fused heads, or the rollout up to it.
@@ -29,18 +38,18 @@ struct EncoderView {
 inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay under 64 MiB per head
 
 // The layer index `layer` means in a model of n_layers (negative counts from the end);
-// throws OptionError (Field::layer) when out of range.
+// throws Error about roles::layer when out of range.
 int resolve_layer(int layer, int n_layers);
 
-// Throws OptionError naming the field (layer, head, img_size) that does not fit the model:
+// Throws Error about the role (layer, head, input size) that does not fit the model:
 // a layer or head it does not have, an input size that is not a multiple of its patch size or
 // that makes more than kMaxPatches patches (its own grid too, when img_size is 0). `source`
 // names the model in messages.
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source);
 
 // The model input (width, height) for an image of (width, height): S×S, or with keep_aspect
-// the shorter side S and the longer rounded to the nearest multiple of P. Throws OptionError
-// (Field::keep_aspect) when that would take more than kMaxPatches patches.
+// the shorter side S and the longer rounded to the nearest multiple of P. Throws Error
+// about roles::keep_aspect when that would take more than kMaxPatches patches.
 std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch_size, bool keep_aspect);
 
 }  // namespace vitattn::pipeline

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "files/text.hpp"
 #include "files/mapped_file.hpp"
 #include "tensors/pth_reader.hpp"
 
@@ -20,8 +21,7 @@ void refuse_key(const std::string& source, const std::string& key) {
 }  // namespace
 
 bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ext = lower_extension(path);
   if (ext == ".pth" || ext == ".pt" || ext == ".bin") return true;
   static const std::uint8_t zip_magic[4] = {'P', 'K', 3, 4};
   return bytes.size() >= 4 && std::equal(zip_magic, zip_magic + 4, bytes.begin());

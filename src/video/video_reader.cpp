@@ -7,13 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <mutex>
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.hpp"
 #include "image/decoder_messages.hpp"
 #include "files/file_io.hpp"
 #include "video/video_module.hpp"
+#include "files/text.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -25,10 +25,9 @@ std::string megapixels(std::uint64_t pixels) { return fmt::format("{:.1f} MP", s
 }  // namespace
 
 bool has_video_extension(const std::filesystem::path& path) {
-  std::string ext = path.extension().string();
+  std::string ext = lower_extension(path);
   if (ext.size() < 2) return false;
   ext.erase(0, 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return std::find(kVideoExtensions.begin(), kVideoExtensions.end(), ext) != kVideoExtensions.end();
 }
 
@@ -36,13 +35,6 @@ std::string video_extension_list() {
   std::string out;
   for (const char* e : kVideoExtensions) out += (out.empty() ? "" : ", ") + std::string(e);
   return out;
-}
-
-void quiet_video_library() {
-  static std::once_flag once;
-  // OpenCV 4.6 reads this when it first loads FFmpeg: AV_LOG_QUIET (−8). A value the user set
-  // is kept (overwrite = 0), to debug a file.
-  std::call_once(once, [] { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); });
 }
 
 // An opened capture in the video module (video_module_abi.hpp), closed with the reader.
@@ -58,7 +50,6 @@ struct VideoReader::Impl {
 };
 
 VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : source_(display(path)) {
-  quiet_video_library();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     if (!std::filesystem::exists(path, ec)) throw Error(source_ + ": No such file or directory");
@@ -82,7 +73,7 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
     throw Error(fmt::format("{}: video has no frame size ({}x{})", source_, info_.width, info_.height));
   const std::uint64_t pixels = static_cast<std::uint64_t>(info_.width) * static_cast<std::uint64_t>(info_.height);
   if (pixels > max_pixels)
-    throw OptionError(Field::max_pixels, "",
+    throw Error({roles::pixel_limit, ""},
                       fmt::format("video frames are {}x{} ({}), over the pixel limit of {}", info_.width, info_.height,
                                   megapixels(pixels), megapixels(max_pixels)),
                       source_);

@@ -7,6 +7,8 @@
 #include <opencv2/core.hpp>
 #include <string>
 
+#include "image/image_loader.hpp"  // roles::pixel_limit
+
 namespace vitattn::io {
 
 // Whether a file name's extension (any case) is a video container vitattn reads.
@@ -16,9 +18,8 @@ bool has_video_extension(const std::filesystem::path& path);
 std::string video_extension_list();
 
 // FFmpeg prints what it finds wrong in a file on stderr, around vitattn's own one-line
-// messages; this turns that off for the process. Call once before other threads start
-// (it sets an environment variable OpenCV reads when it first loads FFmpeg).
-void quiet_video_library();
+// messages. The program turns that off through OpenCV's environment before any thread starts
+// (src/cli: the environment is the command line's to read and to set).
 
 struct VideoInfo {
   int width = 0, height = 0;
@@ -29,7 +30,7 @@ struct VideoInfo {
 class VideoReader {
  public:
   // Opens `path`; throws Error "PATH: …" when FFmpeg cannot open or decode it (not a video, an
-  // unsupported codec, a broken container), and OptionError (Field::max_pixels) when a frame
+  // unsupported codec, a broken container), and Error about roles::pixel_limit when a frame
   // has more than `max_pixels` pixels. No frame is decoded yet.
   VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels);
   ~VideoReader();

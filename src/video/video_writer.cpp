@@ -36,7 +36,6 @@ VideoCodec available_video_codec() {
   static std::once_flag once;
   static VideoCodec codec = VideoCodec::mjpg_avi;
   std::call_once(once, [] {
-    quiet_video_library();
     try {
       if (h264_opens()) codec = VideoCodec::h264_mp4;
     } catch (const Error&) {
@@ -71,7 +70,6 @@ struct VideoWriter::Impl {
 
 VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int width, int height)
     : impl_(std::make_unique<Impl>(video_module(display(path)), path)) {
-  quiet_video_library();
   impl_->width = width;
   impl_->height = height;
   const bool even_only = codec == VideoCodec::h264_mp4;

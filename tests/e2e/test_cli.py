@@ -58,6 +58,41 @@ class Cli(TmpCase):
                     self.assertTrue(any(re.search(re.escape(n) + r"(?![a-z0-9-])", readme) for n in names),
                                     f"README.md names none of {names} ({' '.join(command) or 'vitattn'} --help)")
 
+    def test_each_subcommand_has_its_own_help(self):
+        for command, says, not_says in (("explain", ["--heatmap", "--html", "vitattn explain --html"], ["--model", "--colormap"]),
+                                        ("forward", ["--model", "--key", "tensors", "vitattn forward --model"],
+                                         ["--colormap", "--heatmap", "--seed"])):
+            rc, out, err = run(command, "--help")
+            self.assertEqual(rc, 0, err)
+            self.assertIn(f"Usage: vitattn {command}", out)
+            for word in says:
+                self.assertIn(word, out, command)
+            for word in not_says:
+                self.assertNotIn(word, out, command)
+            self.assertNotIn("vitattn -r photos/", out, f"{command} --help shows the main program's examples")
+
+    def test_a_mistyped_command_is_a_usage_error_that_makes_no_folder(self):
+        rc, out, err = run("explian", cwd=self.dir)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("did you mean explain?", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertEqual(list(self.dir.iterdir()), [], "no vitattn-out/ made")
+        # A file of that name is an input like any other.
+        ok, png = cv2.imencode(".png", photo_like(20, 20))
+        (self.dir / "explian").write_bytes(png.tobytes())
+        rc, _, err = run("explian", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("did you mean", err)
+
+    def test_an_option_before_a_subcommand_is_not_dropped_in_silence(self):
+        rc, out, err = run("-o", "elsewhere", "explain", cwd=self.dir)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--output goes after explain", err)
+        self.assertFalse((self.dir / "elsewhere").exists())
+        rc, out, err = run("-q", "explain", cwd=self.dir)  # -q and -v are everyone's
+        self.assertEqual(rc, 0, err)
+
+
     def test_oversized_file_is_refused_before_reading(self):
         big = self.dir / "big.jpg"
         with open(big, "wb") as f:

@@ -70,7 +70,7 @@ class ReportOutputs(TmpCase):
         page.write_text("<!DOCTYPE html><p>mine</p>")
         rc, _, err = run(*SEEDED, self.dir / "in" / "a0.png", page, "-o", self.out)
         self.assertEqual(rc, 2, err)
-        self.assertIn("is where --report's gallery goes (index.html); not replaced", err)
+        self.assertIn("the gallery page " + str(page) + ": is an input of this run; not replaced", err)
         self.assertEqual(page.read_text(), "<!DOCTYPE html><p>mine</p>")
 
     def test_shard_writes_no_gallery(self):

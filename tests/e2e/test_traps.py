@@ -82,11 +82,30 @@ class Traps(TmpCase):
         # Nor the model being read, nor where an image's output goes.
         rc, _, err = run("--model", "m.safetensors", "--save-model", "m.safetensors", "photo.jpg", "-o", "o2", cwd=self.dir)
         self.assertEqual(rc, 2, err)
-        self.one_error_line(err, "--model file")
+        self.one_error_line(err, "--save-model m.safetensors", "is the model file")
         rc, _, err = run("photo.jpg", "--save-model", "o3/photo_attn.png", "-o", "o3", cwd=self.dir)
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "o3/photo_attn.png", "output of photo.jpg")
         self.assertFalse((self.dir / "o3").exists())
+
+    def test_no_two_outputs_are_one_file(self):
+        """The log, the saved model and the batch's own files (predictions.csv, index.html) are
+        outputs like the images': two of them at one file is refused before any image."""
+        timm_checkpoint(self.dir / "cls.safetensors", 32, 8, 4, 2, 64, 2, classes=5)
+        self.write("a.png", photo_like(40, 40))
+        for args, says in ((["--model", "cls.safetensors", "--top", "2", "--log-json", "out/predictions.csv"],
+                            ["--log-json out/predictions.csv", "is where the predictions file goes too"]),
+                           (["--report", "--img-size", "32", "--patch-size", "8", "--dim", "16", "--d-k", "8",
+                             "--log-json", "out/./index.html"],
+                            ["--log-json out/./index.html", "is where the gallery page goes too"]),
+                           (["--save-model", "same.x", "--log-json", "same.x"],
+                            ["--save-model same.x", "is where the log goes too"])):
+            rc, out, err = run("a.png", *args, "-o", "out", cwd=self.dir)
+            self.assertEqual(rc, 2, err)
+            self.one_error_line(err, *says)
+            self.assertEqual(out, "")
+            self.assertFalse((self.dir / "out").exists(), "refused before any image")
+            self.assertFalse((self.dir / "same.x").exists())
 
     def test_explain_heatmap_replaces_only_a_png(self):
         self.write("photo.jpg", photo_like(40, 50))

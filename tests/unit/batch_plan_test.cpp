@@ -58,21 +58,7 @@ TEST(BatchPlan, SameNameFromTwoFoldersGetsACounter) {
   EXPECT_EQ(outputs(plan, d / "out"), (std::vector<std::string>{"cat_jpg_attn.png", "cat_jpg-2_attn.png"}));
 }
 
-TEST(BatchPlan, NeverOverwritesAnInput) {
-  test::TempDir d;
-  touch(d / "x.png");
-  touch(d / "x_attn.png");  // would be x.png's output in the same folder
-  EXPECT_THROW(plan_batch({d / "x.png", d / "x_attn.png"}, d.path(), false), Error);
-  // Every output counts: a head's overlay with --head all, the .npy files with --save-attention.
-  touch(d / "y.png");
-  touch(d / "y_attn_h1.png");
-  EXPECT_NO_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, OutputSet{.head_overlays = 1}));
-  EXPECT_THROW(plan_batch({d / "y.png", d / "y_attn_h1.png"}, d.path(), false, OutputSet{.head_overlays = 2}), Error);
-  touch(d / "z.png");
-  touch(d / "z_cls.npy");
-  EXPECT_NO_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, kPngOnly));
-  EXPECT_THROW(plan_batch({d / "z.png", d / "z_cls.npy"}, d.path(), false, kWithNpy), Error);
-}
+// That no output replaces an input is the guard's: output_guard_test.cpp.
 
 TEST(BatchPlan, OutputFolderInsideTheInputIsNotWalked) {
   test::TempDir d;

@@ -7,13 +7,13 @@
 #include <cctype>
 #include <cstdlib>
 #include <string>
+#include "files/text.hpp"
 
 namespace {
 
 bool in_ci() {
   const char* v = std::getenv("CI");
-  std::string s = v ? v : "";
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string s = vitattn::io::lower_case(v ? v : "");
   return !(s.empty() || s == "0" || s == "false" || s == "no");
 }
 

@@ -75,8 +75,9 @@ TEST(OpenModel, ConfigHeadsAreUsedWhenTheFileSaysNone) {
   try {
     open_model(request_for(dir / "m.safetensors"));
     FAIL() << "opened without a head count";
-  } catch (const OptionError& e) {
-    EXPECT_EQ(e.field(), Field::heads);
+  } catch (const Error& e) {
+    ASSERT_TRUE(e.subject()) << e.what();
+    EXPECT_EQ(e.subject()->role, roles::head_count);
   }
   write_text(dir / "config.json", R"({"num_attention_heads": 2})");
   const OpenedModel m = open_model(request_for(dir / "m.safetensors"));

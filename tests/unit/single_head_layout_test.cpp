@@ -77,8 +77,9 @@ TEST(ModelFile, OnlyTheSingleHeadLayoutIsSaved) {
   try {
     encode_model(m);
     FAIL() << "two heads written as the single-head layout";
-  } catch (const OptionError& e) {
-    EXPECT_EQ(e.field(), Field::save_model);
+  } catch (const Error& e) {
+    ASSERT_TRUE(e.subject());
+    EXPECT_EQ(e.subject()->role, io::roles::saved_model);
   }
 }
 

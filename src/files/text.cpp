@@ -1,0 +1,14 @@
+#include "files/text.hpp"
+
+namespace vitattn::io {
+
+std::string lower_case(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string lower_extension(const std::filesystem::path& path) { return lower_case(path.extension().string()); }
+
+}  // namespace vitattn::io

@@ -1,0 +1,18 @@
+#pragma once
+// Small text helpers that several layers need, written once: an extension is compared in
+// lower case ("photo.JPG" is a JPEG), and so are choices typed on a command line.
+// ASCII only, on purpose: file extensions and option names are ASCII, and std::tolower's
+// answer for other bytes depends on the locale.
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace vitattn::io {
+
+// `text` with A–Z made a–z; every other byte as it is.
+std::string lower_case(std::string_view text);
+
+// The extension of `path` in lower case, dot included: ".jpg" for "a/B.JPG", "" for "README".
+std::string lower_extension(const std::filesystem::path& path);
+
+}  // namespace vitattn::io

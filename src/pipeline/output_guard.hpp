@@ -1,0 +1,80 @@
+#pragma once
+// No output replaces an input, and no two outputs are one file: the one place that says so.
+// Every file a run reads (its images, the model) and every file it writes (each job's
+// outputs, the batch's predictions.csv and index.html, the log, the saved model, explain's
+// heatmap and page) is told to one OutputGuard before anything is written; the first clash
+// throws, naming both files and what would be lost.
+//
+// "The same file" is decided by the file system, not by the names: an existing file is its
+// device and inode (so a symlink, "./a/../a" and a hard link are all the file they lead to),
+// a file still to be written is its path with the folder resolved. Roles are data that the
+// caller chooses ("an input of this run", "the log"); the guard never names a flag, and the
+// Error it throws is about {role, path} (core/error.hpp) so that a caller with flags can say
+// its own name for the role.
+#include <sys/types.h>
+
+#include <compare>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "batch_plan.hpp"
+#include "core/error.hpp"
+#include "files/file_kind.hpp"
+#include "job_outputs.hpp"
+
+namespace vitattn::pipeline {
+
+// Roles the pipeline names itself; a caller may use them or its own.
+namespace roles {
+inline constexpr const char* input = "an input of this run";
+inline constexpr const char* model_file = "the model file";
+inline constexpr const char* log = "the log";
+inline constexpr const char* predictions = "the predictions file";  // <out>/predictions.csv
+inline constexpr const char* gallery = "the gallery page";          // <out>/index.html
+}  // namespace roles
+
+class OutputGuard {
+ public:
+  // A file the run reads. Throws when an output already told is this file.
+  void reads(const std::filesystem::path& file, const std::string& role);
+
+  // A file the run writes, named by the caller (the log, the saved model): throws Error about
+  // {role, file} when it is a file the run reads or that another output writes; with `kind`,
+  // also when it exists and is a file of another kind (io::check_replaceable), so that only
+  // an earlier output of the same kind is replaced.
+  void writes(const std::filesystem::path& file, const std::string& role,
+              std::optional<io::FileKind> kind = std::nullopt);
+
+  // A file the run derives from an input (forward's <stem>_attention.npy): as writes, but the
+  // Error has no Subject (no caller named the file), and `role` says whose output it is.
+  void derives(const std::filesystem::path& file, const std::string& role);
+
+  // Every job of `plan`: its input is read, and each of its outputs (output_paths) written,
+  // as "the output of <input>". Throws Error (without a Subject: no caller named these files)
+  // when one of them is a file told before, or told after through reads/writes.
+  void jobs(const BatchPlan& plan, const OutputSet& outputs);
+
+ private:
+  // A file: its inode when it exists, else its path with the folder resolved.
+  struct Key {
+    dev_t device = 0;
+    ino_t inode = 0;
+    std::string path;  // only when the file does not exist (yet)
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Entry {
+    std::filesystem::path file;  // as the caller named it
+    std::string role;
+    bool written = false;
+    bool named = false;  // written by a caller's name for it (writes), not derived from a job (jobs)
+  };
+  Key key_of(const std::filesystem::path& file);
+  void add(Entry entry);
+  static Error clash(const Entry& written, const Entry& other);  // `written` would replace `other`
+  std::map<Key, Entry> files_;
+  std::map<std::filesystem::path, std::filesystem::path> folders_;  // folder as named → resolved
+};
+
+}  // namespace vitattn::pipeline
