@@ -50,48 +50,7 @@ F16_FAMILY = "dinov2"
 
 
 def renamed(t, family):
-    """timm's names → the family's (as tests/python/test_torch_crosscheck's exporters, in numpy)."""
-    if family in ("timm", "dino", "dinov2"):
-        return t
-    split = lambda w: (w[:D], w[D:2 * D], w[2 * D:])  # noqa: E731  (D, D) each of the (3D, D) qkv
-    if family == "torchvision":
-        out = {"conv_proj.weight": t["patch_embed.proj.weight"], "conv_proj.bias": t["patch_embed.proj.bias"],
-               "class_token": t["cls_token"], "encoder.pos_embedding": t["pos_embed"],
-               "encoder.ln.weight": t["norm.weight"], "encoder.ln.bias": t["norm.bias"]}
-        names = {"norm1": "ln_1", "attn.qkv.weight": "self_attention.in_proj_weight",
-                 "attn.qkv.bias": "self_attention.in_proj_bias", "attn.proj": "self_attention.out_proj",
-                 "norm2": "ln_2", "mlp.fc1": "mlp.0", "mlp.fc2": "mlp.3"}
-        block = "encoder.layers.encoder_layer_{}."
-    else:
-        hf_vit = family == "hf-vit"
-        e = "vit.embeddings." if hf_vit else "embeddings."
-        out = {e + "cls_token": t["cls_token"], e + "position_embeddings": t["pos_embed"],
-               e + "patch_embeddings.projection.weight": t["patch_embed.proj.weight"],
-               e + "patch_embeddings.projection.bias": t["patch_embed.proj.bias"]}
-        if "register_tokens" in t:
-            out[e + "register_tokens"] = t["register_tokens"]
-            out[e + "mask_token"] = np.zeros((1, D), np.float32)
-        final = "vit.layernorm." if hf_vit else "layernorm."
-        out.update({final + "weight": t["norm.weight"], final + "bias": t["norm.bias"]})
-        names = {"norm1": "layernorm_before" if hf_vit else "norm1", "attn.proj": "attention.output.dense",
-                 "norm2": "layernorm_after" if hf_vit else "norm2",
-                 "mlp.fc1": "intermediate.dense" if hf_vit else "mlp.fc1",
-                 "mlp.fc2": "output.dense" if hf_vit else "mlp.fc2",
-                 "ls1.gamma": "layer_scale1.lambda1", "ls2.gamma": "layer_scale2.lambda1"}
-        block = ("vit." if hf_vit else "") + "encoder.layer.{}."
-    for i in range(LAYERS):
-        s, d = f"blocks.{i}.", block.format(i)
-        for name, value in t.items():
-            if not name.startswith(s):
-                continue
-            rest = name[len(s):]
-            if rest.startswith("attn.qkv.") and family != "torchvision":
-                for part, w in zip(("query", "key", "value"), split(value)):
-                    out[d + f"attention.attention.{part}." + rest.rsplit(".", 1)[1]] = w
-                continue
-            stem = next(n for n in sorted(names, key=len, reverse=True) if rest == n or rest.startswith(n + "."))
-            out[d + names[stem] + rest[len(stem):]] = value
-    return out
+    return harness.renamed_from_timm(t, family, D, LAYERS)
 
 
 def run(*args):

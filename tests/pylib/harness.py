@@ -150,6 +150,59 @@ def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_
     return t
 
 
+def renamed_from_timm(t, family, d, layers):
+    """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2"; timm, dino and
+    dinov2 are timm's own), as tests/python/test_torch_crosscheck's exporters do, in numpy.
+    A classifier comes along (heads.head, classifier), register tokens too; an HF Dinov2 file
+    always holds its mask token."""
+    if family in ("timm", "dino", "dinov2"):
+        return t
+    split = lambda w: (w[:d], w[d:2 * d], w[2 * d:])  # noqa: E731  (d, d) each of the (3d, d) qkv
+    if family == "torchvision":
+        out = {"conv_proj.weight": t["patch_embed.proj.weight"], "conv_proj.bias": t["patch_embed.proj.bias"],
+               "class_token": t["cls_token"], "encoder.pos_embedding": t["pos_embed"],
+               "encoder.ln.weight": t["norm.weight"], "encoder.ln.bias": t["norm.bias"]}
+        if "head.weight" in t:
+            out["heads.head.weight"], out["heads.head.bias"] = t["head.weight"], t["head.bias"]
+        names = {"norm1": "ln_1", "attn.qkv.weight": "self_attention.in_proj_weight",
+                 "attn.qkv.bias": "self_attention.in_proj_bias", "attn.proj": "self_attention.out_proj",
+                 "norm2": "ln_2", "mlp.fc1": "mlp.0", "mlp.fc2": "mlp.3"}
+        block = "encoder.layers.encoder_layer_{}."
+    else:
+        hf_vit = family == "hf-vit"
+        e = "vit.embeddings." if hf_vit else "embeddings."
+        out = {e + "cls_token": t["cls_token"], e + "position_embeddings": t["pos_embed"],
+               e + "patch_embeddings.projection.weight": t["patch_embed.proj.weight"],
+               e + "patch_embeddings.projection.bias": t["patch_embed.proj.bias"]}
+        if "register_tokens" in t:
+            out[e + "register_tokens"] = t["register_tokens"]
+        if not hf_vit:
+            out[e + "mask_token"] = np.zeros((1, d), np.float32)
+        final = "vit.layernorm." if hf_vit else "layernorm."
+        out.update({final + "weight": t["norm.weight"], final + "bias": t["norm.bias"]})
+        if hf_vit and "head.weight" in t:
+            out["classifier.weight"], out["classifier.bias"] = t["head.weight"], t["head.bias"]
+        names = {"norm1": "layernorm_before" if hf_vit else "norm1", "attn.proj": "attention.output.dense",
+                 "norm2": "layernorm_after" if hf_vit else "norm2",
+                 "mlp.fc1": "intermediate.dense" if hf_vit else "mlp.fc1",
+                 "mlp.fc2": "output.dense" if hf_vit else "mlp.fc2",
+                 "ls1.gamma": "layer_scale1.lambda1", "ls2.gamma": "layer_scale2.lambda1"}
+        block = ("vit." if hf_vit else "") + "encoder.layer.{}."
+    for i in range(layers):
+        s, dst = f"blocks.{i}.", block.format(i)
+        for name, value in t.items():
+            if not name.startswith(s):
+                continue
+            rest = name[len(s):]
+            if rest.startswith("attn.qkv.") and family != "torchvision":
+                for part, w in zip(("query", "key", "value"), split(value)):
+                    out[dst + f"attention.attention.{part}." + rest.rsplit(".", 1)[1]] = w
+                continue
+            stem = next(n for n in sorted(names, key=len, reverse=True) if rest == n or rest.startswith(n + "."))
+            out[dst + names[stem] + rest[len(stem):]] = value
+    return out
+
+
 def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True, seed=0, classes=0,
                     registers=0, embed_scale=1.0, scale=0.3, patch_scale=0.1):
     """timm_tensors(...) written as F32 safetensors, with the head count in the metadata unless
