@@ -55,14 +55,7 @@ ModelRequest request_for(const fs::path& path) {
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 bool has_detail(const OpenedModel& m, const std::string& part) {
   return std::any_of(m.details.begin(), m.details.end(), [&](const std::string& d) { return d.find(part) != std::string::npos; });

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/tensor.hpp"
 
 namespace vitattn::test {
@@ -37,5 +39,15 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// What `f` throws as Error, or "" when it throws nothing.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace vitattn::test

@@ -119,14 +119,7 @@ const NamedTensor& find(const Tensors& t, const std::string& name) {
   throw std::runtime_error("test: no " + name);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(VitLoader, TimmWithAClassifierIsTimmWithHalfNormalisation) {
   Tensors t = timm(false, 0);
