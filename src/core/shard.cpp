@@ -17,7 +17,15 @@ std::optional<std::uint64_t> parse_whole(std::string_view s, std::uint64_t max) 
 
 namespace {
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+// Built up in place: GCC 12 at -O3 warns a false -Wrestrict on "\"" + std::string(s).
+std::string quoted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
 
 }  // namespace
 
