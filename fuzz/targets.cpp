@@ -14,12 +14,12 @@
 #include "core/vit.hpp"
 #include "image/image_header.hpp"
 #include "image/image_loader.hpp"
-#include "model/model_file.hpp"
+#include "model/open_model.hpp"
+#include "model/single_head_layout.hpp"
 #include "tensors/npy.hpp"
 #include "tensors/pth_reader.hpp"
 #include "image/png_writer.hpp"
 #include "tensors/safetensors.hpp"
-#include "model/vit_loader.hpp"
 
 namespace vitattn::fuzz {
 namespace {
@@ -170,6 +170,15 @@ std::optional<NpyHeader> read_npy_header(const std::vector<std::uint8_t>& b) {
   return DictReader(text, text + header_len).read(10 + header_len);
 }
 
+// The bytes through the binary's own path (open_model's every step after reading the file):
+// the format by name and magic, family detection, load, validation, class names from the
+// metadata (asked for, so that a classifier's "classes" are read as --top reads them).
+VitModel open_bytes(std::vector<std::uint8_t> bytes, const std::string& name) {
+  io::ModelRequest request;
+  request.labels = true;
+  return io::open_model_bytes(std::move(bytes), name, request).model;
+}
+
 }  // namespace
 
 Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
@@ -198,17 +207,17 @@ Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
 
   VitModel m;
   try {
-    m = io::parse_model(std::move(bytes), source);
+    m = open_bytes(std::move(bytes), source);
   } catch (const Error& e) {
     require_names(e, source);
     return Outcome::refused;
   }
   if (!io::has_single_head_layout(m)) return Outcome::accepted;
-  // What --save-model writes from a loaded model must load again, bit for bit (a bias the
+  // What --save-model writes from a loaded model must open again, bit for bit (a bias the
   // file left out is written as zeros).
   VitModel back;
   try {
-    back = io::parse_model(io::encode_model(m), "round-trip");
+    back = open_bytes(io::encode_model(m), "round-trip.safetensors");
   } catch (const Error& e) {
     std::fprintf(stderr, "round trip refused: %s\n", e.what());
     require(false, "a loaded model, saved again, is refused by the loader");
@@ -321,9 +330,9 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size) {
       const std::vector<float> v = st.floats(name, info.shape);  // must not throw: the reader checked it
       require(v.size() == info.element_count(), "floats() returned a different number of values than the shape");
     }
-    // The loaders take it as they take a safetensors file; they may refuse, but only by Error.
+    // Opened as the binary opens a .pth; it may be refused, but only by Error.
     try {
-      (void)io::load_vit(st);
+      (void)open_bytes(bytes, source);
     } catch (const Error& e) {
       require_names(e, source);
     }

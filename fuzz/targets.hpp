@@ -15,9 +15,9 @@ namespace vitattn::fuzz {
 enum class Outcome { accepted, refused };
 
 // The bytes as a safetensors file: SafeTensors::parse, every tensor read back with floats()
-// (with and without its own shape), then the model loader (parse_model, as load_model does
-// for a file). A model that loads must survive encode_model → parse_model bit for bit.
-// accepted = the model loaded.
+// (with and without its own shape), then the model opened as the binary opens a file
+// (open_model_bytes: open_model's steps after the read). A single-head model that opens must
+// survive encode_model → open_model_bytes bit for bit. accepted = the model opened.
 Outcome safetensors_input(const std::uint8_t* data, std::size_t size);
 
 // The bytes as an image file through decode_image (header checks, size cap kImageMaxPixels,
@@ -37,7 +37,8 @@ Outcome npy_read_input(const std::uint8_t* data, std::size_t size);
 
 // The bytes as a PyTorch checkpoint through parse_pth (zip, restricted pickle, views gathered
 // by stride): every tensor it keeps is a float type and reads back with floats() as its shape
-// says; then the model loaders, which may refuse only with Error. accepted = read.
+// says; then the model opened as the binary opens a .pth (open_model_bytes), which may refuse
+// only with Error. accepted = read.
 Outcome pth_input(const std::uint8_t* data, std::size_t size);
 
 // vitattn's PNG encoder: the bytes give an image (byte 0: width 1…64 · (1 + byte 1 % 4), byte 2:

@@ -16,14 +16,15 @@
 #include <thread>
 
 #include "batch_runner.hpp"
+#include "environment.hpp"
 #include "forward_command.hpp"
-#include "model_setup.hpp"
+#include "model_request.hpp"
 #include "core/error.hpp"
 #include "explain.hpp"
 #include "interrupt.hpp"
 #include "files/file_io.hpp"
 #include "files/file_kind.hpp"
-#include "model/model_file.hpp"
+#include "model/single_head_layout.hpp"
 #include "tensors/npy.hpp"
 #include "model/vit_loader.hpp"
 #include "pipeline/output_folders.hpp"
@@ -198,8 +199,9 @@ int run_images(const Options& o) {
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   const std::optional<Shard> shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
 
-  io::ClassLabels labels;
-  const VitModel model = make_model(o, o.top > 0 ? &labels : nullptr);
+  const io::OpenedModel opened = open_model(o, o.top > 0);
+  const VitModel& model = opened.model;
+  const io::ClassLabels& labels = opened.labels;
   check_classifier(o, model);
   pipeline::ProcessOptions options = process_options(o);
   pipeline::check_view(model, options.view, o.model.empty() ? "the seeded model" : o.model);  // before any image is read
@@ -349,6 +351,7 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   setup_logging(options.verbosity);
+  io::set_video_module_path(video_module_override(process_environment));  // before any video code
   try {
     if (options.explain) return explain(std::cout, options.explain_heatmap, options.explain_html);
     if (options.forward) return run_forward(options);

@@ -1,7 +1,7 @@
 #pragma once
-// `vitattn forward`: a checkpoint's encoder on preprocessed tensors, every layer's attention,
-// the class token's features and the logits written as .npy, for checking against other
-// implementations (PyTorch, the model's original code) on exactly the same input.
+// `vitattn forward`: the command line's side of pipeline/forward_job.hpp. Maps the options to
+// a ForwardRequest, opens the model as every command does (model_request.hpp), and logs each
+// input's result.
 #include "options.hpp"
 
 namespace vitattn::cli {

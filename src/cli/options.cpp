@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "model/checkpoint_families.hpp"
 #include "hub/hf_cache.hpp"
-#include "model/model_file.hpp"
+#include "model/rgb_triplet.hpp"
 #include "image/overlay.hpp"
 #include "pipeline/view.hpp"
 

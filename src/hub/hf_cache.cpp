@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -19,11 +18,6 @@
 namespace vitattn::io {
 namespace fs = std::filesystem;
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 // The cache folder's separator, "models" + sep + ORG + sep + NAME: two hyphens, which is why
 // repo names may not hold it.
@@ -85,22 +79,6 @@ HfRepo parse_hf_model(const std::string& text) {
     throw bad("organisation and name take letters, digits, -, _ and . only");
   repo.id = rest;
   return repo;
-}
-
-fs::path hub_cache_dir() {
-  if (const std::string v = env("HF_HUB_CACHE"); !v.empty()) return v;
-  if (const std::string v = env("HUGGINGFACE_HUB_CACHE"); !v.empty()) return v;
-  if (const std::string v = env("HF_HOME"); !v.empty()) return fs::path(v) / "hub";
-  if (const std::string v = env("XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "huggingface" / "hub";
-  const std::string home = env("HOME");
-  if (home.empty()) throw Error("no Hugging Face cache folder: HF_HUB_CACHE, HF_HOME and HOME are all unset");
-  return fs::path(home) / ".cache" / "huggingface" / "hub";
-}
-
-bool hub_offline() {
-  std::string v = env("HF_HUB_OFFLINE");
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return v == "1" || v == "ON" || v == "YES" || v == "TRUE";
 }
 
 bool is_commit_hash(const std::string& r) {

@@ -25,13 +25,6 @@ bool is_hf_model(const std::string& text);
 // (empty parts, more than one slash, characters the hub does not allow in a repo id, "..").
 HfRepo parse_hf_model(const std::string& text);
 
-// HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE (its old name), else HF_HOME/hub, else
-// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub — huggingface_hub's order.
-std::filesystem::path hub_cache_dir();
-
-// HF_HUB_OFFLINE set to 1, ON, YES or TRUE (any case), as huggingface_hub reads it.
-bool hub_offline();
-
 // A 40-digit lowercase hex string: a commit hash, not a branch or tag.
 bool is_commit_hash(const std::string& revision);
 

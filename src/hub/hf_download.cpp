@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -104,19 +103,22 @@ void set_common(CURL* c, const HubSettings& hub, const std::string& url, Headers
 
 std::string repo_name(const HfRepo& repo) { return "hf:" + repo.id; }
 
-// The hub's answer to a failed request, in one line.
-[[noreturn]] void throw_http(const HfRepo& repo, const std::string& file, long status, const Headers& h) {
+// The hub's answer to a failed request, in one line. Advice about a token is worded by the
+// caller (HubSettings::give_token): this library does not know where a token comes from.
+[[noreturn]] void throw_http(const HubSettings& hub, const HfRepo& repo, const std::string& file, long status,
+                             const Headers& h) {
   const std::string code = header(h, "x-error-code");
   const std::string name = repo_name(repo);
+  const bool sent = !hub.token.empty();
   if (code == "GatedRepo")
-    throw Error(fmt::format("{}: gated repository ({}): accept its conditions on the hub, then set HF_TOKEN to a token "
-                            "of that account", name, status));
+    throw Error(fmt::format("{}: gated repository ({}): accept its conditions on the hub, then {} of that account",
+                            name, status, hub.give_token));
   if (code == "RepoNotFound")
     throw Error(fmt::format("{}: no such repository on the hub ({}){}", name, status,
-                            status == 401 && !std::getenv("HF_TOKEN") ? "; if it is private, set HF_TOKEN" : ""));
+                            status == 401 && !sent ? "; if it is private, " + hub.give_token : ""));
   if (status == 401)
     throw Error(fmt::format("{}: not found, or private or gated (401 Unauthorized){}", name,
-                            std::getenv("HF_TOKEN") ? ": HF_TOKEN was sent but not accepted" : ": set HF_TOKEN if you have access"));
+                            sent ? ": the token was sent but not accepted" : ": " + hub.give_token + " if you have access"));
   if (status == 403) throw Error(fmt::format("{}: access denied (403 Forbidden) to {}", name, file));
   if (code == "RevisionNotFound") throw Error(fmt::format("{}: no revision {} on the hub (404)", name, repo.revision));
   throw Error(fmt::format("{}: the hub answered HTTP {} for {}", name, status, file));
@@ -221,7 +223,7 @@ bool get_once(const HubSettings& hub, const HfRepo& repo, const HubFileInfo& inf
   if (std::fflush(sink.file) != 0) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), display(part)));
   if (status >= 300 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)) {
     if (status == 416 && info.size && sink.offset == *info.size) return true;
-    throw_http(repo, file, status, headers);
+    throw_http(hub, repo, file, status, headers);
   }
   if (rc == CURLE_WRITE_ERROR) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), display(part)));
   if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) throw_curl(repo, info.location, rc, error);
@@ -281,15 +283,6 @@ void verify(const HfRepo& repo, const std::string& file, const HubFileInfo& info
 
 }  // namespace
 
-HubSettings hub_settings_from_env() {
-  HubSettings hub;
-  if (const char* e = std::getenv("HF_ENDPOINT"); e && *e) hub.endpoint = e;
-  while (hub.endpoint.ends_with('/')) hub.endpoint.pop_back();
-  if (const char* t = std::getenv("HF_TOKEN"); t && *t) hub.token = t;
-  else if (const char* t2 = std::getenv("HUGGING_FACE_HUB_TOKEN"); t2 && *t2) hub.token = t2;
-  return hub;
-}
-
 std::optional<HubFileInfo> hub_file_info(const HubSettings& hub, const HfRepo& repo, const std::string& file) {
   const Curl curl = make_curl();
   std::string url = fmt::format("{}/{}/resolve/{}/{}", hub.endpoint, repo.id, escape(curl.get(), repo.revision),
@@ -314,7 +307,7 @@ std::optional<HubFileInfo> hub_file_info(const HubSettings& hub, const HfRepo& r
     }
     if (status == 404 && (header(headers, "x-error-code") == "EntryNotFound" || header(headers, "x-error-code").empty()))
       return std::nullopt;
-    if (status >= 400) throw_http(repo, file, status, headers);
+    if (status >= 400) throw_http(hub, repo, file, status, headers);
     HubFileInfo info;
     info.commit = header(headers, "x-repo-commit");
     info.etag = clean_etag(header(headers, "x-linked-etag").empty() ? header(headers, "etag") : header(headers, "x-linked-etag"));

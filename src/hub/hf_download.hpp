@@ -1,5 +1,5 @@
 #pragma once
-// Fetching files from a Hugging Face hub (HF_ENDPOINT) into the cache (hf_cache.hpp) with
+// Fetching files from a Hugging Face hub (HubSettings::endpoint) into the cache (hf_cache.hpp) with
 // libcurl, the way huggingface_hub does: a HEAD on /ORG/NAME/resolve/REV/FILE for the commit
 // (X-Repo-Commit), the blob's id (X-Linked-Etag for LFS files, else ETag) and where the bytes
 // are (a redirect to a CDN), then a GET there into blobs/<etag>.incomplete, resumed with a
@@ -14,16 +14,21 @@
 
 namespace vitattn::io {
 
+// Everything the hub code needs to know, as values: this library reads no environment (the
+// command line does: cli/environment.hpp), so a test or another caller sets these directly.
 struct HubSettings {
   std::string endpoint = "https://huggingface.co";  // no trailing slash
   std::string token;                                 // sent as a Bearer token to the endpoint's host only
+  std::filesystem::path cache_dir;                   // the cache's root (hf_cache.hpp); required
+  bool offline = false;                              // the cache only: no request at all
+  // The caller's words, in messages, for how its user gives a token and why it is offline (the
+  // command line names its environment variables here): only the caller knows where they come from.
+  std::string give_token = "give a token";
+  std::string offline_reason = "offline mode is on";
   // Told about a download's bytes as they come (total 0 when unknown); may be empty.
   std::function<void(const std::string& file, std::uint64_t done, std::uint64_t total)> progress;
   int attempts = 3;  // GETs per file; each one after a dropped connection resumes where the last stopped
 };
-
-// HF_ENDPOINT (default https://huggingface.co) and HF_TOKEN (else HUGGING_FACE_HUB_TOKEN).
-HubSettings hub_settings_from_env();
 
 struct HubFileInfo {
   std::string commit;    // X-Repo-Commit

@@ -25,11 +25,12 @@ std::optional<HfModelFiles> from_cache(const HfCache& cache) {
 
 HfModelFiles resolve_hf_model(const std::string& name, const HubSettings& hub) {
   const HfRepo repo = parse_hf_model(name);
-  const HfCache cache(hub_cache_dir(), repo);
+  if (hub.cache_dir.empty()) throw Error("hf:" + repo.id + ": no Hugging Face cache folder was given");
+  const HfCache cache(hub.cache_dir, repo);
   if (auto cached = from_cache(cache)) return *cached;
-  if (hub_offline())
-    throw Error(fmt::format("hf:{}: not in the Hugging Face cache ({}) at revision {}, and HF_HUB_OFFLINE is set: "
-                            "no download", repo.id, display(cache.root()), repo.revision));
+  if (hub.offline)
+    throw Error(fmt::format("hf:{}: not in the Hugging Face cache ({}) at revision {}, and {}: no download", repo.id,
+                            display(cache.root()), repo.revision, hub.offline_reason));
 
   HfModelFiles out;
   out.downloaded = true;

@@ -1,6 +1,6 @@
 #pragma once
 // A model named hf:ORG/NAME[@REVISION]: found in the Hugging Face cache, else fetched from the
-// hub into it (unless HF_HUB_OFFLINE): the weights (model.safetensors, else pytorch_model.bin)
+// hub into it (unless HubSettings::offline): the weights (model.safetensors, else pytorch_model.bin)
 // and, when the repository has them, config.json and preprocessor_config.json.
 #include <filesystem>
 #include <string>

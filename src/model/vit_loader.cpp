@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "model/model_file.hpp"
+#include "model/rgb_triplet.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -337,8 +337,7 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   if (auto it = meta.find("std"); it != meta.end()) m.norm.std = metadata_triplet(it->second, src + ": __metadata__.std");
   if (overrides.eps) m.eps = *overrides.eps;
   if (overrides.gelu) m.gelu = *overrides.gelu;
-  m.validate(src, VitModel::CheckValues::no);  // each tensor's values were checked as it was read (Reader)
-  return out;
+  return out;  // validated by open_model, once the config's and the caller's settings are in
 }
 
 const char* pos_interp_name(PosInterp p) {

@@ -33,8 +33,11 @@ struct LoadedVit {
 const char* pos_interp_name(PosInterp p);
 std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
-// Throws Error "PATH: …" naming the missing or misshaped tensor; OptionError (Field::heads)
-// when the head count asked for, or the lack of one, does not fit the file.
+// Reads every tensor the family names, checking its shape and, as it is read, its values (a
+// NaN or infinity names the tensor). The whole model is not validated here: open_model does
+// that once, after the settings that come later (config files, the caller's). Throws Error
+// "PATH: …" naming the missing or misshaped tensor; OptionError (Field::heads) when the head
+// count asked for, or the lack of one, does not fit the file.
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
 
 }  // namespace vitattn::io

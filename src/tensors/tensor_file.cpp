@@ -9,6 +9,15 @@
 #include "tensors/pth_reader.hpp"
 
 namespace vitattn::io {
+namespace {
+
+// A safetensors file has no nested dicts: a key for one is a mistake, said rather than ignored.
+void refuse_key(const std::string& source, const std::string& key) {
+  if (!key.empty())
+    throw Error(source + ": a key (" + printable(key) + ") picks a dict inside a PyTorch file; this is safetensors");
+}
+
+}  // namespace
 
 bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
   std::string ext = path.extension().string();
@@ -25,9 +34,14 @@ SafeTensors load_tensor_file(const std::filesystem::path& path, const std::strin
   const auto magic = map->copy(0, 4);
   if (!magic) throw Error(display(path) + ": the file shrank while it was being read (another program truncated it?)");
   if (is_pytorch_file(path, *magic)) return parse_pth(read_file(path), display(path), key);
-  if (!key.empty())
-    throw Error(display(path) + ": a key (" + printable(key) + ") picks a dict inside a PyTorch file; this is safetensors");
+  refuse_key(display(path), key);
   return SafeTensors::map(std::move(map), display(path));
+}
+
+SafeTensors parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key) {
+  if (is_pytorch_file(source, bytes)) return parse_pth(bytes, source, key);
+  refuse_key(source, key);
+  return SafeTensors::parse(std::move(bytes), source);
 }
 
 }  // namespace vitattn::io

@@ -4,6 +4,7 @@
 // torch.save writes). Both come back as the SafeTensors the model loaders take.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tensors/safetensors.hpp"
 
@@ -15,5 +16,9 @@ bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::u
 // `key`: the dict inside a PyTorch file that holds the weights (pth_reader.hpp); empty picks
 // one. A safetensors file has no nested dicts, so a key is refused there. Throws Error "PATH: …".
 SafeTensors load_tensor_file(const std::filesystem::path& path, const std::string& key = {});
+
+// The same choice and the same readers on a file's bytes already in memory (the fuzzers):
+// `source` stands for the file's name, in messages and by its extension.
+SafeTensors parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key = {});
 
 }  // namespace vitattn::io

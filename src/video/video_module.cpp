@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,8 +24,14 @@ fs::path exe_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
+// Set at start-up, read once by load(): before any thread exists, so no lock.
+fs::path& module_path() {
+  static fs::path path;
+  return path;
+}
+
 std::vector<fs::path> candidates() {
-  if (const char* path = std::getenv("VITATTN_VIDEO_MODULE"); path != nullptr && *path != '\0') return {path};
+  if (!module_path().empty()) return {module_path()};
   const fs::path dir = exe_dir();
   return {dir / video_abi::kFileName, dir / ".." / "lib" / "vitattn" / video_abi::kFileName};
 }
@@ -59,6 +64,8 @@ Loaded load() {
 }
 
 }  // namespace
+
+void set_video_module_path(const fs::path& path) { module_path() = path; }
 
 const video_abi::Table& video_module() {
   static const Loaded loaded = load();  // once, thread-safe

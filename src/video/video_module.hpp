@@ -1,12 +1,19 @@
 #pragma once
 // Finding and loading libvitattn_video.so (video_module_abi.hpp), once per process, on first use.
-// Where: $VITATTN_VIDEO_MODULE when set (a path to the module; tests hide or point at it),
-// else next to the executable (the build tree), else <exe_dir>/../lib/vitattn/ (an install).
+// Where: the path given to set_video_module_path (the command line takes it from its
+// environment; tests hide the module or point at another), else next to the executable (the
+// build tree), else <exe_dir>/../lib/vitattn/ (an install).
+#include <filesystem>
 #include <string>
 
 #include "video/video_module_abi.hpp"
 
 namespace vitattn::io {
+
+// The module to load instead of looking beside the executable; empty: look there. Takes effect
+// only before the first video_module() call (the module is loaded once): call it at start-up,
+// before any thread runs video code.
+void set_video_module_path(const std::filesystem::path& path);
 
 // The module's table; throws Error "video support is not available: <why>" (dlerror's text,
 // or a module of another ABI version) when it cannot be loaded. Thread-safe.

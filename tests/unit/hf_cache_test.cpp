@@ -1,13 +1,13 @@
-// The hub cache's names and layout, the environment it is found from, and the hashes downloads are checked with.
+// The hub cache's names and layout, offline mode, and the hashes downloads are checked with.
+// (Where the cache is, from the environment: environment_test.cpp.)
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <optional>
 
 #include "core/error.hpp"
 #include "hub/hf_cache.hpp"
 #include "hub/hf_download.hpp"
+#include "hub/hf_model.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {
@@ -24,44 +24,6 @@ TEST(HfCache, ParsesModelNames) {
   for (const char* bad : {"facebook/dinov2", "hf:dinov2", "hf:a/b/c", "hf:/b", "hf:a/", "hf:a/b@", "hf:a/b@../x",
                           "hf:../b", "hf:a--x/b", "hf:a/b c"})
     EXPECT_THROW(parse_hf_model(bad), Error) << bad;
-}
-
-struct EnvGuard {  // sets variables for one test and puts back what was there
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  void set(const char* name, const char* value) {
-    const char* old = std::getenv(name);
-    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    for (auto it = saved.rbegin(); it != saved.rend(); ++it)
-      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else ::unsetenv(it->first.c_str());
-  }
-};
-
-TEST(HfCache, CacheFolderFromTheEnvironmentInHuggingfaceHubsOrder) {
-  EnvGuard env;
-  for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"}) env.set(v, nullptr);
-  env.set("HOME", "/home/u");
-  EXPECT_EQ(hub_cache_dir(), fs::path("/home/u/.cache/huggingface/hub"));
-  env.set("XDG_CACHE_HOME", "/xdg");
-  EXPECT_EQ(hub_cache_dir(), fs::path("/xdg/huggingface/hub"));
-  env.set("HF_HOME", "/hfhome");
-  EXPECT_EQ(hub_cache_dir(), fs::path("/hfhome/hub"));
-  env.set("HUGGINGFACE_HUB_CACHE", "/old");
-  EXPECT_EQ(hub_cache_dir(), fs::path("/old"));
-  env.set("HF_HUB_CACHE", "/new");
-  EXPECT_EQ(hub_cache_dir(), fs::path("/new"));
-  for (const char* on : {"1", "true", "ON", "yes"}) {
-    env.set("HF_HUB_OFFLINE", on);
-    EXPECT_TRUE(hub_offline()) << on;
-  }
-  for (const char* off : {"0", "", "no", "false"}) {
-    env.set("HF_HUB_OFFLINE", off);
-    EXPECT_FALSE(hub_offline()) << off;
-  }
 }
 
 TEST(HfCache, RefsSnapshotsBlobsLayout) {
@@ -97,6 +59,26 @@ TEST(HfCache, RefsSnapshotsBlobsLayout) {
   // A revision that is a commit hash stands for itself, with no ref file.
   HfCache pinned(dir.path(), parse_hf_model("hf:org/name@" + std::string(40, 'c')));
   EXPECT_EQ(pinned.commit(), std::string(40, 'c'));
+}
+
+// Offline with nothing cached: refused before any request, in the caller's words for why (the
+// hub library reads no environment, so it cannot name the variable itself).
+TEST(HfModel, OfflineWithoutTheModelCachedSaysWhyInTheCallersWords) {
+  test::TempDir dir;
+  HubSettings hub;
+  hub.endpoint = "http://127.0.0.1:1";  // refuses connections: a request would say "cannot reach"
+  hub.cache_dir = dir.path();
+  hub.offline = true;
+  hub.offline_reason = "the switch is on";
+  try {
+    resolve_hf_model("hf:org/name", hub);
+    FAIL() << "resolved offline with an empty cache";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "hf:org/name: not in the Hugging Face cache (" + dir.path().string() +
+                                         ") at revision main, and the switch is on: no download");
+  }
+  hub.cache_dir.clear();
+  EXPECT_THROW(resolve_hf_model("hf:org/name", hub), Error);  // no cache folder: said, not guessed
 }
 
 TEST(HfDownload, HashesOfKnownContents) {

@@ -1,15 +1,29 @@
-// The native model layout: save → load gives the same floats; bad files are refused by name.
-#include "model/model_file.hpp"
+// The native model layout: save → open gives the same floats; bad files are refused by name.
+#include "model/single_head_layout.hpp"
 
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "core/seeded_model.hpp"
+#include "files/file_io.hpp"
+#include "model/open_model.hpp"
+#include "model/rgb_triplet.hpp"
 #include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {
 namespace {
+
+// The file opened as the binary opens it.
+VitModel load_model(const std::filesystem::path& path) {
+  ModelRequest request;
+  request.source = path.string();
+  return open_model(request).model;
+}
+
+VitModel parse_model(std::vector<std::uint8_t> bytes, const std::string& name) {
+  return open_model_bytes(std::move(bytes), name, ModelRequest{}).model;
+}
 
 std::string load_error(const std::filesystem::path& p) {
   try {
@@ -119,7 +133,7 @@ TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
 }
 
 TEST(ModelFile, ParseFromBytesMatchesLoadFromFile) {
-  // parse_model is what the fuzzer drives; load_model must stay the same thing read from a file.
+  // open_model_bytes is what the fuzzer drives; open_model must stay the same thing read from a file.
   test::TempDir dir;
   const VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 5);
   const auto bytes = encode_safetensors(native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
@@ -146,6 +160,11 @@ TEST(ParseRgbTriplet, AcceptsThreeNumbersOnly) {
   EXPECT_THROW(parse_rgb_triplet("0.5,0.5,0.5,0.5", "x"), Error);
   EXPECT_THROW(parse_rgb_triplet("a,b,c", "x"), Error);
   EXPECT_THROW(parse_rgb_triplet("nan,1,1", "x"), Error);
+}
+
+TEST(ParseRgbTriplet, FormatGivesBackTheSameFloats) {
+  const std::array<float, 3> v{0.1f, 1.0f / 3.0f, 1e-7f};
+  EXPECT_EQ(parse_rgb_triplet(format_rgb_triplet(v), "x"), v);
 }
 
 }  // namespace

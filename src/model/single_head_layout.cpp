@@ -1,55 +1,13 @@
-#include "model/model_file.hpp"
+#include "model/single_head_layout.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
+#include <string>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "model/rgb_triplet.hpp"
 #include "tensors/safetensors.hpp"
-#include "model/vit_loader.hpp"
 
 namespace vitattn::io {
-namespace {
-
-std::string format_triplet(const std::array<float, 3>& v) {
-  std::string s;
-  for (std::size_t i = 0; i < 3; ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v[i]));  // round-trips a float exactly
-    if (i) s += ',';
-    s += buf;
-  }
-  return s;
-}
-
-}  // namespace
-
-std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::string& what) {
-  std::array<float, 3> out{};
-  const char* p = text.data();
-  const char* end = text.data() + text.size();
-  for (std::size_t i = 0; i < 3; ++i) {
-    while (p < end && *p == ' ') ++p;
-    const auto [next, ec] = std::from_chars(p, end, out[i]);
-    if (ec != std::errc() || !std::isfinite(out[i]))
-      throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
-    p = next;
-    while (p < end && *p == ' ') ++p;
-    if (i < 2) {
-      if (p == end || *p != ',') throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
-      ++p;
-    }
-  }
-  if (p != end) throw Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\"");
-  return out;
-}
-
-VitModel load_model(const std::filesystem::path& path) { return parse_model(read_file(path), display(path)); }
-
-VitModel parse_model(std::vector<std::uint8_t> bytes, const std::string& source) {
-  return load_vit(SafeTensors::parse(std::move(bytes), source)).model;
-}
 
 bool has_single_head_layout(const VitModel& m) {
   if (m.n_layers() != 1 || m.n_heads != 1 || m.n_registers() != 0 || m.pos_prefix != 1 || m.final_norm.present() ||
@@ -89,8 +47,8 @@ std::vector<std::uint8_t> encode_model(const VitModel& m) {
       {"attn.v.bias", {d_k}, values(RowVector(b_qkv.segment(2 * dki, dki)))},
   };
   return encode_safetensors(tensors, {{"format", "vitattn-single-head"},
-                                      {"mean", format_triplet(m.norm.mean)},
-                                      {"std", format_triplet(m.norm.std)}});
+                                      {"mean", format_rgb_triplet(m.norm.mean)},
+                                      {"std", format_rgb_triplet(m.norm.std)}});
 }
 
 void save_model(const std::filesystem::path& path, const VitModel& m) {

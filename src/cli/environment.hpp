@@ -1,0 +1,29 @@
+#pragma once
+// The environment variables vitattn reads for its libraries, read here and nowhere below the
+// command line: the libraries take these settings as values (HubSettings,
+// set_video_module_path), so what they do never depends on a variable a caller cannot see.
+// (The batch scheduler's variables for --shard auto are scale_out.cpp's.)
+#include <filesystem>
+
+#include "core/shard.hpp"
+#include "hub/hf_download.hpp"
+
+namespace vitattn::cli {
+
+// The process's environment as an EnvLookup (core/shard.hpp): the value, or nothing when unset.
+std::optional<std::string> process_environment(const char* name);
+
+// The hub's settings as huggingface_hub reads them. An empty variable counts as unset.
+//   endpoint   HF_ENDPOINT, else https://huggingface.co (trailing slashes dropped)
+//   token      HF_TOKEN, else HUGGING_FACE_HUB_TOKEN (its old name)
+//   cache_dir  HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE (its old name), else HF_HOME/hub, else
+//              $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub
+//   offline    HF_HUB_OFFLINE set to 1, ON, YES or TRUE (any case)
+// and the messages' words for them. Throws Error when no cache folder can be found (no HOME).
+io::HubSettings hub_settings(const EnvLookup& env);
+
+// VITATTN_VIDEO_MODULE: the video module to load instead of the one beside the binary; empty
+// when unset (video/video_module.hpp).
+std::filesystem::path video_module_override(const EnvLookup& env);
+
+}  // namespace vitattn::cli

@@ -1,0 +1,101 @@
+#include "model/open_model.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+#include "model/model_config.hpp"
+#include "tensors/tensor_file.hpp"
+
+namespace vitattn::io {
+namespace fs = std::filesystem;
+namespace {
+
+std::string triplet_text(const std::array<float, 3>& v) {
+  return fmt::format("{},{},{}", v[0], v[1], v[2]);
+}
+
+// The request's normalisation over whatever the model had, and the -v line saying what is used.
+void apply_normalization(const ModelRequest& r, Normalization& norm, std::vector<std::string>& details) {
+  if (r.mean) norm.mean = *r.mean;
+  if (r.std) norm.std = *r.std;
+  details.push_back(fmt::format("normalisation mean {} std {}", triplet_text(norm.mean), triplet_text(norm.std)));
+}
+
+OpenedModel open_seeded(const ModelRequest& r) {
+  OpenedModel out;
+  out.model = make_seeded_model(r.shape, r.seed);
+  const VitModel& m = out.model;
+  out.details.push_back(fmt::format("seeded model (seed {}, untrained): S={} P={} D={} d_k={}", r.seed,
+                                    m.grid_h * m.patch_size, m.patch_size, m.d_model(), m.d_head()));
+  apply_normalization(r, out.model.norm, out.details);
+  out.model.validate("seeded model");  // made here, not read: its values are checked too
+  return out;
+}
+
+// The hub's file when the source is a hub name, else the source as a path.
+fs::path weights_file(const ModelRequest& r) {
+  if (r.hub)
+    if (std::optional<fs::path> local = r.hub(r.source)) return *local;
+  return fs::path(r.source);
+}
+
+// The file's head count, else the config's; the file's eps, else the config's; then the request's.
+VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& config) {
+  VitOverrides o = asked;
+  if (o.heads == 0) o.heads = config.heads;
+  if (!o.eps && config.eps) o.eps = config.eps;
+  return o;
+}
+
+// Where the config files beside the weights are, and what they said; none for bytes in memory.
+struct Beside {
+  ModelConfig config;
+  fs::path config_json;  // for class labels; empty: none
+};
+
+// Every step after the tensor file is read, shared by the file and the bytes: load, the config's
+// checks and normalisation, the request's normalisation, validation once, labels.
+OpenedModel open_tensors(const SafeTensors& st, const Beside& beside, const std::string& name, const ModelRequest& r) {
+  const ModelConfig& config = beside.config;
+  OpenedModel out;
+  if (!config.sources.empty()) out.details.push_back("settings from " + config.sources);
+  LoadedVit loaded = load_vit(st, merged_overrides(r.overrides, config));
+  if (loaded.heads_guessed) out.heads_guessed = HeadsGuessed{loaded.model.n_heads, static_cast<int>(loaded.model.d_model())};
+  if (r.overrides.heads == 0 && config.heads > 0) loaded.heads_from = config.sources;
+  if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)
+    throw Error(fmt::format("{}: its config says patch_size {}, its patch embedding has {}", name, config.patch_size,
+                            loaded.model.patch_size));
+  if (config.mean) loaded.model.norm.mean = *config.mean;
+  if (config.std) loaded.model.norm.std = *config.std;
+  apply_normalization(r, loaded.model.norm, out.details);
+  // Once, with every setting in. The values were checked as each tensor was read (vit_loader.cpp).
+  loaded.model.validate(st.source(), VitModel::CheckValues::no);
+  out.details.push_back(fmt::format("model {}: {}", name, loaded.summary()));
+  if (r.labels && loaded.model.w_head.size() > 0) {
+    out.labels = find_class_labels(st.metadata(), name, beside.config_json, static_cast<int>(loaded.model.w_head.rows()));
+    out.details.push_back("class names: " + (out.labels.source.empty() ? std::string("none (indices)") : out.labels.source));
+  }
+  out.model = std::move(loaded.model);
+  return out;
+}
+
+}  // namespace
+
+OpenedModel open_model(const ModelRequest& r) {
+  if (r.source.empty()) return open_seeded(r);
+  const fs::path path = weights_file(r);
+  const SafeTensors st = load_tensor_file(path, r.key);
+  // config.json / preprocessor_config.json beside the weights (a hub snapshot folder).
+  const Beside beside{read_model_config(path.parent_path()), path.parent_path() / "config.json"};
+  OpenedModel out = open_tensors(st, beside, r.source, r);
+  out.file = path;
+  return out;
+}
+
+OpenedModel open_model_bytes(std::vector<std::uint8_t> bytes, const std::string& name, const ModelRequest& r) {
+  const SafeTensors st = parse_tensor_file(std::move(bytes), name, r.key);
+  return open_tensors(st, Beside{}, name, r);
+}
+
+}  // namespace vitattn::io

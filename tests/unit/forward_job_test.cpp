@@ -1,0 +1,58 @@
+// `forward` as a pipeline step: each input's arrays written with the shapes the header says,
+// a failing input said in its result while the others go on, and no output replacing an input.
+#include "pipeline/forward_job.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/seeded_model.hpp"
+#include "tensors/npy.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::pipeline {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(ForwardJob, WritesEachInputsArraysAndReportsAFailureAsData) {
+  test::TempDir dir;
+  const VitModel model = make_seeded_model(SeededShape{32, 8, 24, 8}, 1);
+  const std::vector<float> two(2 * 3 * 32 * 32, 0.25f);
+  io::write_npy(dir / "x.npy", two.data(), {2, 3, 32, 32});
+  io::write_npy(dir / "odd.npy", two.data(), {3, 30, 30});  // not a multiple of the patch size
+  ForwardRequest r;
+  r.inputs = {dir / "odd.npy", dir / "x.npy"};
+  r.output = dir.path();
+  check_forward_outputs(r);
+  const std::vector<ForwardInputResult> results = forward_files(model, r);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].error.rfind((dir / "odd.npy").string() + ": expected [3, H, W] or [N, 3, H, W]", 0), 0u)
+      << results[0].error;
+  EXPECT_FALSE(fs::exists(dir / "odd_attention.npy"));
+  ASSERT_EQ(results[1].error, "");
+  EXPECT_EQ(results[1].images, 2u);
+  EXPECT_EQ(io::read_npy(results[1].written.attention).shape, (std::vector<std::uint64_t>{2, 1, 1, 17, 17}));
+  EXPECT_EQ(io::read_npy(results[1].written.features).shape, (std::vector<std::uint64_t>{2, 8}));  // d_attn: attention only
+  EXPECT_TRUE(results[1].written.logits.empty());  // no classifier, no logits
+  EXPECT_FALSE(fs::exists(dir / "x_logits.npy"));
+}
+
+TEST(ForwardJob, NoOutputReplacesAnInputTheModelOrAnotherInputsOutput) {
+  test::TempDir dir;
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  ForwardRequest r;
+  r.output = dir.path();
+  r.inputs = {dir / "x.npy", dir / "x_features.npy"};
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  r.inputs = {dir / "m.npy"};
+  r.model_file = dir / "m_logits.npy";
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  r.model_file.clear();
+  r.inputs = {dir / "a" / "t.npy", dir / "b" / "t.npy"};
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  r.inputs = {dir / "a" / "t.npy", dir / "a" / "t.npy"};  // the same input twice writes its own files twice
+  EXPECT_NO_THROW(check_forward_outputs(r));
+}
+
+}  // namespace
+}  // namespace vitattn::pipeline

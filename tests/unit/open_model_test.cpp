@@ -1,0 +1,220 @@
+// open_model on hand-made files: which setting wins (the request, then config.json, then the
+// file's own __metadata__, then the family's), validation once after all of them, a weight that
+// is not finite refused by name, the hub as a callback, and the bytes variant the fuzzers drive.
+#include "model/open_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "core/error.hpp"
+#include "tensors/safetensors.hpp"
+#include "test_util.hpp"
+
+namespace vitattn::io {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12;
+
+// One timm block of width d (timm naming, a classifier of `classes` when > 0): small, and
+// its file says nothing about its heads unless its metadata is given.
+std::vector<NamedTensor> timm_tensors(int classes, std::uint64_t d = D) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<NamedTensor> t;
+  const auto add = [&](const std::string& name, std::vector<std::uint64_t> shape) {
+    std::size_t n = 1;
+    for (auto s : shape) n *= s;
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    t.push_back({name, std::move(shape), std::move(v)});
+  };
+  add("patch_embed.proj.weight", {d, 3, P, P});
+  add("patch_embed.proj.bias", {d});
+  add("cls_token", {1, 1, d});
+  add("pos_embed", {1, 1 + G * G, d});
+  for (const char* n : {"blocks.0.norm1", "blocks.0.norm2", "norm"}) add(std::string(n) + ".weight", {d}), add(std::string(n) + ".bias", {d});
+  add("blocks.0.attn.qkv.weight", {3 * d, d});
+  add("blocks.0.attn.proj.weight", {d, d});
+  add("blocks.0.mlp.fc1.weight", {MLP, d});
+  add("blocks.0.mlp.fc2.weight", {d, MLP});
+  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d});
+  return t;
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+ModelRequest request_for(const fs::path& path) {
+  ModelRequest r;
+  r.source = path.string();
+  return r;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has_detail(const OpenedModel& m, const std::string& part) {
+  return std::any_of(m.details.begin(), m.details.end(), [&](const std::string& d) { return d.find(part) != std::string::npos; });
+}
+
+TEST(OpenModel, ConfigHeadsAreUsedWhenTheFileSaysNone) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  // D = 8 is no multiple of 64: without a count from somewhere, nothing can be guessed.
+  try {
+    open_model(request_for(dir / "m.safetensors"));
+    FAIL() << "opened without a head count";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), Field::heads);
+  }
+  write_text(dir / "config.json", R"({"num_attention_heads": 2})");
+  const OpenedModel m = open_model(request_for(dir / "m.safetensors"));
+  EXPECT_EQ(m.model.n_heads, 2);
+  EXPECT_FALSE(m.heads_guessed);
+  EXPECT_EQ(m.file, dir / "m.safetensors");
+  EXPECT_TRUE(has_detail(m, "settings from " + (dir / "config.json").string())) << m.details.front();
+  EXPECT_TRUE(has_detail(m, "2 heads (" + (dir / "config.json").string() + ")"));  // the summary says where from
+}
+
+TEST(OpenModel, TheRequestsHeadsWinOverTheConfig) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  write_text(dir / "config.json", R"({"num_attention_heads": 2, "layer_norm_eps": 0.001})");
+  ModelRequest r = request_for(dir / "m.safetensors");
+  r.overrides.heads = 4;
+  const OpenedModel m = open_model(r);
+  EXPECT_EQ(m.model.n_heads, 4);
+  EXPECT_FLOAT_EQ(m.model.eps, 0.001f);  // what the request leaves alone, the config still says
+  r.overrides.eps = 1e-5f;
+  EXPECT_FLOAT_EQ(open_model(r).model.eps, 1e-5f);
+}
+
+TEST(OpenModel, AGuessedHeadCountComesBackAsData) {
+  // D = 128 and nothing saying how many heads: 128 / 64 = 2, said as a structured warning.
+  test::TempDir dir;
+  write_safetensors(dir / "wide.safetensors", timm_tensors(0, 128), {});
+  const OpenedModel m = open_model(request_for(dir / "wide.safetensors"));
+  ASSERT_TRUE(m.heads_guessed);
+  EXPECT_EQ(m.heads_guessed->heads, 2);
+  EXPECT_EQ(m.heads_guessed->d_model, 128);
+  ModelRequest r = request_for(dir / "wide.safetensors");
+  r.overrides.heads = 4;
+  EXPECT_FALSE(open_model(r).heads_guessed);  // asked for: nothing guessed
+}
+
+// Validation happens once, after every setting: a file whose own std is zero is refused naming
+// the file, and the same file opens when the request gives a std (it wins over the file's).
+TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"std", "0,0,0"}});
+  EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
+            (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive");
+  ModelRequest r = request_for(dir / "m.safetensors");
+  r.std = std::array<float, 3>{0.5f, 0.5f, 0.5f};
+  r.mean = std::array<float, 3>{0.1f, 0.2f, 0.3f};
+  const OpenedModel m = open_model(r);
+  EXPECT_EQ(m.model.norm.std, r.std);
+  EXPECT_EQ(m.model.norm.mean, r.mean);
+  EXPECT_TRUE(has_detail(m, "normalisation mean 0.1,0.2,0.3 std 0.5,0.5,0.5"));
+}
+
+TEST(OpenModel, ANonFiniteWeightIsRefusedNamingTheFileAndTheTensor) {
+  test::TempDir dir;
+  std::vector<NamedTensor> t = timm_tensors(0);
+  for (NamedTensor& n : t)
+    if (n.name == "blocks.0.mlp.fc1.weight") n.values[5] = std::numeric_limits<float>::quiet_NaN();
+  write_safetensors(dir / "nan.safetensors", t, {{"num_heads", "2"}});
+  const std::string error = error_of([&] { open_model(request_for(dir / "nan.safetensors")); });
+  EXPECT_EQ(error.rfind((dir / "nan.safetensors").string() + ": blocks.0.mlp.fc1.weight holds a non-finite value", 0), 0u)
+      << error;
+}
+
+TEST(OpenModel, AConfigPatchSizeThatDisagreesIsRefused) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}});
+  write_text(dir / "config.json", R"({"patch_size": 16})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
+            (dir / "m.safetensors").string() + ": its config says patch_size 16, its patch embedding has 2");
+}
+
+// The hub is the caller's callback: a hub name goes to it, and the folder of the file it gives
+// is where config.json is read from (class names included); any other source is a path.
+TEST(OpenModel, AHubNameGoesThroughTheCallbackAndItsFolderGivesTheSettings) {
+  test::TempDir dir;
+  fs::create_directories(dir / "snapshot");
+  write_safetensors(dir / "snapshot" / "model.safetensors", timm_tensors(3), {});
+  write_text(dir / "snapshot" / "config.json",
+             R"({"num_attention_heads": 2, "id2label": {"0": "cat", "1": "dog", "2": "owl"}})");
+  std::vector<std::string> asked;
+  ModelRequest r;
+  r.source = "hub:acme/tiny";
+  r.labels = true;
+  r.hub = [&](const std::string& source) -> std::optional<fs::path> {
+    asked.push_back(source);
+    if (source.rfind("hub:", 0) != 0) return std::nullopt;
+    return dir / "snapshot" / "model.safetensors";
+  };
+  const OpenedModel m = open_model(r);
+  EXPECT_EQ(asked, std::vector<std::string>{"hub:acme/tiny"});
+  EXPECT_EQ(m.model.n_heads, 2);
+  EXPECT_EQ(m.labels.names, (std::vector<std::string>{"cat", "dog", "owl"}));
+  EXPECT_TRUE(has_detail(m, "class names: " + (dir / "snapshot" / "config.json").string()));
+  // Declined by the callback: the source is a path.
+  write_safetensors(dir / "plain.safetensors", timm_tensors(0), {{"num_heads", "2"}});
+  r.source = (dir / "plain.safetensors").string();
+  EXPECT_EQ(open_model(r).file, dir / "plain.safetensors");
+  r.labels = false;
+  r.source = (dir / "snapshot" / "model.safetensors").string();
+  EXPECT_TRUE(open_model(r).labels.names.empty());  // not asked for: not looked for
+}
+
+TEST(OpenModel, TheSeededModelTakesTheRequestsNormalisation) {
+  ModelRequest r;
+  r.shape = SeededShape{32, 8, 24, 8};
+  r.seed = 4;
+  r.mean = std::array<float, 3>{0.25f, 0.25f, 0.25f};
+  const OpenedModel m = open_model(r);
+  EXPECT_EQ(m.model.norm.mean, r.mean);
+  EXPECT_TRUE(m.file.empty());
+  EXPECT_TRUE(has_detail(m, "seeded model (seed 4, untrained): S=32 P=8 D=24 d_k=8"));
+}
+
+// The bytes variant runs the same steps: the same model as the file, labels from __metadata__,
+// errors naming the name given, and a key refused for safetensors.
+TEST(OpenModel, BytesOpenLikeTheFile) {
+  test::TempDir dir;
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}, {"classes", "a, b, c"}};
+  write_safetensors(dir / "m.safetensors", timm_tensors(3), meta);
+  ModelRequest r = request_for(dir / "m.safetensors");
+  r.labels = true;
+  const OpenedModel a = open_model(r);
+  const OpenedModel b = open_model_bytes(encode_safetensors(timm_tensors(3), meta), "mem.safetensors", r);
+  EXPECT_EQ(a.model.blocks.at(0).w_qkv, b.model.blocks.at(0).w_qkv);
+  EXPECT_EQ(a.model.w_head, b.model.w_head);
+  EXPECT_EQ(b.labels.names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(b.labels.source, "__metadata__.classes");
+  std::vector<NamedTensor> t = timm_tensors(0);
+  t.back().values[0] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(error_of([&] { open_model_bytes(encode_safetensors(t, {{"num_heads", "2"}}), "mem.safetensors", {}); })
+                .rfind("mem.safetensors: blocks.0.mlp.fc2.weight holds a non-finite value", 0),
+            0u);
+  ModelRequest keyed;
+  keyed.key = "state_dict";
+  EXPECT_EQ(error_of([&] { open_model_bytes(encode_safetensors(timm_tensors(0), {}), "mem.safetensors", keyed); })
+                .rfind("mem.safetensors: a key (state_dict) picks a dict inside a PyTorch file", 0),
+            0u);
+}
+
+}  // namespace
+}  // namespace vitattn::io
