@@ -44,6 +44,13 @@ std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
   return r;
 }
 
+// The 8-byte little-endian length that starts the file; `head` holds at least 8 bytes.
+std::uint64_t header_length(std::span<const std::uint8_t> head) {
+  std::uint64_t n = 0;
+  std::memcpy(&n, head.data(), 8);
+  return n;
+}
+
 }  // namespace
 
 std::size_t dtype_size(DType t) {
@@ -81,8 +88,7 @@ SafeTensors SafeTensors::map(std::shared_ptr<const MappedFile> file, const std::
   auto head = file->copy(0, 4096);
   if (!head) throw shrank();
   if (head->size() >= 8) {
-    std::uint64_t header_len = 0;
-    std::memcpy(&header_len, head->data(), 8);
+    const std::uint64_t header_len = header_length(*head);
     if (header_len <= kMaxHeaderBytes && header_len <= file->size() - 8 && 8 + header_len > head->size()) {
       head = file->copy(0, static_cast<std::size_t>(8 + header_len));
       if (!head) throw shrank();
@@ -102,12 +108,19 @@ SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::strin
 const std::uint8_t* SafeTensors::data() const { return map_ ? map_->data() : bytes_.data(); }
 
 // `head`: the file's first bytes, all of the header when the file holds it (8 + its length).
-SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size,
-                                      const std::string& source) {
-  auto fail = [&](const std::string& what) -> Error { return Error(source + ": " + what); };
+namespace {
+
+// Every message of the header's checks starts with the file's name.
+struct HeaderError {
+  const std::string& source;
+  Error operator()(const std::string& what) const { return Error(source + ": " + what); }
+};
+
+// The header's length checked against the file, then its JSON parsed; `head` holds at least
+// the first 8 + length bytes when the length fits.
+nlohmann::json read_header_json(std::span<const std::uint8_t> head, std::uint64_t file_size, const HeaderError& fail) {
   if (file_size < 8) throw fail("too short for a safetensors file (" + std::to_string(file_size) + " bytes)");
-  std::uint64_t header_len = 0;
-  std::memcpy(&header_len, head.data(), 8);
+  const std::uint64_t header_len = header_length(head);
   // Not even the start of one (a photo, a .pth): say what it is, not what its first 8 bytes
   // would mean as a header length.
   const bool header_fits = header_len <= kMaxHeaderBytes && header_len <= file_size - 8;
@@ -121,7 +134,6 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
   if (header_len > file_size - 8)
     throw fail("header is " + std::to_string(header_len) + " bytes but the file has only " +
                std::to_string(file_size - 8) + " after the length");
-
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(head.begin() + 8, head.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
@@ -129,60 +141,63 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
     throw fail("header is not valid JSON: " + printable(e.what(), true));
   }
   if (!header.is_object()) throw fail("header is not a JSON object");
+  return header;
+}
 
-  SafeTensors st;
-  st.source_ = source;
-  st.data_start_ = 8 + header_len;
-  const std::uint64_t data_size = file_size - st.data_start_;
-
-  for (const auto& [key_in_file, entry] : header.items()) {
-    const std::string name = printable(key_in_file);  // as messages show it
-    if (key_in_file == "__metadata__") {
-      if (!entry.is_object()) throw fail("__metadata__ is not an object");
-      for (const auto& [key, value] : entry.items()) {
-        if (!value.is_string()) throw fail("__metadata__." + printable(key) + " is not a string");
-        st.metadata_[key] = value.get<std::string>();
-      }
-      continue;
-    }
-    if (!entry.is_object()) throw fail(name + ": entry is not an object");
-    if (!entry.contains("dtype") || !entry["dtype"].is_string()) throw fail(name + ": no dtype");
-    const auto dtype = parse_dtype(entry["dtype"].get<std::string>());
-    if (!dtype) throw fail(name + ": unknown dtype " + printable(entry["dtype"].get<std::string>()));
-    if (!entry.contains("shape") || !entry["shape"].is_array()) throw fail(name + ": no shape");
-    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
-      throw fail(name + ": data_offsets is not [begin, end]");
-
-    TensorInfo info;
-    info.dtype = *dtype;
-    std::uint64_t n_bytes = dtype_size(*dtype);
-    for (const auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned()) throw fail(name + ": shape holds a value that is not a whole number ≥ 0");
-      info.shape.push_back(d.get<std::uint64_t>());
-      const auto next = checked_mul(n_bytes, info.shape.back());
-      if (!next) throw fail(name + ": shape " + entry["shape"].dump() + " is too large");
-      n_bytes = *next;
-    }
-    const auto& off = entry["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw fail(name + ": data_offsets are not whole numbers ≥ 0");
-    info.begin = off[0].get<std::uint64_t>();
-    info.end = off[1].get<std::uint64_t>();
-    if (info.end < info.begin)
-      throw fail(name + ": data_offsets [" + std::to_string(info.begin) + ", " + std::to_string(info.end) +
-                 "] end before they begin");
-    if (info.end > data_size)
-      throw fail(name + ": data_offsets end at byte " + std::to_string(info.end) + ", past the " +
-                 std::to_string(data_size) + " bytes of data");
-    if (info.end - info.begin != n_bytes)
-      throw fail(name + ": " + std::string(dtype_name(info.dtype)) + " " + shape_string(info.shape) + " needs " +
-                 std::to_string(n_bytes) + " bytes, data_offsets give " + std::to_string(info.end - info.begin));
-    st.tensors_[key_in_file] = std::move(info);
+std::map<std::string, std::string> read_metadata(const nlohmann::json& entry, const HeaderError& fail) {
+  if (!entry.is_object()) throw fail("__metadata__ is not an object");
+  std::map<std::string, std::string> metadata;
+  for (const auto& [key, value] : entry.items()) {
+    if (!value.is_string()) throw fail("__metadata__." + printable(key) + " is not a string");
+    metadata[key] = value.get<std::string>();
   }
+  return metadata;
+}
 
-  // The tensors must tile the data section: sorted by offset, each starts where the last ended.
+// One tensor's entry: its dtype known, its shape's byte count (overflow-checked) equal to its
+// data_offsets' span, which lies within the `data_size` bytes of data.
+TensorInfo read_entry(const std::string& name, const nlohmann::json& entry, std::uint64_t data_size,
+                      const HeaderError& fail) {
+  if (!entry.is_object()) throw fail(name + ": entry is not an object");
+  if (!entry.contains("dtype") || !entry["dtype"].is_string()) throw fail(name + ": no dtype");
+  const auto dtype = parse_dtype(entry["dtype"].get<std::string>());
+  if (!dtype) throw fail(name + ": unknown dtype " + printable(entry["dtype"].get<std::string>()));
+  if (!entry.contains("shape") || !entry["shape"].is_array()) throw fail(name + ": no shape");
+  if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
+    throw fail(name + ": data_offsets is not [begin, end]");
+
+  TensorInfo info;
+  info.dtype = *dtype;
+  std::uint64_t n_bytes = dtype_size(*dtype);
+  for (const auto& d : entry["shape"]) {
+    if (!d.is_number_unsigned()) throw fail(name + ": shape holds a value that is not a whole number ≥ 0");
+    info.shape.push_back(d.get<std::uint64_t>());
+    const auto next = checked_mul(n_bytes, info.shape.back());
+    if (!next) throw fail(name + ": shape " + entry["shape"].dump() + " is too large");
+    n_bytes = *next;
+  }
+  const auto& off = entry["data_offsets"];
+  if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw fail(name + ": data_offsets are not whole numbers ≥ 0");
+  info.begin = off[0].get<std::uint64_t>();
+  info.end = off[1].get<std::uint64_t>();
+  if (info.end < info.begin)
+    throw fail(name + ": data_offsets [" + std::to_string(info.begin) + ", " + std::to_string(info.end) +
+               "] end before they begin");
+  if (info.end > data_size)
+    throw fail(name + ": data_offsets end at byte " + std::to_string(info.end) + ", past the " +
+               std::to_string(data_size) + " bytes of data");
+  if (info.end - info.begin != n_bytes)
+    throw fail(name + ": " + std::string(dtype_name(info.dtype)) + " " + shape_string(info.shape) + " needs " +
+               std::to_string(n_bytes) + " bytes, data_offsets give " + std::to_string(info.end - info.begin));
+  return info;
+}
+
+// The tensors must tile the data section: sorted by offset, each starts where the last ended,
+// and the last ends where the data does.
+void check_tiling(const std::map<std::string, TensorInfo>& tensors, std::uint64_t data_size, const HeaderError& fail) {
   std::vector<std::pair<std::string, const TensorInfo*>> order;
-  for (const auto& [name, info] : st.tensors_) order.emplace_back(name, &info);
+  for (const auto& [name, info] : tensors) order.emplace_back(name, &info);
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.second->begin != b.second->begin ? a.second->begin < b.second->begin : a.second->end < b.second->end;
   });
@@ -201,6 +216,25 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
   if (expected_begin != data_size)
     throw fail("file has " + std::to_string(data_size - expected_begin) +
                " bytes of data after the last tensor; the header accounts for " + std::to_string(expected_begin));
+}
+
+}  // namespace
+
+SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size,
+                                      const std::string& source) {
+  const HeaderError fail{source};
+  const nlohmann::json header = read_header_json(head, file_size, fail);
+  SafeTensors st;
+  st.source_ = source;
+  st.data_start_ = 8 + header_length(head);  // checked against the file by read_header_json
+  const std::uint64_t data_size = file_size - st.data_start_;
+  for (const auto& [key_in_file, entry] : header.items()) {
+    if (key_in_file == "__metadata__")
+      st.metadata_ = read_metadata(entry, fail);
+    else
+      st.tensors_[key_in_file] = read_entry(printable(key_in_file), entry, data_size, fail);
+  }
+  check_tiling(st.tensors_, data_size, fail);
   return st;
 }
 
