@@ -39,11 +39,12 @@
 #include "pipeline/process_video.hpp"
 #include "video/video_module.hpp"
 #include "video/video_writer.hpp"
-#include "pipeline/report_gallery.hpp"
+#include "pipeline/batch_files.hpp"
 #include "pipeline/threads.hpp"
 #include "options.hpp"
 #include "run_log.hpp"
 #include "scale_out.hpp"
+#include "standard_output.hpp"
 #include "top_classes.hpp"
 
 namespace vitattn::cli {
@@ -167,6 +168,9 @@ struct ImageRun {
   bool batch = false;            // images to draw (else only --save-model)
   std::vector<fs::path> inputs;  // the command line's, then --files-from's
   pipeline::BatchPlan plan;
+  // The whole batch's jobs, in input order, when this process writes the batch files (not
+  // under --shard): they are gathered from these jobs' parts (pipeline/batch_files.hpp).
+  std::vector<pipeline::ImageJob> batch_jobs;
   std::size_t total = 0, videos = 0, skipped = 0;  // for the summary: planned, of them videos, already done
 };
 
@@ -225,6 +229,7 @@ ImageRun plan_run(const Options& o) {
   r.process = process_options(o);
   pipeline::check_view(r.model, r.process.view, o.model.file.empty() ? "the seeded model" : o.model.file);
   log_grid(o, r.model, r.process);
+  if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
   r.outputs = pipeline::written_outputs(r.model, r.process);
   r.video = video_options(o);
   r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
@@ -240,10 +245,10 @@ void check_run(const Options& o, const ImageRun& r) {
   for (const fs::path& in : r.inputs) guard.reads(in, pipeline::roles::input);
   if (!o.model.file.empty() && !io::is_hf_model(o.model.file)) guard.reads(o.model.file, pipeline::roles::model_file);
   guard.jobs(r.plan, r.outputs);
-  const fs::path out = o.output;
-  if (r.batch && o.top > 0) guard.writes(out / pipeline::predictions_name(), pipeline::roles::predictions);
-  // A shard leaves the gallery out: the shards' galleries would all be <out>/index.html.
-  if (r.batch && r.outputs.report && !r.shard) guard.writes(out / pipeline::report_index_name(), pipeline::roles::gallery);
+  // The batch files: also under --shard, which leaves them to the run without it (that run
+  // would replace what is there).
+  for (const pipeline::BatchFile& file : pipeline::batch_files())
+    if (r.batch && r.outputs.*file.on) guard.writes(fs::path(o.output) / file.name, file.role);
   if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
     guard.writes(o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines);
   if (!o.save_model.empty()) guard.writes(o.save_model, io::roles::saved_model, io::FileKind::safetensors);
@@ -271,6 +276,7 @@ void log_plan(const pipeline::BatchPlan& plan) {
 // This process's jobs: the shard's (after planning, so that output names, collisions resolved
 // over the whole batch, are a one-machine run's), less those --skip-existing finds done.
 void select_jobs(const Options& o, ImageRun& r, RunLog* log) {
+  if (!r.shard) r.batch_jobs = r.plan.jobs;
   if (r.shard) {
     const std::size_t others = keep_shard(r.plan.jobs, *r.shard);
     spdlog::debug("shard {}/{}: {} inputs, {} left to the other shards", r.shard->index, r.shard->count,
@@ -314,8 +320,10 @@ std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* l
   pipeline::ProcessOptions process = r.process;
   std::optional<TopClasses> top;
   if (o.top > 0) {
-    top.emplace(o.top, r.labels, r.plan.jobs);
-    process.on_logits = [&top](const pipeline::ImageJob& job, const RowVector& logits) { top->add(job, logits); };
+    top.emplace(r.labels, r.plan.jobs);
+    process.on_top = [&top](const pipeline::ImageJob& job, std::vector<ClassScore> classes) {
+      top->add(job, std::move(classes));
+    };
   }
   const auto start = std::chrono::steady_clock::now();
   Progress progress(r.plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
@@ -328,36 +336,48 @@ std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* l
       r.plan.jobs, workers, [&](const pipeline::ImageJob& job) { run_job(o, r, process, progress, job); }, progress,
       [] { return InterruptGuard::signal_received() != 0; }, done);
   progress.finish();
-  if (top) spdlog::debug("wrote {}", io::display(top->finish(o.output)));
+  if (top) top->print();  // a failure is said there, and counted in run_images
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
-// The gallery of every job's page, written now or before (--skip-existing); a shard writes
-// none. Returns false when it could not be written (a failure of the run, the pages are there).
-bool write_gallery(const Options& o, const std::vector<fs::path>& pages) {
-  if (pages.size() < 2) return true;
-  try {
-    spdlog::debug("wrote {}", io::display(pipeline::write_report_gallery(o.output, pages)));
+// The batch files (predictions.csv, index.html), gathered from the parts of every finished
+// image of the batch, drawn now or before (pipeline/batch_files.hpp). A shard writes none:
+// it says which run does. Returns false when one could not be written (a failure of the run:
+// the images' own outputs are there).
+bool write_batch_files(const Options& o, const ImageRun& r) {
+  if (r.shard) {
+    std::string names;
+    for (const pipeline::BatchFile& file : pipeline::batch_files())
+      if (r.outputs.*file.on) names += (names.empty() ? "" : " and ") + std::string(file.name);
+    if (!names.empty())
+      spdlog::info("--shard {}/{}: {} not written by a shard; when every shard is done, the same command without --shard, "
+                   "with --skip-existing, writes {} from every shard's images",
+                   r.shard->index, r.shard->count, names, names.find(" and ") == std::string::npos ? "it" : "them");
     return true;
-  } catch (const Error& e) {
-    spdlog::error("{}", e.what());
-    return false;
   }
+  const pipeline::BatchFilesWritten written = pipeline::write_batch_files(o.output, r.batch_jobs, r.outputs);
+  for (const fs::path& p : written.written) spdlog::debug("wrote {}", io::display(p));
+  for (const std::string& e : written.errors) spdlog::error("{}", e);
+  return written.errors.empty();
 }
 
-// Step 4, report: after a signal, the jobs not started in the log and 130/143; else the
-// gallery, the summary, and the exit status (1 when any input failed).
-int report_run(const Options& o, const ImageRun& r, const BatchResult& result, double seconds,
-               const std::vector<fs::path>& pages, RunLog* log) {
+// Step 4, report: the batch files, the summary, after a signal the jobs not started in the
+// log; the exit status: 130/143 after a signal, else 1 when an input failed or a batch file,
+// the log or standard output could not be written, else 0.
+int report_run(const Options& o, const ImageRun& r, const BatchResult& result, double seconds, RunLog* log) {
   const std::string out = io::display(o.output);
+  const bool batch_files_written = write_batch_files(o, r);
   if (const int sig = InterruptGuard::signal_received()) {
     if (log) log->not_started(r.plan.jobs, result.not_started, signal_name(sig));
     spdlog::warn("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, sig));
     return exit_status_for_signal(sig);
   }
-  const bool gallery_written = write_gallery(o, pages);
   spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, 0));
-  return result.failed || !r.plan.errors.empty() || !gallery_written ? kExitSomeFailed : kExitOk;
+  const bool log_written = !log || !log->failed();
+  return result.failed || !r.plan.errors.empty() || !batch_files_written || !log_written ||
+                 standard_output_has_failed()
+             ? kExitSomeFailed
+             : kExitOk;
 }
 
 int run_images(const Options& o) {
@@ -368,25 +388,27 @@ int run_images(const Options& o) {
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   ImageRun r = plan_run(o);
   check_run(o, r);
+  // The log first: a log that cannot be opened stops the run (exit 2) before anything is written.
+  std::optional<RunLog> log;
+  if (r.batch && !o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, r.outputs);
+  RunLog* const log_or_none = log ? &*log : nullptr;
   prepare_run(o, r);
   if (!r.batch) return kExitOk;
 
   log_plan(r.plan);
-  std::optional<RunLog> log;
-  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, r.outputs);
-  RunLog* const log_or_none = log ? &*log : nullptr;
-  // Every job's page, written now or before (--skip-existing), before the finished are dropped.
-  const std::vector<fs::path> pages =
-      r.outputs.report && !r.shard ? pipeline::report_pages(r.plan.jobs, o.output) : std::vector<fs::path>{};
   select_jobs(o, r, log_or_none);
-  if (r.plan.jobs.empty() && !InterruptGuard::signal_received()) {
-    if (r.skipped == 0) spdlog::warn("no images found in the inputs given");
-    else spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, {}, 0.0, io::display(o.output), 0));
-    return r.plan.errors.empty() ? kExitOk : kExitSomeFailed;
+  int status = kExitOk;
+  if (r.total == 0 && !InterruptGuard::signal_received()) {
+    spdlog::warn("no images found in the inputs given");
+    status = r.plan.errors.empty() ? kExitOk : kExitSomeFailed;
+  } else if (r.plan.jobs.empty() || InterruptGuard::signal_received()) {  // every input skipped, or a signal already
+    status = report_run(o, r, {0, 0, r.plan.jobs.size()}, 0.0, log_or_none);
+  } else {
+    const auto [result, seconds] = run_jobs(o, r, log_or_none);
+    status = report_run(o, r, result, seconds, log_or_none);
   }
-  if (InterruptGuard::signal_received()) return report_run(o, r, {0, 0, r.plan.jobs.size()}, 0.0, {}, log_or_none);
-  const auto [result, seconds] = run_jobs(o, r, log_or_none);
-  return report_run(o, r, result, seconds, pages, log_or_none);
+  if (log && !log->close() && status == kExitOk) status = kExitSomeFailed;
+  return status;
 }
 
 // Edits (insert, delete, replace, swap two neighbours) from `a` to `b`, up to 3.
@@ -484,11 +506,13 @@ int run(int argc, char** argv) {
   if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command)) return *status;
   setup_logging(options.verbosity);
   io::set_video_module_path(video_module_override(process_environment));  // before any video code
-  return run_reporting_errors([&] {
+  const int status = run_reporting_errors([&] {
     if (explain_command->parsed()) return run_explain(explain);
     if (forward_command->parsed()) return run_forward(forward, options.verbosity);
     return run_images(options);
   });
+  // What is still buffered for standard output: a write that fails is an error too.
+  return !flush_standard_output() && status == kExitOk ? kExitSomeFailed : status;
 }
 
 }  // namespace vitattn::cli

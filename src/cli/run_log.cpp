@@ -9,9 +9,11 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "standard_output.hpp"
 
 namespace vitattn::cli {
 namespace fs = std::filesystem;
@@ -40,24 +42,55 @@ std::string log_line(const fs::path& path, RunStatus status, const std::string& 
   return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-RunLog::RunLog(const std::string& path, pipeline::OutputSet outputs) : owned_(path != "-"), outputs_(std::move(outputs)) {
+RunLog::RunLog(const std::string& path, pipeline::OutputSet outputs)
+    : path_(path), owned_(path != "-"), outputs_(std::move(outputs)) {
   fd_ = owned_ ? ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
   if (fd_ < 0) throw Error(fmt::format("--log-json {}: cannot write: {}", io::display(path), std::strerror(errno)));
 }
 
 RunLog::~RunLog() {
-  if (owned_) ::close(fd_);
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+void RunLog::fail(int error_number) {
+  if (failed_) return;
+  failed_ = true;
+  if (!owned_) {
+    standard_output_failed("the log (--log-json -)", error_number);
+    return;
+  }
+  spdlog::error("--log-json {}: cannot write: {}; no more lines are written to it", io::display(path_),
+                std::strerror(error_number));
+}
+
+bool RunLog::failed() const {
+  const std::lock_guard lock(mutex_);
+  return failed_;
+}
+
+bool RunLog::close() {
+  const std::lock_guard lock(mutex_);
+  if (owned_ && fd_ >= 0) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0 && errno != EINTR) fail(errno);
+  }
+  return !failed_;
 }
 
 void RunLog::write(const std::string& line) {
   const std::lock_guard lock(mutex_);
+  if (failed_ || fd_ < 0) return;
   // One write(2) per line: a reader or a kill between two calls sees whole lines only. A
-  // short write (a full disk) is finished so the line stays whole, and given up on error:
-  // the log must never cost the images their outputs.
+  // short write is finished so the line stays whole. A write that fails (a full disk) is
+  // said once and ends the log, never the images: they go on and are written.
   for (std::size_t done = 0; done < line.size();) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) {
+      fail(n < 0 ? errno : ENOSPC);
+      return;
+    }
     done += static_cast<std::size_t>(n);
   }
 }

@@ -35,6 +35,12 @@ class RunLog {
   // reading the file, or this one dying next, never sees part of it. Thread-safe.
   // `error` empty means ok.
   void finished(const pipeline::ImageJob& job, const std::string& error, double ms);
+  // True once a line could not be written: said once, when it happened, and no line is
+  // written after it (a log with a line missing in its middle would mislead a reader).
+  bool failed() const;
+  // Closes the file (a network file system may report a failed write only then). Returns
+  // !failed(), said once as above.
+  bool close();
   // --skip-existing left these out: their outputs are there.
   void already_done(const std::vector<pipeline::ImageJob>& jobs);
   // A signal (`signal`: "SIGTERM") stopped the run before the last `n` of `jobs` started
@@ -43,10 +49,13 @@ class RunLog {
 
  private:
   void write(const std::string& line);
+  void fail(int error_number);  // with mutex_ held
+  std::string path_;
   int fd_;
   bool owned_;
+  bool failed_ = false;
   pipeline::OutputSet outputs_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
 };
 
 // pipeline::drop_finished_jobs, and a "skipped" line in `log` (when given) for each job it dropped.

@@ -1,11 +1,13 @@
 #include "top_classes.hpp"
 
+#include <cerrno>
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "standard_output.hpp"
 
 namespace vitattn::cli {
 
@@ -15,27 +17,26 @@ void check_classifier(const Options& o, const VitModel& model) {
   throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }
 
-TopClasses::TopClasses(int k, io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs)
-    : k_(k), labels_(std::move(labels)), jobs_(jobs), top_(jobs.size()) {}
+TopClasses::TopClasses(io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs)
+    : labels_(std::move(labels)), jobs_(jobs), top_(jobs.size()) {}
 
-void TopClasses::add(const pipeline::ImageJob& job, const RowVector& logits) {
+void TopClasses::add(const pipeline::ImageJob& job, std::vector<ClassScore> top) {
   const auto index = static_cast<std::size_t>(&job - jobs_.data());
   if (index >= jobs_.size()) throw Error(io::display(job.input) + ": not a job of this batch");  // a caller's bug
-  std::vector<ClassScore> top = top_classes(logits, k_);
   const std::lock_guard lock(mutex_);
   top_[index] = std::move(top);
 }
 
-std::filesystem::path TopClasses::finish(const std::filesystem::path& out) const {
+bool TopClasses::print() const {
   const std::lock_guard lock(mutex_);
-  std::vector<pipeline::ImagePrediction> predictions;
-  for (std::size_t i = 0; i < jobs_.size(); ++i)
-    if (top_[i]) predictions.push_back({jobs_[i].input, *top_[i]});
-  for (const pipeline::ImagePrediction& p : predictions) std::printf("%s\n", pipeline::prediction_line(p, labels_).c_str());
-  std::fflush(stdout);
-  const std::filesystem::path path = out / pipeline::predictions_name();
-  pipeline::write_predictions(path, predictions, labels_);
-  return path;
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    if (!top_[i]) continue;
+    const std::string line = pipeline::prediction_line({jobs_[i].input, *top_[i]}, labels_) + "\n";
+    if (std::fputs(line.c_str(), stdout) == EOF) break;  // the flush below says why
+  }
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) standard_output_failed("the classes (--top)", errno ? errno : EIO);
+  return !standard_output_has_failed();
 }
 
 }  // namespace vitattn::cli

@@ -1,7 +1,7 @@
 #pragma once
-// --top K: each image's K most likely classes, gathered from the workers, then printed and
-// written to <out>/predictions.csv in input order, whatever -j.
-#include <filesystem>
+// --top K: each image's K most likely classes, gathered from the workers and printed in input
+// order, whatever -j. (Each image writes its own rows, <name>_predictions.csv, and
+// predictions.csv is gathered from them: pipeline/batch_files.hpp.)
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -19,17 +19,16 @@ void check_classifier(const Options& o, const VitModel& model);
 class TopClasses {
  public:
   // `jobs` must outlive this and be the vector whose elements add() is handed.
-  TopClasses(int k, io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs);
+  TopClasses(io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs);
 
-  // Thread-safe: called by the workers (ProcessOptions::on_logits).
-  void add(const pipeline::ImageJob& job, const RowVector& logits);
+  // Thread-safe: called by the workers (ProcessOptions::on_top).
+  void add(const pipeline::ImageJob& job, std::vector<ClassScore> top);
 
-  // Prints one line per image that has its classes, in input order, and writes them to
-  // out/predictions.csv. Returns the CSV's path.
-  std::filesystem::path finish(const std::filesystem::path& out) const;
+  // Prints one line per image that has its classes, in input order. Returns false when
+  // standard output could not take them (said once: standard_output.hpp).
+  bool print() const;
 
  private:
-  int k_;
   io::ClassLabels labels_;
   const std::vector<pipeline::ImageJob>& jobs_;
   mutable std::mutex mutex_;

@@ -191,14 +191,16 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   return plan;
 }
 
-std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
-  return std::erase_if(plan.jobs, [&](const ImageJob& job) {
-    const auto paths = output_paths(job.output_base, outputs, job.video);
-    return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
-      std::error_code ec;  // symlink_status: a link at an output name is not a finished output
-      return fs::is_regular_file(fs::symlink_status(p, ec));
-    });
+bool job_finished(const ImageJob& job, const OutputSet& outputs) {
+  const auto paths = output_paths(job.output_base, outputs, job.video);
+  return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
+    std::error_code ec;  // symlink_status: a link at an output name is not a finished output
+    return fs::is_regular_file(fs::symlink_status(p, ec));
   });
+}
+
+std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
+  return std::erase_if(plan.jobs, [&](const ImageJob& job) { return job_finished(job, outputs); });
 }
 
 }  // namespace vitattn::pipeline

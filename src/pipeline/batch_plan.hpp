@@ -53,6 +53,10 @@ BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std
 
 std::filesystem::path with_suffix(const std::filesystem::path& base, const char* suffix);
 
+// True when every output of `job` is there as a regular file (a symlink does not count):
+// outputs are written whole (temporary file, then rename), so an output that exists is complete.
+bool job_finished(const ImageJob& job, const OutputSet& outputs);
+
 // --skip-existing: removes the jobs whose outputs are all there as regular files (a
 // symlink does not count), and returns how many. Outputs are written whole (temporary
 // file, then rename), so an output that exists is complete.

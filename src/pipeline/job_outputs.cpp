@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/error.hpp"
+#include "output_guard.hpp"
+
 namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 
@@ -17,11 +20,26 @@ std::string head_overlay_suffix(int head, const std::string& image_extension) {
   return "_attn_h" + std::to_string(head) + image_extension;
 }
 
-std::string report_suffix() { return "_report.html"; }
+const std::vector<BatchFile>& batch_files() {
+  static const std::vector<BatchFile> files{
+      {"predictions.csv", "_predictions.csv", &OutputSet::top, BatchFileKind::csv, "file,rank,class,label,probability", 1,
+       roles::predictions},
+      {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery},
+  };
+  return files;
+}
 
-std::string report_index_name() { return "index.html"; }
+const BatchFile& batch_file(bool OutputSet::*on) {
+  for (const BatchFile& f : batch_files())
+    if (f.on == on) return f;
+  throw Error("no batch file for this output");  // a caller's bug: the field has no row above
+}
 
-std::string predictions_name() { return "predictions.csv"; }
+std::string report_suffix() { return batch_file(&OutputSet::report).part_suffix; }
+
+std::string report_index_name() { return batch_file(&OutputSet::report).name; }
+
+std::string predictions_name() { return batch_file(&OutputSet::top).name; }
 
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
@@ -31,7 +49,8 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
     s.push_back("_cls.npy");
   }
   if (outputs.mask) s.push_back("_mask.npy");
-  if (outputs.report) s.push_back(report_suffix());
+  for (const BatchFile& f : batch_files())  // each image's part of a batch file
+    if (outputs.*f.on) s.push_back(f.part_suffix);
   return s;
 }
 
@@ -63,7 +82,7 @@ bool is_output_name(const fs::path& file) {
     every.image_extension = ext;
     every.save_attention = true;
     every.mask = true;
-    every.report = true;
+    for (const BatchFile& f : batch_files()) every.*f.on = true;
     for (const std::string& suffix : output_suffixes(every))
       if (ends_with(suffix)) return true;
     // "_attn_h<digits>.<ext>"

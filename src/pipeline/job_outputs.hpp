@@ -1,9 +1,11 @@
 #pragma once
-// The files one image job writes, named in one place. Input protection, the symlink
-// refusal, --skip-existing and the folder scan's "leave out vitattn's own outputs" all ask
-// here, so an output added later is covered by all of them at once: add it to OutputSet
-// and output_suffixes (and to `every` in is_output_name), and to written_outputs
-// (process_image.hpp) that says when it is on.
+// The files one image job writes, and the batch files gathered from them, named in one place.
+// Input protection, the symlink refusal, --skip-existing and the folder scan's "leave out
+// vitattn's own outputs" all ask here, so an output added later is covered by all of them at
+// once: add it to OutputSet and output_suffixes (and to `every` in is_output_name), and to
+// written_outputs (process_image.hpp) that says when it is on. A batch file (one file in the
+// output folder over every image of the batch) is one row of batch_files(): its per-image
+// part is then a job output like the others, and batch_files.hpp writes the file.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@ struct OutputSet {
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
+  bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = ".mp4";
 };
@@ -35,6 +38,28 @@ std::string overlay_suffix(const std::string& image_extension = ".png");
 
 // "_attn_h<h>.png" (or the format's extension): one head's overlay with --head all.
 std::string head_overlay_suffix(int head, const std::string& image_extension = ".png");
+
+// A file in the output folder over the whole batch, rebuilt from one part per image job that
+// the job writes beside its other outputs (batch_files.hpp says why and when).
+enum class BatchFileKind {
+  csv,      // `header`, then every part's rows (each part is `header` and its image's rows)
+  gallery,  // a page linking every part (the report pages), io::write_report_index
+};
+struct BatchFile {
+  const char* name;         // in the output folder: "predictions.csv"
+  const char* part_suffix;  // each image's part: <output base> + "_predictions.csv"
+  bool OutputSet::*on;      // the OutputSet field that turns it (and its parts) on
+  BatchFileKind kind;
+  const char* header;       // csv: the first line of the file and of every part, without "\n"
+  std::size_t min_images;   // written for a batch of at least this many images
+  const char* role;         // what the output guard calls it ("the predictions file")
+};
+
+// Every batch file, in the order they are written: predictions.csv (--top), index.html (--report).
+const std::vector<BatchFile>& batch_files();
+
+// The row of batch_files() that `on` turns on (&OutputSet::top: predictions.csv).
+const BatchFile& batch_file(bool OutputSet::*on);
 
 // The suffixes a job writes after its output base, the overlay "_attn.png" (.jpg, .webp) first (written
 // last, so that when it exists the others do too).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "files/file_io.hpp"
+#include "pipeline/job_outputs.hpp"
 
 namespace vitattn::pipeline {
 namespace {
@@ -24,7 +25,7 @@ std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& lab
 }
 
 std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels) {
-  std::string csv = "file,rank,class,label,probability\n";
+  std::string csv = std::string(batch_file(&OutputSet::top).header) + "\n";
   for (const ImagePrediction& p : predictions)
     for (std::size_t r = 0; r < p.top.size(); ++r)
       // 9 significant digits: enough to tell apart any two float32 probabilities.

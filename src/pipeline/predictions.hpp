@@ -1,6 +1,7 @@
 #pragma once
-// The classes each image was given (--top): one line per image for the terminal, and the
-// batch's predictions.csv (file, rank, class index, label, probability).
+// The classes each image was given (--top): one line per image for the terminal, and each
+// image's part of the batch's predictions.csv (file, rank, class index, label, probability),
+// <name>_predictions.csv, from which batch_files.hpp gathers predictions.csv.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,8 +19,8 @@ struct ImagePrediction {
 // "photo.jpg: cat 81.23%, dog 10.02%, frog 3.10%"
 std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels);
 
-// RFC 4180 CSV, header "file,rank,class,label,probability", one row per (image, rank),
-// images in the order given; a field with a comma, quote or line break is quoted.
+// RFC 4180 CSV, header "file,rank,class,label,probability" (batch_files()), one row per
+// (image, rank), images in the order given; a field with a comma, quote or line break is quoted.
 std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels);
 
 // predictions_csv written atomically to `path` (temp + rename). Throws Error naming it.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/classify.hpp"
 #include "core/query_key.hpp"
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
@@ -109,7 +110,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
     report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
                                model.patch_size, width, height},
                    layer, *options.report);
-  const bool classify = options.on_logits && model.w_head.size() > 0;
+  const bool classify = options.top && model.w_head.size() > 0;
   const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify);
   const std::vector<Matrix>& heads = attended.heads;
   const ForwardResult& result = attended.result;
@@ -142,11 +143,17 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
   }
+  std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
+  if (classify) {
+    classes = top_classes(result.logits, options.top->k);
+    write_predictions(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), {{job.input, classes}},
+                      options.top->labels);
+  }
   const std::string suffix_text = overlay_suffix(extension(options.format.format));
   const char* suffix = suffix_text.c_str();
   if (overlays.size() == 1) {
     write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
-    if (classify) options.on_logits(job, result.logits);
+    if (classify && options.on_top) options.on_top(job, std::move(classes));
     return;
   }
   for (std::size_t h = 0; h < overlays.size(); ++h) {
@@ -155,7 +162,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
   write_image_atomic(with_suffix(job.output_base, suffix), head_sheet(overlays), options.format);
-  if (classify) options.on_logits(job, result.logits);
+  if (classify && options.on_top) options.on_top(job, std::move(classes));
 }
 
 }  // namespace
@@ -194,6 +201,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
   outputs.report = options.report.has_value();
+  outputs.top = options.top.has_value() && model.w_head.size() > 0;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one.
   if (options.view.head == HeadChoice::all && !options.view.rollout && model.n_heads > 1)
     outputs.head_overlays = model.n_heads;

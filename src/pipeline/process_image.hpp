@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "batch_plan.hpp"
+#include "predictions.hpp"
 #include "image/image_loader.hpp"
 #include "view.hpp"
 #include "core/vit.hpp"
@@ -26,6 +27,12 @@ struct InputGrid {
   int grid_w = 0, grid_h = 0;    // patches
 };
 
+// --top: each image's k most likely classes, named by `labels`.
+struct TopRequest {
+  int k = 0;
+  io::ClassLabels labels;
+};
+
 struct ProcessOptions {
   RenderOptions render;
   OutputFormat format;          // the overlays' file format (PNG by default)
@@ -36,9 +43,11 @@ struct ProcessOptions {
   EncoderView view;
   std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
   std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
-  // When set, a model with a classifier runs every block and hands its logits (n_classes)
-  // here once the image's outputs are written (the top classes).
-  std::function<void(const ImageJob&, const RowVector& logits)> on_logits;
+  // When set, a model with a classifier runs every block, and each image's top.k classes are
+  // written as its part of predictions.csv (<name>_predictions.csv, before the overlay) and
+  // handed to on_top, when set, once the image's outputs are written.
+  std::optional<TopRequest> top;
+  std::function<void(const ImageJob&, std::vector<ClassScore> classes)> on_top;
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),

@@ -10,14 +10,6 @@
 namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 
-std::vector<fs::path> report_pages(const std::vector<ImageJob>& jobs, const fs::path& out) {
-  std::vector<fs::path> pages;
-  for (const ImageJob& job : jobs)
-    if (!job.video)  // a video gets no page
-      pages.push_back(with_suffix(job.output_base, report_suffix().c_str()).lexically_relative(out));
-  return pages;
-}
-
 fs::path write_report_gallery(const fs::path& out, const std::vector<fs::path>& pages) {
   const fs::path index = out / report_index_name();
   std::error_code ec;

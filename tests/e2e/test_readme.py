@@ -225,6 +225,8 @@ def expected(cwd, sub, opts, inputs, comment):
                     want.append(out / f"{f.stem}_mask.npy")
             if "--report" in opts:
                 want.append(out / f"{f.stem}_report.html")
+            if "--top" in opts:  # the image's rows of predictions.csv
+                want.append(out / f"{f.stem}_predictions.csv")
         if "--top" in opts and not sharded:
             want.append(out / "predictions.csv")
         if "--report" in opts and len(images) > 1 and not sharded:

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # A real Slurm cluster on this machine (munged, slurmctld and slurmd on loopback, one node
 # named localhost with the machine's CPUs and memory), running docs/slurm/vitattn-array.sbatch:
-#   1. sbatch --array=1-4 over a folder of a few hundred generated images: every output
-#      exists exactly once and equals the one-machine run byte for byte;
+#   1. sbatch --array=1-4 over a folder of a few hundred generated images, with the bundled
+#      model's --top and --report: no task writes a batch file (predictions.csv, index.html);
+#      then the final step (the same script with VITATTN_SHARD=none, a job depending on the
+#      array): every output exists exactly once and equals the one-machine run byte for byte,
+#      the batch files included;
 #   2. the same as --array=0-3 into a fresh folder, one task cancelled mid-run (scancel), then that task
-#      run again (scontrol requeue; the script always passes --skip-existing): the set is
-#      complete and again equal to the one-machine run.
+#      run again (scontrol requeue; the script always passes --skip-existing), then the final
+#      step: the set is complete and again equal to the one-machine run.
 # Everything lives in a temporary folder; the daemons are stopped on exit, also on failure.
 # Usage: run_slurm_test.sh VITATTN_BIN SOURCE_DIR
 # Needs root (SlurmUser=root, as in CI) and Debian's slurm-wlm and munge
@@ -149,11 +152,16 @@ for i in range(320):  # a few hundred, some in sub-folders, two stems shared
 cv2.imwrite(str(root / "img001.png"), base)  # next to img001.jpg: both get renamed outputs
 EOF
 n_inputs=$(find "$T/photos" -type f | wc -l)
+# The trained model has a classifier: each image's classes and page, and the batch files.
+DRAW="--model $SRC/models/vit_cifar10_tintn.safetensors --top 2 --report"
 start=$SECONDS
-"$BIN" "$T/photos" -r -o "$T/whole" -j 2 -q || die "the one-machine run failed"
+# shellcheck disable=SC2086  # DRAW is a list of options
+"$BIN" "$T/photos" -r -o "$T/whole" -j 2 -q $DRAW >/dev/null || die "the one-machine run failed"
 echo "one-machine run of $n_inputs images: $((SECONDS - start)) s"
 n_outputs=$(find "$T/whole" -type f | wc -l)
-check "one-machine run wrote $n_outputs outputs for $n_inputs inputs" test "$n_outputs" -eq "$n_inputs"
+# Per image: the overlay, its rows of predictions.csv, its page; then predictions.csv and index.html.
+check "one-machine run wrote $n_outputs outputs for $n_inputs inputs" test "$n_outputs" -eq $((3 * n_inputs + 2))
+check "predictions.csv has two rows per image" test "$(wc -l <"$T/whole/predictions.csv")" -eq $((1 + 2 * n_inputs))
 
 same_as_whole() {  # same_as_whole DIR: the same relative names, each byte-identical
   diff <(cd "$1" && find . -type f | sort) <(cd "$T/whole" && find . -type f | sort) >/dev/null &&
@@ -162,17 +170,26 @@ same_as_whole() {  # same_as_whole DIR: the same relative names, each byte-ident
 submit() {  # submit OUT [sbatch options…]: prints the job id
   local out="$1"
   shift
-  INPUT="$T/photos" OUTPUT="$out" VITATTN="$BIN" LOG_DIR="$out-logs" \
+  INPUT="$T/photos" OUTPUT="$out" VITATTN="$BIN" LOG_DIR="$out-logs" VITATTN_ARGS="$DRAW" \
     sbatch --parsable --chdir="$T/job" --output="$T/job/%A_%a.out" --cpus-per-task=1 --mem=500M "$@" \
     "$SRC/docs/slurm/vitattn-array.sbatch"
 }
 
+final_step() {  # final_step OUT ARRAY_JOB: the run without --shard, once the array is done
+  VITATTN_SHARD=none submit "$1" --array=0 --dependency=afterany:"$2" --wait >/dev/null
+}
+
 # --- 1. four array tasks together: the whole batch, once, byte-identical -------------
 start=$SECONDS
-submit "$T/sharded" --array=1-4 --wait >/dev/null || die "the array job failed"
+job=$(submit "$T/sharded" --array=1-4 --wait) || die "the array job failed"
 echo "array of 4 done in $((SECONDS - start)) s"
-check "the shards' outputs are the one-machine run's, byte for byte" same_as_whole "$T/sharded"
 logs=("$T/sharded-logs"/*.jsonl)
+check "no task wrote a batch file" test ! -e "$T/sharded/predictions.csv" -a ! -e "$T/sharded/index.html"
+final_step "$T/sharded" "$job" || die "the final step failed"
+echo "final step done after $((SECONDS - start)) s"
+check "after the final step the outputs are the one-machine run's, byte for byte" same_as_whole "$T/sharded"
+check "the final step drew nothing: every input skipped" \
+  test "$(cat "$T/sharded-logs"/vitattn-*_0.jsonl | grep -c '"status":"skipped"')" -eq "$n_inputs"
 check "one log per task" test "${#logs[@]}" -eq 4
 # Every input exactly once over the four logs, each with status ok, and no task idle.
 check "every input in exactly one task's log, ok" "$PY" - "$T/photos" "${logs[@]}" <<'EOF'
@@ -229,7 +246,8 @@ done
 state2=$(scontrol show job "${job}_2" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
 echo "second array, cancel and requeue: $((SECONDS - start)) s; $SECONDS s in all"
 check "the requeued task completed (JobState=$state2)" test "$state2" = COMPLETED
-check "after the rerun the set equals the one-machine run, byte for byte" same_as_whole "$T/resumed"
+final_step "$T/resumed" "$job" || die "the final step after the requeue failed"
+check "after the rerun and the final step the set equals the one-machine run, byte for byte" same_as_whole "$T/resumed"
 check "the rerun skipped what the cancelled run had written" \
   test "$(grep -c '"status":"skipped"' "$victim" || true)" -ge "$done2"
 

@@ -1,0 +1,149 @@
+"""The batch's own files (predictions.csv with --top, index.html with --report) after a
+resumed run and across shards: whatever order the batch was done in (interrupted and
+resumed, an overlay deleted and redone, every input skipped, shards one after the other or
+at once into one folder, shards in their own folders copied together), the output folder
+ends with exactly the files of one uninterrupted one-machine run, byte for byte.
+
+The one-machine run is the oracle: its tree is compared file by file with each other way of
+doing the same batch. Uses the bundled CIFAR-10 model (models/), which has a classifier.
+Environment: VITATTN_BIN.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+from pathlib import Path
+
+from harness import BIN, REPO, TmpCase, check_sanitizers, photo_like, run
+
+MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
+# What is drawn: the trained model's classes (predictions.csv) and pages (index.html).
+DRAW = ["--model", MODEL, "--top", "2", "--report", "-r"]
+BATCH_FILES = ("predictions.csv", "index.html")
+SLURM_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+              "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX")
+
+
+def tree(folder):
+    """{path relative to folder: bytes} of every file below it."""
+    folder = Path(folder)
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class BatchFiles(TmpCase):
+    tmp_prefix = "vitattn-batch-files-"
+
+    def setUp(self):
+        super().setUp()
+        self.src = self.dir / "in"
+        for i in range(14):  # a sub-folder, and one stem shared by two files (renamed outputs)
+            self.write(f"in/{'sub/' if i % 4 == 0 else ''}img{i:02d}.png", photo_like(120, 160, seed=i))
+        self.write("in/cat.jpg", photo_like(90, 120, seed=50))
+        self.write("in/cat.png", photo_like(90, 120, seed=51))
+        self.whole = self.draw("whole")
+
+    def draw(self, out, *extra, expect=0):
+        """The batch into self.dir/out (with `extra` options); returns that folder's files."""
+        rc, _, err = run(*DRAW, self.src, "-o", self.dir / out, *extra)
+        self.assertEqual(rc, expect, err)
+        self.err = err
+        return tree(self.dir / out)
+
+    def assert_whole(self, got, what):
+        """`got` is the one-machine run's tree: the same names, each byte for byte."""
+        self.assertEqual(sorted(got), sorted(self.whole), what)
+        for name in BATCH_FILES:
+            self.assertEqual(got[name].decode(), self.whole[name].decode(), f"{what}: {name}")
+        for name, data in self.whole.items():
+            self.assertEqual(got[name], data, f"{what}: {name} differs from the one-machine run")
+
+    def test_the_one_machine_run_lists_every_image(self):
+        csv = self.whole["predictions.csv"].decode().splitlines()
+        self.assertEqual(csv[0], "file,rank,class,label,probability")
+        self.assertEqual(len(csv), 1 + 2 * 16, "two rows per image")
+        self.assertEqual(self.whole["index.html"].decode().count('class="card"'), 16)
+
+    def test_interrupted_then_resumed_leaves_the_one_machine_files(self):
+        out = self.dir / "resumed"
+        env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
+        p = subprocess.Popen([BIN, *map(str, DRAW), str(self.src), "-o", str(out), "-j", "1",
+                              "--log-json", str(self.dir / "log.jsonl")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint)
+        log = self.dir / "log.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            if log.exists() and log.read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.002)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        check_sanitizers(["interrupted run"], err)
+        self.assertEqual(p.returncode, 143, f"the run was to be stopped by SIGTERM midway\n{err}")
+        done = sorted(out.glob("**/*_attn.png"))
+        self.assertTrue(0 < len(done) < 16, f"the interruption left {len(done)} of 16 overlays: nothing to resume")
+        got = self.draw("resumed", "--skip-existing")
+        self.assertIn(f"{len(done)} skipped", self.err)
+        self.assert_whole(got, "interrupted, then resumed with --skip-existing")
+
+    def test_one_overlay_deleted_then_resumed_leaves_the_one_machine_files(self):
+        shutil.copytree(self.dir / "whole", self.dir / "again")
+        (self.dir / "again" / "img03_attn.png").unlink()
+        got = self.draw("again", "--skip-existing")
+        self.assertIn("1 written", self.err)
+        self.assertIn("15 skipped", self.err)
+        self.assert_whole(got, "one overlay deleted, then resumed")
+
+    def test_every_input_skipped_still_rebuilds_the_batch_files(self):
+        shutil.copytree(self.dir / "whole", self.dir / "again")
+        (self.dir / "again" / "index.html").unlink()
+        (self.dir / "again" / "predictions.csv").write_text("file,rank,class,label,probability\nstale,1,0,x,1\n")
+        got = self.draw("again", "--skip-existing")
+        self.assertIn("16 skipped", self.err)
+        self.assert_whole(got, "every input skipped")
+
+    def test_shards_write_their_parts_and_the_final_step_the_batch_files(self):
+        # Shard by shard into one folder (shared storage): no shard writes a batch file, and
+        # each says which step does.
+        for k in (2, 3, 1):
+            self.draw("shared", "--shard", f"{k}/3")
+            self.assertIn("without --shard", self.err, "a shard says the batch files come from the final step")
+            for name in BATCH_FILES:
+                self.assertFalse((self.dir / "shared" / name).exists(), f"shard {k} wrote {name}")
+        # The final step: the same command without --shard, with --skip-existing: nothing redone.
+        got = self.draw("shared", "--skip-existing")
+        self.assertIn("16 skipped", self.err)
+        self.assert_whole(got, "three shards, then the final step")
+
+    def test_shards_at_the_same_time_into_one_folder(self):
+        out = self.dir / "concurrent"
+        env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
+        procs = [subprocess.Popen([BIN, *map(str, DRAW), str(self.src), "-o", str(out), "-j", "1", "--shard", f"{k}/4"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+                 for k in (1, 2, 3, 4)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            check_sanitizers(["a shard"], err)
+            self.assertEqual(p.returncode, 0, err)
+        got = self.draw("concurrent", "--skip-existing")
+        self.assertIn("16 skipped", self.err)
+        self.assert_whole(got, "four shards at once, then the final step")
+
+    def test_shards_in_their_own_folders_copied_together(self):
+        # Object storage: each task writes its own folder, the folders are copied into one.
+        merged = self.dir / "merged"
+        for k in (1, 2):
+            self.draw(f"own{k}", "--shard", f"{k}/2")
+            shutil.copytree(self.dir / f"own{k}", merged, dirs_exist_ok=True)
+        got = self.draw("merged", "--skip-existing")
+        self.assertIn("16 skipped", self.err)
+        self.assert_whole(got, "two shards' folders copied together, then the final step")
+
+
+if __name__ == "__main__":
+    unittest.main()
