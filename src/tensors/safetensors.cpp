@@ -11,6 +11,7 @@
 #include "files/file_kind.hpp"
 #include "files/fresh_memory.hpp"
 #include "files/mapped_file.hpp"
+#include "tensors/wrapper_prefixes.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -201,6 +202,7 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
   if (expected_begin != data_size)
     throw fail("file has " + std::to_string(data_size - expected_begin) +
                " bytes of data after the last tensor; the header accounts for " + std::to_string(expected_begin));
+  st.tensors_ = without_wrapper_prefixes(std::move(st.tensors_), source);  // as a .pth's are
   return st;
 }
 
