@@ -43,7 +43,7 @@ std::vector<NamedTensor> timm_tensors(int classes, std::uint64_t d = D) {
   add("blocks.0.attn.proj.weight", {d, d});
   add("blocks.0.mlp.fc1.weight", {MLP, d});
   add("blocks.0.mlp.fc2.weight", {d, MLP});
-  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d});
+  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d}), add("head.bias", {static_cast<std::uint64_t>(classes)});
   return t;
 }
 
@@ -92,6 +92,29 @@ TEST(OpenModel, TheRequestsHeadsWinOverTheConfig) {
   EXPECT_FLOAT_EQ(m.model.eps, 0.001f);  // what the request leaves alone, the config still says
   r.overrides.eps = 1e-5f;
   EXPECT_FLOAT_EQ(open_model(r).model.eps, 1e-5f);
+}
+
+TEST(OpenModel, TheFileAndItsConfigMustAgreeAndTheRequestOverridesBoth) {
+  test::TempDir dir;
+  const fs::path m = dir / "m.safetensors";
+  write_safetensors(m, timm_tensors(0), {{"num_heads", "2"}});
+  write_text(dir / "config.json", R"({"num_attention_heads": 4})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(m)); }),
+            m.string() + ": its __metadata__ gives 2 heads, " + (dir / "config.json").string() + " gives 4");
+  ModelRequest r = request_for(m);
+  r.overrides.heads = 4;  // the file against its config is still an error, whatever is asked
+  EXPECT_THROW(open_model(r), Error);
+  fs::remove(dir / "config.json");
+  const OpenedModel o = open_model(r);
+  EXPECT_EQ(o.model.n_heads, 4);
+  ASSERT_TRUE(o.heads_overridden);
+  EXPECT_EQ(o.heads_overridden->said, 2);
+  EXPECT_EQ(o.heads_overridden->by, "the file's __metadata__");
+  r.overrides.heads = 2;
+  EXPECT_FALSE(open_model(r).heads_overridden);
+  write_text(dir / "config.json", R"({"num_attention_heads": 2, "hidden_size": 16})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(m)); }),
+            m.string() + ": " + (dir / "config.json").string() + " says hidden_size 16, the file's model has D = 8");
 }
 
 TEST(OpenModel, AGuessedHeadCountComesBackAsData) {
