@@ -153,9 +153,12 @@ class LayoutCheck {
       if (has(weight_of(hp + f_.head)) || has(bias_of(hp + f_.head))) return linear(hp + f_.head, f_.biases);
   }
 
-  // The encoder's own names: the blocks', the patch embedding's and the final norm's.
+  // The encoder's own names: the blocks', the patch embedding's module ("patch_embed." of
+  // "patch_embed.proj": a norm there is the encoder's too) and the final norm's.
   bool in_encoder_names(const std::string& name) const {
-    std::vector<std::string> spaces{prefix_ + f_.patch_embed + "."};
+    const std::size_t dot = f_.patch_embed.rfind('.');
+    const std::string patch_module = dot == std::string::npos ? f_.patch_embed + "." : f_.patch_embed.substr(0, dot + 1);
+    std::vector<std::string> spaces{prefix_ + patch_module};
     if (numbered()) spaces.push_back(block_stem());
     else
       for (const auto& q : f_.block_naming.qkv) spaces.push_back(block_prefix(0) + q.substr(0, q.find('.') + 1));

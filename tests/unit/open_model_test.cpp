@@ -136,7 +136,8 @@ TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
   test::TempDir dir;
   write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"std", "0,0,0"}});
   EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
-            (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive");
+            (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive (a normalisation of "
+            "pixels in 0…1: std at least 1e-06, |mean| at most 1000); got mean 0.485000, std 0.000000 for channel 0");
   ModelRequest r = request_for(dir / "m.safetensors");
   r.std = std::array<float, 3>{0.5f, 0.5f, 0.5f};
   r.mean = std::array<float, 3>{0.1f, 0.2f, 0.3f};
