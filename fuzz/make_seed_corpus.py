@@ -282,6 +282,82 @@ write("pth", "bad-compressed.pth",
 write("pth", "bad-truncated.pth", good_pth[:-30])
 write("pth", "bad-legacy-pickle.pth", b"\x80\x02\x8a\x0alZ\xfc\x9cF\xf9 j\xa8P\x19.")
 
+# --- damaged layouts: every family's names with tensors missing, extra or misnamed ----------
+# (src/model/layout_check.hpp). A tiny ViT (D=4, P=2, one patch, two blocks) under each family's
+# names from the tests' own renamer (tests/pylib/harness.py); the safetensors seeds are opened
+# as the binary opens them, so a damaged layout is "bad-"; the .pth target accepts any
+# well-formed state dict, so its damaged layouts carry no ok-/bad- prefix (seeds, not checked).
+from harness import renamed_from_timm, timm_tensors  # noqa: E402
+
+LAYOUTS = {  # family: (block prefix, final norm weight, MLP bias in a block, classifier bias)
+    "timm": ("blocks.{}.", "norm.weight", "mlp.fc1.bias", "head.bias"),
+    "dino": ("blocks.{}.", "norm.weight", "mlp.fc1.bias", None),
+    "dinov2": ("blocks.{}.", "norm.weight", "mlp.fc1.bias", None),
+    "hf-vit": ("vit.encoder.layer.{}.", "vit.layernorm.weight", "intermediate.dense.bias", "classifier.bias"),
+    "hf-dinov2": ("encoder.layer.{}.", "layernorm.weight", "mlp.fc1.bias", None),
+    "torchvision": ("encoder.layers.encoder_layer_{}.", "encoder.ln.weight", "mlp.0.bias", "heads.head.bias"),
+    "tintn": ("encoder.blocks.{}.", None, "mlp.dense_1.bias", "classifier.bias"),
+}
+
+
+def family_state(family, layers=2):
+    t = timm_tensors(4, 2, 1, layers, 8, seed=3, classes=3 if LAYOUTS[family][3] else 0,
+                     registers=1 if family in ("dinov2", "hf-dinov2") else 0)
+    return renamed_from_timm(t, family, 4, layers)
+
+
+def layout_damages(family):
+    """name → the state dict damaged that way."""
+    block, final_norm, mlp_bias, head_bias = LAYOUTS[family]
+    out = {}
+    t = family_state(family, layers=3)  # block 1 removed: a gap between 0 and 2
+    out["block-gap"] = {k: v for k, v in t.items() if not k.startswith(block.format(1))}
+    t = family_state(family)
+    del t[block.format(1) + mlp_bias]
+    out["mlp-bias-missing"] = t
+    t = family_state(family)
+    t[block.format(0) + mlp_bias.replace("bias", "biass")] = t.pop(block.format(0) + mlp_bias)
+    out["misnamed"] = t
+    t = family_state(family)
+    t[block.format(1) + "attn.q_norm.weight"] = np.ones(4, np.float32)
+    out["extra-in-block"] = t
+    if final_norm:
+        t = family_state(family)
+        del t[final_norm]
+        out["norm-half"] = t
+    if head_bias:
+        t = family_state(family)
+        del t[head_bias]
+        out["head-bias-missing"] = t
+    return out
+
+
+def pth_state(tensors):
+    """A state dict of float32 tensors as torch.save writes it."""
+    items, storages = {}, {}
+    for i, (name, a) in enumerate(tensors.items()):
+        a = np.ascontiguousarray(a, "<f4")
+        stride = [int(np.prod(a.shape[k + 1:])) for k in range(a.ndim)]
+        storages[str(i)] = a.tobytes()
+        items[name] = pkl_tensor("FloatStorage", str(i), a.size, 0, a.shape, stride)
+    return pth(pkl_dict(items), storages)
+
+
+heads = {"num_heads": "2"}
+for fam in LAYOUTS:
+    write("safetensors", f"ok-layout-{fam}.safetensors", safetensors(family_state(fam), heads))
+    for damage, state in layout_damages(fam).items():
+        write("safetensors", f"bad-layout-{fam}-{damage}.safetensors", safetensors(state, heads))
+    write("pth", f"ok-layout-{fam}.pth", pth_state(family_state(fam)))
+    write("pth", f"layout-{fam}-block-gap.pth", pth_state(layout_damages(fam)["block-gap"]))
+write("safetensors", "ok-layout-module-prefix.safetensors",
+      safetensors({"module." + k: v for k, v in family_state("timm").items()}, heads))
+write("safetensors", "bad-layout-dino-head-weight-without-bias.safetensors",
+      safetensors({**family_state("dino"), "head.weight": np.ones((3, 4), np.float32)}, heads))
+write("safetensors", "ok-layout-dino-projection-head.safetensors",
+      safetensors({**family_state("dino"), "head.mlp.0.weight": np.ones((3, 4), np.float32),
+                   "head.last_layer.weight_g": np.ones((2, 1), np.float32)}, heads))
+
 # --- png (the encoder: bytes 0-6 choose width, height, channels, filter, level and IDAT size;
 #     the rest, repeated, are the pixels) ------------------------------------------------------
 

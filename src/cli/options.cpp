@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/normalization_limits.hpp"
 #include "files/text.hpp"
 #include "model/checkpoint_families.hpp"
 #include "hub/hf_cache.hpp"
@@ -168,6 +169,11 @@ CLI::Validator rgb_triplet(bool positive) {
           const auto v = io::parse_rgb_triplet(s, "value");
           if (positive && !(v[0] > 0 && v[1] > 0 && v[2] > 0))
             return fmt::format("each value must be positive, got \"{}\"", s);
+          // normalization_limits.hpp: what can be a normalisation of pixels in 0…1
+          if (positive && !(plausible_std(v[0]) && plausible_std(v[1]) && plausible_std(v[2])))
+            return fmt::format("each value must be at least {:g} (pixels are in 0…1), got \"{}\"", kMinStd, s);
+          if (!positive && !(plausible_mean(v[0]) && plausible_mean(v[1]) && plausible_mean(v[2])))
+            return fmt::format("each value must be within ±{:g} (pixels are in 0…1), got \"{}\"", kMaxAbsMean, s);
         } catch (const Error&) {
           return fmt::format("expected three finite numbers \"r,g,b\", got \"{}\"", s);
         }

@@ -6,6 +6,7 @@
 #include "attention.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
+#include "normalization_limits.hpp"
 #include "parallel_for.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
@@ -103,8 +104,10 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
     expect("classifier bias", b_head, w_head.rows(), true);
   }
   for (std::size_t c = 0; c < 3; ++c)
-    if (!std::isfinite(norm.mean[c]) || !(norm.std[c] > 0.0f) || !std::isfinite(norm.std[c]))
-      throw Error(source + ": mean must be finite and std finite and positive");
+    if (!plausible_mean(norm.mean[c]) || !plausible_std(norm.std[c]))
+      throw Error(source + ": mean must be finite and std finite and positive (a normalisation of pixels in 0…1: std at "
+                  "least 1e-06, |mean| at most 1000); got mean " + std::to_string(norm.mean[c]) + ", std " +
+                  std::to_string(norm.std[c]) + " for channel " + std::to_string(c));
 }
 
 Matrix embed_image(const VitModel& model, const ImageTensor& image) {
@@ -219,6 +222,26 @@ void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, Bloc
   add_branch(x, buf.hidden, block.w_fc2, block.b_fc2, block.ls2, buf.branch);
 }
 
+// A NaN or ∞ in the activations (a normalisation or weights that overflow float32) spreads to
+// every later token through LayerNorm and attention. What a forward hands out is checked once:
+// each kept head's rows, the final tokens and the logits, one pass over what was computed
+// anyway, small next to the products that made it. The heads are checked by their row sums:
+// softmax_rows answers a row whose maximum is not finite with zeros (a fully masked row; the
+// forward masks nothing), and a NaN fails the comparison.
+[[noreturn]] void non_finite(int layer) {
+  throw Error("the activations became non-finite (NaN or infinity) by layer " + std::to_string(layer) +
+              ": the normalisation or the weights overflow float32");
+}
+
+void require_finite_rows(const Matrix& attention, int layer) {
+  if (!((attention.rowwise().sum().array() - 1.0f).abs() < 0.5f).all()) non_finite(layer);
+}
+
+template <class Derived>
+void require_finite(const Eigen::DenseBase<Derived>& m, int layer) {
+  if (!m.allFinite()) non_finite(layer);
+}
+
 }  // namespace
 
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options) {
@@ -237,6 +260,9 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
     std::vector<Matrix>* keep = nullptr;
     if (l >= keep_from) keep = options.on_attention ? &streamed : &result.attention[static_cast<std::size_t>(l - keep_from)];
     run_block(model, model.blocks[static_cast<std::size_t>(l)], x, buf, keep, !full && l == last, options.scale);
+    if (keep)  // this layer's heads, the last n_heads of `keep`
+      for (std::size_t h = keep->size() - static_cast<std::size_t>(model.n_heads); h < keep->size(); ++h)
+        require_finite_rows((*keep)[h], l);
     if (keep == &streamed) {
       options.on_attention(l, streamed);
       streamed.clear();
@@ -244,9 +270,11 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   }
   if (!full) return result;
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
+  require_finite(result.tokens, last);
   if (model.w_head.size() > 0) {
     // class token (1, d_model) · w_headᵀ (d_model, n_classes) → logits (1, n_classes)
     result.logits = linear(result.tokens.topRows(1), model.w_head, model.b_head);
+    require_finite(result.logits, last);
   }
   return result;
 }

@@ -17,6 +17,7 @@ std::vector<CheckpointFamily> make_families() {
                1e-6f, Gelu::erf, kImageNet});
   f.back().heads = 1;
   f.back().class_position = true;
+  f.back().biases = false;
   // timm's names are shared by timm ViT/DeiT, DINO and DINOv2; detection tells them apart
   // by what else the file holds (see vit_loader.cpp), their defaults differ.
   f.push_back({"timm", "timm ViT / DeiT (augreg normalisation 0.5/0.5)", {""}, "patch_embed.proj", "cls_token",
@@ -64,6 +65,9 @@ std::vector<CheckpointFamily> make_families() {
 }
 
 }  // namespace
+
+std::string weight_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "weight"; }
+std::string bias_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "bias"; }
 
 const std::vector<CheckpointFamily>& checkpoint_families() {
   static const std::vector<CheckpointFamily> families = make_families();

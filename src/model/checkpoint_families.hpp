@@ -42,7 +42,14 @@ struct CheckpointFamily {
   PosInterp pos_interp = PosInterp::bicubic;  // how the family's library resamples positions
   int heads = 0;                      // head count when the file does not say; 0: guess D/64
   bool class_position = false;        // positions must include the class token's ([1, 1 + N, D])
+  // Every linear has its bias (the qkv's, which some models lack, in every block or in none;
+  // layout_check.hpp). False: each bias is optional (the single-head layout).
+  bool biases = true;
 };
+
+// A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".
+std::string weight_of(const std::string& linear);
+std::string bias_of(const std::string& linear);
 
 // The native single-head layout (models/README.md): what --save-model writes.
 inline constexpr const char* kNativeFamily = "single-head";

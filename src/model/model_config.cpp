@@ -61,6 +61,9 @@ void read_config(const json& c, const fs::path& file, ModelConfig& out) {
   out.heads = positive_int(c, "num_attention_heads", file, 4096);
   out.image_size = positive_int(c, "image_size", file, 1 << 16);
   out.patch_size = positive_int(c, "patch_size", file, 1024);
+  out.hidden_size = positive_int(c, "hidden_size", file, 1 << 16);
+  out.layers = positive_int(c, "num_hidden_layers", file, 4096);
+  out.intermediate_size = positive_int(c, "intermediate_size", file, 1 << 20);
   if (const auto it = c.find("layer_norm_eps"); it != c.end() && !it->is_null()) {
     if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() >= 1)
       throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", display(file), printable(it->dump(), true)));
@@ -90,6 +93,7 @@ ModelConfig read_model_config(const fs::path& dir) {
   if (const auto c = read_json(config)) {
     read_config(*c, config, out);
     out.sources = display(config);
+    out.config_json = config;
   }
   if (const auto p = read_json(preprocessor)) {
     read_preprocessor(*p, preprocessor, out);

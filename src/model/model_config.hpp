@@ -13,6 +13,10 @@ struct ModelConfig {
   int heads = 0;                              // num_attention_heads (HF), model_args.num_heads (timm); 0: not said
   int image_size = 0;                         // image_size (HF), pretrained_cfg.input_size (timm)
   int patch_size = 0;                         // patch_size
+  int hidden_size = 0;                        // hidden_size (HF): D; 0: not said
+  int layers = 0;                             // num_hidden_layers (HF)
+  int intermediate_size = 0;                  // intermediate_size (HF): d_mlp
+  std::filesystem::path config_json;          // the config.json read; empty: none
   std::optional<float> eps;                   // layer_norm_eps
   std::optional<std::array<float, 3>> mean;   // image_mean (preprocessor), pretrained_cfg.mean (timm)
   std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std

@@ -40,12 +40,51 @@ fs::path weights_file(const ModelRequest& r) {
   return fs::path(r.source);
 }
 
-// The file's head count, else the config's; the file's eps, else the config's; then the request's.
-VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& config) {
+// The request's head count, else the file's, else the config's (check_head_counts says where
+// they differ); the file's eps, else the config's; then the request's.
+VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& config, bool file_has_heads) {
   VitOverrides o = asked;
-  if (o.heads == 0) o.heads = config.heads;
+  if (o.heads == 0 && !file_has_heads) o.heads = config.heads;
   if (!o.eps && config.eps) o.eps = config.eps;
   return o;
+}
+
+// The file's head count against its config.json's: two different models, an error. The
+// request's over either: said back, the request wins.
+std::optional<HeadsOverridden> check_head_counts(const SafeTensors& st, const ModelConfig& config, const std::string& name,
+                                                 int asked) {
+  const std::optional<long> file = metadata_heads(st);
+  if (file && config.heads > 0 && *file != config.heads)
+    throw Error(fmt::format("{}: its __metadata__ gives {} heads, {} gives {}", name, *file, display(config.config_json),
+                            config.heads));
+  if (asked <= 0) return std::nullopt;
+  if (file && *file != asked) return HeadsOverridden{asked, static_cast<int>(*file), "the file's __metadata__"};
+  if (config.heads > 0 && config.heads != asked) return HeadsOverridden{asked, config.heads, display(config.config_json)};
+  return std::nullopt;
+}
+
+// The config's sizes against the file's: a config.json of another model is not used.
+void check_config_sizes(const ModelConfig& config, const VitModel& m, const std::string& name) {
+  const auto differ = [&](const char* key, int said, int has, const std::string& has_text) {
+    if (said > 0 && said != has)
+      throw Error(fmt::format("{}: {} says {} {}, the file's model has {}", name, display(config.config_json), key, said,
+                              has_text));
+  };
+  differ("hidden_size", config.hidden_size, m.d_model(), fmt::format("D = {}", m.d_model()));
+  differ("num_hidden_layers", config.layers, m.n_layers(), fmt::format("{} blocks", m.n_layers()));
+  if (!m.blocks.empty() && m.blocks.front().has_mlp()) {
+    const auto d_mlp = static_cast<int>(m.blocks.front().w_fc1.rows());
+    differ("intermediate_size", config.intermediate_size, d_mlp, fmt::format("an MLP {} wide", d_mlp));
+  }
+}
+
+// "a, b, … and N more", for -v.
+std::string some_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 20;
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + printable(names[i]);
+  if (names.size() > kShown) s += fmt::format(" and {} more", names.size() - kShown);
+  return s;
 }
 
 // Where the config files beside the weights are, and what they said; none for bytes in memory.
@@ -60,9 +99,13 @@ OpenedModel open_tensors(const SafeTensors& st, const Beside& beside, const std:
   const ModelConfig& config = beside.config;
   OpenedModel out;
   if (!config.sources.empty()) out.details.push_back("settings from " + config.sources);
-  LoadedVit loaded = load_vit(st, merged_overrides(r.overrides, config));
+  out.heads_overridden = check_head_counts(st, config, name, r.overrides.heads);
+  LoadedVit loaded = load_vit(st, merged_overrides(r.overrides, config, metadata_heads(st).has_value()));
   if (loaded.heads_guessed) out.heads_guessed = HeadsGuessed{loaded.model.n_heads, static_cast<int>(loaded.model.d_model())};
-  if (r.overrides.heads == 0 && config.heads > 0) loaded.heads_from = config.sources;
+  if (r.overrides.heads == 0 && config.heads > 0 && !metadata_heads(st)) loaded.heads_from = config.sources;
+  check_config_sizes(config, loaded.model, name);
+  if (!loaded.outside.empty())
+    out.details.push_back("tensors outside the encoder, not read: " + some_names(loaded.outside));
   if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)
     throw Error(fmt::format("{}: its config says patch_size {}, its patch embedding has {}", name, config.patch_size,
                             loaded.model.patch_size));

@@ -10,8 +10,10 @@
 // The steps, each once and in this order: the weights file (the hub callback, else the path);
 // the tensor file (safetensors mapped, or .pth, by its name or zip magic); the config files
 // beside it; the overrides (the request wins over the config files, which win over the file's
-// own __metadata__, which wins over the family's defaults; a head count in __metadata__ must
-// agree with any other); family detection and loading (vit_loader.hpp); normalisation;
+// own __metadata__, which wins over the family's defaults; the file's head count and its
+// config.json's must agree, a requested one wins over both and comes back as HeadsOverridden;
+// the config's sizes must be the file's); family detection, the layout and loading
+// (layout_check.hpp, vit_loader.hpp); normalisation;
 // validation, once, after every setting is in; class labels.
 //
 // Why a callback for the hub, not a link to vitattn_hub: the hub is libcurl and libcrypto, and
@@ -60,11 +62,20 @@ struct HeadsGuessed {
   int d_model = 0;
 };
 
+// The head count asked for is not the one the file's __metadata__ or its config.json gives: the
+// request wins, and the caller should say so, naming both.
+struct HeadsOverridden {
+  int asked = 0;
+  int said = 0;
+  std::string by;  // "the file's __metadata__", or the config.json's path
+};
+
 struct OpenedModel {
   VitModel model;
   ClassLabels labels;                        // empty unless asked for and the model has a classifier
   std::filesystem::path file;                // the weights file read; empty for the seeded model
   std::optional<HeadsGuessed> heads_guessed;
+  std::optional<HeadsOverridden> heads_overridden;
   std::vector<std::string> details;          // for -v, in order: settings sources, summary, class names
 };
 

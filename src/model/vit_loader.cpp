@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "model/layout_check.hpp"
 #include "model/rgb_triplet.hpp"
 
 namespace vitattn::io {
@@ -62,10 +63,6 @@ class Reader {
 
   const SafeTensors& st_;
 };
-
-// "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".
-std::string weight_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "weight"; }
-std::string bias_of(const std::string& linear) { return linear + (linear.ends_with('_') ? "" : ".") + "bias"; }
 
 std::string block_prefix(const std::string& prefix, const CheckpointFamily& f, int i) {
   std::string b = f.block;
@@ -212,14 +209,22 @@ int square_root(std::uint64_t n) {
 
 }  // namespace
 
+std::optional<long> metadata_heads(const SafeTensors& st) {
+  std::optional<long> heads = metadata_int(st, "num_heads");
+  return heads ? heads : metadata_int(st, "heads");
+}
+
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
   const auto [family, prefix] = detect(st, overrides.family);
   const CheckpointFamily& f = *family;
+  // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.
+  const Layout layout = check_layout(st, f, prefix);
   const Reader r(st);
   const std::string& src = st.source();
   LoadedVit out;
   out.family = f.name;
   out.prefix = prefix;
+  out.outside = layout.outside;
   VitModel& m = out.model;
 
   // D and P from the patch embedding, Conv2d weight [D, 3, P, P].
@@ -284,22 +289,18 @@ LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
     break;
   }
 
-  // Heads: __metadata__, else the override, else the family's own count, else D/64 (every
-  // standard ViT uses 64-wide heads).
+  // Heads: the override, else __metadata__, else the family's own count, else D/64 (every
+  // standard ViT uses 64-wide heads). open_model says where the sources disagree.
   const auto d_attn = static_cast<long>(m.d_attn());
-  std::optional<long> meta_heads = metadata_int(st, "num_heads");
-  if (!meta_heads) meta_heads = metadata_int(st, "heads");
-  if (meta_heads) {
-    if (overrides.heads > 0 && overrides.heads != *meta_heads)
-      throw Error({roles::head_count, std::to_string(overrides.heads)},
-                        "__metadata__ gives " + std::to_string(*meta_heads) + " heads, not " + std::to_string(overrides.heads), src);
-    if (*meta_heads <= 0 || *meta_heads > d_attn)
-      throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
-    m.n_heads = static_cast<int>(*meta_heads);
-    out.heads_from = "__metadata__";
-  } else if (overrides.heads > 0) {
+  const std::optional<long> meta_heads = metadata_heads(st);
+  if (meta_heads && (*meta_heads <= 0 || *meta_heads > d_attn))
+    throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
+  if (overrides.heads > 0) {
     m.n_heads = overrides.heads;
     out.heads_from = "asked for";
+  } else if (meta_heads) {
+    m.n_heads = static_cast<int>(*meta_heads);
+    out.heads_from = "__metadata__";
   } else if (f.heads > 0) {
     m.n_heads = f.heads;
     out.heads_from = "the " + f.name + " layout";

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/checkpoint_families.hpp"
 #include "core/vit.hpp"
@@ -18,7 +19,7 @@ inline constexpr const char* head_count = "head count";  // an Error's Subject (
 
 struct VitOverrides {
   std::string family;          // empty: recognise from the tensor names
-  int heads = 0;               // 0: from __metadata__, else the family's, else d_model / 64
+  int heads = 0;               // over __metadata__'s; 0: from __metadata__, else the family's, else d_model / 64
   std::optional<float> eps;    // LayerNorm ε
   std::optional<Gelu> gelu;
   std::optional<PosInterp> pos_interp;
@@ -30,6 +31,7 @@ struct LoadedVit {
   std::string prefix;          // e.g. "vit." for ViTForImageClassification
   std::string heads_from;      // where the head count came from, for -v
   bool heads_guessed = false;  // neither the file nor the overrides said: D/64, which may be wrong
+  std::vector<std::string> outside;  // tensors outside the encoder's names, not read (layout_check.hpp)
   std::string summary() const; // one line for -v: family, sizes, ε, GELU, mean/std
 };
 
@@ -37,11 +39,15 @@ struct LoadedVit {
 const char* pos_interp_name(PosInterp p);
 std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
+// The head count the file's __metadata__ gives (num_heads, or heads), if any.
+std::optional<long> metadata_heads(const SafeTensors& st);
+
 // Reads every tensor the family names, checking its shape and, as it is read, its values (a
 // NaN or infinity names the tensor). The whole model is not validated here: open_model does
 // that once, after the settings that come later (config files, the caller's). Throws Error
-// "PATH: …" naming the missing or misshaped tensor; Error about roles::head_count when the
-// head count asked for, or the lack of one, does not fit the file.
+// "PATH: …" naming the missing or misshaped tensor (first the whole layout, on the names:
+// layout_check.hpp); Error about roles::head_count when the head count asked for, or the lack
+// of one, does not fit the file. A head count asked for wins over __metadata__'s.
 LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides = {});
 
 }  // namespace vitattn::io

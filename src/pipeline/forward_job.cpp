@@ -69,7 +69,12 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
 ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
-  for (const ImageTensor& x : images) add_image(model, x, r.scale, arrays);
+  try {
+    for (const ImageTensor& x : images) add_image(model, x, r.scale, arrays);
+  } catch (const Error& e) {  // the core's errors name no file (activations that became non-finite)
+    if (e.subject()) throw;
+    throw Error(io::display(input) + ": " + e.what());
+  }
   ForwardInputResult out;
   out.input = input;
   out.images = images.size();

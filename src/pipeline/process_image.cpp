@@ -64,8 +64,8 @@ struct Attended {
   ForwardResult result;
 };
 
-Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                bool classify) {
+Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
+                      bool classify) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
   ForwardOptions fo;
@@ -84,6 +84,17 @@ Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOption
   a.result = forward(model, x, fo);
   if (view.rollout) a.rollout = rollout.result();
   return a;
+}
+
+// The core's errors name no file (activations that became non-finite): `source` is the input's.
+Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
+                bool classify, const std::string& source) {
+  try {
+    return attend_steps(model, x, options, report, classify);
+  } catch (const Error& e) {
+    if (e.subject()) throw;  // a chosen value: the caller says it with its option
+    throw Error(source + ": " + e.what());
+  }
 }
 
 // The model input's size and grid for a decoded image (H, W).
@@ -111,7 +122,7 @@ void process(const ImageJob& job, const VitModel& model, const ProcessOptions& o
                                model.patch_size, width, height},
                    layer, *options.report);
   const bool classify = options.top && model.w_head.size() > 0;
-  const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify);
+  const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify, display(job.input));
   const std::vector<Matrix>& heads = attended.heads;
   const ForwardResult& result = attended.result;
   const std::vector<Matrix> maps = encoder_maps(model, heads, attended.rollout, view, grid_h, grid_w);
@@ -172,7 +183,7 @@ std::vector<Matrix> attention_maps(const cv::Mat& bgr, const VitModel& model, co
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-  const Attended attended = attend(model, x, options, nullptr, false);
+  const Attended attended = attend_steps(model, x, options, nullptr, false);
   return encoder_maps(model, attended.heads, attended.rollout, options.view, g.grid_h, g.grid_w);
 }
 

@@ -101,6 +101,18 @@ void make_frames_folder(const fs::path& dir, const ImageJob& job) {
   if (ec) throw Error(io::display(job.input) + ": cannot make " + io::display(dir) + ": " + ec.message());
 }
 
+// One frame's maps; the core's errors name no file (activations that became non-finite): the
+// video's and the frame's.
+std::vector<Matrix> frame_maps(const Decoded& d, const VitModel& model, const ProcessOptions& options, InputGrid& grid,
+                               const std::string& source) {
+  try {
+    return attention_maps(d.bgr, model, options, &grid);
+  } catch (const Error& e) {
+    if (e.subject()) throw;  // a chosen value: the caller says it with its option
+    throw Error(fmt::format("{}: frame {}: {}", source, d.index, e.what()));
+  }
+}
+
 }  // namespace
 
 fs::path frames_folder(const ImageJob& job) { return with_suffix(job.output_base, "_frames"); }
@@ -142,7 +154,7 @@ void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel&
       for (std::optional<Decoded> d; (d = decoded.pop());) {
         if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
         InputGrid grid;
-        std::vector<Matrix> maps = attention_maps(d->bgr, model, options, &grid);
+        std::vector<Matrix> maps = frame_maps(*d, model, options, grid, source);
         if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);
         if (video.smooth) smooth_maps(maps, ema, *video.smooth);
         const std::vector<cv::Mat> overlays = draw_overlays(d->bgr, maps, options);

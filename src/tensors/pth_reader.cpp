@@ -164,15 +164,7 @@ SafeTensors parse_pth(const std::vector<std::uint8_t>& bytes, const std::string&
   }
   if (!any) throw Error(source + ": no tensors in " + (key.empty() ? std::string("the file") : "key " + printable(key)) +
                         " (its weights may sit under another key)");
-  for (const char* prefix : kWrapperPrefixes) {
-    std::map<std::string, const Value*> renamed;
-    for (const auto& [name, t] : tensors) {
-      const std::string n = name.starts_with(prefix) ? name.substr(std::strlen(prefix)) : name;
-      if (!renamed.emplace(n, t).second)
-        throw Error(source + ": removing the prefix " + prefix + " makes two tensors named " + printable(n));
-    }
-    tensors = std::move(renamed);
-  }
+  tensors = without_wrapper_prefixes(std::move(tensors), source);
 
   // Check every view, then gather them into one buffer laid out as a safetensors data section.
   // Views may repeat or expand a storage, so the total is capped by a multiple of the file's size.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensors/safetensors.hpp"
+#include "tensors/wrapper_prefixes.hpp"
 
 namespace vitattn::io {
 
@@ -23,7 +24,5 @@ SafeTensors load_pth(const std::filesystem::path& path, const std::string& key =
 
 // The keys scripts/pth_to_safetensors.py tries, in order, when no key is given.
 inline constexpr const char* kNestedStateKeys[] = {"model", "state_dict", "teacher", "student"};
-// Prefixes that training wrappers put before every name (DistributedDataParallel, DINO).
-inline constexpr const char* kWrapperPrefixes[] = {"module.", "backbone."};
 
 }  // namespace vitattn::io

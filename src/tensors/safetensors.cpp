@@ -11,6 +11,7 @@
 #include "files/file_kind.hpp"
 #include "files/fresh_memory.hpp"
 #include "files/mapped_file.hpp"
+#include "tensors/wrapper_prefixes.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -235,6 +236,7 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
       st.tensors_[key_in_file] = read_entry(printable(key_in_file), entry, data_size, fail);
   }
   check_tiling(st.tensors_, data_size, fail);
+  st.tensors_ = without_wrapper_prefixes(std::move(st.tensors_), source);  // as a .pth's are
   return st;
 }
 

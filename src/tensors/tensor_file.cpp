@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "files/file_kind.hpp"
 #include "files/text.hpp"
 #include "files/mapped_file.hpp"
 #include "tensors/pth_reader.hpp"
@@ -20,26 +21,27 @@ void refuse_key(const std::string& source, const std::string& key) {
 
 }  // namespace
 
-bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
-  const std::string ext = lower_extension(path);
-  if (ext == ".pth" || ext == ".pt" || ext == ".bin") return true;
+bool is_pytorch_file(const std::filesystem::path& path, std::span<const std::uint8_t> head, std::uint64_t file_size) {
   static const std::uint8_t zip_magic[4] = {'P', 'K', 3, 4};
-  return bytes.size() >= 4 && std::equal(zip_magic, zip_magic + 4, bytes.begin());
+  if (head.size() >= 4 && std::equal(zip_magic, zip_magic + 4, head.begin())) return true;
+  if (is_kind(FileKind::safetensors, head, file_size)) return false;
+  const std::string ext = lower_extension(path);
+  return ext == ".pth" || ext == ".pt" || ext == ".bin";
 }
 
 SafeTensors load_tensor_file(const std::filesystem::path& path, const std::string& key) {
   // A safetensors file stays mapped (SafeTensors::map); a PyTorch file is read whole, its zip
-  // entries parsed from memory. The zip magic is looked for in the mapping's first bytes.
+  // entries parsed from memory. What the file is comes from the mapping's first bytes.
   auto map = std::make_shared<const MappedFile>(path);
-  const auto magic = map->copy(0, 4);
-  if (!magic) throw Error(display(path) + ": the file shrank while it was being read (another program truncated it?)");
-  if (is_pytorch_file(path, *magic)) return parse_pth(read_file(path), display(path), key);
+  const auto head = map->copy(0, 16);
+  if (!head) throw Error(display(path) + ": the file shrank while it was being read (another program truncated it?)");
+  if (is_pytorch_file(path, *head, map->size())) return parse_pth(read_file(path), display(path), key);
   refuse_key(display(path), key);
   return SafeTensors::map(std::move(map), display(path));
 }
 
 SafeTensors parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key) {
-  if (is_pytorch_file(source, bytes)) return parse_pth(bytes, source, key);
+  if (is_pytorch_file(source, std::span(bytes).first(std::min<std::size_t>(bytes.size(), 16)), bytes.size())) return parse_pth(bytes, source, key);
   refuse_key(source, key);
   return SafeTensors::parse(std::move(bytes), source);
 }

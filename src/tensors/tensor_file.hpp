@@ -1,8 +1,13 @@
 #pragma once
 // One entry point for a file of named tensors, whatever its format: safetensors, or a
-// PyTorch checkpoint (by its extension .pth/.pt/.bin, or the zip magic "PK\3\4" that
-// torch.save writes). Both come back as the SafeTensors the model loaders take.
+// PyTorch checkpoint. What a file is comes from its bytes, whatever its name: the zip magic
+// "PK\3\4" that torch.save writes, or a safetensors header (files/file_kind.hpp); a file that
+// is neither goes by its name (.pth/.pt/.bin: the PyTorch reader, which names the legacy
+// format; else the safetensors reader, which says what is wrong). Both come back as the
+// SafeTensors the model loaders take, without the wrapper prefixes (pth_reader.hpp).
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,8 +15,9 @@
 
 namespace vitattn::io {
 
-// True for a PyTorch checkpoint (by name, or by the zip magic at the start of `bytes`).
-bool is_pytorch_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+// True for a PyTorch checkpoint: `head` (the file's first bytes, 16 are enough) starts with the
+// zip magic, or is no safetensors header and the name ends .pth, .pt or .bin.
+bool is_pytorch_file(const std::filesystem::path& path, std::span<const std::uint8_t> head, std::uint64_t file_size);
 
 // `key`: the dict inside a PyTorch file that holds the weights (pth_reader.hpp); empty picks
 // one. A safetensors file has no nested dicts, so a key is refused there. Throws Error "PATH: …".

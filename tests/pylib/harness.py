@@ -151,12 +151,14 @@ def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_
 
 
 def renamed_from_timm(t, family, d, layers):
-    """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2"; timm, dino and
+    """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2", "tintn"; timm, dino and
     dinov2 are timm's own), as tests/python/test_torch_crosscheck's exporters do, in numpy.
     A classifier comes along (heads.head, classifier), register tokens too; an HF Dinov2 file
     always holds its mask token."""
     if family in ("timm", "dino", "dinov2"):
         return t
+    if family == "tintn":  # tintn has no final norm: timm's is left out
+        return _renamed_to_tintn(t, layers)
     split = lambda w: (w[:d], w[d:2 * d], w[2 * d:])  # noqa: E731  (d, d) each of the (3d, d) qkv
     if family == "torchvision":
         out = {"conv_proj.weight": t["patch_embed.proj.weight"], "conv_proj.bias": t["patch_embed.proj.bias"],
@@ -200,6 +202,22 @@ def renamed_from_timm(t, family, d, layers):
                 continue
             stem = next(n for n in sorted(names, key=len, reverse=True) if rest == n or rest.startswith(n + "."))
             out[dst + names[stem] + rest[len(stem):]] = value
+    return out
+
+
+def _renamed_to_tintn(t, layers):
+    """timm_tensors' names → tintn's (vision-transformer-from-scratch), final norm left out."""
+    out = {"embedding.patch_embeddings.projection.weight": t["patch_embed.proj.weight"],
+           "embedding.patch_embeddings.projection.bias": t["patch_embed.proj.bias"],
+           "embedding.cls_token": t["cls_token"], "embedding.position_embeddings": t["pos_embed"]}
+    if "head.weight" in t:
+        out["classifier.weight"], out["classifier.bias"] = t["head.weight"], t["head.bias"]
+    names = {"norm1": "layernorm_1", "attn.qkv": "attention.qkv_projection", "attn.proj": "attention.output_projection",
+             "norm2": "layernorm_2", "mlp.fc1": "mlp.dense_1", "mlp.fc2": "mlp.dense_2"}
+    for i in range(layers):
+        for stem, dst in names.items():
+            for part in ("weight", "bias"):
+                out[f"encoder.blocks.{i}.{dst}.{part}"] = t[f"blocks.{i}.{stem}.{part}"]
     return out
 
 

@@ -43,7 +43,7 @@ std::vector<NamedTensor> timm_tensors(int classes, std::uint64_t d = D) {
   add("blocks.0.attn.proj.weight", {d, d});
   add("blocks.0.mlp.fc1.weight", {MLP, d});
   add("blocks.0.mlp.fc2.weight", {d, MLP});
-  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d});
+  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d}), add("head.bias", {static_cast<std::uint64_t>(classes)});
   return t;
 }
 
@@ -94,6 +94,29 @@ TEST(OpenModel, TheRequestsHeadsWinOverTheConfig) {
   EXPECT_FLOAT_EQ(open_model(r).model.eps, 1e-5f);
 }
 
+TEST(OpenModel, TheFileAndItsConfigMustAgreeAndTheRequestOverridesBoth) {
+  test::TempDir dir;
+  const fs::path m = dir / "m.safetensors";
+  write_safetensors(m, timm_tensors(0), {{"num_heads", "2"}});
+  write_text(dir / "config.json", R"({"num_attention_heads": 4})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(m)); }),
+            m.string() + ": its __metadata__ gives 2 heads, " + (dir / "config.json").string() + " gives 4");
+  ModelRequest r = request_for(m);
+  r.overrides.heads = 4;  // the file against its config is still an error, whatever is asked
+  EXPECT_THROW(open_model(r), Error);
+  fs::remove(dir / "config.json");
+  const OpenedModel o = open_model(r);
+  EXPECT_EQ(o.model.n_heads, 4);
+  ASSERT_TRUE(o.heads_overridden);
+  EXPECT_EQ(o.heads_overridden->said, 2);
+  EXPECT_EQ(o.heads_overridden->by, "the file's __metadata__");
+  r.overrides.heads = 2;
+  EXPECT_FALSE(open_model(r).heads_overridden);
+  write_text(dir / "config.json", R"({"num_attention_heads": 2, "hidden_size": 16})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(m)); }),
+            m.string() + ": " + (dir / "config.json").string() + " says hidden_size 16, the file's model has D = 8");
+}
+
 TEST(OpenModel, AGuessedHeadCountComesBackAsData) {
   // D = 128 and nothing saying how many heads: 128 / 64 = 2, said as a structured warning.
   test::TempDir dir;
@@ -113,7 +136,8 @@ TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
   test::TempDir dir;
   write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"std", "0,0,0"}});
   EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
-            (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive");
+            (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive (a normalisation of "
+            "pixels in 0…1: std at least 1e-06, |mean| at most 1000); got mean 0.485000, std 0.000000 for channel 0");
   ModelRequest r = request_for(dir / "m.safetensors");
   r.std = std::array<float, 3>{0.5f, 0.5f, 0.5f};
   r.mean = std::array<float, 3>{0.1f, 0.2f, 0.3f};

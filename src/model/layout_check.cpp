@@ -1,0 +1,192 @@
+#include "model/layout_check.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+
+namespace vitattn::io {
+namespace {
+
+// "a, b, c and 4 more": a whole block missing names its prefix in the gap message instead.
+std::string name_list(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 8;
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + printable(names[i]);
+  if (names.size() > kShown) s += " and " + std::to_string(names.size() - kShown) + " more";
+  return s;
+}
+
+class LayoutCheck {
+ public:
+  LayoutCheck(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix)
+      : st_(st), f_(f), prefix_(prefix) {}
+
+  Layout run() {
+    Layout out;
+    const std::vector<int> blocks = block_numbers();
+    out.n_blocks = blocks.empty() ? 0 : blocks.back() + 1;
+    refuse_gaps(blocks);
+    linear(prefix_ + f_.patch_embed, false);  // some releases (CLIP's) have no patch bias
+    need(prefix_ + f_.cls_token);
+    need(prefix_ + f_.pos_embed);
+    for (const auto& name : f_.registers) take(prefix_ + name);
+    for (int i = 0; i < out.n_blocks; ++i) block(i);
+    same_in_every_block(out.n_blocks);
+    if (!f_.final_norm.empty()) norm(prefix_ + f_.final_norm);
+    classifier();
+    std::vector<std::string> unused;
+    for (const auto& entry : st_.tensors()) {
+      if (used_.contains(entry.first)) continue;
+      (in_encoder_names(entry.first) ? unused : out.outside).push_back(entry.first);
+    }
+    refuse(unused);
+    return out;
+  }
+
+ private:
+  bool has(const std::string& name) const { return st_.find(name) != nullptr; }
+  void need(const std::string& name) {
+    if (has(name)) used_.insert(name);
+    else if (std::find(missing_.begin(), missing_.end(), name) == missing_.end()) missing_.push_back(name);
+  }
+  void take(const std::string& name) {
+    if (has(name)) used_.insert(name);
+  }
+  void norm(const std::string& stem) {
+    need(stem + ".weight");
+    need(stem + ".bias");
+  }
+  void linear(const std::string& stem, bool biased) {
+    need(weight_of(stem));
+    biased ? need(bias_of(stem)) : take(bias_of(stem));
+  }
+
+  bool numbered() const { return f_.block.find("{i}") != std::string::npos; }
+  // "blocks." of "blocks.{i}.", with the prefix; the whole block name for a family of one block.
+  std::string block_stem() const { return prefix_ + f_.block.substr(0, f_.block.find("{i}")); }
+  std::string block_prefix(int i) const {
+    if (!numbered()) return prefix_ + f_.block;
+    return block_stem() + std::to_string(i) + f_.block.substr(f_.block.find("{i}") + 3);
+  }
+
+  // The block numbers the file's names hold, ascending: "blocks.7.norm1.weight" → 7.
+  std::vector<int> block_numbers() const {
+    if (!numbered()) return {0};
+    const std::string stem = block_stem(), after = f_.block.substr(f_.block.find("{i}") + 3);
+    std::set<int> found;
+    for (const auto& entry : st_.tensors()) {
+      const std::string& name = entry.first;
+      if (!name.starts_with(stem)) continue;
+      std::size_t end = stem.size();
+      while (end < name.size() && end - stem.size() < 7 && name[end] >= '0' && name[end] <= '9') ++end;
+      const std::string digits = name.substr(stem.size(), end - stem.size());
+      if (digits.empty() || (digits.size() > 1 && digits[0] == '0') || name.compare(end, after.size(), after) != 0)
+        continue;  // not a block's name: left for the unused names
+      found.insert(std::stoi(digits));
+    }
+    return {found.begin(), found.end()};
+  }
+
+  void refuse_gaps(const std::vector<int>& blocks) const {
+    std::vector<std::string> gaps;
+    for (int i = 0, k = 0; i < (blocks.empty() ? 0 : blocks.back()); ++i) {
+      if (blocks[static_cast<std::size_t>(k)] == i) ++k;
+      else gaps.push_back(block_prefix(i) + "*");
+    }
+    if (gaps.empty()) return;
+    throw Error(st_.source() + ": a " + f_.name + " model's blocks are numbered without a gap, and this file has no " +
+                name_list(gaps) + " (its blocks go up to " + block_prefix(blocks.back()) + "*)");
+  }
+
+  // Parts some models of a family lack (a qkv bias, layer scale): counted per block, then
+  // required in every block once one block has them.
+  void optional_part(int i, const std::string& relative) {
+    if (!has(block_prefix(i) + relative)) return;
+    take(block_prefix(i) + relative);
+    ++optional_[relative];
+  }
+  void same_in_every_block(int n_blocks) {
+    for (const auto& [relative, count] : optional_)
+      if (count < n_blocks)
+        for (int i = 0; i < n_blocks; ++i) need(block_prefix(i) + relative);
+  }
+
+  void block(int i) {
+    const BlockNaming& n = f_.block_naming;
+    const std::string bp = block_prefix(i);
+    if (!n.norm1.empty()) norm(bp + n.norm1);
+    biased_together(i, n.qkv);  // q, k and v each with a bias, or none of them
+    if (!n.ls1.empty()) optional_part(i, n.ls1);
+    if (!n.fc1.empty()) norm(bp + n.norm2);
+    std::string fc1 = n.fc1, fc2 = n.fc2;  // an older release's names when the current ones are absent
+    if (n.fc_alt.size() == 2 && !has(bp + weight_of(fc1)) && !has(bp + bias_of(fc1)) &&
+        (has(bp + weight_of(n.fc_alt[0])) || has(bp + bias_of(n.fc_alt[0]))))
+      fc1 = n.fc_alt[0], fc2 = n.fc_alt[1];
+    std::vector<std::string> linears;  // the projection and the MLP: trained with biases, or all without
+    for (const std::string& l : {n.proj, fc1, fc2})
+      if (!l.empty()) linears.push_back(l);
+    biased_together(i, linears);
+    if (!n.ls2.empty()) optional_part(i, n.ls2);
+  }
+
+  // The block's `linears`, each weight required; their biases (in a family with biases) all
+  // there or none, and the same in every block. Without biases (the single-head layout) each
+  // bias is optional.
+  void biased_together(int i, const std::vector<std::string>& linears) {
+    const std::string bp = block_prefix(i);
+    const bool any = std::any_of(linears.begin(), linears.end(), [&](const std::string& l) { return has(bp + bias_of(l)); });
+    for (const auto& l : linears) {
+      need(bp + weight_of(l));
+      if (!f_.biases) take(bp + bias_of(l));
+      else if (any) need(bp + bias_of(l));
+      if (f_.biases) optional_part(i, bias_of(l));
+    }
+  }
+
+  // Optional, but whole; outside the backbone prefix in Hugging Face files ("classifier.*").
+  void classifier() {
+    if (f_.head.empty()) return;
+    for (const std::string& hp : {prefix_, std::string()})
+      if (has(weight_of(hp + f_.head)) || has(bias_of(hp + f_.head))) return linear(hp + f_.head, f_.biases);
+  }
+
+  // The encoder's own names: the blocks', the patch embedding's module ("patch_embed." of
+  // "patch_embed.proj": a norm there is the encoder's too) and the final norm's.
+  bool in_encoder_names(const std::string& name) const {
+    const std::size_t dot = f_.patch_embed.rfind('.');
+    const std::string patch_module = dot == std::string::npos ? f_.patch_embed + "." : f_.patch_embed.substr(0, dot + 1);
+    std::vector<std::string> spaces{prefix_ + patch_module};
+    if (numbered()) spaces.push_back(block_stem());
+    else
+      for (const auto& q : f_.block_naming.qkv) spaces.push_back(block_prefix(0) + q.substr(0, q.find('.') + 1));
+    if (!f_.final_norm.empty()) spaces.push_back(prefix_ + f_.final_norm + ".");
+    return std::any_of(spaces.begin(), spaces.end(), [&](const std::string& s) { return name.starts_with(s); });
+  }
+
+  void refuse(const std::vector<std::string>& unused) const {
+    if (missing_.empty() && unused.empty()) return;
+    std::string what = st_.source() + ": not a complete " + f_.name + " model:";
+    if (!missing_.empty()) what += " missing " + name_list(missing_);
+    if (!missing_.empty() && !unused.empty()) what += ";";
+    if (!unused.empty()) what += " not of the " + f_.name + " layout (misnamed, or from another model?): " + name_list(unused);
+    throw Error(what);
+  }
+
+  const SafeTensors& st_;
+  const CheckpointFamily& f_;
+  const std::string prefix_;
+  std::set<std::string> used_;
+  std::vector<std::string> missing_;  // in the order found
+  std::map<std::string, int> optional_;
+};
+
+}  // namespace
+
+Layout check_layout(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix) {
+  return LayoutCheck(st, f, prefix).run();
+}
+
+}  // namespace vitattn::io
