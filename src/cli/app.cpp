@@ -243,7 +243,8 @@ void check_run(const Options& o, const ImageRun& r) {
   const fs::path out = o.output;
   if (r.batch && o.top > 0) guard.writes(out / pipeline::predictions_name(), pipeline::roles::predictions);
   // A shard leaves the gallery out: the shards' galleries would all be <out>/index.html.
-  if (r.batch && r.outputs.report && !r.shard) guard.writes(out / pipeline::report_index_name(), pipeline::roles::gallery);
+  if (r.batch && r.outputs.report && !r.shard)
+    guard.writes(out / pipeline::report_index_name(), pipeline::roles::gallery, io::FileKind::vitattn_page);
   if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
     guard.writes(o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines);
   if (!o.save_model.empty()) guard.writes(o.save_model, io::roles::saved_model, io::FileKind::safetensors);

@@ -51,6 +51,13 @@ std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet&
   return paths;
 }
 
+std::optional<io::FileKind> replaces_only(const fs::path& output) {
+  const std::string name = output.filename().string(), page = report_suffix();
+  if (name.size() > page.size() && name.compare(name.size() - page.size(), page.size(), page) == 0)
+    return io::FileKind::vitattn_page;
+  return std::nullopt;
+}
+
 bool is_output_name(const fs::path& file) {
   const std::string name = file.filename().string();
   const auto ends_with = [&name](const std::string& suffix) {

@@ -5,8 +5,11 @@
 // and output_suffixes (and to `every` in is_output_name), and to written_outputs
 // (process_image.hpp) that says when it is on.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "files/file_kind.hpp"
 
 namespace vitattn::pipeline {
 
@@ -48,6 +51,12 @@ std::vector<std::string> video_output_suffixes(const OutputSet& outputs);
 // output_base + every suffix (a video job's when `video`).
 std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs,
                                                 bool video = false);
+
+// What an existing file at a job's output path must be for the output to replace it: a report
+// page ("_report.html") replaces only a page vitattn wrote (a page of someone else's may well
+// have that name); nothing for the other outputs, which replace a file of their name (an
+// earlier run's).
+std::optional<io::FileKind> replaces_only(const std::filesystem::path& output);
 
 // True when the file name is one that some vitattn run writes ("x_attn.png", "x_attn.jpg",
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.
