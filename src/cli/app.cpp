@@ -182,7 +182,8 @@ void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions&
   const bool file = !o.model.file.empty();  // the seeded model is made at --img-size: that is its own grid
   if (o.keep_aspect) {
     const int s = file && o.model.img_size_given ? shape.img_size : model.grid_h * p;
-    spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} patches of {} px", s, s / p, p);
+    spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} of {} px", s,
+                  io::counted(static_cast<std::size_t>(s / p), "patch", "patches"), p);
     options.on_grid = [](const pipeline::ImageJob& job, const pipeline::InputGrid& g) {
       spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
                     g.input_h, g.grid_w, g.grid_h);
@@ -226,6 +227,7 @@ ImageRun plan_run(const Options& o) {
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   check_classifier(o, r.model);
+  warn_top_above_classes(o, r.model);
   r.process = process_options(o);
   pipeline::check_view(r.model, r.process.view, o.model.file.empty() ? "the seeded model" : o.model.file);
   log_grid(o, r.model, r.process);
@@ -248,7 +250,7 @@ void check_run(const Options& o, const ImageRun& r) {
   // The batch files: also under --shard, which leaves them to the run without it (that run
   // would replace what is there).
   for (const pipeline::BatchFile& file : pipeline::batch_files())
-    if (r.batch && r.outputs.*file.on) guard.writes(fs::path(o.output) / file.name, file.role);
+    if (r.batch && r.outputs.*file.on) guard.writes(fs::path(o.output) / file.name, file.role, file.replaces_only);
   if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
     guard.writes(o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines);
   if (!o.save_model.empty()) guard.writes(o.save_model, io::roles::saved_model, io::FileKind::safetensors);
@@ -279,8 +281,8 @@ void select_jobs(const Options& o, ImageRun& r, RunLog* log) {
   if (!r.shard) r.batch_jobs = r.plan.jobs;
   if (r.shard) {
     const std::size_t others = keep_shard(r.plan.jobs, *r.shard);
-    spdlog::debug("shard {}/{}: {} inputs, {} left to the other shards", r.shard->index, r.shard->count,
-                  r.plan.jobs.size(), others);
+    spdlog::debug("shard {}/{}: {}, {} left to the other shards", r.shard->index, r.shard->count,
+                  io::counted(r.plan.jobs.size(), "input", "inputs"), others);
   }
   r.total = r.plan.jobs.size();
   r.videos = static_cast<std::size_t>(std::count_if(r.plan.jobs.begin(), r.plan.jobs.end(),
@@ -315,7 +317,9 @@ std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* l
   const int workers = std::min(o.jobs > 0 ? o.jobs : cores, static_cast<int>(r.plan.jobs.size()));
   const int threads_each = workers > 1 ? 1 : cores;
   pipeline::set_library_threads(threads_each);
-  spdlog::debug("{} images, {} workers, {} threads each", r.plan.jobs.size(), workers, threads_each);
+  spdlog::debug("{}, {}, {} each", io::counted(r.plan.jobs.size(), "image", "images"),
+                io::counted(static_cast<std::size_t>(workers), "worker", "workers"),
+                io::counted(static_cast<std::size_t>(threads_each), "thread", "threads"));
 
   pipeline::ProcessOptions process = r.process;
   std::optional<TopClasses> top;

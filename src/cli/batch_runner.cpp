@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "interrupt.hpp"
 #include "files/file_io.hpp"
+#include "files/text.hpp"
 
 namespace vitattn::cli {
 
@@ -59,10 +60,9 @@ BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
 
 // "3 images", "1 video", "2 images and 1 video": a video is one input, not one image.
 static std::string count_inputs(std::size_t total, std::size_t videos) {
-  const auto plural = [](std::size_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); };
-  if (videos == 0) return plural(total, "image");
-  if (videos == total) return plural(total, "video");
-  return plural(total - videos, "image") + " and " + plural(videos, "video");
+  if (videos == 0) return io::counted(total, "image", "images");
+  if (videos == total) return io::counted(total, "video", "videos");
+  return io::counted(total - videos, "image", "images") + " and " + io::counted(videos, "video", "videos");
 }
 
 std::string batch_summary(std::size_t total, std::size_t videos, std::size_t skipped, const BatchResult& r,

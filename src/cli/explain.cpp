@@ -133,7 +133,7 @@ int explain(std::ostream& out, const std::string& heatmap_png, const std::string
     throw Error(Subject{kHeatmapRole, heatmap_png}, "writes a PNG image; give a name ending in .png");
   pipeline::OutputGuard guard;
   if (!heatmap_png.empty()) guard.writes(heatmap_png, kHeatmapRole, io::FileKind::png);
-  if (!html.empty()) guard.writes(html, kPageRole, io::FileKind::html);
+  if (!html.empty()) guard.writes(html, kPageRole, io::FileKind::vitattn_page);
   out << "Attention, step by step: weights = softmax(Q·Kᵀ / √d_k), output = weights·V\n";
   example_a(out);
   const Matrix weights_b = example_b(out);

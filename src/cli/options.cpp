@@ -190,16 +190,29 @@ const CLI::Validator kHeadChoice(
     },
     "", "head choice");
 
-// A choice among names, case-insensitive, into its enum (or other value): IsMember lists the
-// names in the help and the error, and lets only them through (so that CheckedTransformer,
-// which also takes a mapped value such as "2", sees names only); CheckedTransformer converts.
+// Other names users type for a choice, each → the choice's own name: "jpeg" → "jpg".
+using Aliases = std::vector<std::pair<std::string, std::string>>;
+
+// Every option that is a choice among names goes through here: any case, the common aliases,
+// into its enum (or other value). The alias Transformer runs first and passes other words
+// through; IsMember lists the names in the help and the error, and lets only them through (so
+// that CheckedTransformer, which also takes a mapped value such as "2", sees names only);
+// CheckedTransformer converts.
 template <typename T>
-void choose_from(CLI::Option* option, const std::vector<std::pair<std::string, T>>& choices) {
+void choose_from(CLI::Option* option, const std::vector<std::pair<std::string, T>>& choices, const Aliases& aliases = {}) {
   std::vector<std::string> names;
   for (const auto& c : choices) names.push_back(c.first);
   option->transform(CLI::CheckedTransformer(choices, CLI::ignore_case).description(""));
   option->transform(CLI::IsMember(names, CLI::ignore_case));  // transforms added later run first
+  if (!aliases.empty()) option->transform(CLI::Transformer(aliases, CLI::ignore_case).description(""));
   option->type_name("TEXT");  // not CLI11's "ENUM"
+}
+
+// A choice whose value is its name (the checkpoint families).
+std::vector<std::pair<std::string, std::string>> named(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& n : names) out.emplace_back(n, n);
+  return out;
 }
 
 std::vector<std::pair<std::string, int>> colormaps() {
@@ -315,14 +328,15 @@ void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) 
                      "The dict inside a .pth that holds the weights, e.g. teacher in DINO's full checkpoints "
                      "(default: model, state_dict, teacher or student when present, else the top level)")
           ->type_name("NAME"),
-      app.add_option("--family", m.overrides.family, "Checkpoint naming, when recognising it from the tensor names is not enough")
-          ->check(CLI::IsMember(io::family_names())),
+      app.add_option("--family", m.overrides.family,
+                     "Checkpoint naming, when recognising it from the tensor names is not enough (deit is timm)"),
       app.add_option("--heads", m.overrides.heads, "Number of heads, when the file does not say (default: D/64)")
           ->check(CLI::Range(1, 1 << 12)),
       app.add_option("--eps", m.overrides.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
           ->check(finite_in(1e-30, 1.0))};
   CLI::Option* gelu = app.add_option("--gelu", m.overrides.gelu, "GELU form (default: the family's, erf)");
   choose_from(gelu, std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}});
+  choose_from(file_only[1], named(io::family_names()), {{"deit", "timm"}, {"hf_vit", "hf-vit"}, {"hf_dinov2", "hf-dinov2"}});
   for (CLI::Option* option : file_only) option->group(group)->needs(model);
   gelu->group(group)->needs(model);
   choose_from(app.add_option("--pos-interp", m.overrides.pos_interp,
@@ -333,11 +347,11 @@ void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) 
 }
 
 void add_view_options(CLI::App& app, Options& o) {
-  const std::string group = "Checkpoints";
   app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
       ->type_name("K")
       ->check(CLI::Range(1, 1 << 20))
-      ->group(group);
+      ->group("Checkpoints");
+  const std::string group = "View (any model)";
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))
@@ -385,18 +399,22 @@ void add_output_options(CLI::App& app, Options& o) {
       ->group(group);
   choose_from(app.add_option("--report-precision", o.report_precision,
                              "Report: how the page stores each attention weight: u8, 8 bits with a per-row scale "
-                             "(error ≤ 1/510 of the row's largest weight), or f16, half precision (error ≤ 2⁻¹¹ of "
-                             "the weight; twice the size)")
+                             "(error ≤ 1/510 of the row's largest weight), or f16 (fp16), half precision (error ≤ "
+                             "2⁻¹¹ of the weight; twice the size)")
                   ->default_str("u8")
                   ->needs(report)
                   ->group(group),
               std::vector<std::pair<std::string, io::ReportPrecision>>{{"u8", io::ReportPrecision::u8},
-                                                                       {"f16", io::ReportPrecision::f16}});
-  choose_from(app.add_option("--interp", o.render.interp, "Upsampling of the map: nearest shows the patch grid")
+                                                                       {"f16", io::ReportPrecision::f16}},
+              {{"fp16", "f16"}, {"float16", "f16"}, {"half", "f16"}, {"uint8", "u8"}});
+  choose_from(app.add_option("--interp", o.render.interp,
+                             "Upsampling of the map: nearest shows the patch grid (bilinear and bicubic are linear and "
+                             "cubic)")
                   ->default_str("linear")
                   ->group(group),
               std::vector<std::pair<std::string, io::Interp>>{
-                  {"nearest", io::Interp::nearest}, {"linear", io::Interp::linear}, {"cubic", io::Interp::cubic}});
+                  {"nearest", io::Interp::nearest}, {"linear", io::Interp::linear}, {"cubic", io::Interp::cubic}},
+              {{"bilinear", "linear"}, {"bicubic", "cubic"}});
   choose_from(app.add_option("--colormap", o.render.colormap, "OpenCV colormap")->default_str("jet")->group(group),
               colormaps());
   app.add_option("--alpha", o.render.alpha, "Weight of the heatmap in the blend")
@@ -404,11 +422,12 @@ void add_output_options(CLI::App& app, Options& o) {
       ->check(finite_in(0.0, 1.0))
       ->group(group);
   choose_from(app.add_option("--format", o.format.format,
-                             "Overlay file format: png (lossless), or jpg and webp for small previews")
+                             "Overlay file format: png (lossless), or jpg (jpeg) and webp for small previews")
                   ->default_str("png")
                   ->group(group),
               std::vector<std::pair<std::string, io::ImageFormat>>{
-                  {"png", io::ImageFormat::png}, {"jpg", io::ImageFormat::jpg}, {"webp", io::ImageFormat::webp}});
+                  {"png", io::ImageFormat::png}, {"jpg", io::ImageFormat::jpg}, {"webp", io::ImageFormat::webp}},
+              {{"jpeg", "jpg"}});
   app.add_option("--quality", o.format.quality, "JPEG or WebP quality (default 90)")
       ->check(CLI::Range(1, 100))
       ->group(group);

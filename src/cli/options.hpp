@@ -99,7 +99,8 @@ CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m);
 // "Checkpoints", how to read the file: --key, --family, --heads, --eps, --gelu, --pos-interp.
 // Each but --pos-interp needs `model`.
 void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model);
-// "Checkpoints", what is drawn: --top, --layer, --head, --rollout, --discard-ratio, --keep-aspect.
+// What is drawn: --top ("Checkpoints": it needs a classifier); --layer, --head, --rollout,
+// --discard-ratio, --keep-aspect ("View (any model)": the seeded head is a one-layer ViT too).
 void add_view_options(CLI::App& app, Options& o);
 // "Output": --threshold, --save-attention, --report…, --interp, --colormap, --alpha, --format,
 // --quality, --max-pixels, --strict.

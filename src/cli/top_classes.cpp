@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
@@ -15,6 +16,13 @@ void check_classifier(const Options& o, const VitModel& model) {
   if (o.top <= 0 || model.w_head.size() > 0) return;
   if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
   throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
+}
+
+void warn_top_above_classes(const Options& o, const VitModel& model) {
+  const auto classes = model.w_head.rows();  // (n_classes, d_model)
+  if (o.top <= classes || classes == 0) return;
+  spdlog::warn("--top {}: {} has {} classes; each image gets all {}", o.top,
+               o.model.file.empty() ? std::string("the model") : o.model.file, classes, classes);
 }
 
 TopClasses::TopClasses(io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs)

@@ -2,9 +2,14 @@
 
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -59,7 +64,52 @@ bool is_pnm(Bytes b) {
          (b[2] == '\n' || b[2] == '\r' || b[2] == ' ' || b[2] == '\t');
 }
 
+std::string_view text_of(Bytes b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+// An HTML page as browsers sniff one: after a UTF-8 byte order mark and white space, "<!DOCTYPE
+// html" or "<html" in any case.
+bool is_html(Bytes b) {
+  std::string_view text = text_of(b);
+  if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);
+  text.remove_prefix(std::min(text.size(), text.find_first_not_of(" \t\r\n\f")));
+  const auto starts = [&](std::string_view tag) {
+    if (text.size() < tag.size()) return false;
+    for (std::size_t i = 0; i < tag.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(text[i])) != tag[i]) return false;
+    return true;
+  };
+  return starts("<!doctype html") || starts("<html");
+}
+
+// The start of page_generator_tag() that every vitattn version writes: its version may differ.
+constexpr std::string_view kGeneratorMark = "<meta name=\"generator\" content=\"vitattn";
+
+bool is_vitattn_page(Bytes b) {
+  return is_html(b) && text_of(b.first(std::min(b.size(), kPageMarkWithin))).find(kGeneratorMark) != std::string_view::npos;
+}
+
+const char* kind_name(FileKind kind) {
+  switch (kind) {
+    case FileKind::png: return "a PNG image";
+    case FileKind::safetensors: return "a safetensors file";
+    case FileKind::json_lines: return "a JSON Lines log";
+    case FileKind::vitattn_page: return "a page vitattn wrote";
+  }
+  return "?";
+}
+
+// What a file that is not of `kind` is: "is a JPEG image, not a PNG image", "is not a JSON Lines
+// log", and for a page the one finding that matters: an HTML page, but not vitattn's.
+std::string found_instead(FileKind kind, Bytes head, std::uint64_t file_size) {
+  if (kind == FileKind::vitattn_page && is_html(head))
+    return fmt::format("is an HTML page that vitattn did not write (no {}…\"> in it)", kGeneratorMark);
+  const std::string is = describe_kind(head, file_size);
+  return is.empty() ? fmt::format("is not {}", kind_name(kind)) : fmt::format("is {}, not {}", is, kind_name(kind));
+}
+
 }  // namespace
+
+std::string page_generator_tag() { return fmt::format("{} {}\">", kGeneratorMark, VITATTN_VERSION); }
 
 std::string describe_kind(Bytes head, std::uint64_t file_size) {
   if (file_size == 0) return "an empty file";
@@ -67,6 +117,7 @@ std::string describe_kind(Bytes head, std::uint64_t file_size) {
   for (const Signature& s : kSignatures)
     if (starts_with(head, s.magic, s.size, s.at)) return s.description;
   if (is_pnm(head)) return "a PNM image";
+  if (is_html(head)) return "an HTML page";
   return {};
 }
 
@@ -75,35 +126,33 @@ bool is_kind(FileKind kind, Bytes head, std::uint64_t file_size) {
     case FileKind::png: return starts_with(head, kSignatures[0].magic, kSignatures[0].size);
     case FileKind::safetensors: return is_safetensors(head, file_size);
     case FileKind::json_lines: return !head.empty() && head[0] == '{';
-    case FileKind::html: return std::string_view(reinterpret_cast<const char*>(head.data()), head.size()).starts_with("<!DOCTYPE html>");
+    case FileKind::vitattn_page: return is_vitattn_page(head);
   }
   return false;
 }
 
-void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& role) {
-  const std::string what = kind == FileKind::png           ? "a PNG image"
-                           : kind == FileKind::safetensors ? "a safetensors file"
-                           : kind == FileKind::html        ? "an HTML page"
-                                                           : "a JSON Lines log";
-  const auto refuse = [&](const std::string& detail) { return Error(Subject{role, display(path)}, detail); };
+std::optional<std::string> not_replaceable(const std::filesystem::path& path, FileKind kind) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;  // a new file (or a dangling link, which the rename replaces)
-    throw refuse(std::strerror(errno));
+    if (errno == ENOENT) return std::nullopt;  // a new file (or a dangling link, which the rename replaces)
+    return fmt::format("cannot be looked at ({})", std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) throw refuse("is a folder; give a file name");
-  if (!S_ISREG(st.st_mode)) throw refuse("exists and is not a regular file; not replaced");
-  if (st.st_size == 0) return;  // nothing to lose
-  std::vector<std::uint8_t> head(16);
+  if (S_ISDIR(st.st_mode)) return "is a folder, not a file";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (st.st_size == 0) return std::nullopt;  // nothing to lose
+  std::vector<std::uint8_t> head(kPageMarkWithin);
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
-  if (!in && !in.eof()) throw refuse("cannot read it to see what it is; not replaced");
+  if (!in && !in.eof()) return "cannot be read to see what it is";
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (is_kind(kind, head, size)) return;
-  const std::string is = describe_kind(head, size);
-  throw refuse("exists and is " + (is.empty() ? "not " + what : is + ", not " + what) +
-               "; not replaced (remove it or choose another name)");
+  if (is_kind(kind, head, size)) return std::nullopt;
+  return found_instead(kind, head, size);
+}
+
+void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& role) {
+  if (const auto why = not_replaceable(path, kind))
+    throw Error(Subject{role, display(path)}, "exists and " + *why + "; not replaced (remove it or choose another name)");
 }
 
 }  // namespace vitattn::io

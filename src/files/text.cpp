@@ -11,4 +11,8 @@ std::string lower_case(std::string_view text) {
 
 std::string lower_extension(const std::filesystem::path& path) { return lower_case(path.extension().string()); }
 
+std::string counted(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 }  // namespace vitattn::io

@@ -23,8 +23,9 @@ std::string head_overlay_suffix(int head, const std::string& image_extension) {
 const std::vector<BatchFile>& batch_files() {
   static const std::vector<BatchFile> files{
       {"predictions.csv", "_predictions.csv", &OutputSet::top, BatchFileKind::csv, "file,rank,class,label,probability", 1,
-       roles::predictions},
-      {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery},
+       roles::predictions, std::nullopt},
+      {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery,
+       io::FileKind::vitattn_page},
   };
   return files;
 }
@@ -68,6 +69,13 @@ std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet&
     paths.push_back(std::move(p));
   }
   return paths;
+}
+
+std::optional<io::FileKind> replaces_only(const fs::path& output) {
+  const std::string name = output.filename().string(), page = report_suffix();
+  if (name.size() > page.size() && name.compare(name.size() - page.size(), page.size(), page) == 0)
+    return io::FileKind::vitattn_page;
+  return std::nullopt;
 }
 
 bool is_output_name(const fs::path& file) {

@@ -7,8 +7,11 @@
 // output folder over every image of the batch) is one row of batch_files(): its per-image
 // part is then a job output like the others, and batch_files.hpp writes the file.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "files/file_kind.hpp"
 
 namespace vitattn::pipeline {
 
@@ -53,6 +56,7 @@ struct BatchFile {
   const char* header;       // csv: the first line of the file and of every part, without "\n"
   std::size_t min_images;   // written for a batch of at least this many images
   const char* role;         // what the output guard calls it ("the predictions file")
+  std::optional<io::FileKind> replaces_only;  // an existing file it may replace (a page vitattn wrote), or any
 };
 
 // Every batch file, in the order they are written: predictions.csv (--top), index.html (--report).
@@ -73,6 +77,12 @@ std::vector<std::string> video_output_suffixes(const OutputSet& outputs);
 // output_base + every suffix (a video job's when `video`).
 std::vector<std::filesystem::path> output_paths(const std::filesystem::path& output_base, const OutputSet& outputs,
                                                 bool video = false);
+
+// What an existing file at a job's output path must be for the output to replace it: a report
+// page ("_report.html") replaces only a page vitattn wrote (a page of someone else's may well
+// have that name); nothing for the other outputs, which replace a file of their name (an
+// earlier run's).
+std::optional<io::FileKind> replaces_only(const std::filesystem::path& output);
 
 // True when the file name is one that some vitattn run writes ("x_attn.png", "x_attn.jpg",
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.

@@ -71,8 +71,21 @@ void OutputGuard::jobs(const BatchPlan& plan, const OutputSet& outputs) {
   for (const ImageJob& job : plan.jobs) add({job.input, roles::input, false, false});
   for (const ImageJob& job : plan.jobs) {
     const std::string role = "the output of " + io::display(job.input);
-    for (const fs::path& p : output_paths(job.output_base, outputs, job.video)) derives(p, role);
+    for (const fs::path& p : output_paths(job.output_base, outputs, job.video)) {
+      derives(p, role);
+      check_kind(p, role);
+    }
   }
+}
+
+void OutputGuard::check_kind(const fs::path& file, const std::string& role) {
+  const auto kind = replaces_only(file);
+  if (!kind) return;
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(file, ec))) return;  // refused when its job writes it, for that job alone
+  if (const auto why = io::not_replaceable(file, *kind))
+    throw Error(io::display(file) + ": exists and " + *why + ", where " + role +
+                " goes; nothing done (remove it, or choose another output folder)");
 }
 
 }  // namespace vitattn::pipeline

@@ -3,7 +3,8 @@
 // Every file a run reads (its images, the model) and every file it writes (each job's
 // outputs, the batch's predictions.csv and index.html, the log, the saved model, explain's
 // heatmap and page) is told to one OutputGuard before anything is written; the first clash
-// throws, naming both files and what would be lost.
+// throws, naming both files and what would be lost. So does an existing file that an output
+// of a given kind may not replace: every page vitattn writes replaces only a page it wrote.
 //
 // "The same file" is decided by the file system, not by the names: an existing file is its
 // device and inode (so a symlink, "./a/../a" and a hard link are all the file they lead to),
@@ -53,7 +54,8 @@ class OutputGuard {
 
   // Every job of `plan`: its input is read, and each of its outputs (output_paths) written,
   // as "the output of <input>". Throws Error (without a Subject: no caller named these files)
-  // when one of them is a file told before, or told after through reads/writes.
+  // when one of them is a file told before, or told after through reads/writes, or an
+  // existing file that output may not replace (replaces_only: a page vitattn did not write).
   void jobs(const BatchPlan& plan, const OutputSet& outputs);
 
  private:
@@ -73,6 +75,7 @@ class OutputGuard {
   Key key_of(const std::filesystem::path& file);
   void add(Entry entry);
   static Error clash(const Entry& written, const Entry& other);  // `written` would replace `other`
+  static void check_kind(const std::filesystem::path& file, const std::string& role);  // a derived output's replaces_only
   std::map<Key, Entry> files_;
   std::map<std::filesystem::path, std::filesystem::path> folders_;  // folder as named → resolved
 };

@@ -45,11 +45,17 @@ std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch
   if (keep_aspect) {
     const double aspect = static_cast<double>(std::max(image_w, image_h)) / std::min(image_w, image_h);
     const double longer = std::max(1.0, std::round(img_size * aspect / patch_size)) * patch_size;
-    if (longer / patch_size * (img_size / patch_size) > kMaxPatches)
+    const double along = longer / patch_size, across = img_size / patch_size;  // patches (double: a 10⁸:1 image)
+    if (along * across > kMaxPatches) {
+      const bool wide = image_w >= image_h;
+      // The caller may add the role's flag at the end: the advice ends on the role's own words.
       throw Error({roles::keep_aspect, ""},
-                        "an image of " + std::to_string(image_w) + "x" + std::to_string(image_h) + " at input size " +
-                            std::to_string(img_size) + " needs more than " + std::to_string(kMaxPatches) +
-                            " patches; use a smaller input size or a square input");
+                  fmt::format("with its aspect ratio kept, a {}x{} image at input size {} makes a {:.0f}x{:.0f} grid, "
+                              "{:.0f} patches, over the cap of {}; give a smaller input size, or do not keep the aspect "
+                              "ratio",
+                              image_w, image_h, img_size, wide ? along : across, wide ? across : along, along * across,
+                              kMaxPatches));
+    }
     (image_w >= image_h ? w : h) = static_cast<int>(longer);
   }
   return {w, h};

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "files/file_kind.hpp"
 
 namespace vitattn::io {
 
@@ -14,6 +15,8 @@ std::string render_page(const PageTemplate& page, const std::map<std::string, st
       "default-src 'none'; img-src data:; style-src 'sha256-{}'; script-src 'sha256-{}'; base-uri 'none'; "
       "form-action 'none'",
       page.css_sha256, page.js_sha256);
+  if (page.html.find("{{GENERATOR}}") == std::string_view::npos)
+    throw Error("page template: no {{GENERATOR}}: a page without vitattn's mark could never be replaced");
   std::string out;
   out.reserve(page.html.size() + page.css.size() + page.js.size());
   std::size_t at = 0;
@@ -25,6 +28,7 @@ std::string render_page(const PageTemplate& page, const std::map<std::string, st
     out.append(page.html.substr(at, open - at));
     const std::string key(page.html.substr(open + 2, close - open - 2));
     if (key == "CSP") out += csp;
+    else if (key == "GENERATOR") out += page_generator_tag();
     else if (key == "STYLE") out.append(page.css);
     else if (key == "SCRIPT") out.append(page.js);
     else if (auto it = fields.find(key); it != fields.end()) out += it->second;

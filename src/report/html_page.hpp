@@ -17,8 +17,10 @@ struct PageTemplate {
 };
 
 // The template with every {{KEY}} replaced in one pass (what is put in is never searched
-// again): CSP, STYLE and SCRIPT from the template, the rest from `fields`, given ready to
-// insert. Throws Error on a {{KEY}} that has no value.
+// again): CSP, STYLE and SCRIPT from the template, GENERATOR vitattn's mark
+// (io::page_generator_tag: the one sign that vitattn may replace the page), the rest from
+// `fields`, given ready to insert. Throws Error on a {{KEY}} that has no value, and on a
+// template without {{GENERATOR}}, which must come within io::kPageMarkWithin bytes.
 std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields);
 
 // Text for an HTML element or a quoted attribute: & < > " ' escaped.

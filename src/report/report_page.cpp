@@ -124,9 +124,7 @@ json read_summary(const fs::path& page) {
 ReportBuilder::ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings)
     : shape_(shape), settings_(settings), full_layer_(full_layer) {
   full_mb_ = full_matrices_mb(shape, settings.precision);
-  full_layers_ = full_mb_ <= settings.max_mb                                   ? shape.layers
-                 : one_layer_mb(shape, settings.precision) <= settings.max_mb ? 1
-                                                                              : 0;
+  full_layers_ = full_mb_ <= settings.max_mb ? shape.layers : 1;  // the drawn layer's, over the budget or not
   layers_.resize(static_cast<std::size_t>(shape.layers));
   entropy_.assign(static_cast<std::size_t>(shape.layers), std::vector<double>(static_cast<std::size_t>(shape.heads), 0.0));
   distance_ = entropy_;
@@ -173,6 +171,23 @@ void ReportBuilder::add_query_key(const Matrix& q, const Matrix& k, bool scale) 
   qk_scale_ = scale;
 }
 
+std::string ReportBuilder::budget_note() const {
+  std::string note;
+  if (full_layers_ < shape_.layers)
+    note = fmt::format(
+        "The full matrices of every layer would take {:.3g} MB, over the budget of {:.3g} MB: every layer but layer {} "
+        "keeps only the class token's row of every head, so other queries, the key view and rollout are not available "
+        "there.",
+        full_mb_, settings_.max_mb, full_layer_);
+  const double one = one_layer_mb(shape_, settings_.precision);
+  if (one > settings_.max_mb)
+    note += fmt::format("{}The full matrices of layer {} alone take {:.3g} MB, over the budget{}: they are kept, as the "
+                        "layer drawn.",
+                        note.empty() ? "" : " ", full_layer_, one,
+                        note.empty() ? fmt::format(" of {:.3g} MB", settings_.max_mb) : std::string(" too"));
+  return note;
+}
+
 void ReportBuilder::write(const fs::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
                           const std::string& model) const {
   const ReportStart& start = settings_.start;
@@ -208,12 +223,7 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
   data["entropy"] = entropy_;
   data["distance"] = distance_;
   json left_out = json::array();
-  if (full_layers_ < shape_.layers)
-    left_out.push_back(fmt::format(
-        "The full matrices of every layer would take {:.1f} MB, over the budget of {:.1f} MB: {} keeps only the "
-        "class token's row of every head, so other queries, the key view and rollout are not available there.",
-        full_mb_, settings_.max_mb,
-        full_layers_ == 1 ? fmt::format("every layer but layer {}", full_layer_) : std::string("every layer")));
+  if (full_mb_ > settings_.max_mb) left_out.push_back(budget_note());
   if (q_.size() == 0 && shape_.layers == 1 && shape_.heads == 1)
     left_out.push_back("q and k are not in this page, so the step-by-step panel is off.");
   data["left_out"] = std::move(left_out);

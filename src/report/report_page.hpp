@@ -52,8 +52,9 @@ struct ReportShape {
 // only what goes in the page (quantised at once), then writes the page.
 class ReportBuilder {
  public:
-  // full_layer: the drawn layer, whose full matrices are kept when the full matrices of every
-  // layer would take more than settings.max_mb (then every other layer keeps its class-token rows).
+  // full_layer: the drawn layer, whose full matrices are always kept: when the full matrices
+  // of every layer would take more than settings.max_mb, every other layer keeps its
+  // class-token rows only, and the drawn layer its full matrices even if they alone are over.
   ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings);
 
   // heads H × (T, T) softmax rows of `layer`, layers in any order.
@@ -70,6 +71,7 @@ class ReportBuilder {
   bool keeps_every_layer() const { return full_layers_ == shape_.layers; }
 
  private:
+  std::string budget_note() const;  // what the page says when the full matrices are over the budget
   struct Layer {
     int rows = 0;                   // T (full matrices) or 1 (class-token rows); 0: not added
     std::vector<std::uint8_t> q8;   // u8: (H, rows, T): round(a / s · 255)
@@ -79,7 +81,7 @@ class ReportBuilder {
   ReportShape shape_;
   ReportSettings settings_;
   int full_layer_;
-  int full_layers_ = 0;             // how many layers keep full matrices: every one, 1 or 0
+  int full_layers_ = 0;             // how many layers keep full matrices: every one, or 1 (full_layer_)
   double full_mb_ = 0;              // what every layer's full matrices would take
   std::vector<Layer> layers_;
   std::vector<std::vector<double>> entropy_, distance_;  // [layer][head]

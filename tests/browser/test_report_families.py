@@ -13,6 +13,9 @@ shows. For each family's page, opened from disk:
   - each register is picked with a real click on its button in the strip beside the image;
   - under a --report-max-mb between one layer's matrices and every layer's, the page keeps
     the full matrices of --layer only and the class token's rows of the other layer;
+  - stats(): each layer × head's entropy and mean attention distance on the 4 × 5 grid,
+    against numpy from the .npy (registers left out of the distance), and a real click on a
+    patch and the arrow keys picking the patch at that row and column;
   - no console errors and no network requests.
 And --report-precision f16 on the DINOv2 model: row() within the fp16 bound (2⁻¹¹ of the
 weight), the page says fp16, and its budget counts 2 bytes a weight: a budget that holds every
@@ -184,6 +187,48 @@ def test_every_family(made, family, heads, registers):
         select(layer=LAYER, head=0, query=tokens - 1, view="query")
     with pytest.raises(Exception):
         select(layer=LAYER, head=0, query=0, view="key")
+    assert_clean()
+
+
+def patch_distances(grid_h, grid_w, patch):
+    """Pixels between patch centres, patches in raster order: patch j at row j // grid_w."""
+    ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
+
+
+@pytest.mark.parametrize("family,heads,registers", FAMILIES)
+def test_stats_and_patches_on_the_non_square_grid(made, family, heads, registers):
+    """4 rows of 5 patches: a distance computed over rows of 4, or a click or arrow key read
+    with the sides swapped, lands on other patches."""
+    d, pages = made
+    m, first = pages[family], 1 + registers
+    browser.open_page(DRIVER, m["page"])
+    stats = js("return window.vitattn.stats()")
+    dist = patch_distances(*GRID, P)
+    for layer in range(LAYERS):
+        a = m["npy"][layer].astype(np.float64)  # (H, T, T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = -np.where(a > 0, a * np.log(a), 0).sum(-1).mean(-1)
+        patches = a[:, first:, first:]
+        mad = (patches / patches.sum(-1, keepdims=True) * dist).sum(-1).mean(-1)
+        np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6, err_msg=f"layer {layer}")
+        np.testing.assert_allclose(stats["distance"][layer], mad, rtol=1e-5, atol=1e-5, err_msg=f"layer {layer}")
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    select(layer=LAYER, head="mean", query=0, view="query")
+    canvas = DRIVER.find_element(By.ID, "view")
+    w, h = canvas.size["width"], canvas.size["height"]
+    gh, gw = GRID
+    row_, col = 2, 3
+    ActionChains(DRIVER).move_to_element_with_offset(canvas, int((col + 0.5) * w / gw - w / 2),
+                                                     int((row_ + 0.5) * h / gh - h / 2)).click().perform()
+    assert js("return window.vitattn.state().query") == first + row_ * gw + col
+    for key, (r, c) in ((Keys.ARROW_DOWN, (3, 3)), (Keys.ARROW_DOWN, (3, 3)), (Keys.ARROW_RIGHT, (3, 4)),
+                        (Keys.ARROW_RIGHT, (3, 4)), (Keys.ARROW_UP, (2, 4))):
+        ActionChains(DRIVER).send_keys(key).perform()
+        assert js("return window.vitattn.state().query") == first + r * gw + c, key
     assert_clean()
 
 

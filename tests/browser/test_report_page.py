@@ -5,10 +5,12 @@ The pages are opened from disk (file://). Checked against what vitattn saves wit
   - window.vitattn.row() for several layers, heads (index, mean, max, min), queries and both
     views, within the max_error the page states;
   - rollout's class row against --rollout's _cls.npy; entropy and mean attention distance
-    against numpy; the seeded model's step-by-step numbers (its one block's q and k) against
-    the scaled and --no-scale matrices, at the default shape and with d_k ≠ D;
-  - a real mouse click on a patch and an arrow key change the query; the URL fragment brings a
-    view back; the Content-Security-Policy blocks a request the test makes from the page;
+    against numpy, on the square 8 × 8 grid and on the 8 × 11 grid of --keep-aspect; the seeded
+    model's step-by-step numbers (its one block's q and k) against the scaled and --no-scale
+    matrices, at the default shape and with d_k ≠ D;
+  - a real mouse click on a patch and an arrow key change the query, on both grids; the URL
+    fragment brings a view back; the Content-Security-Policy blocks a request the test makes
+    from the page;
   - no console errors and no network requests;
   - the fallback under --report-max-mb keeps the class rows of every layer and --layer's
     matrices, and says so;
@@ -61,6 +63,31 @@ def row():
 fuse = browser.fuse
 
 
+def patch_distances(grid_h, grid_w, patch):
+    """Pixels between patch centres, patches in raster order: patch j at row j // grid_w."""
+    ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
+
+
+def head_stats(a, dist, first_patch=1):
+    """(H,) mean row entropy over every token, (H,) mean attention distance over the patches
+    (weights renormalised over the patch keys) of one layer's (H, T, T) attention."""
+    a = a.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.where(a > 0, a * np.log(a), 0).sum(-1).mean(-1)
+    patches = a[:, first_patch:, first_patch:]
+    mad = (patches / patches.sum(-1, keepdims=True) * dist).sum(-1).mean(-1)
+    return ent, mad
+
+
+def click_patch(canvas, grid_h, grid_w, row, col):
+    """A real mouse click on the centre of patch (row, col) of the page's view."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    w, h = canvas.size["width"], canvas.size["height"]
+    ActionChains(DRIVER).move_to_element_with_offset(canvas, int((col + 0.5) * w / grid_w - w / 2),
+                                                     int((row + 0.5) * h / grid_h - h / 2)).click().perform()
+
+
 def rollout_cls(layers, head):
     """(A + I)/2 renormalised per layer, multiplied later-on-the-left: the README's rollout."""
     r = None
@@ -89,6 +116,16 @@ class ReportPage(unittest.TestCase):
             cls.npy[layer] = np.load(o / "cat_attn.npy")
         run("--model", CIFAR, "--rollout", "--save-attention", "--layer", 2, d / "in" / "cat.png", "-o", d / "roll", "-q")
         cls.page = (d / "out" / "cat_report.html").as_uri()
+        # cat.png (160 × 120) at its own aspect ratio: the shorter side 32 px, 8 patches of 4 px;
+        # the longer 32·160/120 = 42.7 px, 11 patches. A grid whose rows and columns differ.
+        run("--model", CIFAR, "--keep-aspect", "--report", d / "in" / "cat.png", "-o", d / "aspect", "-q")
+        cls.aspect_page = (d / "aspect" / "cat_report.html").as_uri()
+        cls.aspect_npy = {}
+        for layer in range(4):
+            o = d / f"aspect{layer}"
+            run("--model", CIFAR, "--keep-aspect", "--save-attention", "--layer", layer, d / "in" / "cat.png", "-o", o, "-q")
+            cls.aspect_npy[layer] = np.load(o / "cat_attn.npy")
+            assert np.load(o / "cat_cls.npy").shape == (8, 11)
 
     @classmethod
     def tearDownClass(cls):
@@ -133,16 +170,36 @@ class ReportPage(unittest.TestCase):
         # Three layers of 8-bit rows, each within 1/510 of its weight: the class row stays within 1e-3.
         self.assertLess(np.abs(got - want).max(), 1e-3)
         stats = js("return window.vitattn.stats()")
-        ys, xs = np.divmod(np.arange(64), 8)
-        dist = np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * 4  # patch 4 px at 32×32
+        dist = patch_distances(8, 8, 4)  # patch 4 px at 32×32
         for layer in (0, 3):
-            a = self.npy[layer].astype(np.float64)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ent = -np.where(a > 0, a * np.log(a), 0).sum(-1).mean(-1)
-            p = a[:, 1:, 1:] / a[:, 1:, 1:].sum(-1, keepdims=True)
-            mad = (p * dist).sum(-1).mean(-1)
+            ent, mad = head_stats(self.npy[layer], dist)
             np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(stats["distance"][layer], mad, rtol=1e-5, atol=1e-5)
+        self.assertClean()
+
+    def test_stats_and_patches_on_a_non_square_grid(self):
+        # 8 rows of 11 patches: a distance over rows of 8, or a click or arrow key read with the
+        # grid's sides swapped, lands elsewhere.
+        info = self.open(self.aspect_page)
+        self.assertEqual((info["grid"], info["tokens"]), ([8, 11], 1 + 8 * 11))
+        stats = js("return window.vitattn.stats()")
+        dist = patch_distances(8, 11, 4)
+        for layer in range(4):
+            ent, mad = head_stats(self.aspect_npy[layer], dist)
+            np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6, err_msg=f"layer {layer}")
+            np.testing.assert_allclose(stats["distance"][layer], mad, rtol=1e-5, atol=1e-5, err_msg=f"layer {layer}")
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        select(layer=3, head="mean", query=0, view="query")
+        click_patch(DRIVER.find_element(By.ID, "view"), 8, 11, 6, 9)
+        state = js("return window.vitattn.state()")
+        self.assertEqual(state["query"], 1 + 6 * 11 + 9)
+        np.testing.assert_allclose(row(), fuse(self.aspect_npy[3], "mean")[state["query"]], atol=info["max_error"])
+        for key, want in ((Keys.ARROW_DOWN, (7, 9)), (Keys.ARROW_DOWN, (7, 9)), (Keys.ARROW_RIGHT, (7, 10)),
+                          (Keys.ARROW_RIGHT, (7, 10)), (Keys.ARROW_UP, (6, 10))):
+            ActionChains(DRIVER).send_keys(key).perform()
+            self.assertEqual(js("return window.vitattn.state().query"), 1 + want[0] * 11 + want[1], key)
         self.assertClean()
 
     def test_mouse_keys_and_fragment(self):
@@ -151,11 +208,8 @@ class ReportPage(unittest.TestCase):
         from selenium.webdriver.common.by import By
         from selenium.webdriver.common.keys import Keys
         select(layer=self.layer, head="mean", query=0, view="query")
-        canvas = DRIVER.find_element(By.ID, "view")
-        w, h = canvas.size["width"], canvas.size["height"]
         gx, gy = 6, 2  # patch (row 2, col 6) → token 1 + 2·8 + 6
-        ActionChains(DRIVER).move_to_element_with_offset(canvas, int((gx + 0.5) * w / 8 - w / 2),
-                                                         int((gy + 0.5) * h / 8 - h / 2)).click().perform()
+        click_patch(DRIVER.find_element(By.ID, "view"), 8, 8, gy, gx)
         state = js("return window.vitattn.state()")
         self.assertEqual(state["query"], 1 + gy * 8 + gx)
         self.assertTrue(state["pinned"])

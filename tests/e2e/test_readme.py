@@ -287,3 +287,15 @@ def test_every_command_is_checked():
     check nothing)."""
     assert len(COMMANDS) >= 20, COMMANDS
     assert any("hf:" in line for _, line in COMMANDS) and any(".pth" in line for _, line in COMMANDS)
+
+
+def test_views_are_shown_on_the_seeded_head():
+    """The views work without --model (the seeded head is a one-layer, one-head ViT), and the
+    README says so by showing each in a command without --model, which the test above runs."""
+    seeded = set()
+    for _, line in COMMANDS:
+        sub, opts, _ = parse(vitattn_args(line))
+        if sub is None and "--model" not in opts:
+            seeded |= set(opts)
+    missing = [o for o in ("--layer", "--head", "--rollout", "--keep-aspect", "--img-size", "--pos-interp") if o not in seeded]
+    assert not missing, f"README.md shows {missing} only with --model; they work on the seeded head too"

@@ -125,6 +125,28 @@ class Traps(TmpCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(cv2.imread(str(self.dir / "old.png")).shape, (256, 256, 3), "a PNG is replaced")
 
+    def test_explain_html_replaces_only_a_page_vitattn_wrote(self):
+        # Someone's own page, with or without a doctype, is refused and named as what it is; a
+        # text file too; a page vitattn wrote (its generator mark) is replaced.
+        for name, text, found in (("notes.html", "<html>my notes</html>", "an HTML page that vitattn did not write"),
+                                  ("doc.html", "<!DOCTYPE html>\n<html><body>mine</body></html>",
+                                   "an HTML page that vitattn did not write"),
+                                  ("list.html", "milk, eggs\n", "not a page vitattn wrote")):
+            page = self.dir / name
+            page.write_text(text)
+            rc, out, err = run("explain", "--html", name, cwd=self.dir)
+            self.assertEqual(rc, 2, err)
+            self.one_error_line(err, f"--html {name}", found, "not replaced")
+            self.assertEqual(out, "", "refused before anything is printed")
+            self.assertEqual(page.read_text(), text)
+        rc, _, err = run("explain", "--html", "ours.html", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertIn('<meta name="generator" content="vitattn', (self.dir / "ours.html").read_text()[:1024])
+        (self.dir / "ours.html").write_text((self.dir / "ours.html").read_text().replace("</body>", "<p>old</p></body>"))
+        rc, _, err = run("explain", "--html", "ours.html", cwd=self.dir)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("<p>old</p>", (self.dir / "ours.html").read_text(), "vitattn's own page is replaced")
+
     def test_no_output_of_any_kind_replaces_an_input_named_on_the_command_line(self):
         checkpoint(self.dir / "m.safetensors")
         x = self.write("x.png", photo_like(40, 40))

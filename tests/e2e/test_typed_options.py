@@ -7,6 +7,7 @@ options that need --model, exclude it or need another option say so in one CLI11
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
 Environment: VITATTN_BIN (the binary). Prints "e2e typed options: N passed, M failed".
 """
+import re
 import sys
 import tempfile
 import unittest
@@ -16,7 +17,7 @@ import cv2
 import numpy as np
 
 import safetensors_io
-from harness import BIN, photo_like, run
+from harness import BIN, REPO, photo_like, run
 from test_traps import checkpoint  # a small timm-named ViT: D 32, 2 heads, P 8, grid 4, 2 layers
 
 SEEDED = ["--img-size", "32", "--patch-size", "8", "--dim", "16", "--d-k", "8", "--seed", "4"]
@@ -83,6 +84,28 @@ class TypedOptions(unittest.TestCase):
             self.assertIsNotNone(cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), name)
             self.assertEqual(data[:4] == b"\x89PNG", suffix == "png", name)
 
+    def test_every_choice_takes_any_case_and_the_common_aliases(self):
+        # Every option that --help shows with a set of names {a,b,…}: its last name in capitals
+        # is that name (--family on the timm checkpoint: timm). And the aliases users type.
+        rc, out, _ = run("--help")
+        self.assertEqual(rc, 0)
+        choices = dict(re.findall(r"^ +(--[a-z-]+) [A-Z]+:\{([^}]*)\}", out, re.M))
+        self.assertTrue({"--interp", "--format", "--family", "--gelu", "--pos-interp", "--report-precision"} <= set(choices),
+                        choices)
+        vit = self.dir / "vit.safetensors"
+        needs = {"--family": ["--model", vit], "--gelu": ["--model", vit], "--report-precision": [*SEEDED, "--report"]}
+        for option, names in choices.items():
+            name = "timm" if option == "--family" else names.split(",")[-1]
+            base = needs.get(option, SEEDED)
+            for given in (name.upper(), name.capitalize()):
+                rc, _, err = run(*base, option, given, self.dir / "a.png", "-o", self.dir / "cases", "-j", "1")
+                self.assertEqual(rc, 0, f"{option} {given}: {err}")
+        jpg = self.draw("--format", "jpg", suffix="jpg")
+        for alias in ("jpeg", "JPEG", "Jpeg"):
+            self.assertEqual(self.draw("--format", alias, suffix="jpg"), jpg, alias)
+        timm = self.draw("--family", "timm", model=vit)
+        self.assertEqual(self.draw("--family", "TIMM", model=vit), timm)
+
     def test_a_choice_is_taken_by_name_only_never_by_its_number(self):
         # CLI11's CheckedTransformer alone also takes the enum's number ("--interp 2" = cubic).
         for option, number in (("--interp", "2"), ("--colormap", "2"), ("--format", "1"), ("--interp", "0")):
@@ -99,6 +122,45 @@ class TypedOptions(unittest.TestCase):
                        "=png", "=mean"):
             self.assertIn(listed, out, listed)
         self.assertNotIn("->", out)  # no enum numbers shown
+
+    # --- --keep-aspect and --top: what they cannot do, said -----------------------------------
+    def test_keep_aspect_over_the_patch_cap_says_what_to_change(self):
+        # 10000x100 with its aspect ratio kept at 224: a 1400x14 grid, over the cap. The flag
+        # already given is not the advice; dropping it (or a smaller input size) is.
+        cv2.imwrite(str(self.dir / "wide.png"), photo_like(100, 10000))
+        rc, _, err = run("--keep-aspect", self.dir / "wide.png", self.dir / "a.png", "-o", self.dir / "wide")
+        self.assertEqual(rc, 1, err)
+        line = next(l for l in err.splitlines() if l.startswith("error:"))
+        for says in ("wide.png", "10000x100", "1400x14", "19600 patches", "over the cap of 4096",
+                     "a smaller input size", "do not keep the aspect ratio (--keep-aspect)"):
+            self.assertIn(says, line)
+        self.assertNotIn("square input (--keep-aspect)", line)
+        self.assertTrue((self.dir / "wide" / "a_attn.png").is_file(), "the other image is drawn")
+
+    def test_verbose_counts_one_patch_one_image(self):
+        rc, _, err = run("-v", "--keep-aspect", "--img-size", "16", "--patch-size", "16", "--dim", "16", "--d-k", "8",
+                         self.dir / "a.png", "-o", self.dir / "one")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("shorter side 16 px = 1 patch of 16 px", err)
+        self.assertIn("1 image, 1 worker", err)
+        for wrong in ("1 patches", "1 images", "1 workers", "1 threads"):
+            self.assertNotIn(wrong, err)
+
+    def test_top_above_the_class_count_is_said_once(self):
+        cifar = REPO / "models" / "vit_cifar10_tintn.safetensors"  # 10 classes
+        cv2.imwrite(str(self.dir / "b.png"), photo_like(30, 50, 2))
+        out = self.dir / "top"
+        rc, stdout, err = run("--model", cifar, "--top", "20", self.dir / "a.png", self.dir / "b.png", "-o", out)
+        self.assertEqual(rc, 0, err)
+        said = [l for l in err.splitlines() if "--top" in l]
+        self.assertEqual(len(said), 1, err)
+        self.assertTrue(said[0].startswith("warning:"), said)
+        self.assertIn("--top 20", said[0])
+        self.assertIn("10 classes", said[0])
+        self.assertEqual(len((out / "predictions.csv").read_text().splitlines()), 1 + 2 * 10)
+        rc, _, err = run("--model", cifar, "--top", "10", self.dir / "a.png", "-o", self.dir / "top10")
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("--top", err)
 
     # --- --head: one typed value -------------------------------------------------------------
     def test_head_index_draws_that_head(self):

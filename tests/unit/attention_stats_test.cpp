@@ -74,6 +74,28 @@ TEST(AttentionStats, DistanceLeavesOutTheClassTokenAndRenormalises) {
   EXPECT_NEAR(mean_attention_distance(r, 2, patch_distances(kGrid, kGrid, kPatch)), 16.0 * std::sqrt(2.0) / 4.0, 1e-5);
 }
 
+TEST(AttentionStats, DistanceOnANonSquareGridCountsRowsOfGridWPatches) {
+  // 2 rows × 3 columns (patches 0 1 2 / 3 4 5), one class token: each patch attends only to the
+  // patch below or above it (i ↔ i + 3), one row = 16 px. With rows of grid_h = 2 patches
+  // instead, i + 3 would be a row and a column away (16·√2 px), or two rows (32 px).
+  constexpr int kRows = 2, kCols = 3, kT = 1 + kRows * kCols;
+  Matrix a = Matrix::Zero(kT, kT);  // (T, T)
+  a(0, 0) = 1;
+  for (int i = 0; i < kCols; ++i) a(1 + i, 1 + i + kCols) = a(1 + i + kCols, 1 + i) = 1;
+  EXPECT_NEAR(mean_attention_distance(a, kFirst, patch_distances(kRows, kCols, kPatch)), 16.0, 1e-6);
+  // 3 rows × 2 columns, each patch attends to its right or left neighbour (2j ↔ 2j + 1): 16 px.
+  a.setZero();
+  a(0, 0) = 1;
+  for (int j = 0; j < 3; ++j) a(1 + 2 * j, 2 + 2 * j) = a(2 + 2 * j, 1 + 2 * j) = 1;
+  EXPECT_NEAR(mean_attention_distance(a, kFirst, patch_distances(3, 2, kPatch)), 16.0, 1e-6);
+  // And the far corner of 2 × 3 (patch 0 ↔ 5): two columns and a row, √5 patches.
+  a.setZero();
+  a(0, 0) = 1;
+  a(1, 6) = a(6, 1) = a(2, 5) = a(5, 2) = a(3, 4) = a(4, 3) = 1;  // 0↔5: √5, 1↔4: 1, 2↔3: √5 (row 0 col 2 ↔ row 1 col 0)
+  EXPECT_NEAR(mean_attention_distance(a, kFirst, patch_distances(kRows, kCols, kPatch)),
+              16.0 * (4 * std::sqrt(5.0) + 2) / 6, 1e-5);
+}
+
 TEST(AttentionStats, DistanceRefusesAMatrixOfTheWrongSize) {
   EXPECT_THROW(mean_attention_distance(Matrix::Identity(4, 4), kFirst, patch_distances(kGrid, kGrid, kPatch)), Error);
 }

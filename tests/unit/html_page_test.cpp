@@ -1,5 +1,6 @@
 // report/html_page: the base64 encoder (OpenSSL's EVP_EncodeBlock) against RFC 4648's test
-// vectors (section 10), and the escaping the report pages rely on.
+// vectors (section 10), the escaping the report pages rely on, and the generator mark that
+// lets vitattn replace its own pages only (files/file_kind).
 #include "report/html_page.hpp"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,9 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
+#include "files/file_kind.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -49,6 +53,37 @@ TEST(Base64, LongInputsJoinAcrossPieces) {
 TEST(HtmlPage, EscapesTextAndScriptEnds) {
   EXPECT_EQ(html_escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(script_safe_json(R"({"name":"</script><b>"})"), R"({"name":"\u003c/script>\u003cb>"})");
+}
+
+bool is_page(const std::string& text) {
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(text.data());
+  return is_kind(FileKind::vitattn_page, {bytes, text.size()}, text.size());
+}
+
+TEST(HtmlPage, EveryRenderedPageCarriesTheGeneratorMark) {
+  const PageTemplate page{"<!DOCTYPE html>\n<html><head>\n{{GENERATOR}}\n<title>{{T}}</title></head></html>", "", "",
+                          "", ""};
+  const std::string html = render_page(page, {{"T", "x"}});
+  EXPECT_NE(html.find(page_generator_tag()), std::string::npos) << html;
+  EXPECT_EQ(page_generator_tag().rfind("<meta name=\"generator\" content=\"vitattn ", 0), 0u) << page_generator_tag();
+  EXPECT_TRUE(is_page(html));
+  // A template that would write a page vitattn could never replace is refused.
+  EXPECT_THROW(render_page({"<!DOCTYPE html><title>{{T}}</title>", "", "", "", ""}, {{"T", "x"}}), Error);
+}
+
+TEST(HtmlPage, OnlyAPageWithTheMarkNearItsStartIsVitattns) {
+  const std::string mark = page_generator_tag();
+  EXPECT_TRUE(is_page("<!DOCTYPE html><head>" + mark));
+  EXPECT_TRUE(is_page("\xef\xbb\xbf\n  <!doctype HTML><head>" + mark));  // BOM, white space, any case
+  EXPECT_FALSE(is_page("<html>my notes</html>"));
+  EXPECT_FALSE(is_page("<!DOCTYPE html><p>mine</p>"));
+  EXPECT_FALSE(is_page(mark));                                              // not an HTML page
+  EXPECT_FALSE(is_page("<!DOCTYPE html>" + std::string(kPageMarkWithin, ' ') + mark));  // past the head read
+  const std::string notes = "<html>my notes</html>";
+  EXPECT_EQ(describe_kind({reinterpret_cast<const std::uint8_t*>(notes.data()), notes.size()}, notes.size()),
+            "an HTML page");
+  // Another generator's page.
+  EXPECT_FALSE(is_page("<!DOCTYPE html><meta name=\"generator\" content=\"Hugo 0.1\">"));
 }
 
 }  // namespace
