@@ -16,7 +16,8 @@ vitattn process next to the model file size (weights are held once).
 First, a loading section: per model and round, `cat FILE > /dev/null` and one
 vitattn_forward_bench process, alternating, from a warm page cache; medians of their wall and
 CPU seconds (load / cat, target <= 2) and of the peak RSS right after loading next to the file
-size (target <= file + 40 MB). --load-only stops there.
+size (target <= file + 40 MB). --load-only stops there. --baseline-bench OLD/vitattn_forward_bench
+loads each model with another build too, in the same rounds, alternating (old against new).
 Refuses to run unless numpy and torch both use OpenBLAS (not the reference BLAS).
 """
 import argparse
@@ -152,7 +153,7 @@ def timed_child(cmd, stdout=None):
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def bench_load(name, path, rounds, vitattn_bench):
+def bench_load(name, path, rounds, benches):
     """Model loading against `cat file > /dev/null`, both from a warm page cache, alternating.
 
     Per round: cat the file (wall and CPU seconds of the whole cat process), numpy.fromfile
@@ -161,11 +162,14 @@ def bench_load(name, path, rounds, vitattn_bench):
     vitattn_forward_bench process, which reports two things: its load alone (wall and CPU
     around load_tensor_file + load_vit) and the whole process up to a ready model (from just
     before the spawn, through exec, the libraries and the load; CPU from getrusage), and its
-    peak RSS right after loading (VmHWM). Returns the medians."""
+    peak RSS right after loading (VmHWM). `benches`: {label: vitattn_forward_bench}, this
+    build's and, with --baseline-bench, another's, each run once per round, in turn.
+    Returns the medians: {key: seconds} for cat and fromfile, {label: {key: ...}} per build."""
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-    keys = ("cat", "cat_cpu", "fromfile", "fromfile_cpu", "load", "load_cpu", "ready", "ready_cpu", "peak")
-    got = {k: [] for k in keys}
-    for _ in range(rounds):
+    got = {k: [] for k in ("cat", "cat_cpu", "fromfile", "fromfile_cpu")}
+    per = {label: {k: [] for k in ("load", "load_cpu", "ready", "ready_cpu", "peak")} for label in benches}
+    file_mb = 0.0
+    for rnd in range(rounds):
         with open(os.devnull, "wb") as null:
             w, c = timed_child(["cat", path], stdout=null)
         got["cat"].append(w)
@@ -173,18 +177,21 @@ def bench_load(name, path, rounds, vitattn_bench):
         floor, _ = run_json([PY, os.path.join(HERE, "read_floor.py"), path])
         got["fromfile"].append(floor["seconds"])
         got["fromfile_cpu"].append(floor["cpu_seconds"])
-        env = dict(os.environ, VITATTN_BENCH_SPAWN_NS=str(time.monotonic_ns()))  # CLOCK_MONOTONIC, as steady_clock
-        r = subprocess.run([vitattn_bench, "--model", path, "--threads", "1", "--repeat", "1", "--warmup", "0"],
-                           capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            die(f"vitattn_forward_bench failed ({r.returncode}) on {path}:\n{r.stderr[-2000:]}")
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        for k, j in (("load", "load_seconds"), ("load_cpu", "load_cpu_seconds"), ("ready", "ready_seconds"),
-                     ("ready_cpu", "ready_cpu_seconds"), ("peak", "rss_peak_loaded_mb")):
-            got[k].append(res[j])
-        file_mb = res["model_file_mb"]
+        labels = list(benches)
+        for label in labels[rnd % len(labels):] + labels[:rnd % len(labels)]:  # each build first in turn
+            env = dict(os.environ, VITATTN_BENCH_SPAWN_NS=str(time.monotonic_ns()))  # CLOCK_MONOTONIC, as steady_clock
+            r = subprocess.run([benches[label], "--model", path, "--threads", "1", "--repeat", "1", "--warmup", "0"],
+                               capture_output=True, text=True, env=env)
+            if r.returncode != 0:
+                die(f"{benches[label]} failed ({r.returncode}) on {path}:\n{r.stderr[-2000:]}")
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+            for k, j in (("load", "load_seconds"), ("load_cpu", "load_cpu_seconds"), ("ready", "ready_seconds"),
+                         ("ready_cpu", "ready_cpu_seconds"), ("peak", "rss_peak_loaded_mb")):
+                per[label][k].append(res[j])
+            file_mb = res["model_file_mb"]
     out = {k: statistics.median(v) for k, v in got.items()}
     out["file_mb"] = file_mb
+    out["builds"] = {label: {k: statistics.median(v) for k, v in d.items()} for label, d in per.items()}
     return out
 
 
@@ -230,6 +237,9 @@ def main():
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--models-dir", help="where the random checkpoints live (default: a temp folder, removed)")
     ap.add_argument("--load-only", action="store_true", help="only the model-loading section")
+    ap.add_argument("--baseline-bench", metavar="PATH",
+                    help="another build's vitattn_forward_bench (e.g. main's release build), loaded in the same "
+                         "rounds as this build's, alternating, for an old-against-new row per model")
     args = ap.parse_args()
 
     check_blas()
@@ -263,22 +273,30 @@ def main():
               "(warm page cache; MB = MiB). 'load' is load_tensor_file + load_vit inside the process; 'start → ready' "
               "is the whole process from its spawn to a ready model (exec, libraries, static init, load); "
               "cat is its whole process too:\n")
-        print("| model | file | cat, wall (CPU) | numpy.fromfile / cat, wall (CPU) | load, wall (CPU) | "
+        benches = {"this build": vitattn_bench}
+        if args.baseline_bench:
+            if not os.access(args.baseline_bench, os.X_OK):
+                die(f"--baseline-bench {args.baseline_bench} is not an executable file")
+            benches["baseline"] = args.baseline_bench
+            print(f"baseline: {args.baseline_bench}")
+        print("| model | build | file | cat, wall (CPU) | numpy.fromfile / cat, wall (CPU) | load, wall (CPU) | "
               "load / cat, wall (CPU) | start → ready, wall (CPU) | start → ready / cat, wall (CPU) | "
               "peak RSS after load | peak − file |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for name in args.models:
-            r = bench_load(name, paths[name], args.rounds, vitattn_bench)
-            over = r["peak"] - r["file_mb"]
+            all_builds = bench_load(name, paths[name], args.rounds, benches)
+            for label, b in all_builds["builds"].items():
+                r = dict(all_builds, **b)
+                over = r["peak"] - r["file_mb"]
 
-            def ratio(key):
-                w, c = r[key] / r["cat"], r[key + "_cpu"] / r["cat_cpu"]
-                return f"**{w:.1f}** ({c:.1f}) (target ≤ {TARGET_LOAD_OVER_CAT:g})"
-            print(f"| {MODELS[name][0]} | {r['file_mb']:.1f} MiB | {r['cat']:.3f} s ({r['cat_cpu']:.3f} s) | "
-                  f"{r['fromfile'] / r['cat']:.1f} ({r['fromfile_cpu'] / r['cat_cpu']:.1f}) | "
-                  f"{r['load']:.3f} s ({r['load_cpu']:.3f} s) | {ratio('load')} | "
-                  f"{r['ready']:.3f} s ({r['ready_cpu']:.3f} s) | {ratio('ready')} | {r['peak']:.1f} MiB | "
-                  f"**{over:+.1f} MiB** (target ≤ +{TARGET_PEAK_OVER_FILE_MB:g}) |", flush=True)
+                def ratio(key):
+                    w, c = r[key] / r["cat"], r[key + "_cpu"] / r["cat_cpu"]
+                    return f"**{w:.1f}** ({c:.1f}) (target ≤ {TARGET_LOAD_OVER_CAT:g})"
+                print(f"| {MODELS[name][0]} | {label} | {r['file_mb']:.1f} MiB | {r['cat']:.3f} s ({r['cat_cpu']:.3f} s) | "
+                      f"{r['fromfile'] / r['cat']:.1f} ({r['fromfile_cpu'] / r['cat_cpu']:.1f}) | "
+                      f"{r['load']:.3f} s ({r['load_cpu']:.3f} s) | {ratio('load')} | "
+                      f"{r['ready']:.3f} s ({r['ready_cpu']:.3f} s) | {ratio('ready')} | {r['peak']:.1f} MiB | "
+                      f"**{over:+.1f} MiB** (target ≤ +{TARGET_PEAK_OVER_FILE_MB:g}) |", flush=True)
         print(f"targets: load / cat <= {TARGET_LOAD_OVER_CAT:g} (from a warm page cache), peak RSS while "
               f"loading <= file + {TARGET_PEAK_OVER_FILE_MB:g} MB (the peak counts the process's libraries too)")
         print("numpy.fromfile (bench/read_floor.py) reads the file into fresh memory and does nothing else: what any "

@@ -338,7 +338,10 @@ std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* l
                            : JobDone();
   const BatchResult result = run_batch(
       r.plan.jobs, workers, [&](const pipeline::ImageJob& job) { run_job(o, r, process, progress, job); }, progress,
-      [] { return InterruptGuard::signal_received() != 0; }, done);
+      // A model file cut short under the run (VitModel::weights_lost): the image that found out
+      // failed with the file's name; no other starts, as each would fail alike.
+      [&r] { return InterruptGuard::signal_received() != 0 || (r.model.weights_lost && !r.model.weights_lost().empty()); },
+      done);
   progress.finish();
   if (top) top->print();  // a failure is said there, and counted in run_images
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
@@ -372,13 +375,14 @@ int report_run(const Options& o, const ImageRun& r, const BatchResult& result, d
   const std::string out = io::display(o.output);
   const bool batch_files_written = write_batch_files(o, r);
   if (const int sig = InterruptGuard::signal_received()) {
-    if (log) log->not_started(r.plan.jobs, result.not_started, signal_name(sig));
+    if (log) log->not_started(r.plan.jobs, result.not_started, fmt::format("the run was interrupted by {}", signal_name(sig)));
     spdlog::warn("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, sig));
     return exit_status_for_signal(sig);
   }
+  if (log && result.not_started > 0) log->not_started(r.plan.jobs, result.not_started, "the model's weights were lost");
   spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, 0));
   const bool log_written = !log || !log->failed();
-  return result.failed || !r.plan.errors.empty() || !batch_files_written || !log_written ||
+  return result.failed || result.not_started || !r.plan.errors.empty() || !batch_files_written || !log_written ||
                  standard_output_has_failed()
              ? kExitSomeFailed
              : kExitOk;

@@ -72,8 +72,9 @@ std::string batch_summary(std::size_t total, std::size_t videos, std::size_t ski
     return fmt::format("interrupted by {} after {:.2f} s: {} of {} written to {}, {} failed, {} not started{}",
                        signal_name(signal), seconds, r.written, count_inputs(total, videos), out, r.failed,
                        r.not_started, skip);
-  return fmt::format("{} in {:.2f} s: {} written to {}{}{}", count_inputs(total, videos), seconds, r.written, out,
-                     r.failed ? fmt::format(", {} failed", r.failed) : std::string(), skip);
+  return fmt::format("{} in {:.2f} s: {} written to {}{}{}{}", count_inputs(total, videos), seconds, r.written, out,
+                     r.failed ? fmt::format(", {} failed", r.failed) : std::string(),
+                     r.not_started ? fmt::format(", {} not started", r.not_started) : std::string(), skip);
 }
 
 }  // namespace vitattn::cli

@@ -108,8 +108,8 @@ void RunLog::already_done(const std::vector<pipeline::ImageJob>& jobs) {
   write(lines);
 }
 
-void RunLog::not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const char* signal) {
-  const std::string why = fmt::format("not started: the run was interrupted by {}", signal);
+void RunLog::not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const std::string& reason) {
+  const std::string why = "not started: " + reason;
   std::string lines;
   for (std::size_t i = jobs.size() - std::min(n, jobs.size()); i < jobs.size(); ++i)
     lines += log_line(jobs[i].input, RunStatus::skipped, why, {}, 0);

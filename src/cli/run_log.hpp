@@ -43,9 +43,9 @@ class RunLog {
   bool close();
   // --skip-existing left these out: their outputs are there.
   void already_done(const std::vector<pipeline::ImageJob>& jobs);
-  // A signal (`signal`: "SIGTERM") stopped the run before the last `n` of `jobs` started
-  // (run_batch claims jobs in order).
-  void not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const char* signal);
+  // The run stopped before the last `n` of `jobs` started (run_batch claims jobs in order);
+  // `reason`: why ("the run was interrupted by SIGTERM").
+  void not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const std::string& reason);
 
  private:
   void write(const std::string& line);

@@ -8,6 +8,9 @@
 // FMA is correctly rounded, so that chain has one result, and the AVX-512 and AVX2 kernels
 // produce it alike; how C is cut into tiles and handed to threads cannot change it. A CPU
 // without FMA gets a portable kernel (a·b, then + c), which may differ in the last bits.
+// Where an operand sits does not matter either: a and b are copied into aligned panels before
+// any kernel reads them, so they need only float alignment, and a weight read in place from a
+// file's mapping (weight_matrix.hpp) gives the bytes its copy would.
 // Why not OpenBLAS: its kernels and its split of the work depend on the thread count and on
 // the kernel the environment picks (OPENBLAS_CORETYPE), and so did the outputs.
 #include <string>
@@ -16,10 +19,6 @@
 #include "tensor.hpp"
 
 namespace vitattn {
-
-// A row-major block of a Matrix (rows may be strided: q, k and v are column ranges of qkv).
-using MatrixView = Eigen::Ref<Matrix, 0, Eigen::OuterStride<>>;
-using ConstMatrixView = Eigen::Ref<const Matrix, 0, Eigen::OuterStride<>>;
 
 // Whether the product is added onto what c holds (a bias, the residual) or replaces it.
 enum class Accumulate : bool { no = false, yes = true };

@@ -55,13 +55,13 @@ void gelu_inplace(Matrix& x, Gelu kind) {
   });
 }
 
-Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b) {
+Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b) {
   Matrix y;
   linear_into(x, w, b, y);
   return y;
 }
 
-void linear_into(const Matrix& x, const Matrix& w, const RowVector& b, Matrix& y) {
+void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix& y) {
   // y (n_tokens, d_out) = b on every row, then y += x (n_tokens, d_in) · wᵀ (d_in, d_out):
   // the bias is where each output's chain of multiply-adds starts.
   y.resize(x.rows(), w.rows());

@@ -22,9 +22,9 @@ enum class Gelu { erf, tanh };
 void gelu_inplace(Matrix& x, Gelu kind);
 
 // x (n_tokens, d_in) · wᵀ (d_in, d_out) + b → (n_tokens, d_out); b may be empty (no bias).
-Matrix linear(const Matrix& x, const Matrix& w, const RowVector& b);
+Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b);
 // The same into `y` (resized when its shape differs). The bias is written first and the
 // product added onto it (gemm.hpp): no second pass for the bias.
-void linear_into(const Matrix& x, const Matrix& w, const RowVector& b, Matrix& y);
+void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix& y);
 
 }  // namespace vitattn

@@ -12,6 +12,7 @@ QueryKey query_key(const VitModel& model, const ImageTensor& image) {
   const Matrix xn = block.norm1.present() ? layer_norm(x, block.norm1, model.eps) : x;
   // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
   const Matrix qkv = linear(xn, block.w_qkv, block.b_qkv);
+  model.check_weights();
   const Eigen::Index d_attn = model.d_attn(), d_head = model.d_head();
   return {qkv.middleCols(0, d_head),        // (n_tokens, d_head)
           qkv.middleCols(d_attn, d_head)};  // (n_tokens, d_head)

@@ -44,10 +44,9 @@ VitModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
   m.n_heads = 1;
   m.grid_h = m.grid_w = grid;
   m.pos_prefix = 1;
-  m.w_patch.resize(s.d_model, patch_dim);
+  Matrix w_patch(s.d_model, patch_dim), pos_embed(1 + grid * grid, s.d_model);
   m.b_patch = RowVector::Zero(s.d_model);
   m.cls_token.resize(s.d_model);
-  m.pos_embed.resize(1 + grid * grid, s.d_model);
   Matrix w_q(s.d_k, s.d_model), w_k(s.d_k, s.d_model), w_v(s.d_k, s.d_model);
 
   // Bounds as PyTorch's default Linear/Conv init (uniform ±1/√fan_in), except where an
@@ -59,17 +58,21 @@ VitModel make_seeded_model(const SeededShape& s, std::uint64_t seed) {
   const float patch_bound = 1.0f / std::sqrt(static_cast<float>(patch_dim));
   const float qk_bound = kQueryKeyGain / std::sqrt(static_cast<float>(s.d_model));
   const float v_bound = 1.0f / std::sqrt(static_cast<float>(s.d_model));
-  fill_uniform(m.w_patch, rng, patch_bound);
+  fill_uniform(w_patch, rng, patch_bound);
   fill_uniform(m.cls_token, rng, 1.0f);
-  fill_uniform(m.pos_embed, rng, kPosEmbedBound);
+  fill_uniform(pos_embed, rng, kPosEmbedBound);
   fill_uniform(w_q, rng, qk_bound);
   fill_uniform(w_k, rng, qk_bound);
   fill_uniform(w_v, rng, v_bound);
 
+  m.w_patch = std::move(w_patch);
+  m.pos_embed = std::move(pos_embed);
+
   EncoderBlock block;
   // [W_Q; W_K; W_V] (3·d_k, d_model), zero biases (3·d_k)
-  block.w_qkv.resize(3 * s.d_k, s.d_model);
-  block.w_qkv << w_q, w_k, w_v;
+  Matrix w_qkv(3 * s.d_k, s.d_model);
+  w_qkv << w_q, w_k, w_v;
+  block.w_qkv = std::move(w_qkv);
   block.b_qkv = RowVector::Zero(3 * s.d_k);
   m.blocks.push_back(std::move(block));
   return m;

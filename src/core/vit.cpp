@@ -23,7 +23,7 @@ struct Expect {
   const std::string& source;
   bool values;
 
-  void operator()(const std::string& name, const Matrix& m, Eigen::Index rows, Eigen::Index cols) const {
+  void operator()(const std::string& name, const WeightMatrix& m, Eigen::Index rows, Eigen::Index cols) const {
     if (m.rows() != rows || m.cols() != cols)
       throw Error(source + ": " + name + " is " + dims(m.rows(), m.cols()) + ", expected " + dims(rows, cols));
     if (values && !m.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
@@ -110,6 +110,11 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
                   std::to_string(norm.std[c]) + " for channel " + std::to_string(c));
 }
 
+void VitModel::check_weights() const {
+  if (!weights_lost) return;
+  if (std::string why = weights_lost(); !why.empty()) throw Error(why);
+}
+
 Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   const int p = model.patch_size;
   const Matrix patches = patchify(image, p);  // (n_patches, 3·P·P), raster order
@@ -186,7 +191,7 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, cons
 // x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
 // Without layer scale the product lands on x directly (gemm accumulating onto x + b): no
 // branch matrix, no separate residual pass.
-void add_branch(Matrix& x, const Matrix& u, const Matrix& w, const RowVector& b, const RowVector& layer_scale,
+void add_branch(Matrix& x, const Matrix& u, ConstMatrixView w, const RowVector& b, const RowVector& layer_scale,
                 Matrix& branch) {
   if (layer_scale.size() == 0) {
     if (b.size() > 0) x.rowwise() += b;
@@ -268,7 +273,10 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
       streamed.clear();
     }
   }
-  if (!full) return result;
+  if (!full) {
+    model.check_weights();
+    return result;
+  }
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
   require_finite(result.tokens, last);
   if (model.w_head.size() > 0) {
@@ -276,6 +284,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
     result.logits = linear(result.tokens.topRows(1), model.w_head, model.b_head);
     require_finite(result.logits, last);
   }
+  model.check_weights();
   return result;
 }
 

@@ -2,6 +2,9 @@
 // A Vision Transformer encoder (ViT, DeiT, DINO, DINOv2): patch embedding, class token,
 // optional register tokens, position embeddings, pre-norm blocks, final norm, optional
 // classifier. PyTorch nn.Linear convention throughout: y = x·Wᵀ + b, W is (out, in).
+// The matrices are WeightMatrix (weight_matrix.hpp): a checkpoint's float32 values read in
+// place from its file where they can be, else owned. The vectors (biases, norms, tokens, layer
+// scales: about 0.2% of a ViT-B/16's bytes) are copies of their own.
 // The seeded head is the same type: one block, attention only (no norm, no projection, no
 // MLP), with its own head width d_k (seeded_model.hpp).
 #include <functional>
@@ -12,25 +15,26 @@
 #include "layers.hpp"
 #include "pos_embed.hpp"
 #include "tensor.hpp"
+#include "weight_matrix.hpp"
 
 namespace vitattn {
 
 // d_attn = H·d_head, the heads' outputs side by side: d_model in every standard ViT, but
 // the seeded head's d_k is its own.
 struct EncoderBlock {
-  LayerNorm norm1;    // absent: attention reads x itself
-  Matrix w_qkv;       // (3·d_attn, d_model): rows [W_Q; W_K; W_V]; head h uses rows h·d_head … within each
-  RowVector b_qkv;    // (3·d_attn), empty when the model has no qkv bias
-  Matrix w_proj;      // (d_model, d_attn) attention output projection; empty: the block's output is the
-                      // heads' outputs themselves (n_tokens, d_attn), no residual (the last block only)
-  RowVector b_proj;   // (d_model)
-  RowVector ls1;      // (d_model) layer scale of the attention branch; empty when absent
-  LayerNorm norm2;    // absent together with the MLP
-  Matrix w_fc1;       // (d_mlp, d_model); empty: no MLP
-  RowVector b_fc1;    // (d_mlp)
-  Matrix w_fc2;       // (d_model, d_mlp)
-  RowVector b_fc2;    // (d_model)
-  RowVector ls2;      // (d_model) layer scale of the MLP branch; empty when absent
+  LayerNorm norm1;     // absent: attention reads x itself
+  WeightMatrix w_qkv;  // (3·d_attn, d_model): rows [W_Q; W_K; W_V]; head h uses rows h·d_head … within each
+  RowVector b_qkv;     // (3·d_attn), empty when the model has no qkv bias
+  WeightMatrix w_proj; // (d_model, d_attn) attention output projection; empty: the block's output is the
+                       // heads' outputs themselves (n_tokens, d_attn), no residual (the last block only)
+  RowVector b_proj;    // (d_model)
+  RowVector ls1;       // (d_model) layer scale of the attention branch; empty when absent
+  LayerNorm norm2;     // absent together with the MLP
+  WeightMatrix w_fc1;  // (d_mlp, d_model); empty: no MLP
+  RowVector b_fc1;     // (d_mlp)
+  WeightMatrix w_fc2;  // (d_model, d_mlp)
+  RowVector b_fc2;     // (d_model)
+  RowVector ls2;       // (d_model) layer scale of the MLP branch; empty when absent
 
   bool projected() const { return w_proj.size() > 0; }
   bool has_mlp() const { return w_fc1.size() > 0; }
@@ -41,19 +45,23 @@ struct VitModel {
   int n_heads = 1;              // H; d_head = d_attn / H
   float eps = 1e-6f;            // LayerNorm ε
   Gelu gelu = Gelu::erf;
-  Matrix w_patch;               // (d_model, 3·P·P): Conv2d(3, d_model, P, stride P) weight, flattened (c, y, x)
+  WeightMatrix w_patch;         // (d_model, 3·P·P): Conv2d(3, d_model, P, stride P) weight, flattened (c, y, x)
   RowVector b_patch;            // (d_model)
   RowVector cls_token;          // (d_model)
-  Matrix register_tokens;       // (n_registers, d_model), after the class token, no position embedding
-  Matrix pos_embed;             // (pos_prefix + grid_h·grid_w, d_model)
+  WeightMatrix register_tokens; // (n_registers, d_model), after the class token, no position embedding
+  WeightMatrix pos_embed;       // (pos_prefix + grid_h·grid_w, d_model)
   int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class) or 1 + n_registers
   int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
   PosInterp pos_interp = PosInterp::bicubic;  // how the checkpoint's own library resamples them
   std::vector<EncoderBlock> blocks;
   LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)
-  Matrix w_head;                // (n_classes, d_model), empty when there is no classifier
+  WeightMatrix w_head;          // (n_classes, d_model), empty when there is no classifier
   RowVector b_head;             // (n_classes)
   Normalization norm;           // image normalisation the model was trained with
+  // Set by a loader whose weights are read in place from something that can vanish under the
+  // run (a file cut short by another program): "" while they are intact, else why not, naming
+  // the file. Empty: they cannot be lost. See check_weights().
+  std::function<std::string()> weights_lost;
 
   int d_model() const { return static_cast<int>(w_patch.rows()); }
   // d_attn = H·d_head from the first block's qkv rows (3·d_attn); every block has the same.
@@ -68,6 +76,10 @@ struct VitModel {
   // weight, as long as reading them): for a caller that checked each tensor as it read it.
   enum class CheckValues : bool { no = false, yes = true };
   void validate(const std::string& source, CheckValues values = CheckValues::yes) const;
+
+  // Throws Error with weights_lost()'s message when it has one. forward() and query_key() call
+  // it after reading the weights, so nothing computed from lost values is ever shown.
+  void check_weights() const;
 };
 
 struct ForwardOptions {

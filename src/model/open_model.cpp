@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "files/mapped_file.hpp"
 #include "model/model_config.hpp"
 #include "tensors/tensor_file.hpp"
 
@@ -87,6 +88,17 @@ std::string some_names(const std::vector<std::string>& names) {
   return s;
 }
 
+// For VitModel::weights_lost: a mapped file's weights are read in place by every forward, and
+// another program may cut the file short meanwhile (mapped_file.hpp).
+std::function<std::string()> weights_lost(const SafeTensors& st) {
+  if (!st.mapping()) return {};  // in memory: nothing can take the values away
+  return [map = st.mapping(), source = st.source()]() -> std::string {
+    if (!map->lost()) return {};
+    return source + ": the model file was cut short while the run was reading its weights (another program "
+                    "truncated or rewrote it?); nothing is drawn from it from here on";
+  };
+}
+
 // Where the config files beside the weights are, and what they said; none for bytes in memory.
 struct Beside {
   ModelConfig config;
@@ -120,6 +132,7 @@ OpenedModel open_tensors(const SafeTensors& st, const Beside& beside, const std:
     out.details.push_back("class names: " + (out.labels.source.empty() ? std::string("none (indices)") : out.labels.source));
   }
   out.model = std::move(loaded.model);
+  out.model.weights_lost = weights_lost(st);
   return out;
 }
 

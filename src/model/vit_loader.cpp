@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "files/mapped_file.hpp"
 #include "model/layout_check.hpp"
 #include "model/rgb_triplet.hpp"
 
@@ -27,10 +28,16 @@ class Reader {
     return t->shape;
   }
 
-  // The tensor converted straight into the matrix (allocated uninitialised: every value is
-  // written once, from the file), then checked for NaN and infinity.
-  Matrix matrix(const std::string& name, const Shape& expected, Eigen::Index rows, Eigen::Index cols) const {
+  // The tensor as a (rows, cols) matrix, checked for NaN and infinity: read in place where
+  // the file holds it as float32, aligned (a view of the mapping, no copy); else converted
+  // straight into a matrix of its own (allocated uninitialised: every value is written once,
+  // from the file). Either way its shape in the file is `expected`, its values row-major.
+  WeightMatrix matrix(const std::string& name, const Shape& expected, Eigen::Index rows, Eigen::Index cols) const {
     require_present(name, expected);
+    if (auto in_place = st_.floats_in_place(name, expected)) {
+      require_finite(name, in_place->data, rows * cols);
+      return WeightMatrix(in_place->data, rows, cols, std::move(in_place->owner));
+    }
     Matrix m(rows, cols);
     st_.read_floats(name, expected, m.data());
     require_finite(name, m.data(), m.size());
@@ -53,12 +60,24 @@ class Reader {
     if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
   }
 
+  // One vectorised pass, the index only when needed. In place, this is the first read of the
+  // tensor's pages of the mapping: guarded, so a file cut short under us is an Error here.
   void require_finite(const std::string& name, const float* v, Eigen::Index n) const {
-    if (Eigen::Map<const Eigen::ArrayXf>(v, n).allFinite()) return;  // one vectorised pass; the index only when needed
-    for (Eigen::Index i = 0; i < n; ++i)
-      if (!std::isfinite(v[i]))
-        throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(v[i]) + " at index " +
-                    std::to_string(i) + ")");
+    struct Scan {
+      const float* v;
+      Eigen::Index n, bad = -1;  // the first non-finite value's index, or -1
+      float value = 0.0f;
+    } scan{v, n};
+    const bool read = MappedFile::guarded([](void* context) {
+      auto& s = *static_cast<Scan*>(context);
+      if (Eigen::Map<const Eigen::ArrayXf>(s.v, s.n).allFinite()) return;
+      for (s.bad = 0; std::isfinite(s.v[s.bad]); ++s.bad) {}
+      s.value = s.v[s.bad];
+    }, &scan);
+    if (!read) throw Error(source() + ": the file shrank while it was being read (another program truncated it?)");
+    if (scan.bad >= 0)
+      throw Error(source() + ": " + name + " holds a non-finite value (" + std::to_string(scan.value) + " at index " +
+                  std::to_string(scan.bad) + ")");
   }
 
   const SafeTensors& st_;
@@ -168,16 +187,17 @@ EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::s
   if (n.qkv.size() == 1) {  // packed rows [Q; K; V]
     b.w_qkv = r.matrix(bp + weight_of(n.qkv[0]), {3 * w, d}, 3 * wi, di);
     b.b_qkv = r.optional_row(bp + bias_of(n.qkv[0]), 3 * w);
-  } else {  // separate query, key, value: stacked once here, at load time
-    b.w_qkv.resize(3 * wi, di);
+  } else {  // separate query, key, value: stacked once here, at load time (a copy)
+    Matrix w_qkv(3 * wi, di);
     const bool biased = std::any_of(n.qkv.begin(), n.qkv.end(), [&](const auto& q) { return r.has(bp + bias_of(q)); });
     if (biased) b.b_qkv.resize(3 * wi);
     for (std::size_t j = 0; j < 3; ++j) {
       const auto row0 = static_cast<Eigen::Index>(j) * wi;
-      b.w_qkv.middleRows(row0, wi) = r.matrix(bp + weight_of(n.qkv[j]), {w, d}, wi, di);
+      w_qkv.middleRows(row0, wi) = r.matrix(bp + weight_of(n.qkv[j]), {w, d}, wi, di);
       // A bias left out of a biased q, k, v is zero (the native layout writes all three or none).
       if (biased) b.b_qkv.segment(row0, wi) = r.has(bp + bias_of(n.qkv[j])) ? r.row(bp + bias_of(n.qkv[j]), w) : RowVector::Zero(wi);
     }
+    b.w_qkv = std::move(w_qkv);
   }
   if (!n.proj.empty()) {
     b.w_proj = r.matrix(bp + weight_of(n.proj), {d, w}, di, wi);

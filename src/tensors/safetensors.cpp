@@ -96,17 +96,18 @@ SafeTensors SafeTensors::map(std::shared_ptr<const MappedFile> file, const std::
     }
   }
   SafeTensors st = parse_header(*head, file->size(), source);
+  file->populate();  // every tensor is about to be read (checked, converted or both)
   st.map_ = std::move(file);
   return st;
 }
 
 SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::string& source) {
   SafeTensors st = parse_header(bytes, bytes.size(), source);
-  st.bytes_ = std::move(bytes);
+  st.bytes_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
   return st;
 }
 
-const std::uint8_t* SafeTensors::data() const { return map_ ? map_->data() : bytes_.data(); }
+const std::uint8_t* SafeTensors::data() const { return map_ ? map_->data() : bytes_->data(); }
 
 // `head`: the file's first bytes, all of the header when the file holds it (8 + its length).
 namespace {
@@ -251,7 +252,7 @@ SafeTensors SafeTensors::from_memory(std::vector<std::uint8_t> data, std::map<st
   }
   SafeTensors st;
   st.source_ = source;
-  st.bytes_ = std::move(data);
+  st.bytes_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(data));
   st.metadata_ = std::move(metadata);
   st.tensors_ = std::move(tensors);
   return st;
@@ -309,7 +310,7 @@ void convert(void* job) {
 
 }  // namespace
 
-void SafeTensors::read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const {
+const TensorInfo& SafeTensors::float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const {
   const TensorInfo* info = find(name);
   if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing (expected " + shape_string(expected) + ")");
   if (info->shape != expected)
@@ -317,6 +318,21 @@ void SafeTensors::read_floats(const std::string& name, const std::vector<std::ui
   if (!is_float(info->dtype))
     throw Error(source_ + ": " + printable(name) + " has dtype " + dtype_name(info->dtype) +
                 "; weights must be F32, F16, BF16 or F64");
+  return *info;
+}
+
+std::optional<SafeTensors::InPlace> SafeTensors::floats_in_place(const std::string& name,
+                                                                 const std::vector<std::uint64_t>& expected) const {
+  const TensorInfo& info = float_tensor(name, expected);
+  if (info.dtype != DType::F32) return std::nullopt;
+  const std::uint8_t* at = data() + data_start_ + info.begin;
+  if (reinterpret_cast<std::uintptr_t>(at) % alignof(float) != 0) return std::nullopt;
+  std::shared_ptr<const void> owner = map_ ? std::shared_ptr<const void>(map_) : std::shared_ptr<const void>(bytes_);
+  return InPlace{reinterpret_cast<const float*>(at), std::move(owner)};
+}
+
+void SafeTensors::read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const {
+  const TensorInfo* info = &float_tensor(name, expected);
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   if (n == 0) return;
   prefault_for_writing(out, n * sizeof(float));  // `out` is usually fresh: no fault per page while converting

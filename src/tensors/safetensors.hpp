@@ -35,8 +35,8 @@ class SafeTensors {
   // Reads and checks the whole file: header size and JSON, dtypes, shapes against byte
   // counts (overflow-checked), offsets that must tile the data section exactly — no gap,
   // no overlap, nothing past the end, no bytes left over. Throws Error "PATH: ...".
-  // The file is mapped (mapped_file.hpp), not read: the tensors are converted straight
-  // from the mapping, and each one's pages are given back once converted.
+  // The file is mapped (mapped_file.hpp), not read, and its pages mapped in ahead: the
+  // tensors are read in place (floats_in_place) or converted straight from the mapping.
   static SafeTensors load(const std::filesystem::path& path);
   static SafeTensors parse(std::vector<std::uint8_t> bytes, const std::string& source);
   // A file already mapped; the SafeTensors shares the mapping.
@@ -57,15 +57,34 @@ class SafeTensors {
   std::vector<float> floats(const std::string& name) const;
   // The same into `out` (element_count() floats, e.g. an uninitialised Eigen matrix): no
   // buffer in between. Throws like floats(), and "PATH: the file shrank …" when a mapped
-  // file was truncated under us.
+  // file was truncated under us. The tensor's pages of a mapped file are given back after.
   void read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const;
+
+  // The tensor's values where they are, when they can be read as float32 as they are: dtype
+  // F32 (little-endian, as this machine: checked at compile time) and its first byte aligned
+  // for a float. `owner` keeps them alive (the mapping, or the bytes in memory) after this
+  // SafeTensors is gone; nothing writes them. nullopt when they need converting (F16, BF16,
+  // F64) or are misaligned (safetensors only promises offsets that are multiples of the
+  // dtype's size, from a data section that starts after a header of any length): read_floats
+  // then. Throws like floats() for a missing tensor, another shape or a dtype that is no float.
+  // The values are not read here: a file cut short under us shows when they are.
+  struct InPlace {
+    const float* data = nullptr;
+    std::shared_ptr<const void> owner;
+  };
+  std::optional<InPlace> floats_in_place(const std::string& name, const std::vector<std::uint64_t>& expected) const;
+
+  // The file's mapping, or null when its bytes are in memory: for asking lost() later.
+  const std::shared_ptr<const MappedFile>& mapping() const { return map_; }
 
  private:
   static SafeTensors parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& source);
   const std::uint8_t* data() const;  // the file's first byte, in bytes_ or the mapping
+  // The tensor `name` if it has shape `expected` and a float dtype; else throws.
+  const TensorInfo& float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const;
 
   std::string source_;
-  std::vector<std::uint8_t> bytes_;          // the file in memory, or empty when it is mapped
+  std::shared_ptr<const std::vector<std::uint8_t>> bytes_;  // the file in memory, or null when it is mapped
   std::shared_ptr<const MappedFile> map_;    // the file mapped, or null
   std::uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;

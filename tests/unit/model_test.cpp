@@ -65,18 +65,21 @@ VitModel tiny_model() {
   m.patch_size = 2;
   m.n_heads = 1;
   m.grid_h = m.grid_w = 2;
-  m.w_patch = Matrix::Zero(3, 12);
-  m.w_patch(0, 0) = 1;   // token feature 0 = red value of each patch's top-left pixel
-  m.w_patch(1, 4) = 1;   // feature 1 = green top-left
-  m.w_patch(2, 11) = 1;  // feature 2 = blue bottom-right
+  Matrix w_patch = Matrix::Zero(3, 12);
+  w_patch(0, 0) = 1;   // token feature 0 = red value of each patch's top-left pixel
+  w_patch(1, 4) = 1;   // feature 1 = green top-left
+  w_patch(2, 11) = 1;  // feature 2 = blue bottom-right
+  m.w_patch = w_patch;
   m.b_patch = RowVector::Constant(3, 0.5f);
   m.cls_token = RowVector::Ones(3);
-  m.pos_embed = Matrix::Zero(5, 3);
-  m.pos_embed(0, 1) = 3;  // the class token has a position too: a dropped pos_embed[0] shows
-  m.pos_embed(2, 0) = 10;
+  Matrix pos_embed = Matrix::Zero(5, 3);
+  pos_embed(0, 1) = 3;  // the class token has a position too: a dropped pos_embed[0] shows
+  pos_embed(2, 0) = 10;
+  m.pos_embed = pos_embed;
   EncoderBlock b;
-  b.w_qkv.resize(6, 3);
-  b.w_qkv << Matrix::Identity(2, 3), Matrix::Identity(2, 3), Matrix::Identity(2, 3);  // [W_Q; W_K; W_V]
+  Matrix w_qkv(6, 3);
+  w_qkv << Matrix::Identity(2, 3), Matrix::Identity(2, 3), Matrix::Identity(2, 3);  // [W_Q; W_K; W_V]
+  b.w_qkv = w_qkv;
   b.b_qkv = RowVector::Zero(6);
   b.b_qkv.segment(2, 2).setConstant(1.0f);  // b_k = (1, 1)
   m.blocks.push_back(b);
@@ -185,14 +188,14 @@ void expect_single_head_matches_naive(const VitModel& m, const ImageTensor& img)
 
 TEST(SingleHead, MatchesANaiveForwardAndLaysTheClassRowOnTheGrid) {
   VitModel m = tiny_model();
-  m.w_patch *= 0.001f;  // keep the scores in softmax's lively range
+  m.w_patch = m.w_patch * 0.001f;  // keep the scores in softmax's lively range
   expect_single_head_matches_naive(m, position_coded_image(4, 4));
 }
 
 TEST(SingleHead, ScoresInTheHundredsStayFinite) {
   // Scores of a few hundred: exp() overflows float unless each row's maximum is subtracted first.
   VitModel m = tiny_model();
-  m.w_patch *= 0.05f;
+  m.w_patch = m.w_patch * 0.05f;
   const ImageTensor img = position_coded_image(4, 4);
   const Matrix x = embed_image(m, img);
   const EncoderBlock& b = m.blocks[0];

@@ -143,8 +143,9 @@ VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu,
   for (int l = 0; l < 3; ++l) {
     EncoderBlock b;
     b.norm1 = ln();
-    b.w_qkv = test::random_matrix(3 * d, d, rng, 0.8f);
-    b.w_qkv.topRows(2 * d) *= qk_gain;  // rows of q and k
+    Matrix w_qkv = test::random_matrix(3 * d, d, rng, 0.8f);
+    w_qkv.topRows(2 * d) *= qk_gain;  // rows of q and k
+    b.w_qkv = w_qkv;
     b.b_qkv = random_row(3 * d, rng, 0.1f);
     b.w_proj = test::random_matrix(d, d, rng, 0.4f);
     b.b_proj = random_row(d, rng, 0.1f);
