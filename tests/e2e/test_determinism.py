@@ -70,7 +70,7 @@ class Determinism(unittest.TestCase):
         out = self.dir / f"out{Determinism.n}"
         p = run_process("in", "-j", jobs, "-v", "-o", out, *options, cwd=self.dir, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
-        m = re.search(r"(\d+) workers, (\d+) threads each", p.stderr)
+        m = re.search(r"(\d+) workers?, (\d+) threads? each", p.stderr)
         self.assertIsNotNone(m, "-v names the workers and their threads:\n" + p.stderr)
         files = files_of(out)
         self.assertGreaterEqual(len(files), 3, "every image was drawn")

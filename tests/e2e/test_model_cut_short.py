@@ -15,6 +15,7 @@ the bytes every kept output must have.
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
 Environment: VITATTN_BIN. Run: python3 -m pytest tests/e2e/test_model_cut_short.py
 """
+import re
 import os
 import shutil
 import subprocess
@@ -70,9 +71,9 @@ class ModelCutShort(TmpCase):
         errors = [line for line in stderr.splitlines() if line.startswith("error:")]
         self.assertGreaterEqual(len(errors), 1, stderr)
         self.assertLessEqual(len(errors), max_errors, stderr)
-        for line in errors:
-            self.assertTrue(line.startswith(f"error: {self.model}: the model file was cut short while the run was "
-                                            "reading its weights"), line)
+        for line in errors:  # the image that found out, then the model file and what happened to it
+            self.assertRegex(line, r"^error: \S+\.png: " + re.escape(f"{self.model}: the model file was cut short "
+                                                                        "while the run was reading its weights"))
         self.assertGreaterEqual(len(written), 1)
         self.assertLess(len(written), N_IMAGES, "every image was drawn from a file cut short")
         for name, data in written.items():  # what was written before stays, byte for byte

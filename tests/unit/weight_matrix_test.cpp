@@ -78,6 +78,7 @@ std::vector<NamedTensor> timm_tensors() {
   add("blocks.0.mlp.fc1.weight", {MLP, D});
   add("blocks.0.mlp.fc2.weight", {D, MLP});
   add("head.weight", {10, D});
+  add("head.bias", {10});  // a classifier is whole (layout_check.hpp)
   return t;
 }
 
