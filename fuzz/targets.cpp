@@ -185,7 +185,7 @@ Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "fuzz.safetensors";
   std::vector<std::uint8_t> bytes(data, data + size);
   try {
-    const io::SafeTensors st = io::SafeTensors::parse(bytes, source);
+    const io::TensorFile st = io::TensorFile::parse(bytes, source);
     for (const auto& [name, info] : st.tensors()) {
       require(st.find(name) == &info, "find() does not return the listed tensor");
       try {
@@ -324,7 +324,7 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "fuzz.pth";
   const std::vector<std::uint8_t> bytes(data, data + size);
   try {
-    const io::SafeTensors st = io::parse_pth(bytes, source);
+    const io::TensorFile st = io::parse_pth(bytes, source);
     for (const auto& [name, info] : st.tensors()) {
       require(is_float_dtype(info.dtype), "parse_pth kept a tensor whose dtype is not a float type");
       const std::vector<float> v = st.floats(name, info.shape);  // must not throw: the reader checked it

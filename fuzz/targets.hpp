@@ -14,7 +14,7 @@ namespace vitattn::fuzz {
 
 enum class Outcome { accepted, refused };
 
-// The bytes as a safetensors file: SafeTensors::parse, every tensor read back with floats()
+// The bytes as a safetensors file: TensorFile::parse, every tensor read back with floats()
 // (with and without its own shape), then the model opened as the binary opens a file
 // (open_model_bytes: open_model's steps after the read). A single-head model that opens must
 // survive encode_model → open_model_bytes bit for bit. accepted = the model opened.

@@ -170,7 +170,7 @@ struct ImageRun {
   pipeline::BatchPlan plan;
   // The whole batch's jobs, in input order, when this process writes the batch files (not
   // under --shard): they are gathered from these jobs' parts (pipeline/batch_files.hpp).
-  std::vector<pipeline::ImageJob> batch_jobs;
+  std::vector<pipeline::InputJob> batch_jobs;
   std::size_t total = 0, videos = 0, skipped = 0;  // for the summary: planned, of them videos, already done
 };
 
@@ -184,7 +184,7 @@ void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions&
     const int s = file && o.model.img_size_given ? shape.img_size : model.grid_h * p;
     spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} of {} px", s,
                   io::counted(static_cast<std::size_t>(s / p), "patch", "patches"), p);
-    options.on_grid = [](const pipeline::ImageJob& job, const pipeline::InputGrid& g) {
+    options.on_grid = [](const pipeline::InputJob& job, const pipeline::InputGrid& g) {
       spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
                     g.input_h, g.grid_w, g.grid_h);
     };
@@ -199,7 +199,7 @@ void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions&
 }
 
 bool has_video(const pipeline::BatchPlan& plan) {
-  return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::ImageJob& j) { return j.video; });
+  return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::InputJob& j) { return j.video; });
 }
 
 // The batch's jobs. Videos: the codec decides their output's name (.mp4, or .avi without
@@ -286,13 +286,13 @@ void select_jobs(const Options& o, ImageRun& r, RunLog* log) {
   }
   r.total = r.plan.jobs.size();
   r.videos = static_cast<std::size_t>(std::count_if(r.plan.jobs.begin(), r.plan.jobs.end(),
-                                                    [](const pipeline::ImageJob& j) { return j.video; }));
+                                                    [](const pipeline::InputJob& j) { return j.video; }));
   r.skipped = o.skip_existing ? drop_finished_jobs_logged(r.plan, r.outputs, log) : 0;
 }
 
 // One job on a worker: an image, or a video with its frames counted on the progress bar.
 void run_job(const Options& o, const ImageRun& r, const pipeline::ProcessOptions& process, Progress& progress,
-             const pipeline::ImageJob& job) {
+             const pipeline::InputJob& job) {
   try {
     if (!job.video) {
       pipeline::process_image(o.output, job, r.model, process);
@@ -325,19 +325,19 @@ std::pair<BatchResult, double> run_jobs(const Options& o, ImageRun& r, RunLog* l
   std::optional<TopClasses> top;
   if (o.top > 0) {
     top.emplace(r.labels, r.plan.jobs);
-    process.on_top = [&top](const pipeline::ImageJob& job, std::vector<ClassScore> classes) {
+    process.on_top = [&top](const pipeline::InputJob& job, std::vector<ClassScore> classes) {
       top->add(job, std::move(classes));
     };
   }
   const auto start = std::chrono::steady_clock::now();
   Progress progress(r.plan.jobs.size(), o.verbosity >= 0 && ::isatty(STDERR_FILENO));
   process.damage.warn = [&progress](const std::string& message) { progress.warn(message); };
-  const JobDone done = log ? JobDone([log](const pipeline::ImageJob& job, const std::string& error, double ms) {
+  const JobDone done = log ? JobDone([log](const pipeline::InputJob& job, const std::string& error, double ms) {
     log->finished(job, error, ms);
   })
                            : JobDone();
   const BatchResult result = run_batch(
-      r.plan.jobs, workers, [&](const pipeline::ImageJob& job) { run_job(o, r, process, progress, job); }, progress,
+      r.plan.jobs, workers, [&](const pipeline::InputJob& job) { run_job(o, r, process, progress, job); }, progress,
       // A model file cut short under the run (VitModel::weights_lost): the image that found out
       // failed with the file's name; no other starts, as each would fail alike.
       [&r] { return InterruptGuard::signal_received() != 0 || (r.model.weights_lost && !r.model.weights_lost().empty()); },

@@ -16,8 +16,8 @@
 
 namespace vitattn::cli {
 
-BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
-                      const std::function<void(const pipeline::ImageJob&)>& work, Progress& progress,
+BatchResult run_batch(const std::vector<pipeline::InputJob>& jobs, int workers,
+                      const std::function<void(const pipeline::InputJob&)>& work, Progress& progress,
                       const std::function<bool()>& stop, const JobDone& done) {
   std::atomic<std::size_t> next{0}, written{0}, failed{0};
   auto worker = [&] {

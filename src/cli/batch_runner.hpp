@@ -20,9 +20,9 @@ struct BatchResult {
 // `stop`, when given, is asked before each job is taken: once it returns true no new job
 // starts, and the jobs in hand are finished. `done`, when given, is told each job's end on
 // its worker: the error line (empty when it went well) and the wall time in milliseconds.
-using JobDone = std::function<void(const pipeline::ImageJob&, const std::string& error, double ms)>;
-BatchResult run_batch(const std::vector<pipeline::ImageJob>& jobs, int workers,
-                      const std::function<void(const pipeline::ImageJob&)>& work, Progress& progress,
+using JobDone = std::function<void(const pipeline::InputJob&, const std::string& error, double ms)>;
+BatchResult run_batch(const std::vector<pipeline::InputJob>& jobs, int workers,
+                      const std::function<void(const pipeline::InputJob&)>& work, Progress& progress,
                       const std::function<bool()>& stop = {}, const JobDone& done = {});
 
 // The closing line: "<n> images in <t> s: <w> written to <out>[, <f> failed][, <s> skipped

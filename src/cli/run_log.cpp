@@ -95,20 +95,20 @@ void RunLog::write(const std::string& line) {
   }
 }
 
-void RunLog::finished(const pipeline::ImageJob& job, const std::string& error, double ms) {
+void RunLog::finished(const pipeline::InputJob& job, const std::string& error, double ms) {
   const auto whole_ms = static_cast<std::int64_t>(std::llround(ms));
   if (error.empty()) write(log_line(job.input, RunStatus::ok, {}, pipeline::output_paths(job.output_base, outputs_, job.video), whole_ms));
   else write(log_line(job.input, RunStatus::failed, error, {}, whole_ms));
 }
 
-void RunLog::already_done(const std::vector<pipeline::ImageJob>& jobs) {
+void RunLog::already_done(const std::vector<pipeline::InputJob>& jobs) {
   std::string lines;
-  for (const pipeline::ImageJob& job : jobs)
+  for (const pipeline::InputJob& job : jobs)
     lines += log_line(job.input, RunStatus::skipped, {}, pipeline::output_paths(job.output_base, outputs_, job.video), 0);
   write(lines);
 }
 
-void RunLog::not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const std::string& reason) {
+void RunLog::not_started(const std::vector<pipeline::InputJob>& jobs, std::size_t n, const std::string& reason) {
   const std::string why = "not started: " + reason;
   std::string lines;
   for (std::size_t i = jobs.size() - std::min(n, jobs.size()); i < jobs.size(); ++i)
@@ -118,12 +118,12 @@ void RunLog::not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_
 
 std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log) {
   if (!log) return pipeline::drop_finished_jobs(plan, outputs);
-  const std::vector<pipeline::ImageJob> before = plan.jobs;
+  const std::vector<pipeline::InputJob> before = plan.jobs;
   const std::size_t dropped = pipeline::drop_finished_jobs(plan, outputs);
   // plan.jobs is now a subsequence of `before`: walk both to find what went.
-  std::vector<pipeline::ImageJob> done;
+  std::vector<pipeline::InputJob> done;
   std::size_t kept = 0;
-  for (const pipeline::ImageJob& job : before) {
+  for (const pipeline::InputJob& job : before) {
     if (kept < plan.jobs.size() && plan.jobs[kept].output_base == job.output_base) ++kept;
     else done.push_back(job);
   }

@@ -34,7 +34,7 @@ class RunLog {
   // One line for `job`, written whole with one write(2) before returning: another process
   // reading the file, or this one dying next, never sees part of it. Thread-safe.
   // `error` empty means ok.
-  void finished(const pipeline::ImageJob& job, const std::string& error, double ms);
+  void finished(const pipeline::InputJob& job, const std::string& error, double ms);
   // True once a line could not be written: said once, when it happened, and no line is
   // written after it (a log with a line missing in its middle would mislead a reader).
   bool failed() const;
@@ -42,10 +42,10 @@ class RunLog {
   // !failed(), said once as above.
   bool close();
   // --skip-existing left these out: their outputs are there.
-  void already_done(const std::vector<pipeline::ImageJob>& jobs);
+  void already_done(const std::vector<pipeline::InputJob>& jobs);
   // The run stopped before the last `n` of `jobs` started (run_batch claims jobs in order);
   // `reason`: why ("the run was interrupted by SIGTERM").
-  void not_started(const std::vector<pipeline::ImageJob>& jobs, std::size_t n, const std::string& reason);
+  void not_started(const std::vector<pipeline::InputJob>& jobs, std::size_t n, const std::string& reason);
 
  private:
   void write(const std::string& line);

@@ -23,10 +23,10 @@ void warn_top_above_classes(const Options& o, const VitModel& model);
 class TopClasses {
  public:
   // `jobs` must outlive this and be the vector whose elements add() is handed.
-  TopClasses(io::ClassLabels labels, const std::vector<pipeline::ImageJob>& jobs);
+  TopClasses(io::ClassLabels labels, const std::vector<pipeline::InputJob>& jobs);
 
   // Thread-safe: called by the workers (ProcessOptions::on_top).
-  void add(const pipeline::ImageJob& job, std::vector<ClassScore> top);
+  void add(const pipeline::InputJob& job, std::vector<ClassScore> top);
 
   // Prints one line per image that has its classes, in input order. Returns false when
   // standard output could not take them (said once: standard_output.hpp).
@@ -34,7 +34,7 @@ class TopClasses {
 
  private:
   io::ClassLabels labels_;
-  const std::vector<pipeline::ImageJob>& jobs_;
+  const std::vector<pipeline::InputJob>& jobs_;
   mutable std::mutex mutex_;
   std::vector<std::optional<std::vector<ClassScore>>> top_;  // [job index]
 };

@@ -21,7 +21,7 @@ std::string name_list(const std::vector<std::string>& names) {
 
 class LayoutCheck {
  public:
-  LayoutCheck(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix)
+  LayoutCheck(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix)
       : st_(st), f_(f), prefix_(prefix) {}
 
   Layout run() {
@@ -175,7 +175,7 @@ class LayoutCheck {
     throw Error(what);
   }
 
-  const SafeTensors& st_;
+  const TensorFile& st_;
   const CheckpointFamily& f_;
   const std::string prefix_;
   std::set<std::string> used_;
@@ -185,7 +185,7 @@ class LayoutCheck {
 
 }  // namespace
 
-Layout check_layout(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix) {
+Layout check_layout(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
   return LayoutCheck(st, f, prefix).run();
 }
 

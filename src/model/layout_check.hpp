@@ -36,6 +36,6 @@ struct Layout {
 
 // Throws Error "PATH: …" naming the tensors: "no blocks.5.* (the blocks go up to blocks.11.)"
 // for a gap, else "not a complete timm model: missing …; not of the layout …: …".
-Layout check_layout(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix);
+Layout check_layout(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix);
 
 }  // namespace vitattn::io

@@ -52,7 +52,7 @@ VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& conf
 
 // The file's head count against its config.json's: two different models, an error. The
 // request's over either: said back, the request wins.
-std::optional<HeadsOverridden> check_head_counts(const SafeTensors& st, const ModelConfig& config, const std::string& name,
+std::optional<HeadsOverridden> check_head_counts(const TensorFile& st, const ModelConfig& config, const std::string& name,
                                                  int asked) {
   const std::optional<long> file = metadata_heads(st);
   if (file && config.heads > 0 && *file != config.heads)
@@ -90,7 +90,7 @@ std::string some_names(const std::vector<std::string>& names) {
 
 // For VitModel::weights_lost: a mapped file's weights are read in place by every forward, and
 // another program may cut the file short meanwhile (mapped_file.hpp).
-std::function<std::string()> weights_lost(const SafeTensors& st) {
+std::function<std::string()> weights_lost(const TensorFile& st) {
   if (!st.mapping()) return {};  // in memory: nothing can take the values away
   return [map = st.mapping(), source = st.source()]() -> std::string {
     if (!map->lost()) return {};
@@ -107,7 +107,7 @@ struct Beside {
 
 // Every step after the tensor file is read, shared by the file and the bytes: load, the config's
 // checks and normalisation, the request's normalisation, validation once, labels.
-OpenedModel open_tensors(const SafeTensors& st, const Beside& beside, const std::string& name, const ModelRequest& r) {
+OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::string& name, const ModelRequest& r) {
   const ModelConfig& config = beside.config;
   OpenedModel out;
   if (!config.sources.empty()) out.details.push_back("settings from " + config.sources);
@@ -141,7 +141,7 @@ OpenedModel open_tensors(const SafeTensors& st, const Beside& beside, const std:
 OpenedModel open_model(const ModelRequest& r) {
   if (r.source.empty()) return open_seeded(r);
   const fs::path path = weights_file(r);
-  const SafeTensors st = load_tensor_file(path, r.key);
+  const TensorFile st = load_tensor_file(path, r.key);
   // config.json / preprocessor_config.json beside the weights (a hub snapshot folder).
   const Beside beside{read_model_config(path.parent_path()), path.parent_path() / "config.json"};
   OpenedModel out = open_tensors(st, beside, r.source, r);
@@ -150,7 +150,7 @@ OpenedModel open_model(const ModelRequest& r) {
 }
 
 OpenedModel open_model_bytes(std::vector<std::uint8_t> bytes, const std::string& name, const ModelRequest& r) {
-  const SafeTensors st = parse_tensor_file(std::move(bytes), name, r.key);
+  const TensorFile st = parse_tensor_file(std::move(bytes), name, r.key);
   return open_tensors(st, Beside{}, name, r);
 }
 

@@ -18,7 +18,7 @@ using Shape = std::vector<std::uint64_t>;
 // One checkpoint, read tensor by tensor with the file's name in every message.
 class Reader {
  public:
-  explicit Reader(const SafeTensors& st) : st_(st) {}
+  explicit Reader(const TensorFile& st) : st_(st) {}
   const std::string& source() const { return st_.source(); }
   bool has(const std::string& name) const { return st_.find(name) != nullptr; }
 
@@ -80,7 +80,7 @@ class Reader {
                   std::to_string(scan.bad) + ")");
   }
 
-  const SafeTensors& st_;
+  const TensorFile& st_;
 };
 
 std::string block_prefix(const std::string& prefix, const CheckpointFamily& f, int i) {
@@ -99,7 +99,7 @@ std::vector<std::string> block_markers(const CheckpointFamily& f) {
   return names;
 }
 
-bool has_block(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix, int i) {
+bool has_block(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix, int i) {
   if (i > 0 && f.block.find("{i}") == std::string::npos) return false;  // a family of one block
   for (const auto& name : block_markers(f))
     if (st.find(block_prefix(prefix, f, i) + name)) return true;
@@ -107,19 +107,19 @@ bool has_block(const SafeTensors& st, const CheckpointFamily& f, const std::stri
 }
 
 // A family is recognised by its first block; the reader then names any other tensor missing.
-bool matches(const SafeTensors& st, const CheckpointFamily& f, const std::string& prefix) {
+bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
   return has_block(st, f, prefix, 0);
 }
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
-const CheckpointFamily& refine_timm(const SafeTensors& st, const std::string& prefix) {
+const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& prefix) {
   if (st.find(prefix + "blocks.0.ls1.gamma") || st.find(prefix + "register_tokens") || st.find(prefix + "mask_token"))
     return *family_by_name("dinov2");
   if (!st.find(prefix + "head.weight")) return *family_by_name("dino");  // DINO releases the backbone only
   return *family_by_name("timm");
 }
 
-std::pair<const CheckpointFamily*, std::string> detect(const SafeTensors& st, const std::string& wanted) {
+std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, const std::string& wanted) {
   if (!wanted.empty()) {
     const CheckpointFamily* f = family_by_name(wanted);
     if (!f) throw Error("unknown model family \"" + wanted + "\"");
@@ -138,7 +138,7 @@ std::pair<const CheckpointFamily*, std::string> detect(const SafeTensors& st, co
   }() + "; see models/README.md)");
 }
 
-std::optional<long> metadata_int(const SafeTensors& st, const char* key) {
+std::optional<long> metadata_int(const TensorFile& st, const char* key) {
   const auto it = st.metadata().find(key);
   if (it == st.metadata().end()) return std::nullopt;
   long v = 0;
@@ -229,12 +229,12 @@ int square_root(std::uint64_t n) {
 
 }  // namespace
 
-std::optional<long> metadata_heads(const SafeTensors& st) {
+std::optional<long> metadata_heads(const TensorFile& st) {
   std::optional<long> heads = metadata_int(st, "num_heads");
   return heads ? heads : metadata_int(st, "heads");
 }
 
-LoadedVit load_vit(const SafeTensors& st, const VitOverrides& overrides) {
+LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   const auto [family, prefix] = detect(st, overrides.family);
   const CheckpointFamily& f = *family;
   // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.

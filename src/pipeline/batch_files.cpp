@@ -13,9 +13,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The parts of the finished image jobs, in input order.
-std::vector<fs::path> finished_parts(const BatchFile& file, const std::vector<ImageJob>& jobs, const OutputSet& outputs) {
+std::vector<fs::path> finished_parts(const BatchFile& file, const std::vector<InputJob>& jobs, const OutputSet& outputs) {
   std::vector<fs::path> parts;
-  for (const ImageJob& job : jobs)
+  for (const InputJob& job : jobs)
     if (!job.video && job_finished(job, outputs)) parts.push_back(with_suffix(job.output_base, file.part_suffix));
   return parts;
 }
@@ -38,7 +38,7 @@ std::string gathered_csv(const BatchFile& file, const std::vector<fs::path>& par
   return csv;
 }
 
-void write_one(const fs::path& out, const BatchFile& file, const std::vector<ImageJob>& jobs, const OutputSet& outputs,
+void write_one(const fs::path& out, const BatchFile& file, const std::vector<InputJob>& jobs, const OutputSet& outputs,
                BatchFilesWritten& result) {
   const fs::path path = out / file.name;
   const std::vector<fs::path> parts = finished_parts(file, jobs, outputs);
@@ -63,10 +63,10 @@ void write_one(const fs::path& out, const BatchFile& file, const std::vector<Ima
 
 }  // namespace
 
-BatchFilesWritten write_batch_files(const fs::path& out, const std::vector<ImageJob>& jobs, const OutputSet& outputs) {
+BatchFilesWritten write_batch_files(const fs::path& out, const std::vector<InputJob>& jobs, const OutputSet& outputs) {
   BatchFilesWritten result;
   const auto images = static_cast<std::size_t>(
-      std::count_if(jobs.begin(), jobs.end(), [](const ImageJob& job) { return !job.video; }));
+      std::count_if(jobs.begin(), jobs.end(), [](const InputJob& job) { return !job.video; }));
   for (const BatchFile& file : batch_files()) {
     if (!(outputs.*file.on) || images < file.min_images) continue;
     try {

@@ -34,7 +34,7 @@ struct BatchFilesWritten {
 // written for a batch of at least its min_images images, whole (temporary file, then rename).
 // Never throws for one file: a file that cannot be written (a full disk, a symbolic link at
 // its name) or a part that is not one is a line in `errors`, and the rest is still written.
-BatchFilesWritten write_batch_files(const std::filesystem::path& out, const std::vector<ImageJob>& jobs,
+BatchFilesWritten write_batch_files(const std::filesystem::path& out, const std::vector<InputJob>& jobs,
                                     const OutputSet& outputs);
 
 }  // namespace vitattn::pipeline

@@ -33,7 +33,7 @@ fs::path canonical_or_self(const fs::path& p) {
 struct Candidate {
   fs::path input;
   fs::path rel_dir;  // sub-folder below the output folder
-  fs::path root_relative;  // ImageJob::root_relative
+  fs::path root_relative;  // InputJob::root_relative
 };
 
 const char* file_kind(fs::file_type type) {
@@ -191,7 +191,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
   return plan;
 }
 
-bool job_finished(const ImageJob& job, const OutputSet& outputs) {
+bool job_finished(const InputJob& job, const OutputSet& outputs) {
   const auto paths = output_paths(job.output_base, outputs, job.video);
   return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
     std::error_code ec;  // symlink_status: a link at an output name is not a finished output
@@ -200,7 +200,7 @@ bool job_finished(const ImageJob& job, const OutputSet& outputs) {
 }
 
 std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
-  return std::erase_if(plan.jobs, [&](const ImageJob& job) { return job_finished(job, outputs); });
+  return std::erase_if(plan.jobs, [&](const InputJob& job) { return job_finished(job, outputs); });
 }
 
 }  // namespace vitattn::pipeline

@@ -8,7 +8,7 @@
 
 namespace vitattn::pipeline {
 
-struct ImageJob {
+struct InputJob {
   std::filesystem::path input;
   // Output path without its suffix: "<out>/<sub-folder>/<stem>"; the outputs are
   // output_paths(output_base, …) (job_outputs.hpp).
@@ -20,7 +20,7 @@ struct ImageJob {
 };
 
 struct BatchPlan {
-  std::vector<ImageJob> jobs;
+  std::vector<InputJob> jobs;
   std::vector<std::string> renamed;  // notes on stem collisions and how they were resolved
   std::vector<std::string> errors;   // folders that could not be listed, one line each
   // "PATH: skipped, why", one line each. warnings: image-like entries dropped (a FIFO named
@@ -55,7 +55,7 @@ std::filesystem::path with_suffix(const std::filesystem::path& base, const char*
 
 // True when every output of `job` is there as a regular file (a symlink does not count):
 // outputs are written whole (temporary file, then rename), so an output that exists is complete.
-bool job_finished(const ImageJob& job, const OutputSet& outputs);
+bool job_finished(const InputJob& job, const OutputSet& outputs);
 
 // --skip-existing: removes the jobs whose outputs are all there as regular files (a
 // symlink does not count), and returns how many. Outputs are written whole (temporary

@@ -31,7 +31,7 @@ fs::path below(const fs::path& root, const fs::path& p) {
   return rel;
 }
 
-void prepare_output_path(const fs::path& out_dir, const ImageJob& job, const OutputSet& outputs) {
+void prepare_output_path(const fs::path& out_dir, const InputJob& job, const OutputSet& outputs) {
   const std::string input = display(job.input);
   const fs::path rel = below(out_dir, with_suffix(job.output_base, (job.video ? video_output_suffixes(outputs) : output_suffixes(outputs)).front().c_str()));
   if (rel.empty()) throw Error(input + ": output " + display(job.output_base) + " is not below " + display(out_dir));

@@ -17,7 +17,7 @@ void prepare_output_folder(const std::filesystem::path& out);
 // such as out/sub -> /elsewhere) or at an output's name (out/x_attn.png -> /etc/x): what
 // the user put in the output folder is never followed out of it, nor replaced. `out_dir`
 // itself must exist, and may be a link: the user named it. Call before writing a job's outputs.
-void prepare_output_path(const std::filesystem::path& out_dir, const ImageJob& job, const OutputSet& outputs);
+void prepare_output_path(const std::filesystem::path& out_dir, const InputJob& job, const OutputSet& outputs);
 
 
 // What comes after `root` in `p`, when `p` lies below `root` by its words alone: relative,

@@ -68,8 +68,8 @@ void OutputGuard::writes(const fs::path& file, const std::string& role, std::opt
 void OutputGuard::derives(const fs::path& file, const std::string& role) { add({file, role, true, false}); }
 
 void OutputGuard::jobs(const BatchPlan& plan, const OutputSet& outputs) {
-  for (const ImageJob& job : plan.jobs) add({job.input, roles::input, false, false});
-  for (const ImageJob& job : plan.jobs) {
+  for (const InputJob& job : plan.jobs) add({job.input, roles::input, false, false});
+  for (const InputJob& job : plan.jobs) {
     const std::string role = "the output of " + io::display(job.input);
     for (const fs::path& p : output_paths(job.output_base, outputs, job.video)) {
       derives(p, role);

@@ -106,7 +106,7 @@ InputGrid input_grid(const cv::Mat& bgr, const VitModel& model, const EncoderVie
   return {bgr.cols, bgr.rows, width, height, width / model.patch_size, height / model.patch_size};
 }
 
-void process(const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+void process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
 
@@ -219,7 +219,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   return outputs;
 }
 
-void process_image(const fs::path& out_dir, const ImageJob& job, const VitModel& model, const ProcessOptions& options) {
+void process_image(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   check_view(model, options.view, "the model");
   const OutputSet outputs = written_outputs(model, options);
   prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed

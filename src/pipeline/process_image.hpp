@@ -42,19 +42,19 @@ struct ProcessOptions {
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
   std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
-  std::function<void(const ImageJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
+  std::function<void(const InputJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
   // When set, a model with a classifier runs every block, and each image's top.k classes are
   // written as its part of predictions.csv (<name>_predictions.csv, before the overlay) and
   // handed to on_top, when set, once the image's outputs are written.
   std::optional<TopRequest> top;
-  std::function<void(const ImageJob&, std::vector<ClassScore> classes)> on_top;
+  std::function<void(const InputJob&, std::vector<ClassScore> classes)> on_top;
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
 // output_paths(job.output_base, written_outputs(model, options)), no other file.
-void process_image(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,
+void process_image(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options);
 
 // The steps of process_image after decoding, for callers that decode themselves (a video's

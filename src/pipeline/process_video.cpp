@@ -90,7 +90,7 @@ void smooth_maps(std::vector<Matrix>& maps, std::vector<Matrix>& state, float a)
 }
 
 // <name>_frames: made when missing, never through a symbolic link.
-void make_frames_folder(const fs::path& dir, const ImageJob& job) {
+void make_frames_folder(const fs::path& dir, const InputJob& job) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::is_symlink(st))
@@ -115,9 +115,9 @@ std::vector<Matrix> frame_maps(const Decoded& d, const VitModel& model, const Pr
 
 }  // namespace
 
-fs::path frames_folder(const ImageJob& job) { return with_suffix(job.output_base, "_frames"); }
+fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
 
-void process_video(const fs::path& out_dir, const ImageJob& job, const VitModel& model, const ProcessOptions& options,
+void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
                    const VideoOptions& video) {
   check_view(model, options.view, "the model");
   OutputSet outputs = written_outputs(model, options);

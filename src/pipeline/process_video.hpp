@@ -29,7 +29,7 @@ struct VideoOptions {
 };
 
 // The frames-dir folder of a video job: "<output_base>_frames".
-std::filesystem::path frames_folder(const ImageJob& job);
+std::filesystem::path frames_folder(const InputJob& job);
 
 // Throws Error with a one-line message naming the video (nothing under its output names then),
 // Error about io::roles::pixel_limit when its frames are over the limit. A truncated or corrupt video
@@ -37,7 +37,7 @@ std::filesystem::path frames_folder(const ImageJob& job);
 // with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
 // true) for written_outputs(model, options) with outputs.video_extension = extension(video.codec),
 // the video last, and with frames_dir the frames' PNGs.
-void process_video(const std::filesystem::path& out_dir, const ImageJob& job, const VitModel& model,
+void process_video(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options, const VideoOptions& video);
 
 }  // namespace vitattn::pipeline

@@ -142,7 +142,7 @@ const Value& state_dict(const Unpickled& u, const std::string& key, const std::s
 
 }  // namespace
 
-SafeTensors parse_pth(const std::vector<std::uint8_t>& bytes, const std::string& source, const std::string& key) {
+TensorFile parse_pth(const std::vector<std::uint8_t>& bytes, const std::string& source, const std::string& key) {
   if (bytes.size() >= 2 && bytes[0] == 0x80 && bytes[1] <= 5)
     throw Error(source + ": PyTorch's legacy format (before torch 1.6, a bare pickle); re-save it with torch.save "
                 "from a newer torch or convert it with scripts/pth_to_safetensors.py");
@@ -193,10 +193,10 @@ SafeTensors parse_pth(const std::vector<std::uint8_t>& bytes, const std::string&
     const TensorInfo& info = infos.at(name);
     gather(*t, storages[i++], data.data() + info.begin, info.element_count());
   }
-  return SafeTensors::from_memory(std::move(data), std::move(infos), {}, source);
+  return TensorFile::from_memory(std::move(data), std::move(infos), {}, source);
 }
 
-SafeTensors load_pth(const std::filesystem::path& path, const std::string& key) {
+TensorFile load_pth(const std::filesystem::path& path, const std::string& key) {
   return parse_pth(read_file(path), display(path), key);
 }
 

@@ -78,11 +78,11 @@ std::uint64_t TensorInfo::element_count() const {
   return n;
 }
 
-SafeTensors SafeTensors::load(const std::filesystem::path& path) {
+TensorFile TensorFile::load(const std::filesystem::path& path) {
   return map(std::make_shared<const MappedFile>(path), display(path));
 }
 
-SafeTensors SafeTensors::map(std::shared_ptr<const MappedFile> file, const std::string& source) {
+TensorFile TensorFile::map(std::shared_ptr<const MappedFile> file, const std::string& source) {
   // The header is copied out of the mapping (so that a truncation is caught here, once) and
   // parsed; the data stays in the mapping.
   auto shrank = [&] { return Error(source + ": the file shrank while it was being read (another program truncated it?)"); };
@@ -95,19 +95,19 @@ SafeTensors SafeTensors::map(std::shared_ptr<const MappedFile> file, const std::
       if (!head) throw shrank();
     }
   }
-  SafeTensors st = parse_header(*head, file->size(), source);
+  TensorFile st = parse_header(*head, file->size(), source);
   file->populate();  // every tensor is about to be read (checked, converted or both)
   st.map_ = std::move(file);
   return st;
 }
 
-SafeTensors SafeTensors::parse(std::vector<std::uint8_t> bytes, const std::string& source) {
-  SafeTensors st = parse_header(bytes, bytes.size(), source);
+TensorFile TensorFile::parse(std::vector<std::uint8_t> bytes, const std::string& source) {
+  TensorFile st = parse_header(bytes, bytes.size(), source);
   st.bytes_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
   return st;
 }
 
-const std::uint8_t* SafeTensors::data() const { return map_ ? map_->data() : bytes_->data(); }
+const std::uint8_t* TensorFile::data() const { return map_ ? map_->data() : bytes_->data(); }
 
 // `head`: the file's first bytes, all of the header when the file holds it (8 + its length).
 namespace {
@@ -222,11 +222,11 @@ void check_tiling(const std::map<std::string, TensorInfo>& tensors, std::uint64_
 
 }  // namespace
 
-SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size,
+TensorFile TensorFile::parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size,
                                       const std::string& source) {
   const HeaderError fail{source};
   const nlohmann::json header = read_header_json(head, file_size, fail);
-  SafeTensors st;
+  TensorFile st;
   st.source_ = source;
   st.data_start_ = 8 + header_length(head);  // checked against the file by read_header_json
   const std::uint64_t data_size = file_size - st.data_start_;
@@ -241,7 +241,7 @@ SafeTensors SafeTensors::parse_header(std::span<const std::uint8_t> head, std::u
   return st;
 }
 
-SafeTensors SafeTensors::from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
+TensorFile TensorFile::from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
                                      std::map<std::string, std::string> metadata, const std::string& source) {
   for (const auto& [name, info] : tensors) {
     std::uint64_t n_bytes = dtype_size(info.dtype);
@@ -250,7 +250,7 @@ SafeTensors SafeTensors::from_memory(std::vector<std::uint8_t> data, std::map<st
     if (info.end < info.begin || info.end > data.size() || info.end - info.begin != n_bytes)
       throw Error(source + ": " + printable(name) + " does not fit its bytes");
   }
-  SafeTensors st;
+  TensorFile st;
   st.source_ = source;
   st.bytes_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(data));
   st.metadata_ = std::move(metadata);
@@ -258,7 +258,7 @@ SafeTensors SafeTensors::from_memory(std::vector<std::uint8_t> data, std::map<st
   return st;
 }
 
-const TensorInfo* SafeTensors::find(const std::string& name) const {
+const TensorInfo* TensorFile::find(const std::string& name) const {
   const auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;
 }
@@ -310,7 +310,7 @@ void convert(void* job) {
 
 }  // namespace
 
-const TensorInfo& SafeTensors::float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const {
+const TensorInfo& TensorFile::float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const {
   const TensorInfo* info = find(name);
   if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing (expected " + shape_string(expected) + ")");
   if (info->shape != expected)
@@ -321,7 +321,7 @@ const TensorInfo& SafeTensors::float_tensor(const std::string& name, const std::
   return *info;
 }
 
-std::optional<SafeTensors::InPlace> SafeTensors::floats_in_place(const std::string& name,
+std::optional<TensorFile::InPlace> TensorFile::floats_in_place(const std::string& name,
                                                                  const std::vector<std::uint64_t>& expected) const {
   const TensorInfo& info = float_tensor(name, expected);
   if (info.dtype != DType::F32) return std::nullopt;
@@ -331,7 +331,7 @@ std::optional<SafeTensors::InPlace> SafeTensors::floats_in_place(const std::stri
   return InPlace{reinterpret_cast<const float*>(at), std::move(owner)};
 }
 
-void SafeTensors::read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const {
+void TensorFile::read_floats(const std::string& name, const std::vector<std::uint64_t>& expected, float* out) const {
   const TensorInfo* info = &float_tensor(name, expected);
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   if (n == 0) return;
@@ -346,13 +346,13 @@ void SafeTensors::read_floats(const std::string& name, const std::vector<std::ui
   map_->release(static_cast<std::size_t>(data_start_ + info->begin), static_cast<std::size_t>(info->end - info->begin));
 }
 
-std::vector<float> SafeTensors::floats(const std::string& name) const {
+std::vector<float> TensorFile::floats(const std::string& name) const {
   const TensorInfo* info = find(name);
   if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing");
   return floats(name, info->shape);
 }
 
-std::vector<float> SafeTensors::floats(const std::string& name, const std::vector<std::uint64_t>& expected) const {
+std::vector<float> TensorFile::floats(const std::string& name, const std::vector<std::uint64_t>& expected) const {
   const TensorInfo* info = find(name);
   std::vector<float> out(info && info->shape == expected && is_float(info->dtype) ? info->element_count() : 0);
   read_floats(name, expected, out.data());

@@ -30,20 +30,23 @@ struct TensorInfo {
 
 class MappedFile;
 
-class SafeTensors {
+// The tensors of one checkpoint file, whatever its format: a safetensors file is read here
+// (mapped), a PyTorch file is gathered into one by pth_reader.hpp (from_memory), and the
+// model loaders take either alike.
+class TensorFile {
  public:
   // Reads and checks the whole file: header size and JSON, dtypes, shapes against byte
   // counts (overflow-checked), offsets that must tile the data section exactly — no gap,
   // no overlap, nothing past the end, no bytes left over. Throws Error "PATH: ...".
   // The file is mapped (mapped_file.hpp), not read, and its pages mapped in ahead: the
   // tensors are read in place (floats_in_place) or converted straight from the mapping.
-  static SafeTensors load(const std::filesystem::path& path);
-  static SafeTensors parse(std::vector<std::uint8_t> bytes, const std::string& source);
-  // A file already mapped; the SafeTensors shares the mapping.
-  static SafeTensors map(std::shared_ptr<const MappedFile> file, const std::string& source);
+  static TensorFile load(const std::filesystem::path& path);
+  static TensorFile parse(std::vector<std::uint8_t> bytes, const std::string& source);
+  // A file already mapped; the TensorFile shares the mapping.
+  static TensorFile map(std::shared_ptr<const MappedFile> file, const std::string& source);
   // Tensors already in memory (gathered from a PyTorch file, pth_reader.hpp): each one's bytes
   // at [begin, end) of `data`, checked against its dtype and shape.
-  static SafeTensors from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
+  static TensorFile from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
                                  std::map<std::string, std::string> metadata, const std::string& source);
 
   const std::string& source() const { return source_; }
@@ -63,7 +66,7 @@ class SafeTensors {
   // The tensor's values where they are, when they can be read as float32 as they are: dtype
   // F32 (little-endian, as this machine: checked at compile time) and its first byte aligned
   // for a float. `owner` keeps them alive (the mapping, or the bytes in memory) after this
-  // SafeTensors is gone; nothing writes them. nullopt when they need converting (F16, BF16,
+  // TensorFile is gone; nothing writes them. nullopt when they need converting (F16, BF16,
   // F64) or are misaligned (safetensors only promises offsets that are multiples of the
   // dtype's size, from a data section that starts after a header of any length): read_floats
   // then. Throws like floats() for a missing tensor, another shape or a dtype that is no float.
@@ -78,7 +81,7 @@ class SafeTensors {
   const std::shared_ptr<const MappedFile>& mapping() const { return map_; }
 
  private:
-  static SafeTensors parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& source);
+  static TensorFile parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& source);
   const std::uint8_t* data() const;  // the file's first byte, in bytes_ or the mapping
   // The tensor `name` if it has shape `expected` and a float dtype; else throws.
   const TensorInfo& float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const;

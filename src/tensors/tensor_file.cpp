@@ -29,21 +29,21 @@ bool is_pytorch_file(const std::filesystem::path& path, std::span<const std::uin
   return ext == ".pth" || ext == ".pt" || ext == ".bin";
 }
 
-SafeTensors load_tensor_file(const std::filesystem::path& path, const std::string& key) {
-  // A safetensors file stays mapped (SafeTensors::map); a PyTorch file is read whole, its zip
+TensorFile load_tensor_file(const std::filesystem::path& path, const std::string& key) {
+  // A safetensors file stays mapped (TensorFile::map); a PyTorch file is read whole, its zip
   // entries parsed from memory. What the file is comes from the mapping's first bytes.
   auto map = std::make_shared<const MappedFile>(path);
   const auto head = map->copy(0, 16);
   if (!head) throw Error(display(path) + ": the file shrank while it was being read (another program truncated it?)");
   if (is_pytorch_file(path, *head, map->size())) return parse_pth(read_file(path), display(path), key);
   refuse_key(display(path), key);
-  return SafeTensors::map(std::move(map), display(path));
+  return TensorFile::map(std::move(map), display(path));
 }
 
-SafeTensors parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key) {
+TensorFile parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key) {
   if (is_pytorch_file(source, std::span(bytes).first(std::min<std::size_t>(bytes.size(), 16)), bytes.size())) return parse_pth(bytes, source, key);
   refuse_key(source, key);
-  return SafeTensors::parse(std::move(bytes), source);
+  return TensorFile::parse(std::move(bytes), source);
 }
 
 }  // namespace vitattn::io

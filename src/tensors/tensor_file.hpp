@@ -4,7 +4,7 @@
 // "PK\3\4" that torch.save writes, or a safetensors header (files/file_kind.hpp); a file that
 // is neither goes by its name (.pth/.pt/.bin: the PyTorch reader, which names the legacy
 // format; else the safetensors reader, which says what is wrong). Both come back as the
-// SafeTensors the model loaders take, without the wrapper prefixes (pth_reader.hpp).
+// TensorFile the model loaders take, without the wrapper prefixes (pth_reader.hpp).
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -21,10 +21,10 @@ bool is_pytorch_file(const std::filesystem::path& path, std::span<const std::uin
 
 // `key`: the dict inside a PyTorch file that holds the weights (pth_reader.hpp); empty picks
 // one. A safetensors file has no nested dicts, so a key is refused there. Throws Error "PATH: …".
-SafeTensors load_tensor_file(const std::filesystem::path& path, const std::string& key = {});
+TensorFile load_tensor_file(const std::filesystem::path& path, const std::string& key = {});
 
 // The same choice and the same readers on a file's bytes already in memory (the fuzzers):
 // `source` stands for the file's name, in messages and by its extension.
-SafeTensors parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key = {});
+TensorFile parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key = {});
 
 }  // namespace vitattn::io

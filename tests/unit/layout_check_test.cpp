@@ -27,10 +27,10 @@ struct Names {
     list.erase(std::remove(list.begin(), list.end(), n), list.end());
     return *this;
   }
-  SafeTensors parse() const {
+  TensorFile parse() const {
     std::vector<NamedTensor> t;
     for (const auto& n : list) t.push_back({n, {1}, {0.5f}});
-    return SafeTensors::parse(encode_safetensors(t, {}), "m.safetensors");
+    return TensorFile::parse(encode_safetensors(t, {}), "m.safetensors");
   }
 };
 

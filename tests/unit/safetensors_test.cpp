@@ -24,20 +24,20 @@ std::vector<std::uint8_t> file_with(const std::string& header, std::size_t data_
 // Parses and returns the error message ("" when it parsed).
 std::string error_of(std::vector<std::uint8_t> bytes) {
   try {
-    SafeTensors::parse(std::move(bytes), "m.safetensors");
+    TensorFile::parse(std::move(bytes), "m.safetensors");
   } catch (const Error& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(SafeTensors, RoundTripKeepsValuesShapesAndMetadata) {
+TEST(Safetensors, RoundTripKeepsValuesShapesAndMetadata) {
   const std::vector<NamedTensor> tensors = {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"b.c", {1}, {-0.5f}}, {"empty", {0, 4}, {}}};
   auto bytes = encode_safetensors(tensors, {{"mean", "0.5,0.5,0.5"}});
   std::uint64_t header_len;
   std::memcpy(&header_len, bytes.data(), 8);
   EXPECT_EQ((8 + header_len) % 8, 0u) << "data section must start 8-byte aligned";
-  const SafeTensors st = SafeTensors::parse(bytes, "x");
+  const TensorFile st = TensorFile::parse(bytes, "x");
   EXPECT_EQ(st.metadata().at("mean"), "0.5,0.5,0.5");
   const TensorInfo* a = st.find("a");
   ASSERT_NE(a, nullptr);
@@ -47,15 +47,15 @@ TEST(SafeTensors, RoundTripKeepsValuesShapesAndMetadata) {
   EXPECT_TRUE(st.floats("empty").empty());
 }
 
-TEST(SafeTensors, WritesAndLoadsAFile) {
+TEST(Safetensors, WritesAndLoadsAFile) {
   test::TempDir dir;
   write_safetensors(dir / "m.safetensors", {{"w", {2}, {3.5f, -1}}}, {});
-  EXPECT_EQ(SafeTensors::load(dir / "m.safetensors").floats("w"), (std::vector<float>{3.5f, -1}));
+  EXPECT_EQ(TensorFile::load(dir / "m.safetensors").floats("w"), (std::vector<float>{3.5f, -1}));
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))
     EXPECT_EQ(e.path().filename(), "m.safetensors") << "temporary file left behind";
 }
 
-TEST(SafeTensors, DecodesF16AndBF16) {
+TEST(Safetensors, DecodesF16AndBF16) {
   // F16: 1.0 = 0x3C00, -2.0 = 0xC000, 65504 = 0x7BFF, 2^-24 = 0x0001 (subnormal).
   // BF16: 1.0 = 0x3F80, -2.0 = 0xC000, 3.140625 = 0x4049.
   const std::uint16_t f16[4] = {0x3C00, 0xC000, 0x7BFF, 0x0001};
@@ -66,15 +66,15 @@ TEST(SafeTensors, DecodesF16AndBF16) {
   const std::size_t data = bytes.size() - 14;
   std::memcpy(bytes.data() + data, f16, 8);
   std::memcpy(bytes.data() + data + 8, bf16, 6);
-  const SafeTensors st = SafeTensors::parse(bytes, "x");
+  const TensorFile st = TensorFile::parse(bytes, "x");
   EXPECT_EQ(st.floats("h"), (std::vector<float>{1.0f, -2.0f, 65504.0f, 0x1p-24f}));
   EXPECT_EQ(st.floats("b"), (std::vector<float>{1.0f, -2.0f, 3.140625f}));
 }
 
-TEST(SafeTensors, AcceptsNonFloatTensorsButNotAsWeights) {
+TEST(Safetensors, AcceptsNonFloatTensorsButNotAsWeights) {
   // HF checkpoints carry integer buffers such as position_ids: they load, but are no weights.
   const auto bytes = file_with(R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", 16);
-  const SafeTensors st = SafeTensors::parse(bytes, "m.safetensors");
+  const TensorFile st = TensorFile::parse(bytes, "m.safetensors");
   try {
     st.floats("ids");
     FAIL();
@@ -131,7 +131,7 @@ std::vector<Malformed> malformed_cases() {
   return c;
 }
 
-TEST(SafeTensors, RejectsEveryMalformedFileWithASpecificMessage) {
+TEST(Safetensors, RejectsEveryMalformedFileWithASpecificMessage) {
   for (auto& m : malformed_cases()) {
     const std::string msg = error_of(m.bytes);
     EXPECT_NE(msg.find(m.expected), std::string::npos) << m.what << ": got \"" << msg << "\"";
@@ -139,8 +139,8 @@ TEST(SafeTensors, RejectsEveryMalformedFileWithASpecificMessage) {
   }
 }
 
-// The same files through the mapping (SafeTensors::load) give the same messages, naming the path.
-TEST(SafeTensors, AMappedFileIsRefusedLikeBytesInMemory) {
+// The same files through the mapping (TensorFile::load) give the same messages, naming the path.
+TEST(Safetensors, AMappedFileIsRefusedLikeBytesInMemory) {
   test::TempDir dir;
   for (auto& m : malformed_cases()) {
     const auto path = dir / "m.safetensors";
@@ -148,7 +148,7 @@ TEST(SafeTensors, AMappedFileIsRefusedLikeBytesInMemory) {
                                                                   static_cast<std::streamsize>(m.bytes.size()));
     std::string msg;
     try {
-      SafeTensors::load(path);
+      TensorFile::load(path);
     } catch (const Error& e) {
       msg = e.what();
     }
@@ -160,7 +160,7 @@ TEST(SafeTensors, AMappedFileIsRefusedLikeBytesInMemory) {
 
 // Values converted straight from the mapping into the caller's buffer, every dtype, twice
 // (the pages given back after the first read come back from the file), and the same as floats().
-TEST(SafeTensors, ReadsFromTheMappingIntoTheCallersBuffer) {
+TEST(Safetensors, ReadsFromTheMappingIntoTheCallersBuffer) {
   test::TempDir dir;
   std::vector<NamedTensor> tensors;
   for (int t = 0; t < 3; ++t) {
@@ -170,7 +170,7 @@ TEST(SafeTensors, ReadsFromTheMappingIntoTheCallersBuffer) {
     tensors.push_back(std::move(nt));
   }
   write_safetensors(dir / "m.safetensors", tensors, {});
-  const SafeTensors st = SafeTensors::load(dir / "m.safetensors");
+  const TensorFile st = TensorFile::load(dir / "m.safetensors");
   for (int round = 0; round < 2; ++round)
     for (const auto& t : tensors) {
       std::vector<float> out(t.values.size(), std::nanf(""));
@@ -182,13 +182,13 @@ TEST(SafeTensors, ReadsFromTheMappingIntoTheCallersBuffer) {
 
 // Another program truncates the file while it is mapped: reading the pages that are gone
 // raises SIGBUS, which must come back as an Error naming the file, not end the process.
-TEST(SafeTensors, AFileThatShrinksWhileMappedIsAnErrorNotACrash) {
+TEST(Safetensors, AFileThatShrinksWhileMappedIsAnErrorNotACrash) {
   test::TempDir dir;
   NamedTensor big{"w", {1024, 1024}, std::vector<float>(1024 * 1024, 1.5f)};
   NamedTensor small{"b", {4}, {1, 2, 3, 4}};
   const auto path = dir / "m.safetensors";
   write_safetensors(path, {small, big}, {});
-  const SafeTensors st = SafeTensors::load(path);
+  const TensorFile st = TensorFile::load(path);
   std::filesystem::resize_file(path, 4096);  // "w"'s data is now past the end
   std::vector<float> out(1024 * 1024);
   try {
@@ -202,7 +202,7 @@ TEST(SafeTensors, AFileThatShrinksWhileMappedIsAnErrorNotACrash) {
   EXPECT_EQ(b, (std::vector<float>{1, 2, 3, 4}));
 }
 
-TEST(SafeTensors, MessagesStayOnOneLineWhateverTheFileHolds) {
+TEST(Safetensors, MessagesStayOnOneLineWhateverTheFileHolds) {
   // Names and dtypes come from the file: a newline in them must not split the error line, and
   // the JSON parser's quote of invalid UTF-8 must not reach the terminal raw.
   struct Case {
@@ -223,7 +223,7 @@ TEST(SafeTensors, MessagesStayOnOneLineWhateverTheFileHolds) {
       EXPECT_LT(static_cast<unsigned char>(ch), 0x80) << "non-ASCII byte in: " << msg;
     }
   }
-  const SafeTensors st = SafeTensors::parse(file_with(R"({"x\ny":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", 1), "m");
+  const TensorFile st = TensorFile::parse(file_with(R"({"x\ny":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", 1), "m");
   try {
     st.floats("x\ny");
     FAIL();
@@ -232,9 +232,9 @@ TEST(SafeTensors, MessagesStayOnOneLineWhateverTheFileHolds) {
   }
 }
 
-TEST(SafeTensors, ShapeCheckNamesExpectedAndActual) {
+TEST(Safetensors, ShapeCheckNamesExpectedAndActual) {
   const auto bytes = encode_safetensors({{"attn.q.weight", {64, 384}, std::vector<float>(64 * 384)}}, {});
-  const SafeTensors st = SafeTensors::parse(bytes, "model.safetensors");
+  const TensorFile st = TensorFile::parse(bytes, "model.safetensors");
   try {
     st.floats("attn.q.weight", {64, 768});
     FAIL();
@@ -244,9 +244,9 @@ TEST(SafeTensors, ShapeCheckNamesExpectedAndActual) {
   EXPECT_THROW(st.floats("attn.k.weight", {64, 768}), Error);
 }
 
-TEST(SafeTensors, MissingFileIsAnErrorNamingIt) {
+TEST(Safetensors, MissingFileIsAnErrorNamingIt) {
   try {
-    SafeTensors::load("/nonexistent/m.safetensors");
+    TensorFile::load("/nonexistent/m.safetensors");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/m.safetensors: ", 0), 0u) << e.what();

@@ -34,8 +34,8 @@ struct Tensors {
     for (auto s : shape) n *= s;
     list.push_back({name, std::move(shape), values(n, rng)});
   }
-  SafeTensors parse(const std::map<std::string, std::string>& meta = {}) const {
-    return SafeTensors::parse(encode_safetensors(list, meta), "m.safetensors");
+  TensorFile parse(const std::map<std::string, std::string>& meta = {}) const {
+    return TensorFile::parse(encode_safetensors(list, meta), "m.safetensors");
   }
 };
 

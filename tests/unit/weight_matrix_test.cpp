@@ -119,7 +119,7 @@ std::vector<std::uint8_t> as_f16(std::vector<NamedTensor> tensors, std::vector<N
   return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
 }
 
-bool inside(const float* p, const io::SafeTensors& st) {
+bool inside(const float* p, const io::TensorFile& st) {
   const auto* b = reinterpret_cast<const std::uint8_t*>(p);
   return st.mapping() && b >= st.mapping()->data() && b < st.mapping()->data() + st.mapping()->size();
 }
@@ -155,7 +155,7 @@ TEST(WeightsInPlace, AlignedFloat32TensorsAreViewsOfTheMappingTheRestOwnedCopies
       {"shifted2.safetensors", shifted(aligned, 2)}, {"f16.safetensors", as_f16(t, rounded)}};
   for (const auto& [name, bytes] : files) {
     io::write_file_atomic(dir / name, bytes.data(), bytes.size());
-    const io::SafeTensors st = io::load_tensor_file(dir / name);
+    const io::TensorFile st = io::load_tensor_file(dir / name);
     const io::LoadedVit v = io::load_vit(st);
     const bool f16 = std::string(name) == "f16.safetensors", misaligned = std::string(name) == "shifted2.safetensors";
     for (const auto& [tensor_name, w] : matrices(v.model)) {
