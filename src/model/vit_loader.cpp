@@ -234,49 +234,47 @@ std::optional<long> metadata_heads(const TensorFile& st) {
   return heads ? heads : metadata_int(st, "heads");
 }
 
-LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
-  const auto [family, prefix] = detect(st, overrides.family);
-  const CheckpointFamily& f = *family;
-  // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.
-  const Layout layout = check_layout(st, f, prefix);
-  const Reader r(st);
-  const std::string& src = st.source();
-  LoadedVit out;
-  out.family = f.name;
-  out.prefix = prefix;
-  out.outside = layout.outside;
-  VitModel& m = out.model;
+namespace {
 
-  // D and P from the patch embedding, Conv2d weight [D, 3, P, P].
+// The patch embedding, Conv2d weight [D, 3, P, P]: sets P, W_E, b_E and the class token;
+// returns D.
+std::uint64_t read_patch_embedding(const Reader& r, const CheckpointFamily& f, const std::string& prefix, VitModel& m) {
   const std::string patch_w = prefix + f.patch_embed + ".weight";
   const Shape& ps = r.shape(patch_w, "[D, 3, P, P]");
   if (ps.size() != 4 || ps[1] != 3 || ps[2] != ps[3] || ps[0] == 0 || ps[2] == 0 || ps[0] > (1u << 16) || ps[2] > 1024)
-    throw Error(src + ": " + patch_w + " is " + shape_string(ps) + ", expected " +
+    throw Error(r.source() + ": " + patch_w + " is " + shape_string(ps) + ", expected " +
                 (ps.size() == 4 && ps[1] == 3 && ps[0] > 0 && ps[2] > 0 && ps[2] != ps[3]  // patches not square
                      ? shape_string({ps[0], 3, ps[2], ps[2]})
                      : std::string("[D, 3, P, P] with D and P positive")));
   const std::uint64_t d = ps[0], p = ps[2];
   const auto di = static_cast<Eigen::Index>(d);
   m.patch_size = static_cast<int>(p);
-  m.w_patch = r.matrix(patch_w, {d, 3, p, p}, di, static_cast<Eigen::Index>(3 * p * p));
+  m.w_patch = r.matrix(patch_w, {d, 3, p, p}, di, static_cast<Eigen::Index>(3 * p * p));  // (D, 3·P·P)
   m.b_patch = r.optional_row(prefix + f.patch_embed + ".bias", d);
-  m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);
+  m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
+  return d;
+}
 
+// Register tokens [1, R, D], under the first of the family's names the file has; none else.
+void read_registers(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
   for (const auto& name : f.registers) {
     if (!r.has(prefix + name)) continue;
     const Shape& rs = r.shape(prefix + name, "[1, R, D]");
     if (rs.size() != 3 || rs[0] != 1 || rs[2] != d || rs[1] > 1024)
-      throw Error(src + ": " + prefix + name + " is " + shape_string(rs) + ", expected [1, R, " + std::to_string(d) + "]");
-    m.register_tokens = r.matrix(prefix + name, rs, static_cast<Eigen::Index>(rs[1]), di);
-    break;
+      throw Error(r.source() + ": " + prefix + name + " is " + shape_string(rs) + ", expected [1, R, " +
+                  std::to_string(d) + "]");
+    m.register_tokens = r.matrix(prefix + name, rs, static_cast<Eigen::Index>(rs[1]), static_cast<Eigen::Index>(d));
+    return;
   }
+}
 
-  // Positions: [1, 1 + N, D] with a class position, [1, N, D] without, or [1, 1 + R + N, D]
-  // with positions for the registers too (some timm models); N a square grid.
+// Positions: [1, 1 + N, D] with a class position, [1, N, D] without, or [1, 1 + R + N, D]
+// with positions for the registers too (some timm models); N a square grid.
+void read_positions(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
   const std::string pos = prefix + f.pos_embed;
   const Shape& pe = r.shape(pos, "[1, 1+N, D]");
   if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20))
-    throw Error(src + ": " + pos + " is " + shape_string(pe) + ", expected [1, 1+N, " + std::to_string(d) + "]");
+    throw Error(r.source() + ": " + pos + " is " + shape_string(pe) + ", expected [1, 1+N, " + std::to_string(d) + "]");
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
   int grid = -1;
   for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
@@ -286,35 +284,41 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
     break;
   }
   if (grid < 0)
-    throw Error(src + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is " +
+    throw Error(r.source() + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is " +
                 (f.class_position ? "not 1 + N" : "neither N nor 1 + N") +
                 (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
                 " for a square grid of N patches");
   m.grid_h = m.grid_w = grid;
-  m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), di);
+  m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), static_cast<Eigen::Index>(d));  // (pos_prefix + N, D)
+}
 
-  for (int i = 0; has_block(st, f, prefix, i); ++i)
-    m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
-
+// The final norm, when the family has one and the file holds it, and the classifier
+// [n_classes, D], which sits outside the backbone prefix in Hugging Face files ("classifier.*").
+void read_final_norm_and_head(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d,
+                              VitModel& m) {
   if (!f.final_norm.empty() && r.has(prefix + f.final_norm + ".weight"))
     m.final_norm = {r.row(prefix + f.final_norm + ".weight", d), r.row(prefix + f.final_norm + ".bias", d)};
-  // The classifier sits outside the backbone prefix in Hugging Face files ("classifier.*").
   for (const std::string& hp : {prefix, std::string()}) {
     if (f.head.empty() || !r.has(hp + f.head + ".weight")) continue;
     const Shape& hs = r.shape(hp + f.head + ".weight", "[n_classes, D]");
     if (hs.size() == 2 && hs[1] == d && hs[0] > 0) {  // anything else (e.g. a 2·D head) is not a class-token head
-      m.w_head = r.matrix(hp + f.head + ".weight", hs, static_cast<Eigen::Index>(hs[0]), di);
+      m.w_head = r.matrix(hp + f.head + ".weight", hs, static_cast<Eigen::Index>(hs[0]), static_cast<Eigen::Index>(d));
       m.b_head = r.optional_row(hp + f.head + ".bias", hs[0]);
     }
     break;
   }
+}
 
-  // Heads: the override, else __metadata__, else the family's own count, else D/64 (every
-  // standard ViT uses 64-wide heads). open_model says where the sources disagree.
+// Heads: the override, else __metadata__, else the family's own count, else D/64 (every
+// standard ViT uses 64-wide heads). open_model says where the sources disagree.
+void choose_heads(const TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, LoadedVit& out) {
+  VitModel& m = out.model;
+  const std::string& src = st.source();
   const auto d_attn = static_cast<long>(m.d_attn());
   const std::optional<long> meta_heads = metadata_heads(st);
   if (meta_heads && (*meta_heads <= 0 || *meta_heads > d_attn))
-    throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " + std::to_string(d));
+    throw Error(src + ": __metadata__ gives " + std::to_string(*meta_heads) + " heads for d_model " +
+                std::to_string(m.d_model()));
   if (overrides.heads > 0) {
     m.n_heads = overrides.heads;
     out.heads_from = "asked for";
@@ -334,9 +338,13 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   }
   if (m.n_heads <= 0 || d_attn % m.n_heads != 0)
     throw Error({roles::head_count, overrides.heads > 0 ? std::to_string(m.n_heads) : std::string()},
-                      std::to_string(m.n_heads) + " heads do not divide d_model " + std::to_string(d_attn), src);
+                std::to_string(m.n_heads) + " heads do not divide d_model " + std::to_string(d_attn), src);
+}
 
-  // Defaults: the family's, then the file's own metadata, then the command line.
+// ε, GELU, normalisation and position resampling: the family's, then the file's own
+// metadata, then the overrides.
+void apply_settings(const TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, VitModel& m) {
+  const std::string& src = st.source();
   m.eps = f.eps;
   m.gelu = f.gelu;
   m.norm = f.norm;
@@ -358,6 +366,28 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   if (auto it = meta.find("std"); it != meta.end()) m.norm.std = metadata_triplet(it->second, src + ": __metadata__.std");
   if (overrides.eps) m.eps = *overrides.eps;
   if (overrides.gelu) m.gelu = *overrides.gelu;
+}
+
+}  // namespace
+
+LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
+  const auto [family, prefix] = detect(st, overrides.family);
+  const CheckpointFamily& f = *family;
+  // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.
+  const Layout layout = check_layout(st, f, prefix);
+  const Reader r(st);
+  LoadedVit out;
+  out.family = f.name;
+  out.prefix = prefix;
+  out.outside = layout.outside;
+  VitModel& m = out.model;
+  const std::uint64_t d = read_patch_embedding(r, f, prefix, m);
+  read_registers(r, f, prefix, d, m);
+  read_positions(r, f, prefix, d, m);
+  for (int i = 0; has_block(st, f, prefix, i); ++i) m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
+  read_final_norm_and_head(r, f, prefix, d, m);
+  choose_heads(st, f, overrides, out);
+  apply_settings(st, f, overrides, m);
   return out;  // validated by open_model, once the config's and the caller's settings are in
 }
 
