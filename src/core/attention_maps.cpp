@@ -23,9 +23,6 @@ Matrix fuse_heads(const std::vector<Matrix>& heads, HeadFusion fusion) {
   return fused;
 }
 
-namespace {
-
-// Zero the floor(n²·ratio) smallest entries (ties broken by position), except entry (0, 0).
 void discard_weakest(Matrix& a, float discard_ratio) {
   const auto n = static_cast<std::size_t>(a.size());
   const auto n_drop = static_cast<std::size_t>(static_cast<double>(n) * static_cast<double>(discard_ratio));
@@ -39,7 +36,13 @@ void discard_weakest(Matrix& a, float discard_ratio) {
     if (order[k] != 0) v[order[k]] = 0.0f;
 }
 
-}  // namespace
+Matrix rollout_step(Matrix a, float discard_ratio) {
+  const Eigen::Index n = a.rows();
+  discard_weakest(a, discard_ratio);
+  a = (a + Matrix::Identity(n, n)) * 0.5f;           // the residual connection
+  a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 again
+  return a;
+}
 
 AttentionRollout::AttentionRollout(HeadFusion fusion, float discard_ratio)
     : fusion_(fusion), discard_ratio_(discard_ratio) {
@@ -47,11 +50,8 @@ AttentionRollout::AttentionRollout(HeadFusion fusion, float discard_ratio)
 }
 
 void AttentionRollout::add_layer(const std::vector<Matrix>& heads) {
-  Matrix a = fuse_heads(heads, fusion_);  // (n_tokens, n_tokens)
+  Matrix a = rollout_step(fuse_heads(heads, fusion_), discard_ratio_);  // (n_tokens, n_tokens)
   const Eigen::Index n = a.rows();
-  discard_weakest(a, discard_ratio_);
-  a = (a + Matrix::Identity(n, n)) * 0.5f;           // the residual connection
-  a.array().colwise() /= a.rowwise().sum().array();  // rows sum to 1 again
   if (rollout_.size() == 0) {
     rollout_ = std::move(a);
   } else {

@@ -12,6 +12,15 @@ enum class HeadFusion { mean, max, min };
 // heads H × (n_tokens, n_tokens) → (n_tokens, n_tokens), element-wise mean, max or min over heads
 Matrix fuse_heads(const std::vector<Matrix>& heads, HeadFusion fusion);
 
+// Zero the floor(n²·ratio) smallest entries of a (n, n) (ties broken by position), except
+// entry (0, 0), the class token's link to itself.
+void discard_weakest(Matrix& a, float discard_ratio);
+
+// One layer's factor of a rollout from its fused (n_tokens, n_tokens) links: the weakest
+// discard_ratio of them zeroed (discard_weakest), the residual path mixed in as (A + I)/2, and
+// every row renormalised to sum 1. Attention rollout and gradient rollout share it.
+Matrix rollout_step(Matrix fused, float discard_ratio);
+
 // Attention rollout (Abnar & Zuidema 2020; head fusion and discarding as in jacobgil/vit-explain),
 // one layer at a time, so that only the running product is held: for each layer, fuse the
 // heads, zero the weakest discard_ratio of all links (never the class token's link to

@@ -207,21 +207,29 @@ void add_branch(Matrix& x, const Matrix& u, ConstMatrixView w, const RowVector& 
 // lacks is left out (no norm: attention reads x; no MLP: the block ends after attention).
 // Without a projection, x ← the heads' outputs (n_tokens, d_attn).
 // attention_only: stop once the probabilities are known (x is left as it was).
+// `record`, when given, receives what a backward pass reads (its attention is `attention`).
 void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
-               std::vector<Matrix>* attention, bool attention_only, bool scale) {
+               std::vector<Matrix>* attention, bool attention_only, bool scale, BlockTape* record) {
+  if (record) record->x = x;
   if (block.norm1.present()) layer_norm_into(x, block.norm1, model.eps, buf.xn);
   multi_head_attention(model, block, block.norm1.present() ? buf.xn : x, buf, attention, attention_only, scale);
   if (attention_only) return;
+  if (record) {
+    record->qkv = buf.qkv;
+    record->heads = buf.heads;
+  }
   if (!block.projected()) {
     std::swap(x, buf.heads);  // (n_tokens, d_attn): the output of an attention-only last block
     return;
   }
   // heads (n_tokens, d_attn) · w_projᵀ (d_attn, d_model) → onto x
   add_branch(x, buf.heads, block.w_proj, block.b_proj, block.ls1, buf.branch);
+  if (record) record->x_mid = x;
   if (!block.has_mlp()) return;
   layer_norm_into(x, block.norm2, model.eps, buf.xn);
   // xn (n_tokens, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n_tokens, d_mlp)
   linear_into(buf.xn, block.w_fc1, block.b_fc1, buf.hidden);
+  if (record) record->pre_gelu = buf.hidden;
   gelu_inplace(buf.hidden, model.gelu);
   // hidden (n_tokens, d_mlp) · w_fc2ᵀ (d_mlp, d_model) → onto x
   add_branch(x, buf.hidden, block.w_fc2, block.b_fc2, block.ls2, buf.branch);
@@ -251,28 +259,37 @@ void require_finite(const Eigen::DenseBase<Derived>& m, int layer) {
 
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options) {
   const int n_layers = model.n_layers();
-  const bool full = options.last_layer < 0 || options.last_layer >= n_layers;
+  const bool full = options.tape || options.last_layer < 0 || options.last_layer >= n_layers;
   const int last = full ? n_layers - 1 : options.last_layer;
   const int keep_from = options.keep_from_layer < 0 ? last : std::min(options.keep_from_layer, last);
 
   ForwardResult result;
   result.first_kept_layer = keep_from;
   if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
+  if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
   Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
   BlockBuffers buf;
   std::vector<Matrix> streamed;
   for (int l = 0; l <= last; ++l) {
     std::vector<Matrix>* keep = nullptr;
     if (l >= keep_from) keep = options.on_attention ? &streamed : &result.attention[static_cast<std::size_t>(l - keep_from)];
-    run_block(model, model.blocks[static_cast<std::size_t>(l)], x, buf, keep, !full && l == last, options.scale);
-    if (keep)  // this layer's heads, the last n_heads of `keep`
-      for (std::size_t h = keep->size() - static_cast<std::size_t>(model.n_heads); h < keep->size(); ++h)
-        require_finite_rows((*keep)[h], l);
+    BlockTape* record = options.tape ? &options.tape->blocks[static_cast<std::size_t>(l)] : nullptr;
+    if (record) record->attention.clear();
+    // With a tape the probabilities are the tape's, and a caller that keeps them gets a copy.
+    std::vector<Matrix>* probabilities = record ? &record->attention : keep;
+    run_block(model, model.blocks[static_cast<std::size_t>(l)], x, buf, probabilities, !full && l == last,
+              options.scale, record);
+    if (probabilities)  // this layer's heads, the last n_heads of `probabilities`
+      for (std::size_t h = probabilities->size() - static_cast<std::size_t>(model.n_heads); h < probabilities->size(); ++h)
+        require_finite_rows((*probabilities)[h], l);
     if (keep == &streamed) {
-      options.on_attention(l, streamed);
+      options.on_attention(l, record ? record->attention : streamed);
       streamed.clear();
+    } else if (keep && record) {
+      *keep = record->attention;
     }
   }
+  if (options.tape) options.tape->x_out = x;
   if (!full) {
     model.check_weights();
     return result;

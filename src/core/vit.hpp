@@ -82,6 +82,25 @@ struct VitModel {
   void check_weights() const;
 };
 
+// What a forward keeps of one block for a backward pass (vit_backward.hpp): the activations
+// the gradients read that cannot be had cheaply again. The LayerNorm outputs are not kept:
+// the backward recomputes them from x and x_mid (one pass over a row each).
+struct BlockTape {
+  Matrix x;                      // (n_tokens, d_model) the block's input
+  Matrix qkv;                    // (n_tokens, 3·d_attn) [q | k | v]
+  std::vector<Matrix> attention; // [head] (n_tokens, n_tokens) the probabilities A
+  Matrix heads;                  // (n_tokens, d_attn) A·v of every head, before the projection
+  Matrix x_mid;                  // (n_tokens, d_model) after the attention branch; empty without a projection
+  Matrix pre_gelu;               // (n_tokens, d_mlp) fc1's output, before the GELU; empty without an MLP
+};
+
+// Every block's tape and the stream after the last block (before the final norm). About
+// n_layers × (2·d_model + 3·d_attn + d_attn + d_mlp + H·n_tokens) floats per token: 95 MB for a ViT-B/16 at 224².
+struct ForwardTape {
+  std::vector<BlockTape> blocks;  // [layer]
+  Matrix x_out;                   // (n_tokens, d_model) the last block's output
+};
+
 struct ForwardOptions {
   int last_layer = -1;          // stop after this block's attention (−1: run every block, norm and head)
   int keep_from_layer = -1;     // keep attention of layers keep_from_layer … last (−1: only the last one run)
@@ -89,6 +108,8 @@ struct ForwardOptions {
   // When set, each kept layer's heads are handed here as soon as they are known, instead of
   // being kept in ForwardResult::attention (rollout needs one layer at a time, not all).
   std::function<void(int layer, const std::vector<Matrix>& heads)> on_attention;
+  // When given, filled with what a backward pass needs (every block runs: last_layer is ignored).
+  ForwardTape* tape = nullptr;
 };
 
 struct ForwardResult {

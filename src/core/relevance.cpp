@@ -1,0 +1,149 @@
+#include "relevance.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "attention_maps.hpp"
+#include "error.hpp"
+#include "gemm.hpp"
+#include "vit_backward.hpp"
+
+namespace vitattn {
+namespace {
+
+bool wants(const std::vector<RelevanceMethod>& methods, RelevanceMethod m) {
+  return std::find(methods.begin(), methods.end(), m) != methods.end();
+}
+
+// A layer index of a model of n_layers; negative counts from the end.
+int layer_index(int layer, int n_layers, const char* what) {
+  const int l = layer < 0 ? n_layers + layer : layer;
+  if (l < 0 || l >= n_layers)
+    throw Error(std::string(what) + " " + std::to_string(layer) + " is not one of the model's " +
+                std::to_string(n_layers) + " layers");
+  return l;
+}
+
+// mean over heads of A_h ⊙ G_h (n_tokens, n_tokens), then max(0, ·) when `clamp_after`; with
+// clamp_before, max(0, G_h ⊙ A_h) is taken per head before the mean (Chefer's order).
+Matrix weighted_heads(const std::vector<Matrix>& a, const std::vector<Matrix>& g, bool clamp_before) {
+  Matrix fused = Matrix::Zero(a.front().rows(), a.front().cols());
+  for (std::size_t h = 0; h < a.size(); ++h) {
+    if (clamp_before) fused.array() += (a[h].array() * g[h].array()).max(0.0f);
+    else fused.array() += a[h].array() * g[h].array();
+  }
+  fused /= static_cast<float>(a.size());
+  if (!clamp_before) fused = fused.array().max(0.0f);
+  return fused;
+}
+
+// The class token's row of a rollout, folded from the last layer down: r (1, n_tokens).
+struct RowRollout {
+  Matrix r;
+  explicit RowRollout(Eigen::Index n_tokens) : r(Matrix::Identity(1, n_tokens)) {}  // e_0ᵀ
+  // r ← r·(I + Ā): Chefer's R ← R + Ā·R, seen from its row 0
+  void add_residual(const Matrix& a_bar) {
+    const Matrix before = r;
+    // r (1, n_tokens) · Ā (n_tokens, n_tokens), added onto r
+    gemm_ab(r, before, a_bar, 1.0f, Accumulate::yes);
+  }
+  // r ← r·a: gradient rollout's R ← a·R
+  void multiply(const Matrix& a) {
+    const Matrix before = r;
+    // r (1, n_tokens) · a (n_tokens, n_tokens) → r
+    gemm_ab(r, before, a);
+  }
+};
+
+// Mean over heads and query rows of max(0, ∂s/∂A) (1, n_tokens): LeGrad's E_l over every column.
+Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
+  Matrix e = Matrix::Zero(1, d_attention.front().cols());
+  for (const Matrix& g : d_attention) e += g.array().max(0.0f).matrix().colwise().sum();
+  e /= static_cast<float>(d_attention.size() * static_cast<std::size_t>(d_attention.front().rows()));
+  return e;
+}
+
+// Grad-CAM on X = norm1's output (n_tokens, d_model) and its gradient: map over P = max(0, X_P·w),
+// w = mean over P of ∂y/∂X_P (d_model).
+Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid_h, int grid_w) {
+  const Eigen::Index n_patches = Eigen::Index{grid_h} * grid_w;
+  const Matrix w = d_x.middleRows(first_patch, n_patches).colwise().mean();  // (1, d_model)
+  Matrix cam(n_patches, 1);
+  // X_P (n_patches, d_model) · wᵀ (d_model, 1) → (n_patches, 1)
+  gemm_abt(cam, x.middleRows(first_patch, n_patches), w);
+  Matrix map(grid_h, grid_w);
+  for (Eigen::Index j = 0; j < n_patches; ++j) map(j / grid_w, j % grid_w) = std::max(cam(j, 0), 0.0f);
+  return map;
+}
+
+// The maps of chefer, grad_rollout and gradcam, from one backward of y_c.
+struct FullBackwardMaps {
+  Matrix chefer, grad_rollout, gradcam;  // (grid_h, grid_w) each, those asked for
+};
+
+FullBackwardMaps full_backward_maps(const VitModel& model, const ForwardTape& tape,
+                                    const std::vector<RelevanceMethod>& methods, const RelevanceSettings& s,
+                                    int last, int grid_h, int grid_w) {
+  const Eigen::Index n_tokens = tape.x_out.rows();
+  const int first = model.first_patch_token();
+  RowRollout chefer(n_tokens), grad_rollout(n_tokens);
+  FullBackwardMaps maps;
+  encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
+    if (l > last) return;
+    const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
+    if (wants(methods, RelevanceMethod::chefer)) chefer.add_residual(weighted_heads(a, g.d_attention, true));
+    if (wants(methods, RelevanceMethod::grad_rollout))
+      grad_rollout.multiply(rollout_step(weighted_heads(a, g.d_attention, false), s.discard_ratio));
+    if (wants(methods, RelevanceMethod::gradcam) && l == last)
+      maps.gradcam = gradcam_map(norm1_output(model, l, tape.blocks[static_cast<std::size_t>(l)]), g.d_norm1, first,
+                                 grid_h, grid_w);
+  });
+  maps.chefer = class_token_map(chefer.r, first, grid_h, grid_w);
+  maps.grad_rollout = class_token_map(grad_rollout.r, first, grid_h, grid_w);
+  return maps;
+}
+
+// LeGrad: Σ over l = from … last of E_l, each from one block's backward of s_l.
+Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const RelevanceSettings& s, int from, int last,
+                  int grid_h, int grid_w) {
+  Matrix sum = Matrix::Zero(1, tape.x_out.rows());
+  BlockGradients g;
+  BackwardBuffers buf;
+  for (int l = from; l <= last; ++l) {
+    // the stream after block l: the next block's input, or the last block's output
+    const Matrix& x_after = l + 1 < model.n_layers() ? tape.blocks[static_cast<std::size_t>(l + 1)].x : tape.x_out;
+    block_backward(model, l, tape.blocks[static_cast<std::size_t>(l)], logit_gradient(model, x_after, s.class_index),
+                   s.scale, g, buf);
+    sum += legrad_layer(g.d_attention);
+  }
+  return class_token_map(sum, model.first_patch_token(), grid_h, grid_w);
+}
+
+}  // namespace
+
+std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
+                                   const std::vector<RelevanceMethod>& methods, const RelevanceSettings& settings,
+                                   int grid_h, int grid_w) {
+  const int last = layer_index(settings.last_layer, model.n_layers(), "layer");
+  FullBackwardMaps full;
+  if (wants(methods, RelevanceMethod::chefer) || wants(methods, RelevanceMethod::grad_rollout) ||
+      wants(methods, RelevanceMethod::gradcam))
+    full = full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w);
+  Matrix legrad;
+  if (wants(methods, RelevanceMethod::legrad)) {
+    const int from = std::min(layer_index(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
+    legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
+  }
+  std::vector<Matrix> maps;
+  for (RelevanceMethod m : methods) {
+    switch (m) {
+      case RelevanceMethod::chefer: maps.push_back(full.chefer); break;
+      case RelevanceMethod::grad_rollout: maps.push_back(full.grad_rollout); break;
+      case RelevanceMethod::legrad: maps.push_back(legrad); break;
+      case RelevanceMethod::gradcam: maps.push_back(full.gradcam); break;
+    }
+  }
+  return maps;
+}
+
+}  // namespace vitattn

@@ -1,0 +1,56 @@
+#pragma once
+// Class-specific relevance maps: where the model sees class c, from the gradients of its
+// logit y_c (vit_backward.hpp) and the attention of the forward that recorded the tape.
+// Each map is over the patch grid (grid_h, grid_w), before any display scaling. With A_l the
+// attention of layer l [H, T, T], G_l = ∂y_c/∂A_l, P the patch tokens (not the class token,
+// not the registers) and I the identity:
+//
+//   chefer        Chefer, Gur, Wolf, "Generic Attention-model Explainability" (ICCV 2021):
+//                 R = I; for l = 0 … L−1: Ā = mean over heads of max(0, G_l ⊙ A_l), R ← R + Ā·R.
+//                 Map = R[0, P].
+//   grad_rollout  jacobgil/vit-explain's gradient rollout, its defects fixed: F = max(0, mean
+//                 over heads of A_l ⊙ G_l); the discard_ratio smallest entries of F zeroed (never
+//                 the class token's own); a = (F + I)/2 with each ROW renormalised to sum 1
+//                 (vit-explain divides column j by row j's sum); R ← a·R from R = I. Map = R[0, P].
+//   legrad        Bousselham et al., "LeGrad" (ICCV 2025): for l = legrad_from … L−1, s_l = the
+//                 class-c logit read from layer l's output through the final norm and the
+//                 classifier; E_l = mean over heads and query rows of max(0, ∂s_l/∂A_l) at the
+//                 patch columns. Map = Σ_l E_l.
+//   gradcam       Selvaraju et al. (2017) as pytorch-grad-cam applies it to a ViT (target layer
+//                 the last block's norm1, the class token dropped): X = that norm1's output at P
+//                 (|P|, D), w = mean over P of ∂y_c/∂X (D); map = max(0, X·w).
+//
+// Only row 0 of R is ever read, so the rollouts run as a row vector from the last layer down,
+// r ← r·(I + Ā_l) (chefer) or r ← r·a_l (grad_rollout), in the order the backward hands the
+// layers out: the same product, O(T²) a layer instead of O(T³), and no layer's gradients kept.
+// `last_layer` bounds the layers used (the one drawn, as --layer does for attention): the
+// rollouts fold layers 0 … last_layer, LeGrad sums legrad_from … last_layer, Grad-CAM reads
+// block last_layer's norm1. The gradients are always those of the model's own logit (LeGrad's
+// are its per-layer logits).
+#include <string>
+#include <vector>
+
+#include "tensor.hpp"
+#include "vit.hpp"
+
+namespace vitattn {
+
+enum class RelevanceMethod { chefer, grad_rollout, legrad, gradcam };
+
+struct RelevanceSettings {
+  int class_index = 0;         // c: the logit y_c, before the softmax
+  int last_layer = -1;         // −1: the last block
+  int legrad_from = -2;        // LeGrad's first layer; negative counts from the end (−2: the last two)
+  float discard_ratio = 0.0f;  // grad_rollout's
+  bool scale = true;           // the forward's 1/√d_head
+};
+
+// The maps of `methods` (in that order) for one class, from one forward's tape; each
+// (grid_h, grid_w). One backward through the encoder serves chefer, grad_rollout and gradcam;
+// LeGrad adds one block's backward per layer it sums. Throws Error when the model has no
+// classifier, c is not one of its classes, or a layer is out of range.
+std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
+                                   const std::vector<RelevanceMethod>& methods, const RelevanceSettings& settings,
+                                   int grid_h, int grid_w);
+
+}  // namespace vitattn

@@ -1,0 +1,68 @@
+#pragma once
+// Reverse-mode gradients through the encoder of vit.hpp, of one scalar target: the logit y_c
+// of class c, read from the class token of the stream after some block through the final
+// norm and the classifier (after the last block: the model's own logit; after an earlier one:
+// LeGrad's per-layer logit).
+//
+// Only the activations' gradients are computed, never the weights' (nothing here trains): per
+// block one product for each product of the forward, and two more for the attention (∂A and
+// ∂v, then ∂q and ∂k), so a backward costs about as much as the forward that recorded it.
+// What it reads is the forward's tape (vit.hpp, ForwardTape): kept, not recomputed, except the
+// LayerNorm outputs, which are one row pass each.
+//
+// Written like the forward: small steps in data-flow order (backwards), a shape comment beside
+// every product, buffers allocated once per backward and reused by every block, the products on
+// the project's own GEMM and the heads handed to threads whole, so the gradients have the same
+// bytes whatever the thread count (gemm.hpp).
+//
+// Conventions: d_X is ∂target/∂X, of X's shape. The seeded head (one attention-only block, no
+// classifier) has no logit; block_backward still runs on it for a target given as ∂/∂output.
+#include <functional>
+#include <vector>
+
+#include "tensor.hpp"
+#include "vit.hpp"
+
+namespace vitattn {
+
+// What one block's backward gives.
+struct BlockGradients {
+  std::vector<Matrix> d_attention;  // [head] (n_tokens, n_tokens) ∂target/∂A, A the probabilities
+  Matrix d_norm1;                   // (n_tokens, d_model) ∂target/∂LN1(x); ∂target/∂x itself without norm1
+  Matrix d_input;                   // (n_tokens, d_model) ∂target/∂x, x the block's input
+};
+
+// The intermediate gradients of one block, allocated once and reused by every block.
+struct BackwardBuffers {
+  Matrix d_stream;   // (n_tokens, d_model) ∂/∂x_mid, the stream between the two branches
+  Matrix d_branch;   // (n_tokens, d_model) a branch output's gradient times its layer scale
+  Matrix d_hidden;   // (n_tokens, d_mlp) ∂/∂GELU(h), then ∂/∂h
+  Matrix d_xn;       // (n_tokens, d_model) ∂/∂LN2(x_mid)
+  Matrix d_heads;    // (n_tokens, d_attn) ∂/∂(the heads' outputs)
+  Matrix d_qkv;      // (n_tokens, 3·d_attn) [∂q | ∂k | ∂v]
+  std::vector<Matrix> d_scores;    // [head] (n_tokens, n_tokens) ∂S, S the scores before the softmax
+  std::vector<Matrix> transposed;  // [head] (n_tokens, n_tokens) Aᵀ, then ∂Sᵀ
+};
+
+// ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c = (LN_f(x)[0] · w_headᵀ + b_head)_c.
+// Only the class token's row is nonzero. Throws Error when the model has no classifier or c is
+// not one of its classes.
+Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index);
+
+// d_output (n_tokens, d_model) = ∂target/∂(block `layer`'s output) → that block's gradients.
+// `scale` is the forward's (1/√d_head or not).
+void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,
+                    BlockGradients& out, BackwardBuffers& buf);
+
+// The model's own logit y_c, back through every block from the last to the first. Each
+// block's gradients are handed to on_block as soon as they are known (layer L−1 first) and
+// reused for the next, so memory holds one block's, not all. Returns ∂y_c/∂x_0
+// (n_tokens, d_model), the embedded tokens.
+Matrix encoder_backward(const VitModel& model, const ForwardTape& tape, int class_index, bool scale,
+                        const std::function<void(int layer, const BlockGradients&)>& on_block);
+
+// LN(x) (n_tokens, d_model) of a block's input, as the forward computed it (what Grad-CAM reads
+// at norm1); x itself when the block has no norm1.
+Matrix norm1_output(const VitModel& model, int layer, const BlockTape& tape);
+
+}  // namespace vitattn
