@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/vit.hpp"
@@ -28,6 +29,10 @@
 #include "model/vit_loader.hpp"
 
 namespace {
+
+using vitattn::bench::median;
+using vitattn::bench::proc_status_mb;
+using vitattn::bench::random_image;
 
 struct Args {
   std::string model;
@@ -43,10 +48,8 @@ struct Args {
 }
 
 int positive_int(const std::string& flag, const char* text, int minimum) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < minimum || v > 1'000'000) usage(flag + " needs an integer ≥ " + std::to_string(minimum));
-  return static_cast<int>(v);
+  if (const std::optional<int> v = vitattn::bench::parse_int(text, minimum)) return *v;
+  usage(flag + " needs an integer ≥ " + std::to_string(minimum));
 }
 
 Args parse(int argc, char** argv) {
@@ -65,37 +68,11 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// A fixed normal(0, 1) image: what a normalised photo looks like to the model, same every run.
-vitattn::ImageTensor random_image(int size) {
-  vitattn::ImageTensor x;
-  x.height = x.width = size;
-  x.chw.resize(3 * static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
-  std::mt19937 rng(20240229u);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& v : x.chw) v = normal(rng);
-  return x;
-}
-
-// "VmRSS" / "VmHWM" of this process in MB (0 when /proc is not there).
-double proc_status_mb(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;
-  return 0.0;
-}
-
 // User + system CPU seconds of this process so far, every thread.
 double process_cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

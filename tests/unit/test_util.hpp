@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/image_tensor.hpp"
 #include "core/tensor.hpp"
 
 namespace vitattn::test {
@@ -17,6 +18,17 @@ inline Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937& 
   Matrix m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
   return m;
+}
+
+// An image tensor (3, h, w) of uniform values in [−scale, scale]: a normalised input.
+inline ImageTensor random_image(int h, int w, std::mt19937& rng, float scale) {
+  ImageTensor t;
+  t.height = h;
+  t.width = w;
+  std::uniform_real_distribution<float> u(-scale, scale);
+  t.chw.resize(static_cast<std::size_t>(3 * h * w));
+  for (float& v : t.chw) v = u(rng);
+  return t;
 }
 
 // A fresh empty folder under the system temp folder, removed when the object goes.

@@ -63,15 +63,7 @@ VitModel small_classifier(const Family& f, std::mt19937& rng) {
   return m;
 }
 
-ImageTensor random_image(int h, int w, std::mt19937& rng) {
-  ImageTensor t;
-  t.height = h;
-  t.width = w;
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  t.chw.resize(static_cast<std::size_t>(3 * h * w));
-  for (float& v : t.chw) v = u(rng);
-  return t;
-}
+ImageTensor random_image(int h, int w, std::mt19937& rng) { return test::random_image(h, w, rng, 1.0f); }
 
 double logit(const VitModel& m, const ImageTensor& image, int c) {
   return static_cast<double>(forward(m, image).logits(c));

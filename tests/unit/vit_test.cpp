@@ -162,15 +162,7 @@ VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu,
   return m;
 }
 
-ImageTensor random_image(int h, int w, std::mt19937& rng) {
-  ImageTensor t;
-  t.height = h;
-  t.width = w;
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  t.chw.resize(static_cast<std::size_t>(3 * h * w));
-  for (float& v : t.chw) v = u(rng);
-  return t;
-}
+ImageTensor random_image(int h, int w, std::mt19937& rng) { return test::random_image(h, w, rng, 2.0f); }
 
 struct Variant {
   int registers;
