@@ -1,27 +1,92 @@
 #include "forward_options.hpp"
 
+#include <utility>
+
 namespace vitattn::cli {
+namespace {
+
+// --method's choices: each relevance method by its name (relevance.hpp).
+std::vector<std::pair<std::string, RelevanceMethod>> method_choices() {
+  std::vector<std::pair<std::string, RelevanceMethod>> out;
+  for (RelevanceMethod m : relevance_methods()) out.emplace_back(relevance_method_name(m), m);
+  return out;
+}
+
+std::vector<std::string> method_list() {
+  std::vector<std::string> out;
+  for (const auto& choice : method_choices()) out.push_back(choice.first);
+  return out;
+}
+
+// --class, --method, --discard-ratio, --legrad-from: the backward pass of one class's logit.
+void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
+  const std::string group = "Gradients (models with a classifier)";
+  CLI::Option* cls =
+      forward
+          .add_option("--class", o.class_index,
+                      "Class c: also write ∂y_c/∂A_l of every layer (<stem>_grad_attention.npy [N, L, H, T, T]) and "
+                      "∂y_c/∂(block l's input) (<stem>_grad_blocks.npy [N, L, T, D]); y_c is the logit, before the "
+                      "softmax")
+          ->check(CLI::Range(0, 1 << 24))
+          ->type_name("INDEX")
+          ->group(group);
+  CLI::Option* method =
+      forward
+          .add_option("--method", o.methods,
+                      "Comma list of class-specific maps of class c, each written as <stem>_relevance_<method>.npy "
+                      "[N, grid_h, grid_w] before any display scaling (the README defines each)")
+          ->allow_extra_args(false)  // one list per --method: the inputs after it are not methods
+          ->delimiter(',')
+          ->transform(CLI::CheckedTransformer(method_choices(), CLI::ignore_case).description(""))
+          ->transform(CLI::IsMember(method_list(), CLI::ignore_case))  // runs first: "foo not in {chefer, …}"
+          ->type_name("LIST")
+          ->needs(cls)
+          ->group(group);
+  forward.add_option("--discard-ratio", o.discard_ratio, "grad-rollout: drop this fraction of the weakest links per layer")
+      ->capture_default_str()
+      ->check(finite_in(0.0, 0.99))
+      ->needs(method)
+      ->group(group);
+  forward.add_option("--legrad-from", o.legrad_from, "legrad: the first layer summed (negative counts from the end)")
+      ->capture_default_str()
+      ->check(CLI::Range(-4096, 4095))
+      ->needs(method)
+      ->group(group);
+}
+
+}  // namespace
 
 CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verbosity) {
   CLI::App* forward = app.add_subcommand(
       "forward",
       "Run a checkpoint's encoder on preprocessed tensors (.npy, float32/64, [3, H, W] or [N, 3, H, W]) and write\n"
       "<out>/<stem>_attention.npy [N, L, H, T, T], <stem>_features.npy [N, D] (class token after the final\n"
-      "norm) and <stem>_logits.npy [N, C] when the model has a classifier. Takes --model, -o and the\n"
-      "Checkpoints options; for checking against other implementations.");
+      "norm) and <stem>_logits.npy [N, C] when the model has a classifier. With --class c, also the gradients\n"
+      "of the logit y_c from a backward pass: <stem>_grad_attention.npy [N, L, H, T, T] (∂y_c/∂A_l, A_l layer\n"
+      "l's attention probabilities) and <stem>_grad_blocks.npy [N, L, T, D] (∂y_c/∂ the input of block l); with\n"
+      "--method, <stem>_relevance_<method>.npy [N, grid_h, grid_w] for each. Takes --model, -o and the\n"
+      "Checkpoints options; for checking against other implementations (PyTorch autograd).");
   forward->footer(
       "Examples:\n"
       "  vitattn forward --model m.safetensors x.npy        vitattn-out/x_attention.npy, x_features.npy, …\n"
       "  vitattn forward --model dino.pth --key teacher --heads 6 a.npy b.npy -o out\n"
-      "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error.");
+      "  vitattn forward --model vit.safetensors --class 3 --method chefer,legrad x.npy\n"
+      "                                                  also x_grad_attention.npy, x_grad_blocks.npy,\n"
+      "                                                  x_relevance_chefer.npy, x_relevance_legrad.npy\n"
+      "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
+      "(--class on a model without a classifier or out of its range among them).");
   forward->add_option("tensors", o.tensors, "Input tensors (.npy)")
       ->required()
       ->type_name("FILE.npy...")
       ->check(readable_file());
   forward->add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(non_empty());
+  forward->add_option("--threads", o.threads, "Threads of the matrix products (default: every core); the outputs' bytes "
+                                              "are the same whatever the count")
+      ->check(CLI::Range(1, 1024));
   CLI::Option* model = add_model_file_option(*forward, o.model);
   forward->add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
   add_checkpoint_options(*forward, o.model, model);
+  add_gradient_options(*forward, o);
   add_verbosity_options(*forward, verbosity);
   return forward;
 }

@@ -2,9 +2,11 @@
 // `vitattn forward --model FILE [OPTIONS] tensors…`: its options and its help. What it does is
 // forward_command.hpp's.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/relevance.hpp"
 #include "options.hpp"
 
 namespace vitattn::cli {
@@ -14,6 +16,12 @@ struct ForwardCommandOptions {
   std::vector<std::string> tensors;  // .npy inputs
   std::string output = "vitattn-out";
   bool no_scale = false;
+  int threads = 0;                   // --threads: the products' threads; 0: every core
+  // Gradients of the logit y_c: --class c, the maps of --method, their settings.
+  std::optional<int> class_index;
+  std::vector<RelevanceMethod> methods;
+  double discard_ratio = 0.0;        // grad-rollout's
+  int legrad_from = -2;              // LeGrad's first layer; negative counts from the end
 };
 
 // Declares the `forward` subcommand on `app`, with its own help and examples; its -q and -v

@@ -95,8 +95,6 @@ void check_combinations(const CLI::App& app, const Options& o) {
         fmt::format("--rollout fuses heads with --head mean, max or min, not \"{}\"", to_string(o.head)));
 }
 
-namespace {
-
 // A finite number in [lo, hi]. CLI::Range alone lets NaN through (every comparison with NaN
 // is false), and `--alpha nan` would draw black overlays.
 CLI::Validator finite_in(double lo, double hi) {
@@ -111,6 +109,8 @@ CLI::Validator finite_in(double lo, double hi) {
       },
       range, "finite_in");
 }
+
+namespace {
 
 // --smooth: the EMA weight a of the newest map, 0 < a ≤ 1 (a = 0 would freeze the first frame).
 const CLI::Validator kSmoothWeight(

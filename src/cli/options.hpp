@@ -122,4 +122,7 @@ const CLI::Validator& readable_file();
 // A validator of a name that must not be empty.
 const CLI::Validator& non_empty();
 
+// A validator of a finite number in [lo, hi] (CLI::Range alone lets NaN through).
+CLI::Validator finite_in(double lo, double hi);
+
 }  // namespace vitattn::cli

@@ -121,6 +121,22 @@ Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const Relevanc
 
 }  // namespace
 
+const std::vector<RelevanceMethod>& relevance_methods() {
+  static const std::vector<RelevanceMethod> all{RelevanceMethod::chefer, RelevanceMethod::grad_rollout,
+                                                RelevanceMethod::legrad, RelevanceMethod::gradcam};
+  return all;
+}
+
+const char* relevance_method_name(RelevanceMethod method) {
+  switch (method) {
+    case RelevanceMethod::chefer: return "chefer";
+    case RelevanceMethod::grad_rollout: return "grad-rollout";
+    case RelevanceMethod::legrad: return "legrad";
+    case RelevanceMethod::gradcam: return "gradcam";
+  }
+  return "?";
+}
+
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMethod>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w) {

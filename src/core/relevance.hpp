@@ -37,6 +37,11 @@ namespace vitattn {
 
 enum class RelevanceMethod { chefer, grad_rollout, legrad, gradcam };
 
+// Every method, in the order above, and each one's name ("chefer", "grad-rollout", "legrad",
+// "gradcam"): what the command line takes and what file names say.
+const std::vector<RelevanceMethod>& relevance_methods();
+const char* relevance_method_name(RelevanceMethod method);
+
 struct RelevanceSettings {
   int class_index = 0;         // c: the logit y_c, before the softmax
   int last_layer = -1;         // −1: the last block

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/vit_backward.hpp"
 #include "files/file_io.hpp"
 #include "pipeline/output_guard.hpp"
 #include "tensors/npy.hpp"
@@ -41,36 +43,84 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
 // The arrays of one input, each image's rows after the last one's.
 struct Arrays {
   std::vector<float> attention, features, logits;
-  std::uint64_t n_tokens = 0, width = 0;
+  std::vector<float> grad_attention, grad_blocks;  // with a class only
+  std::vector<std::vector<float>> relevance;       // [method] with a class only
+  std::uint64_t n_tokens = 0, width = 0, grid_h = 0, grid_w = 0;
 };
 
-void add_image(const VitModel& model, const ImageTensor& x, bool scale, Arrays& out) {
+// One backward of y_c through the taped forward: every layer's ∂y_c/∂A_l and ∂y_c/∂x_l, in
+// layer order (the backward hands them out from the last layer down), then the maps.
+void add_gradients(const VitModel& model, const ForwardTape& tape, const ForwardRequest& r, Arrays& out) {
+  const auto layers = static_cast<std::size_t>(model.n_layers());
+  const auto tokens = static_cast<std::size_t>(tape.x_out.rows()), width = static_cast<std::size_t>(tape.x_out.cols());
+  const std::size_t per_attention = static_cast<std::size_t>(model.n_heads) * tokens * tokens, per_block = tokens * width;
+  const std::size_t attention_at = out.grad_attention.size(), blocks_at = out.grad_blocks.size();
+  out.grad_attention.resize(attention_at + layers * per_attention);
+  out.grad_blocks.resize(blocks_at + layers * per_block);
+  encoder_backward(model, tape, *r.class_index, r.scale, [&](int layer, const BlockGradients& g) {
+    const auto l = static_cast<std::size_t>(layer);
+    float* a = out.grad_attention.data() + attention_at + l * per_attention;
+    for (const Matrix& d : g.d_attention) a = std::copy(d.data(), d.data() + d.size(), a);
+    std::copy(g.d_input.data(), g.d_input.data() + g.d_input.size(), out.grad_blocks.data() + blocks_at + l * per_block);
+  });
+  if (r.methods.empty()) return;
+  RelevanceSettings settings;
+  settings.class_index = *r.class_index;
+  settings.legrad_from = r.legrad_from;
+  settings.discard_ratio = r.discard_ratio;
+  settings.scale = r.scale;
+  const std::vector<Matrix> maps = relevance_maps(model, tape, r.methods, settings, static_cast<int>(out.grid_h),
+                                                  static_cast<int>(out.grid_w));
+  out.relevance.resize(maps.size());
+  for (std::size_t m = 0; m < maps.size(); ++m)
+    out.relevance[m].insert(out.relevance[m].end(), maps[m].data(), maps[m].data() + maps[m].size());
+}
+
+void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest& r, Arrays& out) {
   ForwardOptions fo;
   fo.keep_from_layer = 0;
-  fo.scale = scale;
-  const ForwardResult r = forward(model, x, fo);
-  out.n_tokens = static_cast<std::uint64_t>(r.tokens.rows());
-  out.width = static_cast<std::uint64_t>(r.tokens.cols());  // d_model, or d_attn after an attention-only block
-  for (const auto& layer : r.attention)
+  fo.scale = r.scale;
+  ForwardTape tape;
+  if (r.class_index) fo.tape = &tape;
+  const ForwardResult result = forward(model, x, fo);
+  out.n_tokens = static_cast<std::uint64_t>(result.tokens.rows());
+  out.width = static_cast<std::uint64_t>(result.tokens.cols());  // d_model, or d_attn after an attention-only block
+  out.grid_h = static_cast<std::uint64_t>(x.height / model.patch_size);
+  out.grid_w = static_cast<std::uint64_t>(x.width / model.patch_size);
+  for (const auto& layer : result.attention)
     for (const Matrix& a : layer) out.attention.insert(out.attention.end(), a.data(), a.data() + a.size());
-  out.features.insert(out.features.end(), r.tokens.data(), r.tokens.data() + r.tokens.cols());  // row 0: class token
-  out.logits.insert(out.logits.end(), r.logits.data(), r.logits.data() + r.logits.size());
+  out.features.insert(out.features.end(), result.tokens.data(), result.tokens.data() + result.tokens.cols());  // row 0: class token
+  out.logits.insert(out.logits.end(), result.logits.data(), result.logits.data() + result.logits.size());
+  if (r.class_index) add_gradients(model, tape, r, out);
 }
 
 ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f) {
   const auto layers = static_cast<std::uint64_t>(model.n_layers()), heads = static_cast<std::uint64_t>(model.n_heads);
+  ForwardOutputs written;
   io::write_npy(f.attention, a.attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
+  written.attention = f.attention;
   io::write_npy(f.features, a.features.data(), {n, a.width});
-  if (model.w_head.size() == 0) return {f.attention, f.features, {}};
+  written.features = f.features;
+  if (model.w_head.size() == 0) return written;
   io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
-  return f;
+  written.logits = f.logits;
+  if (f.grad_attention.empty()) return written;
+  io::write_npy(f.grad_attention, a.grad_attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
+  written.grad_attention = f.grad_attention;
+  io::write_npy(f.grad_blocks, a.grad_blocks.data(), {n, layers, a.n_tokens, a.width});
+  written.grad_blocks = f.grad_blocks;
+  for (std::size_t m = 0; m < f.relevance.size(); ++m) {
+    io::write_npy(f.relevance[m], a.relevance[m].data(), {n, a.grid_h, a.grid_w});
+    written.relevance.push_back(f.relevance[m]);
+  }
+  return written;
 }
 
 ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
   try {
-    for (const ImageTensor& x : images) add_image(model, x, r.scale, arrays);
+    for (const ImageTensor& x : images) add_image(model, x, r, arrays);
   } catch (const Error& e) {  // the core's errors name no file (activations that became non-finite)
     if (e.subject()) throw;
     throw Error(io::display(input) + ": " + e.what());
@@ -78,15 +128,29 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
   ForwardInputResult out;
   out.input = input;
   out.images = images.size();
-  out.written = write_arrays(model, arrays, images.size(), forward_outputs(r.output, input));
+  out.written = write_arrays(model, arrays, images.size(), forward_outputs(r, input));
   return out;
 }
 
 }  // namespace
 
-ForwardOutputs forward_outputs(const fs::path& out, const fs::path& input) {
+ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   const std::string stem = input.stem().string();
-  return {out / (stem + "_attention.npy"), out / (stem + "_features.npy"), out / (stem + "_logits.npy")};
+  const auto named = [&](const std::string& what) { return r.output / (stem + "_" + what + ".npy"); };
+  ForwardOutputs f{named("attention"), named("features"), named("logits"), {}, {}, {}};
+  if (!r.class_index) return f;
+  f.grad_attention = named("grad_attention");
+  f.grad_blocks = named("grad_blocks");
+  for (RelevanceMethod m : r.methods) f.relevance.push_back(named(std::string("relevance_") + relevance_method_name(m)));
+  return f;
+}
+
+std::vector<fs::path> ForwardOutputs::all() const {
+  std::vector<fs::path> out;
+  for (const fs::path& p : {attention, features, logits, grad_attention, grad_blocks})
+    if (!p.empty()) out.push_back(p);
+  out.insert(out.end(), relevance.begin(), relevance.end());
+  return out;
 }
 
 void check_forward_outputs(const ForwardRequest& r) {
@@ -100,8 +164,7 @@ void check_forward_outputs(const ForwardRequest& r) {
   if (!r.model_file.empty()) guard.reads(r.model_file, roles::model_file);
   for (const fs::path& in : inputs) guard.reads(in, roles::input);
   for (const fs::path& in : inputs) {
-    const ForwardOutputs f = forward_outputs(r.output, in);
-    for (const fs::path& p : {f.attention, f.features, f.logits}) guard.derives(p, "the output of " + io::display(in));
+    for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + io::display(in));
   }
 }
 

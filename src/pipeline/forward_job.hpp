@@ -8,11 +8,18 @@
 //   x_attention.npy  [N, layers, heads, T, T]
 //   x_features.npy   [N, width]   the class token's row after the last block
 //   x_logits.npy     [N, classes] only when the model has a classifier
+// and with a class c (ForwardRequest::class_index), from one backward pass of the logit y_c
+// (core/vit_backward.hpp) and the relevance maps on it (core/relevance.hpp):
+//   x_grad_attention.npy     [N, layers, heads, T, T]  ∂y_c/∂A_l, A_l layer l's attention probabilities
+//   x_grad_blocks.npy        [N, layers, T, width]     ∂y_c/∂x_l, x_l the input of block l
+//   x_relevance_<method>.npy [N, grid_h, grid_w]       one per method asked, before any display scaling
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/relevance.hpp"
 #include "core/vit.hpp"
 
 namespace vitattn::pipeline {
@@ -22,13 +29,23 @@ struct ForwardRequest {
   std::filesystem::path output;               // the folder the outputs go to
   std::filesystem::path model_file;           // the weights read, never replaced; empty: none
   bool scale = true;                          // attention scores divided by √d_head
+  // The gradients of the logit y_c, c = class_index; none when unset. A model without a
+  // classifier, a c it does not have, a LeGrad layer it does not have: each input fails with
+  // the core's Error (the CLI refuses them before any input).
+  std::optional<int> class_index;
+  std::vector<RelevanceMethod> methods;       // the maps written beside the gradients
+  float discard_ratio = 0.0f;                 // grad-rollout's
+  int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
 };
 
-// What forward writes for one input, named in one place.
+// What forward writes for one input, named in one place. The gradients' and the maps' names
+// are there only when the request has a class (relevance: one per method, in its order).
 struct ForwardOutputs {
-  std::filesystem::path attention, features, logits;
+  std::filesystem::path attention, features, logits, grad_attention, grad_blocks;
+  std::vector<std::filesystem::path> relevance;
+  std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
-ForwardOutputs forward_outputs(const std::filesystem::path& output, const std::filesystem::path& input);
+ForwardOutputs forward_outputs(const ForwardRequest& request, const std::filesystem::path& input);
 
 // Before any work: no output replaces an input (a tensor, the model file) or another input's
 // output. Throws Error naming the input and the file.
@@ -37,7 +54,7 @@ void check_forward_outputs(const ForwardRequest& request);
 struct ForwardInputResult {
   std::filesystem::path input;
   std::size_t images = 0;  // the N of the input
-  ForwardOutputs written;  // logits empty when the model has no classifier
+  ForwardOutputs written;  // what was written: logits empty when the model has no classifier
   std::string error;       // empty: done; else the one-line message, nothing written for it
 };
 

@@ -54,5 +54,26 @@ TEST(ForwardJob, NoOutputReplacesAnInputTheModelOrAnotherInputsOutput) {
   EXPECT_NO_THROW(check_forward_outputs(r));
 }
 
+// The gradients' and the maps' names are outputs too, but only when a class asks for them.
+TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
+  test::TempDir dir;
+  ForwardRequest r;
+  r.output = dir.path();
+  r.inputs = {dir / "x.npy", dir / "x_grad_blocks.npy", dir / "x_relevance_legrad.npy"};
+  EXPECT_NO_THROW(check_forward_outputs(r));
+  EXPECT_TRUE(forward_outputs(r, dir / "x.npy").grad_attention.empty());
+  r.class_index = 3;
+  EXPECT_THROW(check_forward_outputs(r), Error);  // x_grad_blocks.npy is x.npy's output now
+  r.inputs = {dir / "x.npy", dir / "x_relevance_legrad.npy"};
+  EXPECT_NO_THROW(check_forward_outputs(r));
+  r.methods = {RelevanceMethod::grad_rollout, RelevanceMethod::legrad};
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  const ForwardOutputs f = forward_outputs(r, dir / "x.npy");
+  EXPECT_EQ(f.grad_attention, dir / "x_grad_attention.npy");
+  EXPECT_EQ(f.grad_blocks, dir / "x_grad_blocks.npy");
+  EXPECT_EQ(f.relevance, (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
+  EXPECT_EQ(f.all().size(), 7u);
+}
+
 }  // namespace
 }  // namespace vitattn::pipeline
