@@ -43,9 +43,9 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
     throw Error(fmt::format("--class {}: the model has {} classes, 0…{}", c, classes, classes - 1));
   const int layers = model.n_layers();
   const bool legrad = std::find(o.methods.begin(), o.methods.end(), RelevanceMethod::legrad) != o.methods.end();
-  if (legrad && (o.legrad_from < -layers || o.legrad_from >= layers))
-    throw Error(fmt::format("--legrad-from {}: the model has layers 0…{} (or −{}…−1 from the end)", o.legrad_from,
-                            layers - 1, layers));
+  if (legrad && o.legrad_from >= layers)  // −K past the first layer means every layer (relevance.hpp)
+    throw Error(fmt::format("--legrad-from {}: the model has layers 0…{} (negative values count from the end)",
+                            o.legrad_from, layers - 1));
 }
 
 }  // namespace

@@ -147,7 +147,9 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
     full = full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w);
   Matrix legrad;
   if (wants(methods, RelevanceMethod::legrad)) {
-    const int from = std::min(layer_index(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
+    // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
+    const int from_end = std::max(settings.legrad_from, -model.n_layers());
+    const int from = std::min(layer_index(from_end, model.n_layers(), "LeGrad's first layer"), last);
     legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
   }
   std::vector<Matrix> maps;

@@ -45,7 +45,7 @@ const char* relevance_method_name(RelevanceMethod method);
 struct RelevanceSettings {
   int class_index = 0;         // c: the logit y_c, before the softmax
   int last_layer = -1;         // −1: the last block
-  int legrad_from = -2;        // LeGrad's first layer; negative counts from the end (−2: the last two)
+  int legrad_from = -2;        // LeGrad's first layer; −K: the last K layers (all of them when there are fewer)
   float discard_ratio = 0.0f;  // grad_rollout's
   bool scale = true;           // the forward's 1/√d_head
 };

@@ -300,7 +300,7 @@ def legrad_map(model, image, c, legrad_from, first, gh, gw):
     patch columns. Map = Σ_l E_l. One image: image [1, 3, H, W]."""
     model(image)
     layers = len(model.blocks)
-    start = legrad_from if legrad_from >= 0 else layers + legrad_from
+    start = legrad_from if legrad_from >= 0 else max(0, layers + legrad_from)  # −K: the last K layers, all when fewer
     total = 0
     for l in range(start, layers):
         s_l = model.logits(model.blocks[l].feat_post_mlp)[0, c]
