@@ -234,6 +234,9 @@ ImageRun plan_run(const Options& o) {
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the 3 most likely.
   if (o.report) r.process.report_classes = pipeline::TopRequest{o.top > 0 ? o.top : 3, r.labels};
+  if (o.report && o.top > 10 && r.model.w_head.size() > 0)
+    spdlog::warn("--report --top {}: each page holds the class-specific maps of {} classes, one backward pass a class",
+                 o.top, std::min<long>(o.top, static_cast<long>(r.model.w_head.rows())));
   r.outputs = pipeline::written_outputs(r.model, r.process);
   r.video = video_options(o);
   r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
