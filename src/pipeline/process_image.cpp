@@ -130,10 +130,12 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   settings.last_layer = resolve_layer(options.view.layer, model.n_layers());
   settings.discard_ratio = options.view.discard_ratio;
   settings.scale = options.scale;
-  const int from = std::min(model.n_layers() + settings.legrad_from, settings.last_layer);
+  // LeGrad as its authors' code: the last two layers (the one layer of a one-layer model).
+  settings.legrad_from = std::max(model.n_layers() - 2, 0);
   report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
                                               "0…{} (LeGrad: {}…{}, each layer's own logit).",
-                                              settings.last_layer, std::max(from, 0), settings.last_layer));
+                                              settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
+                                              settings.last_layer));
   std::vector<RelevanceMethod> methods;
   for (const auto& [method, name] : kReportMethods) methods.push_back(method);
   for (int rank = 0; rank < report.classes_kept() && rank < static_cast<int>(top.size()); ++rank) {

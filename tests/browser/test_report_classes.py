@@ -284,6 +284,17 @@ def test_model_without_classifier_has_no_picker(made):
     assert browser.network_requests(DRIVER) == []
 
 
+def test_one_layer_classifier(made):
+    """LeGrad's last two layers are the one layer of a one-layer model: its page has every map."""
+    model = made["dir"] / "one_layer.safetensors"
+    t = harness.timm_tensors(D, P, GRID, 1, MLP, seed=33, classes=len(LABELS))
+    safetensors_io.write(model, t, {"num_heads": str(HEADS)}, dtype="F32")
+    run("--model", model, "--report", made["img"], "-o", made["dir"] / "one", "-q")
+    data = page_data(made["dir"] / "one" / "img_report.html")
+    assert len(data["relevance"]["maps"]) == 3 * len(METHODS)
+    assert "LeGrad: 0…0" in data["relevance"]["about"], data["relevance"]["about"]
+
+
 def setup_module():
     global DRIVER, PROFILE
     DRIVER, PROFILE = browser.start()
