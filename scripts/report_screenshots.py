@@ -4,7 +4,8 @@
     scripts/report_screenshots.py [--bin build/release/vitattn] [--out docs]
 
 One page with the bundled trained CIFAR-10 model (chelsea, a pinned patch, layer 3, mean of the
-heads), one with the seeded head (the step-by-step panel open). Small JPEGs."""
+heads; and the same page on chefer's map of the class cat), one with the seeded head (the
+step-by-step panel open). Small JPEGs."""
 import argparse
 import subprocess
 import sys
@@ -44,6 +45,8 @@ def main():
         driver, profile = browser.start()
         try:
             shoot(driver, t / "cifar" / "chelsea_report.html", "#layer=3&head=mean&query=28&view=query", out / "report_cifar10.jpg", 1100)
+            shoot(driver, t / "cifar" / "chelsea_report.html", "#layer=3&head=mean&query=0&view=query&method=chefer&class=3",
+                  out / "report_cifar10_classes.jpg", 1100)
             shoot(driver, t / "seeded" / "chelsea_report.html", "#layer=0&head=0&query=60&view=query", out / "report_seeded.jpg", 1500)
         finally:
             browser.stop(driver, profile)

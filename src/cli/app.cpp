@@ -223,7 +223,7 @@ void plan_jobs(const Options& o, ImageRun& r) {
 ImageRun plan_run(const Options& o) {
   ImageRun r;
   r.shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
-  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0);
+  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || o.report);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   check_classifier(o, r.model);
@@ -232,6 +232,11 @@ ImageRun plan_run(const Options& o) {
   pipeline::check_view(r.model, r.process.view, o.model.file.empty() ? "the seeded model" : o.model.file);
   log_grid(o, r.model, r.process);
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
+  // --report's class picker: --top's classes, else the 3 most likely.
+  if (o.report) r.process.report_classes = pipeline::TopRequest{o.top > 0 ? o.top : 3, r.labels};
+  if (o.report && o.top > 10 && r.model.w_head.size() > 0)
+    spdlog::warn("--report --top {}: each page holds the class-specific maps of {} classes, one backward pass a class",
+                 o.top, std::min<long>(o.top, static_cast<long>(r.model.w_head.rows())));
   r.outputs = pipeline::written_outputs(r.model, r.process);
   r.video = video_options(o);
   r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();

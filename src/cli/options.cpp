@@ -387,11 +387,13 @@ void add_output_options(CLI::App& app, Options& o) {
       ->group(group);
   auto* report = app.add_flag("--report", o.report,
                "Also write <name>_report.html: one offline page to explore every token's attention, every layer and "
-               "head (a batch also writes index.html, a gallery of the pages)")
+               "head, and with a classifier the most likely classes (--top's K, else 3) with each class-specific "
+               "method's map (a batch also writes index.html, a gallery of the pages)")
       ->group(group);
   app.add_option("--report-max-mb", o.report_max_mb,
-                 "Report: when every layer's full matrices would take more MB than this, keep the class token's rows "
-                 "of every layer and the full matrices of --layer only")
+                 "Report: when every layer's full matrices and the class maps would take more MB than this, keep the "
+                 "class token's rows of every layer and the full matrices of --layer only; then drop the maps of the "
+                 "least likely classes (never the most likely's)")
       ->capture_default_str()
       ->check(finite_in(0.001, 1e6))
       ->type_name("MB")

@@ -1,6 +1,8 @@
 #include "process_image.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/classify.hpp"
 #include "core/query_key.hpp"
+#include "core/relevance.hpp"
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
 #include "tensors/npy.hpp"
@@ -97,6 +100,51 @@ Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOption
   }
 }
 
+// The relevance methods of the report page, each with the name the page shows.
+constexpr std::pair<RelevanceMethod, const char*> kReportMethods[] = {{RelevanceMethod::chefer, "chefer"},
+                                                                      {RelevanceMethod::grad_rollout, "grad-rollout"},
+                                                                      {RelevanceMethod::legrad, "legrad"},
+                                                                      {RelevanceMethod::gradcam, "gradcam"}};
+
+// How many classes the report page lists: none without a classifier.
+int report_class_count(const VitModel& model, const ProcessOptions& options) {
+  if (!options.report || !options.report_classes || model.w_head.size() == 0) return 0;
+  return std::min(options.report_classes->k, static_cast<int>(model.w_head.rows()));
+}
+
+// The report's class picker: the most likely classes with their probabilities and, for each
+// the page keeps, every relevance method's map. One forward records the tape, then one
+// backward a class serves every method (relevance_maps). The maps use the layers the run
+// draws (--layer bounds them, as it does the attention) and rollout's --discard-ratio.
+void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTensor& x, const ProcessOptions& options,
+                    int grid_h, int grid_w) {
+  ForwardTape tape;
+  ForwardOptions fo;
+  fo.scale = options.scale;
+  fo.tape = &tape;
+  const ForwardResult result = forward(model, x, fo);
+  const std::vector<ClassScore> top = top_classes(result.logits, report_class_count(model, options));
+  std::vector<ReportClass> classes;
+  for (const ClassScore& c : top) classes.push_back({c.index, options.report_classes->labels.label(c.index), c.probability});
+  RelevanceSettings settings;
+  settings.last_layer = resolve_layer(options.view.layer, model.n_layers());
+  settings.discard_ratio = options.view.discard_ratio;
+  settings.scale = options.scale;
+  // LeGrad as its authors' code: the last two layers (the one layer of a one-layer model).
+  settings.legrad_from = std::max(model.n_layers() - 2, 0);
+  report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
+                                              "0…{} (LeGrad: {}…{}, each layer's own logit).",
+                                              settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
+                                              settings.last_layer));
+  std::vector<RelevanceMethod> methods;
+  for (const auto& [method, name] : kReportMethods) methods.push_back(method);
+  for (int rank = 0; rank < report.classes_kept() && rank < static_cast<int>(top.size()); ++rank) {
+    settings.class_index = top[static_cast<std::size_t>(rank)].index;
+    const std::vector<Matrix> maps = relevance_maps(model, tape, methods, settings, grid_h, grid_w);
+    for (std::size_t m = 0; m < maps.size(); ++m) report.add_relevance(kReportMethods[m].second, settings.class_index, maps[m]);
+  }
+}
+
 // The model input's size and grid for a decoded image (H, W).
 InputGrid input_grid(const cv::Mat& bgr, const VitModel& model, const EncoderView& view) {
   const int s = view.img_size > 0 ? view.img_size : model.grid_h * model.patch_size;
@@ -119,7 +167,8 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
   if (options.report)
     report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
-                               model.patch_size, width, height},
+                               model.patch_size, width, height, report_class_count(model, options),
+                               static_cast<int>(std::size(kReportMethods))},
                    layer, *options.report);
   const bool classify = options.top && model.w_head.size() > 0;
   const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify, display(job.input));
@@ -134,6 +183,14 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
     if (model.n_layers() == 1 && model.n_heads == 1) {
       const QueryKey qk = query_key(model, x);
       report->add_query_key(qk.q, qk.k, options.scale);
+    }
+    if (report_class_count(model, options) > 0) {
+      try {
+        add_class_maps(*report, model, x, options, grid_h, grid_w);
+      } catch (const Error& e) {  // as attend's: the core's errors name no file
+        if (e.subject()) throw;
+        throw Error(display(job.input) + ": " + e.what());
+      }
     }
     report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr,
                   maps.front(), model_summary(model));

@@ -42,6 +42,9 @@ struct ProcessOptions {
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
   std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
+  // With report and a model with a classifier: the page lists the k most likely classes, named
+  // by labels, with every gradient method's map of each (core/relevance.hpp).
+  std::optional<TopRequest> report_classes;
   std::function<void(const InputJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
   // When set, a model with a classifier runs every block, and each image's top.k classes are
   // written as its part of predictions.csv (<name>_predictions.csv, before the overlay) and

@@ -1,6 +1,9 @@
 // vitattn report page: every token's attention row (or column), every layer, every head, from
 // the data vitattn wrote into this page. No network, no library: the page is one file.
-// Contract for scripts and tests: window.vitattn.select({layer, head, query, view}), .row(), .info().
+// With a classifier, also the most likely classes and each one's relevance maps (chefer,
+// grad-rollout, legrad, gradcam), one picked by the method and class pickers.
+// Contract for scripts and tests: window.vitattn.select({layer, head, query, view, rollout, method, class}),
+// .row(), .info(), .state(), .mapError().
 (() => {
   'use strict';
   const D = JSON.parse(document.getElementById('vitattn-data').textContent);
@@ -37,6 +40,27 @@
   const luts = {};
   for (const name of Object.keys(D.colormaps)) luts[name] = bytes(D.colormaps[name]);
   const qk = D.qk ? { dk: D.qk.d_k, scale: D.qk.scale, q: floats(D.qk.q), k: floats(D.qk.k) } : null;
+
+  // The classes (most likely first) and their relevance maps, each over the N patches: u8, m = q8·s/255;
+  // f16, m = half(m/s)·s. Keyed "method/class".
+  const classes = D.classes || [];
+  const relevance = new Map();
+  for (const m of (D.relevance && D.relevance.maps) || []) {
+    const unit = m.f16 !== undefined ? halves(m.f16) : Float32Array.from(bytes(m.q8), (q) => q / 255);
+    relevance.set(`${m.method}/${m.class}`, { values: Float32Array.from(unit, (u) => u * m.scale), maxError: m.max_error });
+  }
+  const gradientMethods = [...new Set(((D.relevance && D.relevance.maps) || []).map((m) => m.method))];
+  const methods = ['attention', 'rollout', ...gradientMethods];
+  const hasMaps = (c) => classes.some((k) => k.index === c && k.maps);
+  const isGradient = (m) => gradientMethods.includes(m);
+  // A class as select() takes it: its index, or its label (any case).
+  function classIndex(c) {
+    if (typeof c === 'string' && !/^\d+$/.test(c)) {
+      const k = classes.find((x) => x.label.toLowerCase() === c.toLowerCase());
+      return k ? k.index : c;
+    }
+    return typeof c === 'string' ? Number(c) : c;
+  }
 
   const isFull = (l) => layers[l].rows === T;
   const tokenName = (t) => (t === 0 ? 'class token' : t < FP ? `register ${t - 1}` : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
@@ -121,9 +145,12 @@
     rollout: !!S.rollout && layers.every((a) => a.rows === T), discard: S.discard_ratio || 0, alpha: S.alpha,
     colormap: luts[S.colormap] ? S.colormap : Object.keys(luts)[0], smooth: S.smooth, grid: false,
     threshold: S.threshold, stepKey: null,
+    method: isGradient(S.method) ? S.method : 'attention',
+    cls: hasMaps(S.class) ? S.class : (classes.find((k) => k.maps) || { index: null }).index,
   };
   let pinned = false;
   const current = new Float32Array(T);
+  const rolloutAvailable = layers.every((a) => a.rows === T) && L > 1;
 
   function check(next) {
     const fail = (m) => { throw new Error(`vitattn.select: ${m}`); };
@@ -135,9 +162,14 @@
     if (!isFull(next.layer) && (next.query !== 0 || next.view !== 'query'))
       fail(`layer ${next.layer} keeps only the class token's rows in this page (see what was left out)`);
     if (next.rollout) for (let l = 0; l <= next.layer; l++) if (!isFull(l)) fail(`rollout needs the full matrices of layers 0…${next.layer}`);
+    if (next.method !== 'attention' && !isGradient(next.method)) fail(`method must be one of ${methods.join(', ')}`);
+    if (!classes.length && next.cls != null) fail('this page has no classes (the model has no classifier)');
+    if (classes.length && !hasMaps(next.cls))
+      fail(`class must be one of ${classes.filter((k) => k.maps).map((k) => `${k.index} (${k.label})`).join(', ')}: the classes whose maps this page holds`);
   }
 
   function compute() {
+    if (isGradient(state.method)) { current.fill(0); current.set(relevance.get(`${state.method}/${state.cls}`).values, FP); return; }
     if (state.rollout) rolloutVector(state.layer, state.head, state.query, state.view, current);
     else fusedVector(state.layer, state.head, state.query, state.view, current);
   }
@@ -201,7 +233,7 @@
       }
       ctx.stroke();
     }
-    if (state.query >= FP) {  // the picked patch
+    if (state.query >= FP && !isGradient(state.method)) {  // the picked patch
       const p = state.query - FP;
       ctx.strokeStyle = '#ff2bd6'; ctx.lineWidth = 3; ctx.setLineDash(pinned ? [] : [5, 4]);
       ctx.strokeRect((p % GW) * cw + 1.5, Math.floor(p / GW) * ch + 1.5, cw - 3, ch - 3);
@@ -218,8 +250,9 @@
       const level = hi > 0 ? Math.round((current[t] / hi) * 255) : 0;
       b.swatch.style.background = `rgb(${lut[level * 3]},${lut[level * 3 + 1]},${lut[level * 3 + 2]})`;
       b.value.textContent = current[t].toFixed(4);
-      b.el.classList.toggle('active', state.query === t);
+      b.el.classList.toggle('active', state.query === t && !isGradient(state.method));
     });
+    strip.hidden = isGradient(state.method);  // a relevance map is the class's, of no token
   }
 
   const headsBox = $('heads'), headFigures = [];
@@ -279,7 +312,7 @@
   }
   function drawSteps() {
     const panel = $('steps-panel');
-    if (!qk || state.view !== 'query' || state.rollout) { panel.hidden = true; return; }
+    if (!qk || state.view !== 'query' || state.rollout || isGradient(state.method)) { panel.hidden = true; return; }
     panel.hidden = false;
     let key = state.stepKey;
     if (key == null) { key = 0; for (let j = 1; j < T; j++) if (current[j] > current[key]) key = j; }
@@ -310,13 +343,20 @@
   }
   let stepView = null;
 
+  const className = (c) => { const k = classes.find((x) => x.index === c); return k ? `${k.label} (class ${c}, p ${(k.probability * 100).toFixed(2)} %)` : `class ${c}`; };
   function drawStatus() {
+    $('layer-out').textContent = `${state.layer} / ${L - 1}${isFull(state.layer) ? '' : ' (class token only)'}`;
+    if (isGradient(state.method)) {
+      let hi = 0;
+      for (let p = 0; p < N; p++) hi = Math.max(hi, current[FP + p]);
+      $('status').textContent = `${state.method} · ${className(state.cls)} · largest ${hi.toPrecision(4)}`;
+      return;
+    }
     let sum = 0;
     for (let j = 0; j < T; j++) sum += current[j];
     const what = state.rollout ? 'rollout' : typeof state.head === 'number' ? `head ${state.head}` : `${state.head} of ${H} heads`;
     $('status').textContent = `layer ${state.layer} · ${what} · ${state.view === 'query' ? 'query' : 'key'} ${tokenName(state.query)}` +
       ` · ${state.view === 'query' ? 'row' : 'column'} sum ${sum.toFixed(4)}`;
-    $('layer-out').textContent = `${state.layer} / ${L - 1}${isFull(state.layer) ? '' : ' (class token only)'}`;
   }
 
   function syncControls() {
@@ -324,6 +364,15 @@
     $('head').value = String(state.head);
     for (const r of document.querySelectorAll('input[name=view]')) r.checked = r.value === state.view;
     $('rollout').checked = state.rollout;
+    const gradient = isGradient(state.method);
+    $('layer').disabled = L === 1 || gradient; $('head').disabled = gradient; $('rollout').disabled = !rolloutAvailable || gradient;
+    for (const r of document.querySelectorAll('input[name=view]')) r.disabled = gradient;
+    if (classes.length) {
+      $('method').value = gradient ? state.method : state.rollout ? 'rollout' : 'attention';
+      if (state.cls != null) $('class').value = String(state.cls);
+      $('class').disabled = !gradient;
+      for (const li of $('predictions').children) li.classList.toggle('active', gradient && Number(li.dataset.index) === state.cls);
+    }
     $('alpha').value = state.alpha; $('alpha-out').textContent = Number(state.alpha).toFixed(2);
     $('colormap').value = state.colormap;
     $('smooth').checked = state.smooth; $('grid').checked = state.grid;
@@ -333,7 +382,8 @@
   }
 
   function writeHash() {
-    const h = `#layer=${state.layer}&head=${state.head}&query=${state.query}&view=${state.view}${state.rollout ? '&rollout=1' : ''}`;
+    const h = `#layer=${state.layer}&head=${state.head}&query=${state.query}&view=${state.view}${state.rollout ? '&rollout=1' : ''}` +
+      (isGradient(state.method) ? `&method=${state.method}&class=${state.cls}` : '');
     if (location.hash === h) return;
     try { history.replaceState(null, '', h); } catch (e) { location.hash = h; }
   }
@@ -354,21 +404,40 @@
     redraw();
   }
 
+  // select()'s method and class as state: 'rollout' is attention with rollout on.
+  function methodChanges(opts, c) {
+    if (opts.method === 'rollout') { c.method = 'attention'; c.rollout = true; }
+    else if (opts.method === 'attention') { c.method = 'attention'; if (opts.rollout === undefined) c.rollout = false; }
+    else if (opts.method !== undefined) c.method = opts.method;
+    if (opts.class !== undefined) c.cls = classIndex(opts.class);
+  }
+
   // ---- contract --------------------------------------------------------------------------
   window.vitattn = Object.freeze({
+    // method: attention | rollout | chefer | grad-rollout | legrad | gradcam (those the page holds);
+    // class: a class index or label among info().classes with maps.
     select(opts = {}) {
       const c = {};
       for (const k of ['layer', 'head', 'query', 'view', 'rollout']) if (opts[k] !== undefined) c[k] = opts[k];
       if (typeof c.head === 'string' && /^\d+$/.test(c.head)) c.head = Number(c.head);
+      methodChanges(opts, c);
       apply(c);
       return this.state();
     },
-    row() { return Float32Array.from(current); },
+    // Attention and rollout: the shown row or column over the T tokens. A relevance method: its
+    // map over the N patches, row-major on the grid.
+    row() { return isGradient(state.method) ? Float32Array.from(current.subarray(FP)) : Float32Array.from(current); },
+    // The bound on |row() − vitattn's float32 value| of what is shown.
+    mapError() { return isGradient(state.method) ? relevance.get(`${state.method}/${state.cls}`).maxError : D.max_error; },
     info() {
       return { layers: L, heads: H, tokens: T, grid: [GH, GW], quantisation: D.quantisation, max_error: D.max_error,
-        first_patch: FP, full_layers: layers.map((a, l) => (a.rows === T ? l : -1)).filter((l) => l >= 0) };
+        first_patch: FP, full_layers: layers.map((a, l) => (a.rows === T ? l : -1)).filter((l) => l >= 0),
+        methods: classes.length ? methods : ['attention', 'rollout'], classes: classes.map((k) => ({ ...k })) };
     },
-    state() { return { layer: state.layer, head: state.head, query: state.query, view: state.view, rollout: state.rollout, pinned }; },
+    state() {
+      return { layer: state.layer, head: state.head, query: state.query, view: state.view, rollout: state.rollout, pinned,
+        method: isGradient(state.method) ? state.method : state.rollout ? 'rollout' : 'attention', class: state.cls };
+    },
     stats() { return { entropy: D.entropy, distance: D.distance }; },
     steps() { return stepView; },
     lastRedrawMs() { return lastRedrawMs; },
@@ -382,7 +451,7 @@
   }
   // A token picked in the page: on a layer with class-token rows only, it cannot be shown.
   function pick(token) {
-    if (token == null || token === state.query) return;
+    if (token == null || token === state.query || isGradient(state.method)) return;
     if (!isFull(state.layer) && token !== 0) { $('status').textContent = `layer ${state.layer} keeps only the class token's rows`; return; }
     apply({ query: token });
   }
@@ -411,7 +480,8 @@
     $('model').textContent = `${D.model} · ${T} tokens (${FP > 1 ? `class token, ${FP - 1} registers, ` : 'class token, '}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
     $('quant').textContent = (D.quantisation === 'f16' ? 'Weights stored as fp16 (half precision, 11 significant bits): '
       : 'Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row\'s largest weight): ') +
-      `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.`;
+      `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.` +
+      (relevance.size ? ` The relevance maps are stored the same way with one scale a map (its largest value), each value within ${D.quantisation === 'f16' ? '2⁻¹¹' : '1/510'} of that scale.` : '');
     for (const line of D.left_out) { const li = document.createElement('li'); li.textContent = line; $('left-out').append(li); }
     const layer = $('layer');
     layer.max = L - 1; layer.disabled = L === 1;
@@ -428,9 +498,10 @@
     head.addEventListener('change', () => apply({ head: /^\d+$/.test(head.value) ? Number(head.value) : head.value }));
     for (const r of document.querySelectorAll('input[name=view]'))
       r.addEventListener('change', () => { try { apply({ view: r.value }); } catch (e) { syncControls(); $('status').textContent = e.message; } });
-    $('rollout').disabled = !layers.every((a) => a.rows === T) || L === 1;
+    $('rollout').disabled = !rolloutAvailable;
     $('rollout').addEventListener('change', () => { try { apply({ rollout: $('rollout').checked }); } catch (e) { syncControls(); $('status').textContent = e.message; } });
     $('alpha').addEventListener('input', () => { state.alpha = Number($('alpha').value); redraw(); });
+    if (classes.length) setupPicker();
     const cm = $('colormap');
     for (const name of Object.keys(luts)) { const o = document.createElement('option'); o.value = o.textContent = name; cm.append(o); }
     cm.addEventListener('change', () => { state.colormap = cm.value; redraw(); });
@@ -467,6 +538,30 @@
     });
   }
 
+  // The method and class pickers and the predictions, for a model with a classifier.
+  function setupPicker() {
+    $('picker').hidden = false;
+    const label = { attention: 'attention (layer, head, token above)', rollout: 'attention rollout up to the layer' };
+    for (const m of methods) { const o = document.createElement('option'); o.value = m; o.textContent = label[m] || `${m} (class-specific)`; $('method').append(o); }
+    $('method').addEventListener('change', () => {
+      try { apply(pickedMethod($('method').value)); } catch (e) { syncControls(); $('status').textContent = e.message; }
+    });
+    for (const k of classes) {
+      const o = document.createElement('option');
+      o.value = String(k.index); o.disabled = !k.maps;
+      o.textContent = `${k.label} — ${(k.probability * 100).toFixed(2)} %${k.maps ? '' : ' (map left out)'}`;
+      $('class').append(o);
+      const li = document.createElement('li');
+      li.dataset.index = String(k.index);
+      li.textContent = `${k.label} (class ${k.index}): ${(k.probability * 100).toFixed(2)} %${k.maps ? '' : ' · map left out'}`;
+      if (k.maps) li.addEventListener('click', () => apply({ cls: k.index, method: isGradient(state.method) ? state.method : gradientMethods[0] }));
+      $('predictions').append(li);
+    }
+    $('class').addEventListener('change', () => apply({ cls: Number($('class').value) }));
+    $('relevance-about').textContent = D.relevance.about;
+  }
+  function pickedMethod(m) { const c = {}; methodChanges({ method: m }, c); return c; }
+
   // The view a link carries: #layer=…&head=…&query=…&view=…; a bad fragment is ignored.
   function readHash() {
     const p = new URLSearchParams(location.hash.slice(1)), c = {};
@@ -475,6 +570,8 @@
     if (p.has('query')) c.query = Number(p.get('query'));
     if (p.has('view')) c.view = p.get('view');
     if (p.has('rollout')) c.rollout = p.get('rollout') === '1';
+    if (p.has('method')) c.method = p.get('method');
+    if (p.has('class')) c.cls = Number(p.get('class'));
     if (c.query !== undefined) pinned = true;
     try { check({ ...state, ...c }); Object.assign(state, c); } catch (e) { pinned = false; }
   }

@@ -39,6 +39,20 @@ double full_matrices_mb(const ReportShape& s, ReportPrecision precision) {
 
 double one_layer_mb(const ReportShape& s, ReportPrecision precision) { return full_matrices_mb(s, precision) / s.layers; }
 
+// The page's bytes for one layer's class-token rows (H, 1, T).
+double class_rows_mb(const ReportShape& s, ReportPrecision precision) {
+  const double t = s.tokens(), rows = s.heads;
+  const double bytes = precision == ReportPrecision::f16 ? rows * t * 2.0 : rows * t + rows * 4.0;
+  return bytes * kBase64 / 1e6;
+}
+
+// The page's bytes for one relevance map over the patches: a byte (u8) or two (f16) a value,
+// and its float scale.
+double relevance_map_mb(const ReportShape& s, ReportPrecision precision) {
+  const double n = static_cast<double>(s.grid_h) * s.grid_w;
+  return ((precision == ReportPrecision::f16 ? 2.0 : 1.0) * n + 4.0) * kBase64 / 1e6;
+}
+
 // a (T) softmax row → q8 (T) with a ≈ q·s/255, s = max(a). Rounding to nearest: error ≤ s/510.
 float quantise_row(const float* a, std::size_t n, std::uint8_t* q8) {
   const float s = *std::max_element(a, a + n);
@@ -119,12 +133,46 @@ json read_summary(const fs::path& page) {
   return summary.is_object() ? summary : json{};
 }
 
+// The page's "classes": the predictions, most likely first, and whether the page holds their maps.
+json classes_json(const std::vector<ReportClass>& classes, int kept) {
+  json out = json::array();
+  for (std::size_t c = 0; c < classes.size(); ++c)
+    out.push_back({{"index", classes[c].index},
+                   {"label", classes[c].label},
+                   {"probability", classes[c].probability},
+                   {"maps", static_cast<int>(c) < kept}});
+  return out;
+}
+
+// Each map with its scale and its error bound: u8, s/510 (rounding to nearest of m/s·255); f16,
+// half an ulp of m/s ≤ 1 at 11 significant bits, s·2⁻¹¹ (below 2⁻¹⁴, subnormals: s·2⁻²⁵). The
+// page's Float32Array adds half an ulp of a value ≤ s, s·2⁻²⁴.
+json relevance_json(const std::vector<ReportBuilder::RelevanceMap>& maps_in, const std::string& about, bool half) {
+  json maps = json::array();
+  for (const ReportBuilder::RelevanceMap& m : maps_in) {
+    const double bound = (half ? std::ldexp(1.0, -11) : 1.0 / 510.0) + std::ldexp(1.0, -24);
+    json map = {{"method", m.method}, {"class", m.class_index}, {"scale", m.scale}, {"max_error", static_cast<double>(m.scale) * bound}};
+    if (half) map["f16"] = base64(m.f16.data(), m.f16.size() * sizeof(std::uint16_t));
+    else map["q8"] = base64(m.q8.data(), m.q8.size());
+    maps.push_back(std::move(map));
+  }
+  return {{"about", about}, {"maps", std::move(maps)}};
+}
+
 }  // namespace
 
 ReportBuilder::ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings)
     : shape_(shape), settings_(settings), full_layer_(full_layer) {
   full_mb_ = full_matrices_mb(shape, settings.precision);
-  full_layers_ = full_mb_ <= settings.max_mb ? shape.layers : 1;  // the drawn layer's, over the budget or not
+  // What goes first: every layer's full matrices but the drawn one's (over the budget or not);
+  // then the relevance maps of the least likely classes, all but the most likely's.
+  full_layers_ = full_mb_ + relevance_mb(shape.classes) <= settings.max_mb ? shape.layers : 1;
+  const double attention_mb =
+      full_layers_ == shape.layers
+          ? full_mb_
+          : one_layer_mb(shape, settings.precision) + (shape.layers - 1) * class_rows_mb(shape, settings.precision);
+  classes_kept_ = std::max(shape.classes, 0);
+  while (classes_kept_ > 1 && attention_mb + relevance_mb(classes_kept_) > settings.max_mb) --classes_kept_;
   layers_.resize(static_cast<std::size_t>(shape.layers));
   entropy_.assign(static_cast<std::size_t>(shape.layers), std::vector<double>(static_cast<std::size_t>(shape.heads), 0.0));
   distance_ = entropy_;
@@ -171,14 +219,60 @@ void ReportBuilder::add_query_key(const Matrix& q, const Matrix& k, bool scale) 
   qk_scale_ = scale;
 }
 
+double ReportBuilder::relevance_mb(int classes) const {
+  return static_cast<double>(classes) * shape_.class_methods * relevance_map_mb(shape_, settings_.precision);
+}
+
+void ReportBuilder::add_predictions(const std::vector<ReportClass>& classes, const std::string& about) {
+  if (static_cast<int>(classes.size()) > shape_.classes)
+    throw Error(fmt::format("report: {} classes handed over, the page was planned for {}", classes.size(), shape_.classes));
+  classes_ = classes;
+  classes_about_ = about;
+}
+
+void ReportBuilder::add_relevance(const std::string& method, int class_index, const Matrix& map) {
+  const auto rank = std::find_if(classes_.begin(), classes_.end(), [&](const ReportClass& c) { return c.index == class_index; });
+  if (rank == classes_.end() || rank - classes_.begin() >= classes_kept_)
+    throw Error(fmt::format("report: class {} is not one of the {} whose maps the page keeps", class_index, classes_kept_));
+  if (map.rows() != shape_.grid_h || map.cols() != shape_.grid_w)
+    throw Error(fmt::format("report: the {} map of class {} is {}x{}, expected the {}x{} grid", method, class_index,
+                            map.rows(), map.cols(), shape_.grid_h, shape_.grid_w));
+  const std::size_t n = static_cast<std::size_t>(map.size());
+  RelevanceMap out{method, class_index, 0.0f, {}, {}};
+  if (settings_.precision == ReportPrecision::f16) {
+    const float s = std::max(map.maxCoeff(), 0.0f);
+    const Matrix unit = s > 0.0f ? Matrix(map / s) : Matrix(Matrix::Zero(map.rows(), map.cols()));  // m/s ≤ 1
+    out.f16.assign(n, 0);
+    to_half(unit.data(), 1, n, out.f16.data());
+    out.scale = s;
+  } else {
+    out.q8.assign(n, 0);
+    out.scale = quantise_row(map.data(), n, out.q8.data());
+  }
+  relevance_.push_back(std::move(out));
+}
+
 std::string ReportBuilder::budget_note() const {
   std::string note;
   if (full_layers_ < shape_.layers)
     note = fmt::format(
-        "The full matrices of every layer would take {:.3g} MB, over the budget of {:.3g} MB: every layer but layer {} "
+        "The full matrices of every layer would take {:.3g} MB{}, over the budget of {:.3g} MB: every layer but layer {} "
         "keeps only the class token's row of every head, so other queries, the key view and rollout are not available "
         "there.",
-        full_mb_, settings_.max_mb, full_layer_);
+        full_mb_,
+        shape_.classes > 0 ? fmt::format(" (with the relevance maps, {:.3g} MB)", full_mb_ + relevance_mb(shape_.classes))
+                           : std::string(),
+        settings_.max_mb, full_layer_);
+  if (classes_kept_ < static_cast<int>(classes_.size())) {
+    std::string dropped;
+    for (std::size_t c = static_cast<std::size_t>(classes_kept_); c < classes_.size(); ++c)
+      dropped += fmt::format("{}{}", dropped.empty() ? "" : ", ", classes_[c].label);
+    note += fmt::format("{}Still over the budget: the relevance maps of the {} least likely class{} ({}) are left out; "
+                        "those of the {} most likely are kept.",
+                        note.empty() ? "" : " ", classes_.size() - static_cast<std::size_t>(classes_kept_),
+                        classes_.size() - static_cast<std::size_t>(classes_kept_) == 1 ? "" : "es", dropped,
+                        classes_kept_);
+  }
   const double one = one_layer_mb(shape_, settings_.precision);
   if (one > settings_.max_mb)
     note += fmt::format("{}The full matrices of layer {} alone take {:.3g} MB, over the budget{}: they are kept, as the "
@@ -222,8 +316,15 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
   data["attention"] = std::move(layers);
   data["entropy"] = entropy_;
   data["distance"] = distance_;
+  if (shape_.classes > 0 && classes_.empty()) throw Error("report: the classes were not handed over");
+  const int kept = std::min(classes_kept_, static_cast<int>(classes_.size()));
+  if (static_cast<int>(relevance_.size()) != kept * shape_.class_methods)
+    throw Error(fmt::format("report: {} relevance maps handed over, expected {} for {} classes", relevance_.size(),
+                            kept * shape_.class_methods, kept));
+  data["classes"] = classes_json(classes_, classes_kept_);
+  data["relevance"] = relevance_json(relevance_, classes_about_, half);
   json left_out = json::array();
-  if (full_mb_ > settings_.max_mb) left_out.push_back(budget_note());
+  if (const std::string note = budget_note(); !note.empty()) left_out.push_back(note);
   if (q_.size() == 0 && shape_.layers == 1 && shape_.heads == 1)
     left_out.push_back("q and k are not in this page, so the step-by-step panel is off.");
   data["left_out"] = std::move(left_out);
@@ -241,7 +342,9 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
                    {"threshold", start.threshold ? json(*start.threshold) : json(nullptr)},
                    {"alpha", start.alpha},
                    {"colormap", start.colormap},
-                   {"smooth", start.smooth}};
+                   {"smooth", start.smooth},
+                   {"method", start.method},
+                   {"class", start.class_index}};
   json colormaps = json::object();
   // The page's choices: the starting colormap when it is not among kColormaps, then those.
   // (Not a vector with an insert at its front: GCC 12 at -O3 flags a null dereference in

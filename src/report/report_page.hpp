@@ -3,6 +3,9 @@
 // the image, every layer's attention (8 bits per weight with a per-row scale, or fp16), the
 // per-head statistics, and the page's own script and styles (src/report/, embedded at build
 // time). The page draws any token's row or column, any layer and head or fusion, rollout.
+// For a model with a classifier it also holds the most likely classes with their
+// probabilities and, for each, every gradient method's relevance map (core/relevance.hpp),
+// stored as the attention is; a method and a class picker choose the map drawn.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,6 +27,8 @@ struct ReportStart {
   double alpha = 0.5;
   std::string colormap = "jet";
   bool smooth = true;          // bilinear upsampling of the map; false: nearest (the patch grid)
+  std::string method = "attention";  // or a relevance method the page holds (chefer, …); rollout: the flag above
+  int class_index = -1;        // the class of the relevance maps; −1 or one without maps: the most likely
 };
 
 // How the page stores each attention weight a (0 ≤ a ≤ s, s the row's largest weight).
@@ -45,16 +50,29 @@ struct ReportShape {
   int grid_h = 0, grid_w = 0;
   int patch_size = 16;
   int input_w = 0, input_h = 0; // the model input, pixels
+  int classes = 0;              // the classes the page offers relevance maps of (0: no classifier, no picker)
+  int class_methods = 0;        // relevance maps per class
   int tokens() const { return first_patch + grid_h * grid_w; }
+};
+
+// One of the classes the page lists: a row of the classifier, its name, its softmax probability.
+struct ReportClass {
+  int index = 0;
+  std::string label;
+  double probability = 0.0;
 };
 
 // Collects one image's attention layer by layer as the forward pass hands it over, keeping
 // only what goes in the page (quantised at once), then writes the page.
 class ReportBuilder {
  public:
-  // full_layer: the drawn layer, whose full matrices are always kept: when the full matrices
-  // of every layer would take more than settings.max_mb, every other layer keeps its
-  // class-token rows only, and the drawn layer its full matrices even if they alone are over.
+  // full_layer: the drawn layer, whose full matrices are always kept. The budget,
+  // settings.max_mb, counts the attention and the shape.classes × shape.class_methods
+  // relevance maps. When they are over it, what goes first is the full matrices: every layer
+  // but the drawn one keeps its class-token rows only (the bulk of the page: T times less).
+  // When still over, the relevance maps of the least likely classes go, one class at a time;
+  // the most likely class keeps its maps, and the drawn layer its full matrices, even if they
+  // alone are over.
   ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings);
 
   // heads H × (T, T) softmax rows of `layer`, layers in any order.
@@ -63,6 +81,20 @@ class ReportBuilder {
   // The single head's q and k (T, d_k) each, for the page's step-by-step panel.
   void add_query_key(const Matrix& q, const Matrix& k, bool scale);
 
+  // The classes the page lists, most likely first (at most shape.classes), and one line on
+  // what their maps are (the layers and target used).
+  void add_predictions(const std::vector<ReportClass>& classes, const std::string& about);
+
+  // How many of the most likely classes keep their relevance maps within the budget (≥ 1
+  // when shape.classes is): the maps of the others need not be computed.
+  int classes_kept() const { return classes_kept_; }
+
+  // map (grid_h, grid_w), every value ≥ 0 (each method's is): `method`'s map for class_index,
+  // one of add_predictions' first classes_kept(). Stored as the attention rows are, one scale
+  // per map: u8, round(m/s·255) with s = max(m), error ≤ s/510; f16, the half of m/s, error
+  // ≤ s·2⁻¹¹.
+  void add_relevance(const std::string& method, int class_index, const Matrix& map);
+
   // Writes the page (temporary file, then rename). bgr: the decoded image; drawn_map
   // (grid_h, grid_w): the map of the overlay, for the gallery's entropy; model: one line.
   void write(const std::filesystem::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
@@ -70,8 +102,22 @@ class ReportBuilder {
 
   bool keeps_every_layer() const { return full_layers_ == shape_.layers; }
 
+  // One relevance map as the page stores it.
+  struct RelevanceMap {
+    std::string method;
+    int class_index = 0;
+    float scale = 0;                // s, the map's largest value
+    std::vector<std::uint8_t> q8;   // u8: (grid_h·grid_w) round(m / s · 255)
+    std::vector<std::uint16_t> f16; // f16: (grid_h·grid_w) half-precision bits of m / s
+  };
+
  private:
   std::string budget_note() const;  // what the page says when the full matrices are over the budget
+  double relevance_mb(int classes) const;  // the relevance maps of that many classes
+  std::vector<ReportClass> classes_;
+  std::string classes_about_;
+  std::vector<RelevanceMap> relevance_;
+  int classes_kept_ = 0;
   struct Layer {
     int rows = 0;                   // T (full matrices) or 1 (class-token rows); 0: not added
     std::vector<std::uint8_t> q8;   // u8: (H, rows, T): round(a / s · 255)
