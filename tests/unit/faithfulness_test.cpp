@@ -12,6 +12,7 @@
 #include "core/classify.hpp"
 #include "core/error.hpp"
 #include "core/vit.hpp"
+#include "pipeline/faithfulness_part.hpp"
 #include "test_util.hpp"
 
 namespace vitattn {
@@ -182,6 +183,14 @@ TEST(Faithfulness, RefusesWhatDoesNotFit) {
   m.w_head = Matrix();
   m.b_head = RowVector();
   EXPECT_NE(test::error_of([&] { faithfulness_curves(m, x, x, map, 0, {4, true}); }).find("classifier"), std::string::npos);
+}
+
+TEST(FaithfulnessCsv, Rfc4180RowsUnderTheBatchHeader) {
+  const std::vector<pipeline::FaithfulnessRow> rows{{"attention", 3, 0.125, 0.5, 16}, {"random", 3, 1.0 / 3, 0.25, 16}};
+  EXPECT_EQ(pipeline::faithfulness_csv("a,b \"c\".png", rows),
+            "path,method,class,deletion_auc,insertion_auc,steps\n"
+            "\"a,b \"\"c\"\".png\",attention,3,0.125,0.5,16\n"
+            "\"a,b \"\"c\"\".png\",random,3,0.333333333,0.25,16\n");
 }
 
 }  // namespace
