@@ -145,6 +145,7 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.head_index = o.head.index;
   v.fusion = o.head.fusion;
   if (o.report) p.report = report_settings(o);
+  if (o.faithfulness) p.faithfulness = pipeline::FaithfulnessRequest{o.faithfulness_steps};
   return p;
 }
 
@@ -213,6 +214,7 @@ void plan_jobs(const Options& o, ImageRun& r) {
   if (io::video_module_loads())  // else each video says it cannot be read, and why
     spdlog::info("videos are written as {}, without sound", io::describe(r.video.codec));
   if (o.report) spdlog::warn("--report: videos get no page (only images do)");
+  if (o.faithfulness) spdlog::warn("--faithfulness: videos are not scored (only images are)");
   if (r.outputs.video_extension == io::extension(r.video.codec)) return;
   r.outputs.video_extension = io::extension(r.video.codec);
   r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);

@@ -351,6 +351,18 @@ void add_view_options(CLI::App& app, Options& o) {
       ->type_name("K")
       ->check(CLI::Range(1, 1 << 20))
       ->group("Checkpoints");
+  auto* faithfulness = app.add_flag("--faithfulness", o.faithfulness,
+                                    "Score each drawn map and a random baseline for the top-1 class by deletion and "
+                                    "insertion AUC (RISE) into <out>/faithfulness.csv (needs a classifier; "
+                                    "docs/faithfulness.md)")
+                           ->group("Checkpoints");
+  app.add_option("--faithfulness-steps", o.faithfulness_steps,
+                 "Faithfulness: steps K of the curves, each a forward per curve (2·(K+1) per map)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096))
+      ->type_name("K")
+      ->needs(faithfulness)
+      ->group("Checkpoints");
   const std::string group = "View (any model)";
   app.add_option("--layer", o.layer, "Layer whose attention is drawn (default: last; negative counts from the end)")
       ->capture_default_str()

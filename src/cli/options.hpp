@@ -70,6 +70,8 @@ struct Options {
   // What is drawn from a checkpoint (and from the seeded model)
   int layer = -1;
   int top = 0;                  // --top K: the K most likely classes per image; 0: none
+  bool faithfulness = false;    // --faithfulness: deletion/insertion AUCs into faithfulness.csv
+  int faithfulness_steps = 16;  // --faithfulness-steps K
   HeadArg head;                 // default: mean over heads
   bool rollout = false;
   double discard_ratio = 0.0;

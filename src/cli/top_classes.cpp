@@ -13,7 +13,12 @@
 namespace vitattn::cli {
 
 void check_classifier(const Options& o, const VitModel& model) {
-  if (o.top <= 0 || model.w_head.size() > 0) return;
+  if (model.w_head.size() > 0) return;
+  if (o.faithfulness) {  // its score is a class's probability
+    if (o.model.file.empty()) throw Error("--faithfulness needs a checkpoint with a classifier; the seeded model has none");
+    throw Error(fmt::format("--faithfulness needs a checkpoint with a classifier; {} has none", o.model.file));
+  }
+  if (o.top <= 0) return;
   if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
   throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }

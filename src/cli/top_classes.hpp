@@ -13,7 +13,7 @@
 
 namespace vitattn::cli {
 
-// Throws Error (a usage error) when --top is given and the model has no classifier.
+// Throws Error (a usage error) when --top or --faithfulness is given and the model has no classifier.
 void check_classifier(const Options& o, const VitModel& model);
 
 // One warning when --top asks for more classes than the classifier has (each image then gets

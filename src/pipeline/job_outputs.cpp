@@ -24,6 +24,8 @@ const std::vector<BatchFile>& batch_files() {
   static const std::vector<BatchFile> files{
       {"predictions.csv", "_predictions.csv", &OutputSet::top, BatchFileKind::csv, "file,rank,class,label,probability", 1,
        roles::predictions, std::nullopt},
+      {"faithfulness.csv", "_faithfulness.csv", &OutputSet::faithfulness, BatchFileKind::csv,
+       "path,method,class,deletion_auc,insertion_auc,steps", 1, roles::faithfulness, std::nullopt},
       {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery,
        io::FileKind::vitattn_page},
   };

@@ -23,6 +23,7 @@ struct OutputSet {
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
+  bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = ".mp4";
 };
@@ -59,7 +60,8 @@ struct BatchFile {
   std::optional<io::FileKind> replaces_only;  // an existing file it may replace (a page vitattn wrote), or any
 };
 
-// Every batch file, in the order they are written: predictions.csv (--top), index.html (--report).
+// Every batch file, in the order they are written: predictions.csv (--top), faithfulness.csv
+// (--faithfulness), index.html (--report).
 const std::vector<BatchFile>& batch_files();
 
 // The row of batch_files() that `on` turns on (&OutputSet::top: predictions.csv).

@@ -6,16 +6,12 @@
 #include "pipeline/job_outputs.hpp"
 
 namespace vitattn::pipeline {
-namespace {
-
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
 }
-
-}  // namespace
 
 std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels) {
   std::string line = io::display(p.input) + ":";

@@ -16,6 +16,10 @@ struct ImagePrediction {
   std::vector<ClassScore> top;  // most likely first
 };
 
+// One RFC 4180 field: as it is, or quoted ("" for a quote) when it holds a comma, quote or line
+// break. Every CSV vitattn writes (predictions.csv, faithfulness.csv) quotes through here.
+std::string csv_field(const std::string& text);
+
 // "photo.jpg: cat 81.23%, dog 10.02%, frog 3.10%"
 std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels);
 

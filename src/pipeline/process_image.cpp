@@ -89,6 +89,19 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   return a;
 }
 
+// --faithfulness: the maps the run draws, named by their method, for the top-1 class: one map,
+// or one per head with --head all ("attention_h<h>").
+std::vector<ScoredMap> drawn_maps_to_score(const std::vector<Matrix>& maps, const EncoderView& view,
+                                           const RowVector& logits) {
+  const int top1 = top_classes(logits, 1).front().index;
+  std::vector<ScoredMap> scored;
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const std::string method = view.rollout ? "rollout" : maps.size() > 1 ? fmt::format("attention_h{}", i) : "attention";
+    scored.push_back({method, top1, maps[i]});
+  }
+  return scored;
+}
+
 // The core's errors name no file (activations that became non-finite): `source` is the input's.
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, const std::string& source) {
@@ -170,7 +183,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                                model.patch_size, width, height, report_class_count(model, options),
                                static_cast<int>(std::size(kReportMethods))},
                    layer, *options.report);
-  const bool classify = options.top && model.w_head.size() > 0;
+  const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
   const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify, display(job.input));
   const std::vector<Matrix>& heads = attended.heads;
   const ForwardResult& result = attended.result;
@@ -211,8 +224,12 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
     write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
     if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
   }
+  if (options.faithfulness && classify)
+    write_faithfulness_part(with_suffix(job.output_base, batch_file(&OutputSet::faithfulness).part_suffix), job.input,
+                            model, x, drawn_maps_to_score(maps, view, result.logits), *options.faithfulness,
+                            options.scale);
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
-  if (classify) {
+  if (classify && options.top) {
     classes = top_classes(result.logits, options.top->k);
     write_predictions(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), {{job.input, classes}},
                       options.top->labels);
@@ -221,7 +238,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   const char* suffix = suffix_text.c_str();
   if (overlays.size() == 1) {
     write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
-    if (classify && options.on_top) options.on_top(job, std::move(classes));
+    if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
     return;
   }
   for (std::size_t h = 0; h < overlays.size(); ++h) {
@@ -230,7 +247,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   }
   // The sheet of all heads is written last: when it exists, the per-head files do too.
   write_image_atomic(with_suffix(job.output_base, suffix), head_sheet(overlays), options.format);
-  if (classify && options.on_top) options.on_top(job, std::move(classes));
+  if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
 }
 
 }  // namespace
@@ -270,6 +287,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.mask = options.save_attention && options.view.threshold.has_value();
   outputs.report = options.report.has_value();
   outputs.top = options.top.has_value() && model.w_head.size() > 0;
+  outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one.
   if (options.view.head == HeadChoice::all && !options.view.rollout && model.n_heads > 1)
     outputs.head_overlays = model.n_heads;

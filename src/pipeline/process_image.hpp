@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "batch_plan.hpp"
+#include "faithfulness_part.hpp"
 #include "predictions.hpp"
 #include "image/image_loader.hpp"
 #include "view.hpp"
@@ -51,6 +52,10 @@ struct ProcessOptions {
   // handed to on_top, when set, once the image's outputs are written.
   std::optional<TopRequest> top;
   std::function<void(const InputJob&, std::vector<ClassScore> classes)> on_top;
+  // When set, a model with a classifier runs every block, and each image's drawn maps and the
+  // random baseline are scored for its top-1 class (faithfulness_part.hpp), written as its part
+  // of faithfulness.csv (<name>_faithfulness.csv, before the overlay).
+  std::optional<FaithfulnessRequest> faithfulness;
 };
 
 // Throws Error with a one-line message naming the input (or the output it could not write),
