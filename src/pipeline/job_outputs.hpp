@@ -24,7 +24,7 @@ struct OutputSet {
   // Several maps (--method all, --class a,b): each map's tag (map_tag), its overlay
   // <name>_attn<tag>.png beside the sheet of them all (<name>_attn.png), and with save_attention
   // its values <name>_cls<tag>.npy instead of <name>_cls.npy. Empty: one map, the plain names.
-  std::vector<std::string> map_tags;
+  std::vector<std::string> map_tags{};
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
