@@ -105,9 +105,9 @@ void check_method(const CLI::App& app, const Options& o) {
   const std::string method = o.rollout ? "rollout" : o.method;
   const bool all = method == "all";
   const auto is = [&method](pipeline::MapMethod m) { return method == pipeline::method_name(m); };
-  if (is(pipeline::MapMethod::rollout) && o.head.choice != pipeline::HeadChoice::fuse)
-    throw CLI::ValidationError(
-        fmt::format("--rollout fuses heads with --head mean, max or min, not \"{}\"", to_string(o.head)));
+  if ((is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
+    throw CLI::ValidationError(fmt::format("{} fuses heads with --head mean, max or min, not \"{}\"",
+                                           all ? "--method all draws rollout, which" : "--rollout", to_string(o.head)));
   if (!is(pipeline::MapMethod::attention) && o.head.choice == pipeline::HeadChoice::all)
     throw CLI::ValidationError(fmt::format("--head all draws one map per head of --method attention, not of --method {}", method));
   const bool class_specific = all || !(is(pipeline::MapMethod::attention) || is(pipeline::MapMethod::rollout));

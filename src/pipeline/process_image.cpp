@@ -43,22 +43,15 @@ std::string model_summary(const VitModel& model) {
   return line;
 }
 
-// The class token's attention map by `method` (attention or rollout): one, or one per head.
-// Each (grid_h, grid_w), unnormalised.
-std::vector<Matrix> encoder_maps(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
-                                 const EncoderView& view, MapMethod method, int grid_h, int grid_w) {
+// The class token's attention map by `method` (attention or rollout), the view's head or fused
+// heads (one head of --head all is map_slots' own). (grid_h, grid_w), unnormalised.
+Matrix encoder_map(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
+                   const EncoderView& view, MapMethod method, int grid_h, int grid_w) {
   const int first = model.first_patch_token();
-  std::vector<Matrix> maps;
-  if (method == MapMethod::rollout) {
-    maps.push_back(class_token_map(rollout, first, grid_h, grid_w));
-  } else if (view.head == HeadChoice::all) {
-    for (const Matrix& a : heads) maps.push_back(class_token_map(a, first, grid_h, grid_w));
-  } else if (view.head == HeadChoice::index) {
-    maps.push_back(class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w));
-  } else {
-    maps.push_back(class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w));
-  }
-  return maps;
+  if (method == MapMethod::rollout) return class_token_map(rollout, first, grid_h, grid_w);
+  if (view.head == HeadChoice::index)
+    return class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w);
+  return class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w);
 }
 
 // The chosen layer's heads, the rollout up to it and the class-specific maps, from one forward
@@ -114,12 +107,13 @@ std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const
     Matrix map;
     if (slot.head >= 0) map = class_token_map(a.heads[static_cast<std::size_t>(slot.head)], model.first_patch_token(), grid_h, grid_w);
     else if (slot.class_slot >= 0) map = a.relevance.map(static_cast<std::size_t>(slot.class_slot), slot.method);
-    else map = encoder_maps(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w).front();
+    else map = encoder_map(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w);
     maps.push_back({slot.tag, map_title(slot, a.relevance), std::move(map)});
   }
   return maps;
 }
 
+// The maps' values, in their order (what draw_overlays takes).
 std::vector<Matrix> values_of(const std::vector<NamedMap>& maps) {
   std::vector<Matrix> values;
   for (const NamedMap& m : maps) values.push_back(m.map);

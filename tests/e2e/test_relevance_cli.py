@@ -184,6 +184,8 @@ class RelevanceCli(TmpCase):
             "legrad-from elsewhere": (("--method", "chefer", "--legrad-from", "0"), True, "--legrad-from"),
             "discard ratio elsewhere": (("--method", "chefer", "--discard-ratio", "0.5"), True, "--discard-ratio"),
             "head all elsewhere": (("--method", "gradcam", "--head", "all"), True, "--head"),
+            "one head with all": (("--method", "all", "--head", "1"), True, "fuses heads"),
+            "a head with a gradient method": (("--method", "legrad", "--head", "0"), True, "--head"),
             "unknown method": (("--method", "lime"), True, "--method"),
         }
         for name, (args, with_model, says) in cases.items():
