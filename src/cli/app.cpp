@@ -224,7 +224,7 @@ void plan_jobs(const Options& o, ImageRun& r) {
 
 // --method all narrowed to what the model allows (no class-specific method without a
 // classifier), and --class resolved against the classifier's classes and names.
-void choose_classes(const Options& o, const VitModel& model, const io::ClassLabels& labels, const std::string& model_name,
+void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels& labels, const std::string& model_name,
                     pipeline::EncoderView& view) {
   const auto n_classes = static_cast<int>(model.w_head.rows());  // (n_classes, d_model)
   view.methods = chosen_methods(o, n_classes > 0);
@@ -249,7 +249,7 @@ ImageRun plan_run(const Options& o) {
   warn_top_above_classes(o, r.model);
   r.process = process_options(o);
   const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
-  choose_classes(o, r.model, r.labels, model_name, r.process.view);
+  choose_maps(o, r.model, r.labels, model_name, r.process.view);
   pipeline::check_view(r.model, r.process.view, model_name);
   log_grid(o, r.model, r.process);
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
