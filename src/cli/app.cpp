@@ -233,6 +233,7 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
     throw Error(fmt::format("--class: {} has no classifier, so no classes", model_name));
   }
   if (!o.classes.empty()) view.classes = resolve_classes(o.classes, labels, n_classes, model_name);
+  view.class_names = labels.names;
   if (o.method == "all" && n_classes == 0)
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
 }
@@ -242,7 +243,10 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
 ImageRun plan_run(const Options& o) {
   ImageRun r;
   r.shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
-  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || !o.classes.empty());
+  // The class names: --top's, --class's, and the titles of a sheet of class-specific maps.
+  const std::vector<pipeline::MapMethod> methods = chosen_methods(o, true);
+  const bool class_specific = std::any_of(methods.begin(), methods.end(), pipeline::class_specific);
+  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || class_specific);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   check_classifier(o, r.model);

@@ -24,7 +24,11 @@ ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVe
       core_methods.push_back(relevance_method(m));
     }
   out.classes = view.classes;
-  if (out.classes.empty()) out.classes.push_back({top_classes(logits, 1).front().index, ""});  // ties: the lower index
+  if (out.classes.empty()) {
+    const int top = top_classes(logits, 1).front().index;  // ties: the lower index
+    const auto i = static_cast<std::size_t>(top);
+    out.classes.push_back({top, i < view.class_names.size() ? view.class_names[i] : ""});
+  }
   RelevanceSettings s;
   s.last_layer = view.layer;
   s.legrad_from = view.legrad_from;

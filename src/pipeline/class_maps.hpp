@@ -12,7 +12,7 @@
 namespace vitattn::pipeline {
 
 struct ClassMaps {
-  std::vector<ChosenClass> classes;       // the view's, or the top-1 (its label empty)
+  std::vector<ChosenClass> classes;       // the view's, or the top-1 (labelled from view.class_names)
   std::vector<MapMethod> methods;         // the view's class-specific methods, in its order
   std::vector<std::vector<Matrix>> maps;  // [class][method] (grid_h, grid_w), before display scaling
 

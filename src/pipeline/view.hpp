@@ -36,6 +36,7 @@ struct EncoderView {
   HeadFusion fusion = HeadFusion::mean;
   std::vector<MapMethod> methods{MapMethod::attention};  // each drawn, in this order
   std::vector<ChosenClass> classes;  // the class-specific methods' classes; empty: each image's most likely
+  std::vector<std::string> class_names;  // the classifier's, to title a sheet's maps of the top-1; may be empty
   int legrad_from = -2;           // LeGrad's first layer; negative counts from the end
   float discard_ratio = 0.0f;     // rollout's and grad-rollout's
   std::optional<float> threshold; // DINO mass mask, drawn as an outline
