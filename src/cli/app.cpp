@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "batch_runner.hpp"
+#include "class_choice.hpp"
 #include "environment.hpp"
 #include "forward_command.hpp"
 #include "model_request.hpp"
@@ -61,6 +62,8 @@ std::optional<std::string> flag_of(const std::string& role) {
       {pipeline::roles::input_size, "--img-size"}, {pipeline::roles::keep_aspect, "--keep-aspect"},
       {io::roles::head_count, "--heads"},          {io::roles::saved_model, "--save-model"},
       {io::roles::pixel_limit, "--max-pixels"},    {io::roles::strict_decoding, "--strict"},
+      {pipeline::roles::method, "--method"},       {pipeline::roles::class_choice, "--class"},
+      {pipeline::roles::legrad_from, "--legrad-from"},
       {pipeline::roles::log, "--log-json"},        {kHeatmapRole, "--heatmap"},
       {kPageRole, "--html"}};
   for (const auto& [r, flag] : kFlags)
@@ -117,7 +120,9 @@ io::ReportSettings report_settings(const Options& o) {
   r.precision = o.report_precision;
   r.start.layer = o.layer;
   r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : to_string(o.head);
-  r.start.rollout = o.rollout;
+  r.start.rollout = o.rollout || o.method == "rollout";
+  // A class-specific --method opens the page on that method's map (of the most likely class).
+  if (o.method != "attention" && o.method != "rollout" && o.method != "all") r.start.method = o.method;
   r.start.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) r.start.threshold = static_cast<float>(*o.threshold);
   r.start.alpha = o.render.alpha;
@@ -136,7 +141,8 @@ pipeline::ProcessOptions process_options(const Options& o) {
   p.damage.strict = o.strict;
   pipeline::EncoderView& v = p.view;
   v.layer = o.layer;
-  v.rollout = o.rollout;
+  v.methods = chosen_methods(o, true);  // "all": narrowed to the model's in plan_run
+  v.legrad_from = o.legrad_from;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size
@@ -220,18 +226,39 @@ void plan_jobs(const Options& o, ImageRun& r) {
   r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);
 }
 
+// --method all narrowed to what the model allows (no class-specific method without a
+// classifier), and --class resolved against the classifier's classes and names.
+void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels& labels, const std::string& model_name,
+                    pipeline::EncoderView& view) {
+  const auto n_classes = static_cast<int>(model.w_head.rows());  // (n_classes, d_model)
+  view.methods = chosen_methods(o, n_classes > 0);
+  if (!o.classes.empty() && n_classes == 0) {  // a class-specific method names itself in check_view; --method all comes here
+    pipeline::check_view(model, view, model_name);
+    throw Error(fmt::format("--class: {} has no classifier, so no classes", model_name));
+  }
+  if (!o.classes.empty()) view.classes = resolve_classes(o.classes, labels, n_classes, model_name);
+  view.class_names = labels.names;
+  if (o.method == "all" && n_classes == 0)
+    spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
+}
+
 // Step 1, plan: the shard, the model, what is drawn and written, the jobs. Throws Error
 // (a usage or model error) before any file is written.
 ImageRun plan_run(const Options& o) {
   ImageRun r;
   r.shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
-  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || o.report);
+  // The class names: --top's, --class's, the report's class picker, and the titles of a sheet of class-specific maps.
+  const std::vector<pipeline::MapMethod> methods = chosen_methods(o, true);
+  const bool class_specific = std::any_of(methods.begin(), methods.end(), pipeline::class_specific);
+  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   check_classifier(o, r.model);
   warn_top_above_classes(o, r.model);
   r.process = process_options(o);
-  pipeline::check_view(r.model, r.process.view, o.model.file.empty() ? "the seeded model" : o.model.file);
+  const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
+  choose_maps(o, r.model, r.labels, model_name, r.process.view);
+  pipeline::check_view(r.model, r.process.view, model_name);
   log_grid(o, r.model, r.process);
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the 3 most likely.

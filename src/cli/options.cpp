@@ -86,13 +86,51 @@ std::istream& operator>>(std::istream& in, Rgb& rgb) {
   return in;
 }
 
+std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier) {
+  const std::string name = o.rollout ? "rollout" : o.method;
+  std::vector<pipeline::MapMethod> methods;
+  for (pipeline::MapMethod m : pipeline::every_method())
+    if (name == pipeline::method_name(m) || (name == "all" && (has_classifier || !pipeline::class_specific(m))))
+      methods.push_back(m);
+  return methods;
+}
+
+namespace {
+
+// --method's rules: --rollout is its synonym; --head all, --class, --legrad-from and
+// --discard-ratio each with the methods they are for.
+void check_method(const CLI::App& app, const Options& o) {
+  if (o.rollout && app.count("--method") > 0 && o.method != "rollout")
+    throw CLI::ValidationError(fmt::format("--rollout is --method rollout; not with --method {}", o.method));
+  const std::string method = o.rollout ? "rollout" : o.method;
+  const bool all = method == "all";
+  const auto is = [&method](pipeline::MapMethod m) { return method == pipeline::method_name(m); };
+  if ((is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
+    throw CLI::ValidationError(fmt::format("{} fuses heads with --head mean, max or min, not \"{}\"",
+                                           all ? "--method all draws rollout, which" : "--rollout", to_string(o.head)));
+  if (!is(pipeline::MapMethod::attention) && o.head.choice == pipeline::HeadChoice::all)
+    throw CLI::ValidationError(fmt::format("--head all draws one map per head of --method attention, not of --method {}", method));
+  const bool class_specific = all || !(is(pipeline::MapMethod::attention) || is(pipeline::MapMethod::rollout));
+  if (!all && class_specific && app.count("--head") > 0)
+    throw CLI::ValidationError(fmt::format("--head picks the heads of --method attention and rollout; --method {} uses "
+                                           "every head", method));
+  if (!o.classes.empty() && !class_specific)
+    throw CLI::ValidationError(fmt::format("--class is for the class-specific methods (chefer, grad-rollout, legrad, "
+                                           "gradcam, all); --method {} draws the same map for every class", method));
+  if (app.count("--legrad-from") > 0 && !all && !is(pipeline::MapMethod::legrad))
+    throw CLI::ValidationError(fmt::format("--legrad-from is for --method legrad (or all), not {}", method));
+  if (app.count("--discard-ratio") > 0 && !all && !is(pipeline::MapMethod::rollout) &&
+      !is(pipeline::MapMethod::grad_rollout))
+    throw CLI::ValidationError(fmt::format("--discard-ratio is for --method rollout and grad-rollout (or all), not {}", method));
+}
+
+}  // namespace
+
 void check_combinations(const CLI::App& app, const Options& o) {
   if (o.model.file.empty()) check_seeded_shape(o.model.shape);
   if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
-  if (o.rollout && o.head.choice != pipeline::HeadChoice::fuse)
-    throw CLI::ValidationError(
-        fmt::format("--rollout fuses heads with --head mean, max or min, not \"{}\"", to_string(o.head)));
+  check_method(app, o);
 }
 
 // A finite number in [lo, hi]. CLI::Range alone lets NaN through (every comparison with NaN
@@ -228,6 +266,44 @@ std::vector<std::pair<std::string, PosInterp>> pos_interps() {
   return out;
 }
 
+// --class: each value an index (digits) or a label, never empty.
+const CLI::Validator kClassChoice([](std::string& s) -> std::string { return s.empty() ? "empty class" : std::string(); },
+                                  "", "class");
+
+// "Why the model decided": --method, --class, --legrad-from.
+void add_method_options(CLI::App& app, Options& o) {
+  const std::string group = "Why the model decided (checkpoints with a classifier)";
+  std::vector<std::pair<std::string, std::string>> methods;
+  for (pipeline::MapMethod m : pipeline::every_method()) methods.emplace_back(pipeline::method_name(m), pipeline::method_name(m));
+  methods.emplace_back("all", "all");
+  choose_from(app.add_option("--method", o.method,
+                             "What the map shows: attention (the class token's, --layer and --head), rollout (of "
+                             "attention over layers 0…--layer), or where the model sees class C from the gradient of its "
+                             "logit: chefer (Chefer et al. 2021), grad-rollout (vit-explain's gradient rollout, fixed), "
+                             "legrad (LeGrad, 2025), gradcam (Grad-CAM on the last block's norm1); all: every method the "
+                             "model allows, <name>_attn_<method>.png each beside a sheet of them as <name>_attn.png")
+                  ->default_str("attention")
+                  ->group(group),
+              methods, {{"grad_rollout", "grad-rollout"}, {"gradrollout", "grad-rollout"}, {"grad-cam", "gradcam"},
+                        {"grad_cam", "gradcam"}, {"attn", "attention"}});
+  app.add_option("--class", o.classes,
+                 "Class-specific methods: the class C, by index or label (any case); a comma list draws one map per "
+                 "class, <name>_attn_c<C>.png each beside a sheet of them (default: each image's or frame's most likely "
+                 "class)")
+      ->delimiter(',')
+      ->expected(1)
+      ->allow_extra_args(false)  // one word a time: `--class 3 img.png` leaves the image an input
+      ->take_all()   // --class 3 --class 5 is --class 3,5
+      ->type_name("C[,C...]")
+      ->check(kClassChoice)
+      ->group(group);
+  app.add_option("--legrad-from", o.legrad_from,
+                 "LeGrad: the first layer summed, up to --layer (default -2: the last two; negative counts from the end)")
+      ->type_name("L")
+      ->check(CLI::Range(-4096, 4095))
+      ->group(group);
+}
+
 }  // namespace
 
 const CLI::Validator& readable_file() { return kReadableFile; }
@@ -251,6 +327,8 @@ void describe_program(CLI::App& app) {
       "                                             DINO's per-head maps with their 60 % mass outline\n"
       "  vitattn --model vit.safetensors --rollout --discard-ratio 0.9 img.jpg\n"
       "                                             attention rollout over all layers\n"
+      "  vitattn --model vit.safetensors --method chefer --class cougar,lion img.jpg\n"
+      "                                             where the model sees each class (img_attn_c286.png, …)\n"
       "  vitattn forward --model m.safetensors x.npy   encoder outputs for a preprocessed tensor\n"
       "  vitattn explain                            the worked examples, step by step\n"
       "Exit status: 0 all inputs done; 1 some inputs failed (the others are written); 2 usage or model error;\n"
@@ -374,16 +452,17 @@ void add_view_options(CLI::App& app, Options& o) {
       ->check(kHeadChoice)
       ->type_name("h|mean|max|min|all")
       ->group(group);
-  CLI::Option* rollout =
-      app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head")->group(group);
-  app.add_option("--discard-ratio", o.discard_ratio, "Rollout: drop this fraction of the weakest links per layer")
+  app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head (--method rollout)")
+      ->group(group);
+  app.add_option("--discard-ratio", o.discard_ratio,
+                 "Rollout and grad-rollout: drop this fraction of the weakest links per layer")
       ->capture_default_str()
       ->check(finite_in(0.0, 0.99))
-      ->group(group)
-      ->needs(rollout);
+      ->group(group);
   app.add_flag("--keep-aspect", o.keep_aspect,
                "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
       ->group(group);
+  add_method_options(app, o);
 }
 
 void add_output_options(CLI::App& app, Options& o) {

@@ -73,7 +73,10 @@ struct Options {
   bool faithfulness = false;    // --faithfulness: deletion/insertion AUCs into faithfulness.csv
   int faithfulness_steps = 16;  // --faithfulness-steps K
   HeadArg head;                 // default: mean over heads
-  bool rollout = false;
+  bool rollout = false;         // --rollout: --method rollout
+  std::string method = "attention";  // --method: a pipeline::MapMethod's name, or "all"
+  std::vector<std::string> classes;  // --class: indices or labels (class_choice.hpp); empty: each image's top-1
+  int legrad_from = -2;         // --legrad-from
   double discard_ratio = 0.0;
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;
@@ -102,7 +105,8 @@ CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m);
 // Each but --pos-interp needs `model`.
 void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model);
 // What is drawn: --top ("Checkpoints": it needs a classifier); --layer, --head, --rollout,
-// --discard-ratio, --keep-aspect ("View (any model)": the seeded head is a one-layer ViT too).
+// --discard-ratio, --keep-aspect ("View (any model)": the seeded head is a one-layer ViT too);
+// --method, --class, --legrad-from ("Why the model decided": the class-specific maps).
 void add_view_options(CLI::App& app, Options& o);
 // "Output": --threshold, --save-attention, --report…, --interp, --colormap, --alpha, --format,
 // --quality, --max-pixels, --strict.
@@ -114,6 +118,10 @@ void add_verbosity_options(CLI::App& app, int& verbosity);
 
 // The image command's options on `app`: every group above, in the help's order.
 void add_options(CLI::App& app, Options& options);
+
+// The methods --method names: one, or with "all" every one (those that need a classifier only
+// when `has_classifier`).
+std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier);
 
 // Rules that depend on an option's value rather than on its presence; throws CLI::ValidationError.
 void check_combinations(const CLI::App& app, const Options& options);

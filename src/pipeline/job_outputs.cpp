@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "map_request.hpp"
 #include "output_guard.hpp"
 
 namespace vitattn::pipeline {
@@ -16,8 +17,20 @@ constexpr const char* kOverlayExtensions[] = {".png", ".jpg", ".webp"};
 
 std::string overlay_suffix(const std::string& image_extension) { return "_attn" + image_extension; }
 
+std::string map_tag(const std::string& method, std::optional<int> class_index) {
+  return (method.empty() ? "" : "_" + method) + (class_index ? "_c" + std::to_string(*class_index) : "");
+}
+
+std::string head_tag(int head) { return "_h" + std::to_string(head); }
+
+std::string map_overlay_suffix(const std::string& tag, const std::string& image_extension) {
+  return "_attn" + tag + image_extension;
+}
+
+std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + ".npy"; }
+
 std::string head_overlay_suffix(int head, const std::string& image_extension) {
-  return "_attn_h" + std::to_string(head) + image_extension;
+  return map_overlay_suffix(head_tag(head), image_extension);
 }
 
 const std::vector<BatchFile>& batch_files() {
@@ -47,9 +60,11 @@ std::string predictions_name() { return batch_file(&OutputSet::top).name; }
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
+  for (const std::string& tag : outputs.map_tags) s.push_back(map_overlay_suffix(tag, outputs.image_extension));
   if (outputs.save_attention) {
     s.push_back("_attn.npy");
-    s.push_back("_cls.npy");
+    if (outputs.map_tags.empty()) s.push_back("_cls.npy");
+    for (const std::string& tag : outputs.map_tags) s.push_back(map_values_suffix(tag));
   }
   if (outputs.mask) s.push_back("_mask.npy");
   for (const BatchFile& f : batch_files())  // each image's part of a batch file
@@ -80,30 +95,56 @@ std::optional<io::FileKind> replaces_only(const fs::path& output) {
   return std::nullopt;
 }
 
+namespace {
+
+// `stem` less a trailing "<marker><digits>" ("_c12", "_h3"); nullopt when it has none.
+std::optional<std::string> without_numbered(const std::string& stem, const std::string& marker) {
+  std::size_t digits = stem.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(stem[digits - 1]))) --digits;
+  if (digits == stem.size() || digits < marker.size() || stem.compare(digits - marker.size(), marker.size(), marker) != 0)
+    return std::nullopt;
+  return stem.substr(0, digits - marker.size());
+}
+
+// A map's file among several, "<base><kind><tag><ending>" for kind "_attn" or "_cls": the tag
+// one of map_tag's ("_<method>", "_c<digits>", "_<method>_c<digits>") or head_tag's.
+bool is_tagged_map_name(const std::string& name, const std::string& kind, const std::string& ending) {
+  if (name.size() <= ending.size() || name.compare(name.size() - ending.size(), ending.size(), ending) != 0) return false;
+  std::string stem = name.substr(0, name.size() - ending.size());
+  const auto ends_with = [](const std::string& s, const std::string& suffix) {
+    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (const auto head = without_numbered(stem, "_h"); head && ends_with(*head, kind)) return true;
+  bool has_class = false;
+  if (const auto rest = without_numbered(stem, "_c")) {
+    stem = *rest;
+    has_class = true;
+  }
+  if (has_class && ends_with(stem, kind)) return true;
+  for (MapMethod m : every_method())
+    if (ends_with(stem, kind + map_tag(method_name(m), std::nullopt))) return true;
+  return false;
+}
+
+}  // namespace
+
 bool is_output_name(const fs::path& file) {
   const std::string name = file.filename().string();
   const auto ends_with = [&name](const std::string& suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
+  if (is_tagged_map_name(name, "_cls", ".npy")) return true;
   for (const char* video : {"_attn.mp4", "_attn.avi"})  // video_output_suffixes, either codec
     if (ends_with(video)) return true;
   for (const char* ext : kOverlayExtensions) {
-    OutputSet every;  // every output any run can write; one head stands for all in the loop below
+    OutputSet every;  // every output of fixed name any run can write; the tagged maps' below
     every.image_extension = ext;
     every.save_attention = true;
     every.mask = true;
     for (const BatchFile& f : batch_files()) every.*f.on = true;
     for (const std::string& suffix : output_suffixes(every))
       if (ends_with(suffix)) return true;
-    // "_attn_h<digits>.<ext>"
-    const std::string head = "_attn_h", image = ext;
-    if (!ends_with(image)) continue;
-    const std::size_t digits_end = name.size() - image.size();
-    std::size_t digits_begin = digits_end;
-    while (digits_begin > 0 && std::isdigit(static_cast<unsigned char>(name[digits_begin - 1]))) --digits_begin;
-    if (digits_begin < digits_end && digits_begin > head.size() &&
-        name.compare(digits_begin - head.size(), head.size(), head) == 0)
-      return true;
+    if (is_tagged_map_name(name, "_attn", ext)) return true;  // "_attn_h3.png", "_attn_chefer_c5.png", …
   }
   return false;
 }

@@ -21,6 +21,10 @@ struct OutputSet {
   bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
+  // Several maps (--method all, --class a,b): each map's tag (map_tag), its overlay
+  // <name>_attn<tag>.png beside the sheet of them all (<name>_attn.png), and with save_attention
+  // its values <name>_cls<tag>.npy instead of <name>_cls.npy. Empty: one map, the plain names.
+  std::vector<std::string> map_tags{};
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
@@ -42,6 +46,21 @@ std::string overlay_suffix(const std::string& image_extension = ".png");
 
 // "_attn_h<h>.png" (or the format's extension): one head's overlay with --head all.
 std::string head_overlay_suffix(int head, const std::string& image_extension = ".png");
+
+// One map's tag among several, what its file names carry after "_attn" and "_cls": "_<method>"
+// when the job draws several methods (empty `method` otherwise), then "_c<class>" when a
+// class-specific method draws several classes (nullopt otherwise): "_chefer", "_c5",
+// "_legrad_c5".
+std::string map_tag(const std::string& method, std::optional<int> class_index);
+
+// A head's tag with --head all: "_h<h>".
+std::string head_tag(int head);
+
+// "_attn<tag>.png" (or the format's extension): one map's overlay among several.
+std::string map_overlay_suffix(const std::string& tag, const std::string& image_extension = ".png");
+
+// "_cls<tag>.npy": one map's values among several, float32 [grid_h, grid_w].
+std::string map_values_suffix(const std::string& tag);
 
 // A file in the output folder over the whole batch, rebuilt from one part per image job that
 // the job writes beside its other outputs (batch_files.hpp says why and when).

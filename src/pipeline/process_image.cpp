@@ -14,12 +14,16 @@
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
 #include "tensors/npy.hpp"
+#include "class_maps.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
 using namespace vitattn::io;  // the formats this step reads and writes
 namespace fs = std::filesystem;
 namespace {
+
+// m (rows, cols) → its values row after row (Eigen's Matrix is row-major: its own order).
+std::vector<float> row_major(const Matrix& m) { return std::vector<float>(m.data(), m.data() + m.size()); }
 
 // masks (grid_h, grid_w) each, 1 = kept → <name>_mask.npy as bool [grid_h, grid_w], or
 // [n_maps, grid_h, grid_w] when `stacked` (--head all).
@@ -42,71 +46,103 @@ std::string model_summary(const VitModel& model) {
   return line;
 }
 
-// The maps to draw: one, or one per head. Each (grid_h, grid_w), unnormalised.
-std::vector<Matrix> encoder_maps(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
-                                 const EncoderView& view, int grid_h, int grid_w) {
+// The class token's attention map by `method` (attention or rollout), the view's head or fused
+// heads (one head of --head all is map_slots' own). (grid_h, grid_w), unnormalised.
+Matrix encoder_map(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
+                   const EncoderView& view, MapMethod method, int grid_h, int grid_w) {
   const int first = model.first_patch_token();
-  std::vector<Matrix> maps;
-  if (view.rollout) {
-    maps.push_back(class_token_map(rollout, first, grid_h, grid_w));
-  } else if (view.head == HeadChoice::all) {
-    for (const Matrix& a : heads) maps.push_back(class_token_map(a, first, grid_h, grid_w));
-  } else if (view.head == HeadChoice::index) {
-    maps.push_back(class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w));
-  } else {
-    maps.push_back(class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w));
-  }
-  return maps;
+  if (method == MapMethod::rollout) return class_token_map(rollout, first, grid_h, grid_w);
+  if (view.head == HeadChoice::index)
+    return class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w);
+  return class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w);
 }
 
-// The chosen layer's heads and the rollout up to it, from one forward pass. `report`, when
-// given, hears every layer (all of them run); `classify` runs every block for the logits.
+// The chosen layer's heads, the rollout up to it and the class-specific maps, from one forward
+// pass. `report`, when given, hears every layer (all of them run); `classify` runs every block
+// for the logits (and so does a class-specific method, which records the forward's tape).
 struct Attended {
   std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
-  Matrix rollout;             // (n_tokens, n_tokens), with view.rollout
+  Matrix rollout;             // (n_tokens, n_tokens), when the view draws the rollout
+  ClassMaps relevance;        // when the view draws a class-specific method
   ForwardResult result;
 };
 
 Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                      bool classify) {
+                      bool classify, int grid_h, int grid_w) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
+  const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
   fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
-  fo.keep_from_layer = view.rollout || report ? 0 : layer;
+  fo.keep_from_layer = rollout_drawn || report ? 0 : layer;
   fo.scale = options.scale;
+  ForwardTape tape;  // what the backward reads: one image's, dropped once its maps are made
+  if (needs_gradients(view)) fo.tape = &tape;
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   Attended a;
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
-    if (view.rollout && l <= layer) rollout.add_layer(layer_heads);
+    if (rollout_drawn && l <= layer) rollout.add_layer(layer_heads);
     if (l == layer) a.heads = layer_heads;
     if (report) report->add_layer(l, layer_heads);
   };
   a.result = forward(model, x, fo);
-  if (view.rollout) a.rollout = rollout.result();
+  if (rollout_drawn) a.rollout = rollout.result();
+  if (fo.tape) a.relevance = class_maps(model, tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
 
-// --faithfulness: the maps the run draws, named by their method, for the top-1 class: one map,
-// or one per head with --head all ("attention_h<h>").
-std::vector<ScoredMap> drawn_maps_to_score(const std::vector<Matrix>& maps, const EncoderView& view,
-                                           const RowVector& logits) {
+// "chefer: cougar (287)", "gradcam: class 3", "rollout", "head 2": a map's label on a sheet.
+std::string map_title(const MapSlot& slot, const ClassMaps& relevance) {
+  if (slot.head >= 0) return "head " + std::to_string(slot.head);
+  std::string title = method_name(slot.method);
+  if (slot.class_slot < 0) return title;
+  const ChosenClass& c = relevance.classes[static_cast<std::size_t>(slot.class_slot)];
+  return title + (c.label.empty() ? fmt::format(": class {}", c.index) : fmt::format(": {} ({})", c.label, c.index));
+}
+
+// Every map the view draws (map_slots), with its tag and title.
+std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const EncoderView& view, int grid_h,
+                                 int grid_w) {
+  std::vector<NamedMap> maps;
+  for (const MapSlot& slot : map_slots(view, model.n_heads)) {
+    Matrix map;
+    if (slot.head >= 0) map = class_token_map(a.heads[static_cast<std::size_t>(slot.head)], model.first_patch_token(), grid_h, grid_w);
+    else if (slot.class_slot >= 0) map = a.relevance.map(static_cast<std::size_t>(slot.class_slot), slot.method);
+    else map = encoder_map(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w);
+    maps.push_back({slot.tag, map_title(slot, a.relevance), std::move(map)});
+  }
+  return maps;
+}
+
+// The maps' values, in their order (what draw_overlays takes).
+std::vector<Matrix> values_of(const std::vector<NamedMap>& maps) {
+  std::vector<Matrix> values;
+  for (const NamedMap& m : maps) values.push_back(m.map);
+  return values;
+}
+
+// --faithfulness: every map the run draws, named by its method, for its class: a class-specific
+// map's own, the top-1 for attention and rollout ("attention_h<h>" per head with --head all).
+std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, const std::vector<MapSlot>& slots,
+                                           const ClassMaps& relevance, const RowVector& logits) {
   const int top1 = top_classes(logits, 1).front().index;
   std::vector<ScoredMap> scored;
-  for (std::size_t i = 0; i < maps.size(); ++i) {
-    const std::string method = view.rollout ? "rollout" : maps.size() > 1 ? fmt::format("attention_h{}", i) : "attention";
-    scored.push_back({method, top1, maps[i]});
+  for (std::size_t i = 0; i < named.size() && i < slots.size(); ++i) {
+    const MapSlot& slot = slots[i];
+    const std::string method = slot.head >= 0 ? fmt::format("attention_h{}", slot.head) : method_name(slot.method);
+    const int c = slot.class_slot >= 0 ? relevance.classes[static_cast<std::size_t>(slot.class_slot)].index : top1;
+    scored.push_back({method, c, named[i].map});
   }
   return scored;
 }
 
 // The core's errors name no file (activations that became non-finite): `source` is the input's.
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                bool classify, const std::string& source) {
+                bool classify, int grid_h, int grid_w, const std::string& source) {
   try {
-    return attend_steps(model, x, options, report, classify);
+    return attend_steps(model, x, options, report, classify, grid_h, grid_w);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(source + ": " + e.what());
@@ -143,8 +179,10 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   settings.last_layer = resolve_layer(options.view.layer, model.n_layers());
   settings.discard_ratio = options.view.discard_ratio;
   settings.scale = options.scale;
-  // LeGrad as its authors' code: the last two layers (the one layer of a one-layer model).
-  settings.legrad_from = std::max(model.n_layers() - 2, 0);
+  // LeGrad's layers as the run's --legrad-from (default as its authors' code: the last two;
+  // −K on a model of fewer layers: every layer).
+  const int from_end = options.view.legrad_from;
+  settings.legrad_from = from_end < 0 ? std::max(model.n_layers() + from_end, 0) : from_end;
   report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
                                               "0…{} (LeGrad: {}…{}, each layer's own logit).",
                                               settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
@@ -184,10 +222,12 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                                static_cast<int>(std::size(kReportMethods))},
                    layer, *options.report);
   const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
-  const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify, display(job.input));
+  const Attended attended =
+      attend(model, x, options, report ? &*report : nullptr, classify, grid_h, grid_w, display(job.input));
   const std::vector<Matrix>& heads = attended.heads;
   const ForwardResult& result = attended.result;
-  const std::vector<Matrix> maps = encoder_maps(model, heads, attended.rollout, view, grid_h, grid_w);
+  const std::vector<NamedMap> named = named_maps(model, attended, view, grid_h, grid_w);
+  const std::vector<Matrix> maps = values_of(named);
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   const std::vector<cv::Mat> overlays = draw_overlays(bgr, maps, options, &masks);
@@ -216,17 +256,26 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
     std::vector<std::uint64_t> attn_shape{n_tokens, n_tokens};
     if (heads.size() > 1) attn_shape.insert(attn_shape.begin(), heads.size());
     write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
-    std::vector<float> drawn;  // (grid_h, grid_w), or (n_heads, grid_h, grid_w) with --head all
-    for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
     std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(grid_h), static_cast<std::uint64_t>(grid_w)};
-    const bool stacked = view.head == HeadChoice::all && !view.rollout;
-    if (stacked) shape.insert(shape.begin(), maps.size());
-    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
-    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, stacked);
+    const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};
+    if (per_head) {  // one file, (n_heads, grid_h, grid_w)
+      std::vector<float> drawn;
+      for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
+      shape.insert(shape.begin(), maps.size());
+      write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
+    } else {  // each map its file, (grid_h, grid_w): "_cls.npy" alone, else "_cls<tag>.npy"
+      for (const NamedMap& m : named) {
+        const std::vector<float> values = row_major(m.map);
+        write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), shape);
+      }
+    }
+    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, maps.size() > 1 || per_head);
   }
   if (options.faithfulness && classify)
     write_faithfulness_part(with_suffix(job.output_base, batch_file(&OutputSet::faithfulness).part_suffix), job.input,
-                            model, x, drawn_maps_to_score(maps, view, result.logits), *options.faithfulness,
+                            model, x,
+                            drawn_maps_to_score(named, map_slots(view, model.n_heads), attended.relevance, result.logits),
+                            *options.faithfulness,
                             options.scale);
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
@@ -241,24 +290,30 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
     if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
     return;
   }
-  for (std::size_t h = 0; h < overlays.size(); ++h) {
-    write_image_atomic(with_suffix(job.output_base, head_overlay_suffix(static_cast<int>(h), extension(options.format.format)).c_str()),
-                       overlays[h], options.format);
+  for (std::size_t i = 0; i < overlays.size(); ++i) {
+    write_image_atomic(with_suffix(job.output_base, map_overlay_suffix(named[i].tag, extension(options.format.format)).c_str()),
+                       overlays[i], options.format);
   }
-  // The sheet of all heads is written last: when it exists, the per-head files do too.
-  write_image_atomic(with_suffix(job.output_base, suffix), head_sheet(overlays), options.format);
+  // The sheet of all maps is written last: when it exists, the others do too.
+  write_image_atomic(with_suffix(job.output_base, suffix), map_sheet(overlays, titles_of(named)), options.format);
   if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
 }
 
 }  // namespace
 
-std::vector<Matrix> attention_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                   InputGrid* grid) {
+std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
+                                 InputGrid* grid) {
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-  const Attended attended = attend_steps(model, x, options, nullptr, false);
-  return encoder_maps(model, attended.heads, attended.rollout, options.view, g.grid_h, g.grid_w);
+  const Attended attended = attend_steps(model, x, options, nullptr, false, g.grid_h, g.grid_w);
+  return named_maps(model, attended, options.view, g.grid_h, g.grid_w);
+}
+
+std::vector<std::string> titles_of(const std::vector<NamedMap>& maps) {
+  std::vector<std::string> titles;
+  for (const NamedMap& m : maps) titles.push_back(m.title);
+  return titles;
 }
 
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
@@ -274,10 +329,8 @@ std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>
   return overlays;
 }
 
-cv::Mat head_sheet(const std::vector<cv::Mat>& overlays) {
-  std::vector<std::string> labels;
-  for (std::size_t h = 0; h < overlays.size(); ++h) labels.push_back("head " + std::to_string(h));
-  return tile_images(overlays, labels, 512);
+cv::Mat map_sheet(const std::vector<cv::Mat>& overlays, const std::vector<std::string>& titles) {
+  return tile_images(overlays, titles, 512);
 }
 
 OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) {
@@ -288,9 +341,12 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.report = options.report.has_value();
   outputs.top = options.top.has_value() && model.w_head.size() > 0;
   outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
-  // One overlay per head, beside the sheet, when all heads are drawn and there is more than one.
-  if (options.view.head == HeadChoice::all && !options.view.rollout && model.n_heads > 1)
-    outputs.head_overlays = model.n_heads;
+  // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
+  // one per map when several methods or classes are.
+  const std::vector<MapSlot> slots = map_slots(options.view, model.n_heads);
+  if (slots.size() > 1 && slots.front().head >= 0) outputs.head_overlays = static_cast<int>(slots.size());
+  else if (slots.size() > 1)
+    for (const MapSlot& slot : slots) outputs.map_tags.push_back(slot.tag);
   return outputs;
 }
 

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "batch_plan.hpp"
 #include "faithfulness_part.hpp"
@@ -65,18 +67,28 @@ struct ProcessOptions {
 void process_image(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options);
 
+// One map an image gets (map_slots, view.hpp), and its names.
+struct NamedMap {
+  std::string tag;    // its files' tag (job_outputs.hpp): "" when the image gets one map
+  std::string title;  // its label on the sheet of several: "head 3", "rollout", "chefer: cougar (287)"
+  Matrix map;         // (grid_h, grid_w), before display scaling
+};
+
 // The steps of process_image after decoding, for callers that decode themselves (a video's
 // frames, process_video.hpp): the same functions, so a frame's map is the image path's.
-// bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, or one per head with --head
-// all. `grid`, when given, is told the input's grid.
-std::vector<Matrix> attention_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                   InputGrid* grid = nullptr);
+// bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, one per head with --head
+// all, or one per method and class. `grid`, when given, is told the input's grid.
+std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
+                                 InputGrid* grid = nullptr);
+// The maps' titles, in their order.
+std::vector<std::string> titles_of(const std::vector<NamedMap>& maps);
 // The maps blended over bgr (H, W), each with its --threshold outline; `masks` (grid_h, grid_w)
 // each, when given, receives the outlined masks.
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
                                    std::vector<Matrix>* masks = nullptr);
-// --head all's sheet of per-head overlays, each labelled "head h".
-cv::Mat head_sheet(const std::vector<cv::Mat>& overlays);
+// The sheet of several maps' overlays (--head all, --method all, --class a,b), each labelled
+// with its title.
+cv::Mat map_sheet(const std::vector<cv::Mat>& overlays, const std::vector<std::string>& titles);
 
 // Which outputs process_image writes for each job with these options: keep in step with it.
 OutputSet written_outputs(const VitModel& model, const ProcessOptions& options);

@@ -101,12 +101,13 @@ void make_frames_folder(const fs::path& dir, const InputJob& job) {
   if (ec) throw Error(io::display(job.input) + ": cannot make " + io::display(dir) + ": " + ec.message());
 }
 
-// One frame's maps; the core's errors name no file (activations that became non-finite): the
+// One frame's maps (the class-specific ones for the frame's own top-1 class unless classes are
+// given); the core's errors name no file (activations that became non-finite): the
 // video's and the frame's.
-std::vector<Matrix> frame_maps(const Decoded& d, const VitModel& model, const ProcessOptions& options, InputGrid& grid,
-                               const std::string& source) {
+std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const ProcessOptions& options, InputGrid& grid,
+                                 const std::string& source) {
   try {
-    return attention_maps(d.bgr, model, options, &grid);
+    return image_maps(d.bgr, model, options, &grid);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(fmt::format("{}: frame {}: {}", source, d.index, e.what()));
@@ -154,7 +155,9 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
       for (std::optional<Decoded> d; (d = decoded.pop());) {
         if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
         InputGrid grid;
-        std::vector<Matrix> maps = frame_maps(*d, model, options, grid, source);
+        const std::vector<NamedMap> named = frame_maps(*d, model, options, grid, source);
+        std::vector<Matrix> maps;
+        for (const NamedMap& m : named) maps.push_back(m.map);
         if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);
         if (video.smooth) smooth_maps(maps, ema, *video.smooth);
         const std::vector<cv::Mat> overlays = draw_overlays(d->bgr, maps, options);
@@ -165,7 +168,7 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
           }
           for (const Matrix& m : maps) saved.insert(saved.end(), m.data(), m.data() + m.size());
         }
-        if (!drawn.push({d->index, overlays.size() == 1 ? overlays.front() : head_sheet(overlays)})) break;
+        if (!drawn.push({d->index, overlays.size() == 1 ? overlays.front() : map_sheet(overlays, titles_of(named))})) break;
         ++n_drawn;
       }
       decoded.close();  // the encoder gave up: the decoder stops at its next push

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "job_outputs.hpp"
 
 namespace vitattn::pipeline {
 
@@ -18,8 +19,63 @@ int resolve_layer(int layer, int n_layers) {
   return l;
 }
 
+bool draws(const EncoderView& view, MapMethod m) {
+  return std::find(view.methods.begin(), view.methods.end(), m) != view.methods.end();
+}
+
+bool needs_gradients(const EncoderView& view) {
+  return std::any_of(view.methods.begin(), view.methods.end(), class_specific);
+}
+
+std::vector<MapSlot> map_slots(const EncoderView& view, int n_heads) {
+  std::vector<MapSlot> slots;
+  if (view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention}) {
+    for (int h = 0; h < n_heads; ++h) slots.push_back({MapMethod::attention, h, -1, n_heads > 1 ? head_tag(h) : ""});
+    return slots;
+  }
+  const bool several_methods = view.methods.size() > 1, several_classes = view.classes.size() > 1;
+  for (MapMethod m : view.methods) {
+    const std::string method = several_methods ? method_name(m) : "";
+    if (!class_specific(m)) {
+      slots.push_back({m, -1, -1, map_tag(method, std::nullopt)});
+      continue;
+    }
+    const std::size_t n_classes = std::max<std::size_t>(1, view.classes.size());
+    for (std::size_t c = 0; c < n_classes; ++c)
+      slots.push_back({m, -1, static_cast<int>(c),
+                       map_tag(method, several_classes ? std::optional<int>(view.classes[c].index) : std::nullopt)});
+  }
+  if (slots.size() == 1) slots.front().tag.clear();
+  return slots;
+}
+
+namespace {
+
+// The class-specific methods' needs: a classifier, its classes, LeGrad's layers.
+void check_classes(const VitModel& model, const EncoderView& view, const std::string& source) {
+  const auto n_classes = static_cast<int>(model.w_head.rows());  // (n_classes, d_model)
+  for (MapMethod m : view.methods)
+    if (class_specific(m) && n_classes == 0)
+      throw Error({roles::method, method_name(m)},
+                  source + " has no classifier, so no class logit to explain (attention and rollout need none)");
+  for (const ChosenClass& c : view.classes)
+    if (c.index < 0 || c.index >= n_classes)
+      throw Error({roles::class_choice, std::to_string(c.index)},
+                  n_classes == 0 ? source + " has no classifier"
+                                 : fmt::format("{} has classes 0…{}", source, n_classes - 1));
+  if (draws(view, MapMethod::legrad)) {
+    const int n = model.n_layers(), from = view.legrad_from < 0 ? n + view.legrad_from : view.legrad_from;
+    if (from < 0 || from >= n)
+      throw Error({roles::legrad_from, std::to_string(view.legrad_from)},
+                  fmt::format("the model has layers 0…{} (or −1…−{} from the end)", n - 1, n));
+  }
+}
+
+}  // namespace
+
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
   resolve_layer(view.layer, model.n_layers());
+  check_classes(model, view, source);
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
     throw Error({roles::head, std::to_string(view.head_index)},
                       "the model has heads 0…" + std::to_string(model.n_heads - 1));

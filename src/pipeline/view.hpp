@@ -5,9 +5,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/attention_maps.hpp"
 #include "core/vit.hpp"
+#include "map_request.hpp"
 
 namespace vitattn::pipeline {
 
@@ -18,22 +20,48 @@ inline constexpr const char* layer = "layer";
 inline constexpr const char* head = "head";
 inline constexpr const char* input_size = "input size";
 inline constexpr const char* keep_aspect = "keeping the aspect ratio";
+inline constexpr const char* method = "method";
+inline constexpr const char* class_choice = "class";
+inline constexpr const char* legrad_from = "LeGrad's first layer";
 }  // namespace roles
 
 enum class HeadChoice { index, fuse, all };
 
-// One layer's head or fused heads, or the rollout up to it.
+// What is drawn: one layer's head or fused heads, the rollout up to it, or the class-specific
+// relevance maps of the layers up to it (map_request.hpp), for chosen classes or the top-1.
 struct EncoderView {
   int layer = -1;                 // −1 = last; negative counts from the end
-  HeadChoice head = HeadChoice::fuse;
+  HeadChoice head = HeadChoice::fuse;  // attention and rollout's heads
   int head_index = 0;             // with HeadChoice::index
   HeadFusion fusion = HeadFusion::mean;
-  bool rollout = false;
-  float discard_ratio = 0.0f;
+  std::vector<MapMethod> methods{MapMethod::attention};  // each drawn, in this order
+  std::vector<ChosenClass> classes;  // the class-specific methods' classes; empty: each image's most likely
+  std::vector<std::string> class_names;  // the classifier's, to title a sheet's maps of the top-1; may be empty
+  int legrad_from = -2;           // LeGrad's first layer; negative counts from the end
+  float discard_ratio = 0.0f;     // rollout's and grad-rollout's
   std::optional<float> threshold; // DINO mass mask, drawn as an outline
   int img_size = 0;               // 0: the model's own size
   bool keep_aspect = false;       // shorter side = img_size, longer side to the nearest patch multiple
 };
+
+// True when `view` draws method m.
+bool draws(const EncoderView& view, MapMethod m);
+
+// True when a method of `view` takes the gradient of a class logit (a backward pass per class).
+bool needs_gradients(const EncoderView& view);
+
+// One map `view` draws, and the tag its files carry (job_outputs.hpp).
+struct MapSlot {
+  MapMethod method = MapMethod::attention;
+  int head = -1;        // --head all: the head drawn; else −1
+  int class_slot = -1;  // a class-specific method's: index into view.classes (0: the top-1 when none); else −1
+  std::string tag;      // "" when the view draws one map: the plain names
+};
+
+// The maps `view` draws from a model of n_heads, in the order drawn: one per head with --head
+// all (attention only), else for each method one map, or one per class for a class-specific
+// method.
+std::vector<MapSlot> map_slots(const EncoderView& view, int n_heads);
 
 inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay under 64 MiB per head
 
@@ -41,10 +69,11 @@ inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay und
 // throws Error about roles::layer when out of range.
 int resolve_layer(int layer, int n_layers);
 
-// Throws Error about the role (layer, head, input size) that does not fit the model:
-// a layer or head it does not have, an input size that is not a multiple of its patch size or
-// that makes more than kMaxPatches patches (its own grid too, when img_size is 0). `source`
-// names the model in messages.
+// Throws Error about the role (layer, head, input size, method, class, LeGrad's first layer)
+// that does not fit the model: a layer or head it does not have, an input size that is not a
+// multiple of its patch size or that makes more than kMaxPatches patches (its own grid too,
+// when img_size is 0), a class-specific method without a classifier, a class the classifier
+// does not have. `source` names the model in messages.
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source);
 
 // The model input (width, height) for an image of (width, height): S×S, or with keep_aspect

@@ -233,7 +233,7 @@ class Checkpoints(TmpCase):
             (["--head", "2"], "--head 2: the model has heads 0…1"),
             (["--head", "first"], "head index"),
             (["--rollout", "--head", "all"], "--rollout fuses heads"),
-            (["--discard-ratio", "0.5"], "--discard-ratio requires --rollout"),
+            (["--discard-ratio", "0.5"], "--discard-ratio is for --method rollout and grad-rollout"),
             (["--img-size", "50"], "not a multiple of the patch size 8"),
             (["--img-size", "1024"], "more than 4096 patches"),
             (["--family", "torchvision"], "does not use the torchvision naming"),

@@ -47,7 +47,7 @@ VALUE_OPTIONS = {"-o", "--output", "--model", "--colormap", "--alpha", "--interp
                  "--report-max-mb", "--every", "--max-frames", "--smooth", "--seed", "--save-model", "--html",
                  "--heatmap", "--shard", "--shard-count", "--log-json", "--files-from", "-j", "--jobs", "--heads",
                  "--key", "--family", "--eps", "--gelu", "--pos-interp", "--mean", "--std", "--patch-size",
-                 "--dim", "--d-k", "--max-pixels"}
+                 "--dim", "--d-k", "--max-pixels", "--method", "--class", "--legrad-from"}
 D, P, GRID, LAYERS, MLP = 128, 16, 2, 2, 256  # stand-ins: 2 heads of 64 (D/64, as the real ones), 32 px
 
 

@@ -228,7 +228,7 @@ class TypedOptions(unittest.TestCase):
 
     def test_discard_ratio_needs_rollout(self):
         self.refused("--model", self.dir / "vit.safetensors", "--discard-ratio", "0.5",
-                     expect="--discard-ratio requires --rollout")
+                     expect="--discard-ratio is for --method rollout and grad-rollout")
 
     def test_forward_needs_a_model(self):
         np.save(self.dir / "x.npy", np.zeros((3, 32, 32), np.float32))

@@ -212,15 +212,24 @@ TEST(JobOutputs, OneListForEveryOutput) {
   EXPECT_EQ(output_suffixes(all_heads), (std::vector<std::string>{"_attn.png", "_attn_h0.png", "_attn_h1.png",
                                                                   "_attn_h2.png", "_attn.npy", "_cls.npy"}));
   EXPECT_EQ(output_paths("o/x", kWithNpy), (std::vector<fs::path>{"o/x_attn.png", "o/x_attn.npy", "o/x_cls.npy"}));
+  OutputSet maps{.save_attention = true};  // several maps: each its overlay and values, no _cls.npy
+  maps.map_tags = {map_tag("rollout", std::nullopt), map_tag("chefer", 5)};
+  EXPECT_EQ(output_suffixes(maps), (std::vector<std::string>{"_attn.png", "_attn_rollout.png", "_attn_chefer_c5.png",
+                                                             "_attn.npy", "_cls_rollout.npy", "_cls_chefer_c5.npy"}));
+  EXPECT_EQ(map_tag("", 12), "_c12");
 }
 
 TEST(JobOutputs, OutputNamesAreRecognisedWhateverTheOptions) {
   // --format writes the overlays as .jpg or .webp too.
   for (const char* name : {"x_attn.png", "a b_attn_h0.png", "x_attn_h12.png", "x_attn.npy", "x_cls.npy", "x-2_attn.png",
-                           "x_attn.jpg", "x_attn_h3.jpg", "x_attn.webp", "x_attn_h0.webp", "x_mask.npy"})
+                           "x_attn.jpg", "x_attn_h3.jpg", "x_attn.webp", "x_attn_h0.webp", "x_mask.npy",
+                           // several maps: --method all, --class a,b
+                           "x_attn_chefer.png", "x_attn_grad-rollout.jpg", "x_attn_c7.png", "x_attn_legrad_c12.webp",
+                           "x_attn_attention.png", "x_cls_gradcam.npy", "x_cls_c3.npy", "x_cls_rollout_c3.npy"})
     EXPECT_TRUE(is_output_name(name)) << name;
   for (const char* name : {"x.png", "_attn.png", "x_attn_h.png", "_attn_h3.png", "x_attn_hx.png", "x_attn.jpeg", "attn.png",
-                           "x_attn_h3.gif", "x_attn.tiff", "_attn.jpg"})
+                           "x_attn_h3.gif", "x_attn.tiff", "_attn.jpg", "x_attn_lime.png", "x_attn_c.png", "_attn_c3.png",
+                           "x_attn_chefer_cx.png", "x_cls_c3.png", "x_attn_chefer.npy", "_cls_chefer.npy", "x_chefer.png"})
     EXPECT_FALSE(is_output_name(name)) << name;
 }
 

@@ -1,0 +1,44 @@
+#include "class_maps.hpp"
+
+#include <algorithm>
+
+#include "core/classify.hpp"
+#include "core/error.hpp"
+
+namespace vitattn::pipeline {
+
+const Matrix& ClassMaps::map(std::size_t class_slot, MapMethod m) const {
+  const auto it = std::find(methods.begin(), methods.end(), m);
+  if (it == methods.end() || class_slot >= maps.size())
+    throw Error("no " + method_name(m) + " map drawn for this class");  // a caller's bug
+  return maps[class_slot][static_cast<std::size_t>(it - methods.begin())];
+}
+
+ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVector& logits, const EncoderView& view,
+                     bool scale, int grid_h, int grid_w) {
+  ClassMaps out;
+  std::vector<RelevanceMethod> core_methods;
+  for (MapMethod m : view.methods)
+    if (class_specific(m)) {
+      out.methods.push_back(m);
+      core_methods.push_back(relevance_method(m));
+    }
+  out.classes = view.classes;
+  if (out.classes.empty()) {
+    const int top = top_classes(logits, 1).front().index;  // ties: the lower index
+    const auto i = static_cast<std::size_t>(top);
+    out.classes.push_back({top, i < view.class_names.size() ? view.class_names[i] : ""});
+  }
+  RelevanceSettings s;
+  s.last_layer = view.layer;
+  s.legrad_from = view.legrad_from;
+  s.discard_ratio = view.discard_ratio;
+  s.scale = scale;
+  for (const ChosenClass& c : out.classes) {
+    s.class_index = c.index;
+    out.maps.push_back(relevance_maps(model, tape, core_methods, s, grid_h, grid_w));
+  }
+  return out;
+}
+
+}  // namespace vitattn::pipeline

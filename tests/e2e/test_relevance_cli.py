@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the class-specific maps on the image, folder and video paths:
+--method attention|rollout|chefer|grad-rollout|legrad|gradcam|all, --class, --legrad-from.
+
+What is checked here is the command line's side: every method writes its overlay and its map
+(<name>_cls.npy, float32 [grid_h, grid_w]); the default class is each image's top-1 (the same
+bytes as naming that class); a comma list gives one file per class, each the map that class
+alone gives; --method all gives one file per method, each the map that method alone gives;
+videos; every bad input refused in one `error:` line, exit 2, before any file is written; the
+maps byte-identical whatever -j. (The maps' values against torch autograd and re-implementations
+of each method are tests/python/test_gradients.py's.)
+
+The model: a random timm classifier with 1000 classes (so the built-in ImageNet names label
+it), D=32, 2 heads, 3 blocks, 8-pixel patches of 32×32 inputs (a 4×4 grid).
+Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
+Environment: VITATTN_BIN. Run: python3 -m pytest tests/e2e/test_relevance_cli.py
+"""
+import cv2
+import numpy as np
+
+from harness import TmpCase, files_of, photo_like, run_process, timm_checkpoint
+
+D, P, GRID, LAYERS, MLP, HEADS, CLASSES = 32, 8, 4, 3, 64, 2, 1000
+GRADIENT_METHODS = ("chefer", "grad-rollout", "legrad", "gradcam")
+METHODS = ("attention", "rollout") + GRADIENT_METHODS
+COUGAR = 286  # "cougar" in the built-in ImageNet-1k names (data/imagenet1k_classes.txt, 0-based)
+
+
+class RelevanceCli(TmpCase):
+    def setUp(self):
+        super().setUp()
+        self.model = self.dir / "vit.safetensors"
+        timm_checkpoint(self.model, D, P, GRID, LAYERS, MLP, HEADS, seed=3, classes=CLASSES, scale=0.4)
+        self.dino = self.dir / "dino.safetensors"  # no classifier: the dino family
+        timm_checkpoint(self.dino, D, P, GRID, LAYERS, MLP, HEADS, seed=3)
+        (self.dir / "in").mkdir()
+        for i, (h, w) in enumerate(((48, 40), (64, 64), (30, 50))):
+            cv2.imwrite(str(self.dir / "in" / f"img{i}.png"), photo_like(h, w, i))
+        self.n = 0
+
+    def vitattn(self, *args, model=True, ok=True, env=None):
+        """Runs the binary on `args` with its own output folder; returns (process, output folder)."""
+        self.n += 1
+        out = self.dir / f"out{self.n}"
+        p = run_process(*(("--model", self.model) if model else ()), *args, "-o", out, cwd=self.dir, env=env)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p, out
+
+    def cls_map(self, path):
+        m = np.load(path)
+        self.assertEqual(m.dtype, np.float32, path)
+        self.assertEqual(m.shape, (GRID, GRID), path)
+        self.assertTrue(np.isfinite(m).all(), path)
+        return m
+
+    def top1(self, image):
+        """The image's most likely class, as --top 1 writes it."""
+        _, out = self.vitattn("--top", "1", image)
+        rows = (out / "predictions.csv").read_text().splitlines()
+        return int(rows[1].split(",")[2])
+
+    def test_each_method_writes_its_overlay_and_its_map(self):
+        maps = {}
+        for method in METHODS:
+            _, out = self.vitattn("--method", method, "--save-attention", "in/img0.png")
+            self.assertEqual(sorted(files_of(out)), ["img0_attn.npy", "img0_attn.png", "img0_cls.npy"], method)
+            overlay = cv2.imread(str(out / "img0_attn.png"))
+            self.assertEqual(overlay.shape, (48, 40, 3), method)
+            maps[method] = self.cls_map(out / "img0_cls.npy")
+            self.assertGreater(np.ptp(maps[method]), 0, f"{method}: the map is not flat")
+            self.assertTrue((maps[method] >= 0).all(), f"{method}: relevance is never negative")
+        for a in METHODS:  # six different definitions: no two give the same map
+            for b in METHODS:
+                if a < b:
+                    self.assertFalse(np.array_equal(maps[a], maps[b]), f"{a} and {b} drew the same map")
+
+    def test_rollout_flag_is_method_rollout(self):
+        _, a = self.vitattn("--rollout", "--save-attention", "in/img1.png")
+        _, b = self.vitattn("--method", "ROLLOUT", "--save-attention", "in/img1.png")
+        self.assertEqual(files_of(a), files_of(b))
+
+    def test_the_default_class_is_the_images_top1(self):
+        top = self.top1("in/img1.png")
+        for method in GRADIENT_METHODS:
+            _, default = self.vitattn("--method", method, "--save-attention", "in/img1.png")
+            _, named = self.vitattn("--method", method, "--class", str(top), "--save-attention", "in/img1.png")
+            self.assertEqual(files_of(default), files_of(named), f"{method}: the default class is the top-1, {top}")
+            other = (top + 1) % CLASSES
+            _, elsewhere = self.vitattn("--method", method, "--class", str(other), "--save-attention", "in/img1.png")
+            self.assertFalse(np.array_equal(np.load(default / "img1_cls.npy"), np.load(elsewhere / "img1_cls.npy")),
+                             f"{method}: class {other}'s map is class {top}'s")
+
+    def test_a_list_of_classes_gives_one_file_per_class_each_that_class_alone(self):
+        _, out = self.vitattn("--method", "chefer", "--class", "5,Cougar", "--save-attention", "--threshold", "0.5",
+                              "in/img0.png")
+        self.assertEqual(sorted(files_of(out)),
+                         ["img0_attn.npy", "img0_attn.png", f"img0_attn_c{COUGAR}.png", "img0_attn_c5.png",
+                          f"img0_cls_c{COUGAR}.npy", "img0_cls_c5.npy", "img0_mask.npy"])
+        self.assertEqual(np.load(out / "img0_mask.npy").shape, (2, GRID, GRID))
+        for c in (5, COUGAR):
+            _, alone = self.vitattn("--method", "chefer", "--class", str(c), "--save-attention", "--threshold", "0.5",
+                                    "in/img0.png")
+            self.assertEqual((out / f"img0_cls_c{c}.npy").read_bytes(), (alone / "img0_cls.npy").read_bytes(), c)
+            self.assertEqual((out / f"img0_attn_c{c}.png").read_bytes(), (alone / "img0_attn.png").read_bytes(), c)
+        self.assertFalse(np.array_equal(np.load(out / "img0_cls_c5.npy"), np.load(out / f"img0_cls_c{COUGAR}.npy")))
+        sheet = cv2.imread(str(out / "img0_attn.png"))
+        self.assertGreater(sheet.shape[1], 2 * 40, "the sheet holds both overlays side by side")
+
+    def test_method_all_gives_one_file_per_method_each_that_method_alone(self):
+        _, out = self.vitattn("--method", "all", "--class", "7", "--save-attention", "in/img2.png")
+        self.assertEqual(sorted(files_of(out)),
+                         sorted(["img2_attn.png", "img2_attn.npy"] + [f"img2_attn_{m}.png" for m in METHODS] +
+                                [f"img2_cls_{m}.npy" for m in METHODS]))
+        for m in METHODS:
+            self.cls_map(out / f"img2_cls_{m}.npy")
+            _, alone = self.vitattn("--method", m, *(("--class", "7") if m in GRADIENT_METHODS else ()),
+                                    "--save-attention", "in/img2.png")
+            self.assertEqual((out / f"img2_cls_{m}.npy").read_bytes(), (alone / "img2_cls.npy").read_bytes(), m)
+
+    def test_method_all_and_two_classes_name_both(self):
+        _, out = self.vitattn("--method", "all", "--class", "1,2", "in/img2.png")
+        expected = ["img2_attn.png", "img2_attn_attention.png", "img2_attn_rollout.png"] + \
+            [f"img2_attn_{m}_c{c}.png" for m in GRADIENT_METHODS for c in (1, 2)]
+        self.assertEqual(sorted(files_of(out)), sorted(expected))
+
+    def test_method_all_without_a_classifier_draws_attention_and_rollout(self):
+        p, out = self.vitattn("--model", self.dino, "--method", "all", "in/img0.png", model=False)
+        self.assertEqual(sorted(files_of(out)), ["img0_attn.png", "img0_attn_attention.png", "img0_attn_rollout.png"])
+        self.assertIn("no classifier", p.stderr)
+
+    def test_layer_and_legrad_from_bound_the_layers(self):
+        _, last = self.vitattn("--method", "legrad", "--class", "3", "--save-attention", "in/img0.png")
+        _, from0 = self.vitattn("--method", "legrad", "--class", "3", "--legrad-from", "0", "--save-attention", "in/img0.png")
+        _, layer1 = self.vitattn("--method", "chefer", "--class", "3", "--layer", "1", "--save-attention", "in/img0.png")
+        _, layer2 = self.vitattn("--method", "chefer", "--class", "3", "--layer", "-1", "--save-attention", "in/img0.png")
+        self.assertFalse(np.array_equal(self.cls_map(last / "img0_cls.npy"), self.cls_map(from0 / "img0_cls.npy")))
+        self.assertFalse(np.array_equal(self.cls_map(layer1 / "img0_cls.npy"), self.cls_map(layer2 / "img0_cls.npy")))
+
+    def test_own_outputs_are_not_taken_as_inputs_and_skip_existing_finds_them_all(self):
+        args = ("--method", "all", "--class", "1,2", "--save-attention")
+        _, out = self.vitattn(*args, "in")
+        first = files_of(out)
+        # The output folder as the input: every file in it is a vitattn output, left out.
+        p = run_process("--model", self.model, *args, out, "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("no images found", p.stderr)
+        self.assertEqual(files_of(out), first)
+        p = run_process("--model", self.model, *args, "--skip-existing", "-v", "in", "-o", out, cwd=self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"3 (inputs )?(already done|skipped)|skipped 3|3 already")
+
+    def test_video_maps_per_frame(self):
+        clip = self.dir / "clip.avi"
+        w = cv2.VideoWriter(str(clip), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*"MJPG"), 5.0, (48, 48))
+        self.assertTrue(w.isOpened())
+        for t in range(4):
+            w.write(photo_like(48, 48, t))
+        w.release()
+        _, out = self.vitattn("--method", "gradcam", "--save-attention", clip)
+        names = sorted(files_of(out))
+        self.assertEqual(len(names), 2, names)
+        maps = np.load(out / "clip_cls.npy")
+        self.assertEqual(maps.shape, (4, GRID, GRID))
+        self.assertTrue(np.isfinite(maps).all())
+        self.assertGreater(np.ptp(maps[0]), 0)
+        _, out = self.vitattn("--method", "legrad", "--class", "3,cougar", "--save-attention", clip)
+        maps = np.load(out / "clip_cls.npy")
+        self.assertEqual(maps.shape, (4, 2, GRID, GRID))
+        self.assertFalse(np.array_equal(maps[:, 0], maps[:, 1]))
+
+    def test_bad_input_is_one_error_line_exit_2_and_nothing_written(self):
+        cases = {
+            "class out of range": (("--method", "chefer", "--class", "1000"), True, "0…999"),
+            "unknown label": (("--method", "gradcam", "--class", "cougr"), True, "cougar"),
+            "label in a list": (("--method", "legrad", "--class", "3,lyonx"), True, "lynx"),
+            "class twice": (("--method", "chefer", "--class", "3,3"), True, "twice"),
+            "seeded head": (("--method", "chefer"), False, "no classifier"),
+            "DINO backbone": (("--model", self.dino, "--method", "grad-rollout"), False, "no classifier"),
+            "class with attention": (("--class", "3"), True, "--class"),
+            "class with rollout": (("--rollout", "--class", "3"), True, "--class"),
+            "class on a backbone": (("--model", self.dino, "--method", "all", "--class", "3"), False, "no classifier"),
+            "legrad-from out of range": (("--method", "legrad", "--legrad-from", "3"), True, "--legrad-from"),
+            "legrad-from elsewhere": (("--method", "chefer", "--legrad-from", "0"), True, "--legrad-from"),
+            "discard ratio elsewhere": (("--method", "chefer", "--discard-ratio", "0.5"), True, "--discard-ratio"),
+            "head all elsewhere": (("--method", "gradcam", "--head", "all"), True, "--head"),
+            "one head with all": (("--method", "all", "--head", "1"), True, "fuses heads"),
+            "a head with a gradient method": (("--method", "legrad", "--head", "0"), True, "--head"),
+            "unknown method": (("--method", "lime"), True, "--method"),
+        }
+        for name, (args, with_model, says) in cases.items():
+            p, out = self.vitattn(*args, "in/img0.png", model=with_model, ok=False)
+            self.assertEqual(p.returncode, 2, f"{name}: {p.stderr}")
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, f"{name}: {p.stderr}")
+            self.assertTrue(lines[0].startswith("error: "), f"{name}: {lines[0]}")
+            self.assertIn(says, lines[0], name)
+            self.assertFalse(out.exists(), f"{name}: the output folder was made")
+
+    def test_maps_are_the_same_bytes_at_any_jobs_count(self):
+        args = ("--method", "all", "--class", "1,cougar", "--save-attention", "in")
+        _, reference = self.vitattn("-j", "1", *args)
+        reference = files_of(reference)
+        self.assertEqual(len([n for n in reference if n.endswith(".npy")]), 3 * (1 + 2 + 2 * 4))
+        for jobs, env in (("2", None), ("3", None), ("1", {"OMP_NUM_THREADS": "1"}), ("2", {"OPENBLAS_NUM_THREADS": "2"})):
+            _, out = self.vitattn("-j", jobs, *args, env=env)
+            files = files_of(out)
+            self.assertEqual(sorted(files), sorted(reference))
+            for name, data in reference.items():
+                self.assertTrue(files[name] == data, f"{name} differs at -j {jobs} {env or ''}")
