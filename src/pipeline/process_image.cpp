@@ -57,6 +57,15 @@ Matrix encoder_map(const VitModel& model, const std::vector<Matrix>& heads, cons
   return class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w);
 }
 
+// What a backward reads (vit.hpp's ForwardTape), one per worker thread, kept from one image to
+// the next: a forward recording into it reuses its storage instead of faulting in ~95 MB of
+// fresh pages per ViT-B/16 image (docs/relevance.md measures both). It holds the last image's
+// activations until the worker ends; nothing reads them after that image's maps are made.
+ForwardTape& worker_tape() {
+  thread_local ForwardTape tape;
+  return tape;
+}
+
 // The chosen layer's heads, the rollout up to it and the class-specific maps, from one forward
 // pass. `report`, when given, hears every layer (all of them run); `classify` runs every block
 // for the logits (and so does a class-specific method, which records the forward's tape).
@@ -77,8 +86,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
   fo.keep_from_layer = rollout_drawn || report ? 0 : layer;
   fo.scale = options.scale;
-  ForwardTape tape;  // what the backward reads: one image's, dropped once its maps are made
-  if (needs_gradients(view)) fo.tape = &tape;
+  if (needs_gradients(view)) fo.tape = &worker_tape();
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   Attended a;
@@ -89,7 +97,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   };
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
-  if (fo.tape) a.relevance = class_maps(model, tape, a.result.logits, view, options.scale, grid_h, grid_w);
+  if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
 
@@ -167,7 +175,7 @@ int report_class_count(const VitModel& model, const ProcessOptions& options) {
 // draws (--layer bounds them, as it does the attention) and rollout's --discard-ratio.
 void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTensor& x, const ProcessOptions& options,
                     int grid_h, int grid_w) {
-  ForwardTape tape;
+  ForwardTape& tape = worker_tape();
   ForwardOptions fo;
   fo.scale = options.scale;
   fo.tape = &tape;

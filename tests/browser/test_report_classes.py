@@ -194,6 +194,24 @@ def test_rows_are_the_embedded_maps(made):
     assert_clean()
 
 
+def test_rows_are_the_command_line_maps(made):
+    """The page's maps are the ones `--method M --class c --save-attention` writes (_cls.npy), within
+    the page's own quantisation bound: the report and the command line draw the same thing."""
+    info = open_page(made["u8"])
+    for method in METHODS:
+        for c in info["classes"]:
+            out = made["dir"] / f"cli-{method}-{c['index']}"
+            run("--model", made["model"], "--method", method, "--class", c["index"], "--save-attention", made["img"],
+                "-o", out, "-q")
+            want = np.load(out / "img_cls.npy").astype(np.float64).ravel()
+            select(method=method, **{"class": c["index"]})
+            got = np.asarray(row(), np.float64)
+            assert got.shape == want.shape, (method, c, got.shape, want.shape)
+            bound = js("return window.vitattn.mapError()")
+            assert np.abs(got - want).max() <= bound + 1e-7, (method, c, np.abs(got - want).max(), bound)
+    assert_clean()
+
+
 def test_selection_changes_the_map_and_the_drawing(made):
     info = open_page(made["u8"])
     attention = row()
