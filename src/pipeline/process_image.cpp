@@ -213,97 +213,103 @@ InputGrid input_grid(const cv::Mat& bgr, const VitModel& model, const EncoderVie
   return {bgr.cols, bgr.rows, width, height, width / model.patch_size, height / model.patch_size};
 }
 
+// --report: the page, with the seeded model's q and k for its step-by-step panel and, for a
+// classifier, every class-specific map of its top classes. drawn: the overlay's map.
+void write_report_page(ReportBuilder& report, const InputJob& job, const cv::Mat& bgr, const ImageTensor& x,
+                       const VitModel& model, const ProcessOptions& options, const InputGrid& g, const Matrix& drawn) {
+  if (model.n_layers() == 1 && model.n_heads == 1) {  // one block, one head
+    const QueryKey qk = query_key(model, x);
+    report.add_query_key(qk.q, qk.k, options.scale);
+  }
+  if (report_class_count(model, options) > 0) {
+    try {
+      add_class_maps(report, model, x, options, g.grid_h, g.grid_w);
+    } catch (const Error& e) {  // as attend's: the core's errors name no file
+      if (e.subject()) throw;
+      throw Error(display(job.input) + ": " + e.what());
+    }
+  }
+  report.write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr, drawn,
+               model_summary(model));
+}
+
+// --save-attention: the drawn layer's heads (_attn.npy), every drawn map (_cls.npy, or one
+// _cls<tag>.npy a map; --head all: one stacked file) and, with --threshold, the masks.
+void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, const std::vector<NamedMap>& named,
+                      const std::vector<Matrix>& masks, const EncoderView& view, const InputGrid& g) {
+  const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
+  std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
+  all.reserve(heads.size() * n_tokens * n_tokens);
+  for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
+  std::vector<std::uint64_t> attn_shape{n_tokens, n_tokens};
+  if (heads.size() > 1) attn_shape.insert(attn_shape.begin(), heads.size());
+  write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
+  std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(g.grid_h), static_cast<std::uint64_t>(g.grid_w)};
+  const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};
+  if (per_head) {  // one file, (n_heads, grid_h, grid_w)
+    std::vector<float> drawn;
+    for (const NamedMap& m : named) drawn.insert(drawn.end(), m.map.data(), m.map.data() + m.map.size());
+    shape.insert(shape.begin(), named.size());
+    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
+  } else {  // each map its file, (grid_h, grid_w): "_cls.npy" alone, else "_cls<tag>.npy"
+    for (const NamedMap& m : named) {
+      const std::vector<float> values = row_major(m.map);
+      write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), shape);
+    }
+  }
+  if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, named.size() > 1 || per_head);
+}
+
+// The overlays: one as <name>_attn.png, or each under its tag and then the labelled sheet of
+// them as <name>_attn.png, written last: when it exists, the others do too.
+void write_overlays(const InputJob& job, const std::vector<cv::Mat>& overlays, const std::vector<NamedMap>& named,
+                    const ProcessOptions& options) {
+  const std::string ext = extension(options.format.format);
+  if (overlays.size() == 1) {
+    write_image_atomic(with_suffix(job.output_base, overlay_suffix(ext).c_str()), overlays.front(), options.format);
+    return;
+  }
+  for (std::size_t i = 0; i < overlays.size(); ++i)
+    write_image_atomic(with_suffix(job.output_base, map_overlay_suffix(named[i].tag, ext).c_str()), overlays[i],
+                       options.format);
+  write_image_atomic(with_suffix(job.output_base, overlay_suffix(ext).c_str()), map_sheet(overlays, titles_of(named)),
+                     options.format);
+}
+
 void process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
-  const int layer = resolve_layer(view.layer, model.n_layers());
-
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const InputGrid g = input_grid(bgr, model, view);
-  const int width = g.input_w, height = g.input_h, grid_h = g.grid_h, grid_w = g.grid_w;
-  const ImageTensor x = preprocess(bgr, width, height, model.norm);  // (3, height, width)
+  const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
   if (options.on_grid) options.on_grid(job, g);
 
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
   if (options.report)
-    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w,
-                               model.patch_size, width, height, report_class_count(model, options),
+    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
+                               model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
                                static_cast<int>(std::size(kReportMethods))},
-                   layer, *options.report);
+                   resolve_layer(view.layer, model.n_layers()), *options.report);
   const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
   const Attended attended =
-      attend(model, x, options, report ? &*report : nullptr, classify, grid_h, grid_w, display(job.input));
-  const std::vector<Matrix>& heads = attended.heads;
-  const ForwardResult& result = attended.result;
-  const std::vector<NamedMap> named = named_maps(model, attended, view, grid_h, grid_w);
-  const std::vector<Matrix> maps = values_of(named);
+      attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
+  const RowVector& logits = attended.result.logits;
+  const std::vector<NamedMap> named = named_maps(model, attended, view, g.grid_h, g.grid_w);
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
-  const std::vector<cv::Mat> overlays = draw_overlays(bgr, maps, options, &masks);
-
-  if (report) {  // one block, one head (the seeded model): its q and k for the step-by-step panel
-    if (model.n_layers() == 1 && model.n_heads == 1) {
-      const QueryKey qk = query_key(model, x);
-      report->add_query_key(qk.q, qk.k, options.scale);
-    }
-    if (report_class_count(model, options) > 0) {
-      try {
-        add_class_maps(*report, model, x, options, grid_h, grid_w);
-      } catch (const Error& e) {  // as attend's: the core's errors name no file
-        if (e.subject()) throw;
-        throw Error(display(job.input) + ": " + e.what());
-      }
-    }
-    report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr,
-                  maps.front(), model_summary(model));
-  }
-  if (options.save_attention) {
-    const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
-    std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
-    all.reserve(heads.size() * n_tokens * n_tokens);
-    for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
-    std::vector<std::uint64_t> attn_shape{n_tokens, n_tokens};
-    if (heads.size() > 1) attn_shape.insert(attn_shape.begin(), heads.size());
-    write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
-    std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(grid_h), static_cast<std::uint64_t>(grid_w)};
-    const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};
-    if (per_head) {  // one file, (n_heads, grid_h, grid_w)
-      std::vector<float> drawn;
-      for (const Matrix& m : maps) drawn.insert(drawn.end(), m.data(), m.data() + m.size());
-      shape.insert(shape.begin(), maps.size());
-      write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
-    } else {  // each map its file, (grid_h, grid_w): "_cls.npy" alone, else "_cls<tag>.npy"
-      for (const NamedMap& m : named) {
-        const std::vector<float> values = row_major(m.map);
-        write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), shape);
-      }
-    }
-    if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, maps.size() > 1 || per_head);
-  }
+  const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
+  if (report) write_report_page(*report, job, bgr, x, model, options, g, named.front().map);
+  if (options.save_attention) write_saved_maps(job, attended.heads, named, masks, view, g);
   if (options.faithfulness && classify)
     write_faithfulness_part(with_suffix(job.output_base, batch_file(&OutputSet::faithfulness).part_suffix), job.input,
-                            model, x,
-                            drawn_maps_to_score(named, map_slots(view, model.n_heads), attended.relevance, result.logits),
-                            *options.faithfulness,
-                            options.scale);
+                            model, x, drawn_maps_to_score(named, map_slots(view, model.n_heads), attended.relevance, logits),
+                            *options.faithfulness, options.scale);
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
-    classes = top_classes(result.logits, options.top->k);
+    classes = top_classes(logits, options.top->k);
     write_predictions(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), {{job.input, classes}},
                       options.top->labels);
   }
-  const std::string suffix_text = overlay_suffix(extension(options.format.format));
-  const char* suffix = suffix_text.c_str();
-  if (overlays.size() == 1) {
-    write_image_atomic(with_suffix(job.output_base, suffix), overlays.front(), options.format);
-    if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
-    return;
-  }
-  for (std::size_t i = 0; i < overlays.size(); ++i) {
-    write_image_atomic(with_suffix(job.output_base, map_overlay_suffix(named[i].tag, extension(options.format.format)).c_str()),
-                       overlays[i], options.format);
-  }
-  // The sheet of all maps is written last: when it exists, the others do too.
-  write_image_atomic(with_suffix(job.output_base, suffix), map_sheet(overlays, titles_of(named)), options.format);
+  write_overlays(job, overlays, named, options);
   if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
 }
 
