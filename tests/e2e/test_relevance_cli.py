@@ -75,6 +75,20 @@ class RelevanceCli(TmpCase):
                 if a < b:
                     self.assertFalse(np.array_equal(maps[a], maps[b]), f"{a} and {b} drew the same map")
 
+    def test_keep_aspect_gives_each_method_a_non_square_grid(self):
+        """30×50 with --keep-aspect: the shorter side 32, the longer 56, a 4×7 grid on a model trained
+        4×4 (positions resampled): every class-specific map on that grid, the same at -j 1 and 2."""
+        for method in GRADIENT_METHODS:
+            maps = []
+            for jobs in ("1", "2"):
+                _, out = self.vitattn("--method", method, "--keep-aspect", "--img-size", "32", "--save-attention",
+                                      "-j", jobs, "in/img2.png")
+                m = np.load(out / "img2_cls.npy")
+                self.assertEqual(m.shape, (4, 7), method)
+                self.assertTrue(np.isfinite(m).all() and np.ptp(m) > 0, method)
+                maps.append((out / "img2_cls.npy").read_bytes())
+            self.assertEqual(maps[0], maps[1], f"{method}: -j 1 and -j 2 differ")
+
     def test_rollout_flag_is_method_rollout(self):
         _, a = self.vitattn("--rollout", "--save-attention", "in/img1.png")
         _, b = self.vitattn("--method", "ROLLOUT", "--save-attention", "in/img1.png")
