@@ -241,20 +241,19 @@ void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, con
   std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
   all.reserve(heads.size() * n_tokens * n_tokens);
   for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
-  std::vector<std::uint64_t> attn_shape{n_tokens, n_tokens};
-  if (heads.size() > 1) attn_shape.insert(attn_shape.begin(), heads.size());
+  const std::vector<std::uint64_t> attn_shape =
+      heads.size() > 1 ? std::vector<std::uint64_t>{heads.size(), n_tokens, n_tokens} : std::vector<std::uint64_t>{n_tokens, n_tokens};
   write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
-  std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(g.grid_h), static_cast<std::uint64_t>(g.grid_w)};
+  const auto grid_h = static_cast<std::uint64_t>(g.grid_h), grid_w = static_cast<std::uint64_t>(g.grid_w);
   const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};
   if (per_head) {  // one file, (n_heads, grid_h, grid_w)
     std::vector<float> drawn;
     for (const NamedMap& m : named) drawn.insert(drawn.end(), m.map.data(), m.map.data() + m.map.size());
-    shape.insert(shape.begin(), named.size());
-    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), shape);
+    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), {named.size(), grid_h, grid_w});
   } else {  // each map its file, (grid_h, grid_w): "_cls.npy" alone, else "_cls<tag>.npy"
     for (const NamedMap& m : named) {
       const std::vector<float> values = row_major(m.map);
-      write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), shape);
+      write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), {grid_h, grid_w});
     }
   }
   if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, named.size() > 1 || per_head);
