@@ -152,6 +152,9 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.fusion = o.head.fusion;
   if (o.report) p.report = report_settings(o);
   if (o.faithfulness) p.faithfulness = pipeline::FaithfulnessRequest{o.faithfulness_steps};
+  p.artifact_ratio = static_cast<float>(o.artifact_ratio);
+  p.clean = o.clean;
+  p.heads_csv = o.heads_csv || o.save_attention;
   return p;
 }
 
@@ -260,6 +263,11 @@ ImageRun plan_run(const Options& o) {
   choose_maps(o, r.model, r.labels, model_name, r.process.view);
   pipeline::check_view(r.model, r.process.view, model_name);
   log_grid(o, r.model, r.process);
+  if (o.clean && o.verbosity >= 1)
+    r.process.on_clean = [](const pipeline::InputJob& job, int layer, std::size_t left_out) {
+      spdlog::debug("{}: --clean left out {} at layer {}", io::display(job.input),
+                    io::counted(left_out, "flagged token", "flagged tokens"), layer);
+    };
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the 3 most likely.
   if (o.report) r.process.report_classes = pipeline::TopRequest{o.top > 0 ? o.top : 3, r.labels};

@@ -533,6 +533,54 @@ void add_output_options(CLI::App& app, Options& o) {
       ->group(group);
 }
 
+namespace {
+// --artifact-ratio: a finite number above 1 (at 1 or below, half the patches or more would be
+// "artifacts": the rule compares a token with the median).
+const CLI::Validator kAboveOne(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(s, v)) return fmt::format("expected a number, got \"{}\"", s);
+      if (!std::isfinite(v) || !(v > 1.0 && v <= 1e6)) return fmt::format("{} is not in (1, 1e6]", s);
+      return {};
+    },
+    "in (1, 1e6]", "above one");
+}  // namespace
+
+void add_token_options(CLI::App& app, Options& o) {
+  const std::string group = "Tokens (any model)";
+  app.add_option("--artifact-ratio", o.artifact_ratio,
+                 "Flag a patch token as an artifact at a layer when its norm is above R × the layer's median patch "
+                 "norm (the report marks them; --clean leaves them out; heads.csv counts their attention)")
+      ->capture_default_str()
+      ->type_name("R")
+      ->check(kAboveOne)
+      ->group(group);
+  app.add_flag("--clean", o.clean,
+               "Leave the tokens flagged at the drawn layer out of the maps (their weight 0, the rest rescaled to the "
+               "map's total); -v and the report say how many")
+      ->group(group);
+  app.add_flag("--heads-csv", o.heads_csv,
+               "Write <out>/heads.csv: per image, layer and head the class token's entropy, mean attention distance, "
+               "mass-mask area (--threshold, default 0.6) and flagged tokens' share (also with --save-attention)")
+      ->group(group);
+  auto* pca = app.add_flag("--pca", o.pca,
+                           "Write <name>_pca.png: the first three principal components of the last layer's patch "
+                           "features as RGB (docs/tokens.md)")
+                  ->group(group);
+  app.add_option("--pca-mask", o.pca_mask, "PCA: blank the patches whose first component (scaled to 0…1) is below T")
+      ->type_name("T")
+      ->check(finite_in(0.0, 1.0))
+      ->needs(pca)
+      ->group(group);
+  app.add_option("--pca-fit", o.pca_fit,
+                 "PCA: fit per image, over the whole batch (one colour per part across images; writes "
+                 "<out>/pca_fit.npy), or read a fit from FILE (a pca_fit.npy)")
+      ->capture_default_str()
+      ->type_name("image|batch|FILE")
+      ->needs(pca)
+      ->group(group);
+}
+
 void add_video_options(CLI::App& app, Options& o) {
   // mp4, mov, mkv, webm and avi inputs (process_video.hpp).
   const std::string group = "Video";
@@ -571,6 +619,7 @@ void add_options(CLI::App& app, Options& o) {
   add_checkpoint_options(app, o.model, model);
   add_view_options(app, o);
   add_output_options(app, o);
+  add_token_options(app, o);
   add_video_options(app, o);
   add_verbosity_options(app, o.verbosity);
 }

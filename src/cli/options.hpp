@@ -81,6 +81,13 @@ struct Options {
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;
   int verbosity = 0;  // -q: −1, -v: +1; the subcommands' -q and -v count here too
+  // Tokens (core/token_diagnostics.hpp): norms, artifacts, sinks, registers, PCA, head statistics
+  double artifact_ratio = 3.0;  // --artifact-ratio R: flagged above R × the layer's median patch norm
+  bool clean = false;           // --clean: the drawn maps leave out the flagged tokens
+  bool heads_csv = false;       // --heads-csv: <out>/heads.csv (also with --save-attention)
+  bool pca = false;             // --pca: <name>_pca.png
+  std::optional<double> pca_mask;   // --pca-mask T: blank the patches whose first component is below T
+  std::string pca_fit = "image";    // --pca-fit image | batch | FILE
   // Videos (process_video.hpp)
   bool frames_dir = false;           // --frames-dir: each frame's overlay as a PNG too
   int every = 1;                     // --every N
@@ -111,6 +118,8 @@ void add_view_options(CLI::App& app, Options& o);
 // "Output": --threshold, --save-attention, --report…, --interp, --colormap, --alpha, --format,
 // --quality, --max-pixels, --strict.
 void add_output_options(CLI::App& app, Options& o);
+// "Tokens (any model)": --artifact-ratio, --clean, --heads-csv, --pca, --pca-mask, --pca-fit.
+void add_token_options(CLI::App& app, Options& o);
 // "Video": --frames-dir, --every, --max-frames, --smooth.
 void add_video_options(CLI::App& app, Options& o);
 // -q and -v, counted into `verbosity` (shared by the main command and its subcommands).

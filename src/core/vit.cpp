@@ -282,6 +282,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
     if (probabilities)  // this layer's heads, the last n_heads of `probabilities`
       for (std::size_t h = probabilities->size() - static_cast<std::size_t>(model.n_heads); h < probabilities->size(); ++h)
         require_finite_rows((*probabilities)[h], l);
+    if (options.on_block_output && (full || l < last)) options.on_block_output(l, x);
     if (keep == &streamed) {
       options.on_attention(l, record ? record->attention : streamed);
       streamed.clear();

@@ -108,6 +108,10 @@ struct ForwardOptions {
   // When set, each kept layer's heads are handed here as soon as they are known, instead of
   // being kept in ForwardResult::attention (rollout needs one layer at a time, not all).
   std::function<void(int layer, const std::vector<Matrix>& heads)> on_attention;
+  // When set, told the residual stream x (n_tokens, d_model) after each block that runs whole
+  // (every block when last_layer is −1), for the token diagnostics (token_diagnostics.hpp);
+  // the seeded head's unprojected last block hands its heads' outputs (n_tokens, d_attn).
+  std::function<void(int layer, const Matrix& x)> on_block_output;
   // When given, filled with what a backward pass needs (every block runs: last_layer is ignored).
   ForwardTape* tape = nullptr;
 };

@@ -11,6 +11,7 @@
 #include "core/classify.hpp"
 #include "core/query_key.hpp"
 #include "core/relevance.hpp"
+#include "core/token_diagnostics.hpp"
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
 #include "tensors/npy.hpp"
@@ -69,34 +70,53 @@ ForwardTape& worker_tape() {
 // The chosen layer's heads, the rollout up to it and the class-specific maps, from one forward
 // pass. `report`, when given, hears every layer (all of them run); `classify` runs every block
 // for the logits (and so does a class-specific method, which records the forward's tape).
+// With the token diagnostics (needs_token_diagnostics), every block runs and each layer's
+// attention and output are heard by a TokenRecorder.
 struct Attended {
   std::vector<Matrix> heads;  // the chosen layer's, (n_tokens, n_tokens) each
   Matrix rollout;             // (n_tokens, n_tokens), when the view draws the rollout
   ClassMaps relevance;        // when the view draws a class-specific method
   ForwardResult result;
+  std::optional<TokenDiagnostics> tokens;  // when needs_token_diagnostics
 };
 
+// The shape of an image's token diagnostics on a grid of grid_h × grid_w patches.
+TokenShape token_shape(const VitModel& model, int grid_h, int grid_w) {
+  return {model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w, model.patch_size};
+}
+
+// heads.csv's mass mask: --threshold when given, else DINO's 0.6.
+float heads_threshold(const EncoderView& view) { return view.threshold.value_or(0.6f); }
+
+// diagnose: also the token diagnostics (Attended::tokens).
 Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                      bool classify, int grid_h, int grid_w) {
+                      bool classify, bool diagnose, int grid_h, int grid_w) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
   const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
-  fo.last_layer = classify ? -1 : report ? model.n_layers() - 1 : layer;
-  fo.keep_from_layer = rollout_drawn || report ? 0 : layer;
+  fo.last_layer = classify || diagnose ? -1 : report ? model.n_layers() - 1 : layer;
+  fo.keep_from_layer = rollout_drawn || report || diagnose ? 0 : layer;
   fo.scale = options.scale;
   if (needs_gradients(view)) fo.tape = &worker_tape();
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   Attended a;
+  std::optional<TokenRecorder> recorder;
+  if (diagnose) {
+    recorder.emplace(token_shape(model, grid_h, grid_w), options.artifact_ratio, heads_threshold(view));
+    fo.on_block_output = [&](int l, const Matrix& out) { recorder->add_block_output(l, out); };
+  }
   fo.on_attention = [&](int l, const std::vector<Matrix>& layer_heads) {
     if (rollout_drawn && l <= layer) rollout.add_layer(layer_heads);
     if (l == layer) a.heads = layer_heads;
     if (report) report->add_layer(l, layer_heads);
+    if (recorder) recorder->add_attention(l, layer_heads);
   };
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
+  if (recorder) a.tokens = recorder->finish();
   if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
@@ -110,15 +130,25 @@ std::string map_title(const MapSlot& slot, const ClassMaps& relevance) {
   return title + (c.label.empty() ? fmt::format(": class {}", c.index) : fmt::format(": {} ({})", c.label, c.index));
 }
 
-// Every map the view draws (map_slots), with its tag and title.
-std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const EncoderView& view, int grid_h,
+// --clean: the tokens flagged at the view's layer, left out of every drawn map.
+std::vector<int> tokens_left_out(const VitModel& model, const Attended& a, const ProcessOptions& options) {
+  if (!options.clean || !a.tokens) return {};
+  return a.tokens->flagged[static_cast<std::size_t>(resolve_layer(options.view.layer, model.n_layers()))];
+}
+
+// Every map the view draws (map_slots), with its tag and title; with --clean, without the
+// flagged tokens (core/token_diagnostics.hpp's without_tokens).
+std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const ProcessOptions& options, int grid_h,
                                  int grid_w) {
+  const EncoderView& view = options.view;
+  const std::vector<int> left_out = tokens_left_out(model, a, options);
   std::vector<NamedMap> maps;
   for (const MapSlot& slot : map_slots(view, model.n_heads)) {
     Matrix map;
     if (slot.head >= 0) map = class_token_map(a.heads[static_cast<std::size_t>(slot.head)], model.first_patch_token(), grid_h, grid_w);
     else if (slot.class_slot >= 0) map = a.relevance.map(static_cast<std::size_t>(slot.class_slot), slot.method);
     else map = encoder_map(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w);
+    if (!left_out.empty()) map = without_tokens(map, left_out, model.first_patch_token());
     maps.push_back({slot.tag, map_title(slot, a.relevance), std::move(map)});
   }
   return maps;
@@ -150,7 +180,7 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
   try {
-    return attend_steps(model, x, options, report, classify, grid_h, grid_w);
+    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options), grid_h, grid_w);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(source + ": " + e.what());
@@ -292,7 +322,9 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   const Attended attended =
       attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
   const RowVector& logits = attended.result.logits;
-  const std::vector<NamedMap> named = named_maps(model, attended, view, g.grid_h, g.grid_w);
+  const std::vector<NamedMap> named = named_maps(model, attended, options, g.grid_h, g.grid_w);
+  if (options.clean && options.on_clean)
+    options.on_clean(job, resolve_layer(view.layer, model.n_layers()), tokens_left_out(model, attended, options).size());
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
@@ -319,8 +351,13 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-  const Attended attended = attend_steps(model, x, options, nullptr, false, g.grid_h, g.grid_w);
-  return named_maps(model, attended, options.view, g.grid_h, g.grid_w);
+  // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
+  const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, g.grid_h, g.grid_w);
+  return named_maps(model, attended, options, g.grid_h, g.grid_w);
+}
+
+bool needs_token_diagnostics(const ProcessOptions& options) {
+  return options.report.has_value() || options.clean || options.heads_csv;
 }
 
 std::vector<std::string> titles_of(const std::vector<NamedMap>& maps) {

@@ -58,7 +58,19 @@ struct ProcessOptions {
   // random baseline are scored for its top-1 class (faithfulness_part.hpp), written as its part
   // of faithfulness.csv (<name>_faithfulness.csv, before the overlay).
   std::optional<FaithfulnessRequest> faithfulness;
+  // The token diagnostics (core/token_diagnostics.hpp): every layer's token norms, the
+  // artifacts they flag, sinks, the register share and per-head statistics. Made, from the
+  // same forward that draws the maps (every block then runs), when the report, clean or
+  // heads_csv asks for them.
+  float artifact_ratio = 3.0f;  // a patch token is flagged above this × its layer's median patch norm
+  bool clean = false;           // the drawn maps leave out the tokens flagged at the view's layer
+  bool heads_csv = false;       // <name>_heads.csv, the image's part of heads.csv
+  // With clean, told each image's layer and how many of its tokens were left out, when set.
+  std::function<void(const InputJob&, int layer, std::size_t left_out)> on_clean;
 };
+
+// True when the options ask for the token diagnostics (ProcessOptions says which ask).
+bool needs_token_diagnostics(const ProcessOptions& options);
 
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
