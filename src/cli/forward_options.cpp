@@ -61,11 +61,13 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "forward",
       "Run a checkpoint's encoder on preprocessed tensors (.npy, float32/64, [3, H, W] or [N, 3, H, W]) and write\n"
       "<out>/<stem>_attention.npy [N, L, H, T, T], <stem>_features.npy [N, D] (class token after the final\n"
-      "norm) and <stem>_logits.npy [N, C] when the model has a classifier. With --class c, also the gradients\n"
-      "of the logit y_c from a backward pass: <stem>_grad_attention.npy [N, L, H, T, T] (∂y_c/∂A_l, A_l layer\n"
-      "l's attention probabilities) and <stem>_grad_blocks.npy [N, L, T, D] (∂y_c/∂ the input of block l); with\n"
-      "--method, <stem>_relevance_<method>.npy [N, grid_h, grid_w] for each. Takes --model, -o and the\n"
-      "Checkpoints options; for checking against other implementations (PyTorch autograd).");
+      "norm), <stem>_tokens.npy [N, T, D] (every token after the final norm), <stem>_norms.npy [N, L, T] (the\n"
+      "L2 norm of every token after each block) and <stem>_logits.npy [N, C] when the model has a classifier.\n"
+      "With --class c, also the gradients of the logit y_c from a backward pass: <stem>_grad_attention.npy\n"
+      "[N, L, H, T, T] (∂y_c/∂A_l, A_l layer l's attention probabilities) and <stem>_grad_blocks.npy\n"
+      "[N, L, T, D] (∂y_c/∂ the input of block l); with --method, <stem>_relevance_<method>.npy\n"
+      "[N, grid_h, grid_w] for each. Takes --model, -o and the Checkpoints options; for checking against\n"
+      "other implementations (PyTorch autograd).");
   forward->footer(
       "Examples:\n"
       "  vitattn forward --model m.safetensors x.npy        vitattn-out/x_attention.npy, x_features.npy, …\n"

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/token_diagnostics.hpp"
 #include "core/vit_backward.hpp"
 #include "files/file_io.hpp"
 #include "pipeline/output_guard.hpp"
@@ -43,6 +44,8 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
 // The arrays of one input, each image's rows after the last one's.
 struct Arrays {
   std::vector<float> attention, features, logits;
+  std::vector<float> tokens;  // [N, T, width] every row of ForwardResult::tokens
+  std::vector<float> norms;   // [N, layers, T] token_norms of each block's output
   std::vector<float> grad_attention, grad_blocks;  // with a class only
   std::vector<std::vector<float>> relevance;       // [method] with a class only
   std::uint64_t n_tokens = 0, width = 0, grid_h = 0, grid_w = 0;
@@ -76,12 +79,32 @@ void add_gradients(const VitModel& model, const ForwardTape& tape, const Forward
     out.relevance[m].insert(out.relevance[m].end(), maps[m].data(), maps[m].data() + maps[m].size());
 }
 
+// Every layer's token norms of the stream after its block, told by the forward as each block
+// ends; a layer it did not tell (which a full forward always does) is an error, not zeros.
+class NormsOfBlocks {
+ public:
+  explicit NormsOfBlocks(int layers) : norms_(static_cast<std::size_t>(layers)) {}
+  void hear(int layer, const Matrix& x) { norms_.at(static_cast<std::size_t>(layer)) = token_norms(x); }
+  // Appends (layers, n_tokens) row after row to `out`.
+  void append_to(std::vector<float>& out, Eigen::Index n_tokens) const {
+    for (std::size_t l = 0; l < norms_.size(); ++l) {
+      if (norms_[l].size() != n_tokens) throw Error(fmt::format("forward: layer {}'s output was not told", l));
+      out.insert(out.end(), norms_[l].data(), norms_[l].data() + norms_[l].size());
+    }
+  }
+
+ private:
+  std::vector<RowVector> norms_;  // [layer] (n_tokens)
+};
+
 void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest& r, Arrays& out) {
   ForwardOptions fo;
   fo.keep_from_layer = 0;
   fo.scale = r.scale;
   ForwardTape tape;
   if (r.class_index) fo.tape = &tape;
+  NormsOfBlocks norms(model.n_layers());
+  fo.on_block_output = [&norms](int layer, const Matrix& stream) { norms.hear(layer, stream); };
   const ForwardResult result = forward(model, x, fo);
   out.n_tokens = static_cast<std::uint64_t>(result.tokens.rows());
   out.width = static_cast<std::uint64_t>(result.tokens.cols());  // d_model, or d_attn after an attention-only block
@@ -90,6 +113,8 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   for (const auto& layer : result.attention)
     for (const Matrix& a : layer) out.attention.insert(out.attention.end(), a.data(), a.data() + a.size());
   out.features.insert(out.features.end(), result.tokens.data(), result.tokens.data() + result.tokens.cols());  // row 0: class token
+  out.tokens.insert(out.tokens.end(), result.tokens.data(), result.tokens.data() + result.tokens.size());  // row-major
+  norms.append_to(out.norms, result.tokens.rows());
   out.logits.insert(out.logits.end(), result.logits.data(), result.logits.data() + result.logits.size());
   if (r.class_index) add_gradients(model, tape, r, out);
 }
@@ -101,6 +126,10 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   written.attention = f.attention;
   io::write_npy(f.features, a.features.data(), {n, a.width});
   written.features = f.features;
+  io::write_npy(f.tokens, a.tokens.data(), {n, a.n_tokens, a.width});
+  written.tokens = f.tokens;
+  io::write_npy(f.norms, a.norms.data(), {n, layers, a.n_tokens});
+  written.norms = f.norms;
   if (model.w_head.size() == 0) return written;
   io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
   written.logits = f.logits;
@@ -137,7 +166,12 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
 ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   const std::string stem = input.stem().string();
   const auto named = [&](const std::string& what) { return r.output / (stem + "_" + what + ".npy"); };
-  ForwardOutputs f{named("attention"), named("features"), named("logits"), {}, {}, {}};
+  ForwardOutputs f;
+  f.attention = named("attention");
+  f.features = named("features");
+  f.tokens = named("tokens");
+  f.norms = named("norms");
+  f.logits = named("logits");
   if (!r.class_index) return f;
   f.grad_attention = named("grad_attention");
   f.grad_blocks = named("grad_blocks");
@@ -147,7 +181,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, logits, grad_attention, grad_blocks})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, grad_attention, grad_blocks})
     if (!p.empty()) out.push_back(p);
   out.insert(out.end(), relevance.begin(), relevance.end());
   return out;

@@ -7,7 +7,14 @@
 // For each input x.npy, in the output folder:
 //   x_attention.npy  [N, layers, heads, T, T]
 //   x_features.npy   [N, width]   the class token's row after the last block
+//   x_tokens.npy     [N, T, width]  every token after the final norm (ForwardResult::tokens;
+//                                   its row 0 is x_features)
+//   x_norms.npy      [N, layers, T] the L2 norm of every token of the residual stream after
+//                                   each block, before the final norm (token_diagnostics.hpp's
+//                                   token_norms: what the artifact rule and the report read)
 //   x_logits.npy     [N, classes] only when the model has a classifier
+// T = 1 + registers + grid_h·grid_w, in the model's token order (class, registers, patches
+// row-major). The norms and the tokens let the token diagnostics be checked from outside.
 // and with a class c (ForwardRequest::class_index), from one backward pass of the logit y_c
 // (core/vit_backward.hpp) and the relevance maps on it (core/relevance.hpp):
 //   x_grad_attention.npy     [N, layers, heads, T, T]  ∂y_c/∂A_l, A_l layer l's attention probabilities
@@ -41,7 +48,7 @@ struct ForwardRequest {
 // What forward writes for one input, named in one place. The gradients' and the maps' names
 // are there only when the request has a class (relevance: one per method, in its order).
 struct ForwardOutputs {
-  std::filesystem::path attention, features, logits, grad_attention, grad_blocks;
+  std::filesystem::path attention, features, tokens, norms, logits, grad_attention, grad_blocks;
   std::vector<std::filesystem::path> relevance;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };

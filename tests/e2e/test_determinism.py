@@ -116,7 +116,8 @@ class Determinism(unittest.TestCase):
             return files_of(out)
 
         reference = forward(0)
-        self.assertEqual(sorted(str(p) for p in reference), ["x_attention.npy", "x_features.npy", "x_logits.npy"])
+        self.assertEqual(sorted(str(p) for p in reference),
+                         ["x_attention.npy", "x_features.npy", "x_logits.npy", "x_norms.npy", "x_tokens.npy"])
         for i, (name, env) in enumerate(ENVIRONMENTS.items()):
             self.same_bytes(reference, forward(i + 1, env), f"forward with {name}")
 

@@ -112,7 +112,7 @@ def check_same_as_converted(tmp, name, obj, x, ref_model, key=None, strip=None, 
     T.check("family torchvision" in a.stderr, f"{name}: the .pth is not read as torchvision")
     failed_before = T.failed
     got, want = npy_files(tmp / f"{name}_pth"), npy_files(tmp / f"{name}_st")
-    T.check(set(want) == {"x_attention.npy", "x_features.npy", "x_logits.npy"}, f"{name}: outputs {sorted(want)}")
+    T.check(set(want) == {"x_attention.npy", "x_features.npy", "x_tokens.npy", "x_norms.npy", "x_logits.npy"}, f"{name}: outputs {sorted(want)}")
     for f in want:
         T.check(got.get(f) == want[f], f"{name}: {f} differs between the .pth and the converted .safetensors")
     logits = ref_model(x).numpy()
@@ -335,7 +335,7 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
                 said = [w.split(":")[0] for w in p.stderr.split("family ")[1:]]
                 T.check(said and said[0].split()[0] == family, f"{name}: -v on {which} names family {said}, want {family}")
             got, want = npy_files(tmp / f"{tag}_pth"), npy_files(tmp / f"{tag}_st")
-            expected = {"x_attention.npy", "x_features.npy"} | ({"x_logits.npy"} if logits is not None else set())
+            expected = {"x_attention.npy", "x_features.npy", "x_tokens.npy", "x_norms.npy"} | ({"x_logits.npy"} if logits is not None else set())
             T.check(set(got) == expected and set(want) == expected, f"{name}: outputs {sorted(got)} / {sorted(want)}")
             for f in want:
                 T.check(got.get(f) == want[f], f"{name}: {f} differs between {fname} and the .safetensors")

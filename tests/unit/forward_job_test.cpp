@@ -32,6 +32,8 @@ TEST(ForwardJob, WritesEachInputsArraysAndReportsAFailureAsData) {
   EXPECT_EQ(results[1].images, 2u);
   EXPECT_EQ(io::read_npy(results[1].written.attention).shape, (std::vector<std::uint64_t>{2, 1, 1, 17, 17}));
   EXPECT_EQ(io::read_npy(results[1].written.features).shape, (std::vector<std::uint64_t>{2, 8}));  // d_attn: attention only
+  EXPECT_EQ(io::read_npy(results[1].written.tokens).shape, (std::vector<std::uint64_t>{2, 17, 8}));  // [N, T, d_attn]
+  EXPECT_EQ(io::read_npy(results[1].written.norms).shape, (std::vector<std::uint64_t>{2, 1, 17}));   // [N, layers, T]
   EXPECT_TRUE(results[1].written.logits.empty());  // no classifier, no logits
   EXPECT_FALSE(fs::exists(dir / "x_logits.npy"));
 }
@@ -43,6 +45,10 @@ TEST(ForwardJob, NoOutputReplacesAnInputTheModelOrAnotherInputsOutput) {
   ForwardRequest r;
   r.output = dir.path();
   r.inputs = {dir / "x.npy", dir / "x_features.npy"};
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  r.inputs = {dir / "x.npy", dir / "x_norms.npy"};
+  EXPECT_THROW(check_forward_outputs(r), Error);
+  r.inputs = {dir / "x.npy", dir / "x_tokens.npy"};
   EXPECT_THROW(check_forward_outputs(r), Error);
   r.inputs = {dir / "m.npy"};
   r.model_file = dir / "m_logits.npy";
@@ -72,7 +78,7 @@ TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
   EXPECT_EQ(f.grad_attention, dir / "x_grad_attention.npy");
   EXPECT_EQ(f.grad_blocks, dir / "x_grad_blocks.npy");
   EXPECT_EQ(f.relevance, (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
-  EXPECT_EQ(f.all().size(), 7u);
+  EXPECT_EQ(f.all().size(), 9u);
 }
 
 }  // namespace
