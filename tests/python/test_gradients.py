@@ -507,7 +507,7 @@ def check_threads(tmp):
             return
         files[threads] = harness.files_of(out)
     names = sorted(files["1"])
-    T.check(len(names) == 5 + len(METHODS), f"--threads: {len(names)} files written: {names}")
+    T.check(len(names) == 7 + len(METHODS), f"--threads: {len(names)} files written: {names}")
     T.check(names == sorted(files["2"]), f"--threads 1 wrote {names}, --threads 2 {sorted(files['2'])}")
     for name in names:
         T.check(files["1"][name] == files["2"].get(name), f"{name}: bytes differ between --threads 1 and 2")
