@@ -101,10 +101,15 @@ void require_layer(int layer, int layers) {
 void TokenRecorder::add_attention(int layer, const std::vector<Matrix>& heads) {
   require_layer(layer, shape_.layers);
   const auto l = static_cast<std::size_t>(layer);
-  if (static_cast<int>(heads.size()) != shape_.heads || heads.front().rows() != shape_.tokens())
+  // No head read before the count is known right: an empty list has no front().
+  const bool square = std::all_of(heads.begin(), heads.end(), [&](const Matrix& a) {
+    return a.rows() == shape_.tokens() && a.cols() == shape_.tokens();
+  });
+  if (static_cast<int>(heads.size()) != shape_.heads || !square)
     throw Error("TokenRecorder: layer " + std::to_string(layer) + " has " + std::to_string(heads.size()) +
-                " heads of " + std::to_string(heads.front().rows()) + " tokens, expected " +
-                std::to_string(shape_.heads) + " of " + std::to_string(shape_.tokens()));
+                " heads" + (heads.empty() ? "" : " of " + std::to_string(heads.front().rows()) + "x" +
+                                                     std::to_string(heads.front().cols()) + " tokens") +
+                ", expected " + std::to_string(shape_.heads) + " of " + std::to_string(shape_.tokens()));
   sinks_.row(layer) = sink_scores(heads);
   Matrix rows(shape_.heads, shape_.tokens());  // (heads, n_tokens) each head's class-token row
   distance_[l].clear();

@@ -233,6 +233,8 @@ TEST(TokenRecorder, FinishNamesTheFirstLayerNotHeard) {
   EXPECT_THROW(rec.add_block_output(-1, x), Error);
   EXPECT_THROW(rec.add_block_output(0, Matrix::Ones(5, 2)), Error);  // 5 tokens, not 6
   EXPECT_THROW(rec.add_attention(0, {heads[0]}), Error);             // 1 head, not 2
+  EXPECT_THROW(rec.add_attention(0, {}), Error);                     // no head at all: said, not read
+  EXPECT_THROW(rec.add_attention(0, {heads[0], Matrix::Constant(6, 5, 0.2f)}), Error);  // not (T, T)
 }
 
 TEST(TokenRecorder, RefusesARatioOrThresholdOutOfRange) {
