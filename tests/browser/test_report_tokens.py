@@ -1,7 +1,8 @@
 """--report's Tokens panel, in a real browser (headless Debian Chromium, one session for this file).
 
 Random DINOv2-style models (D 32, patch 8, 3 layers, 2 heads; 4 registers with layer scale, and
-one without registers) on a 32 × 32 image, the models' own input size (no resize). The oracle is
+one without registers) on a 32 × 32 image, the models' own input size (no resize), and with
+--keep-aspect on a 56 × 32 one (a 4 × 7 grid, positions resampled as DINOv2 does). The oracle is
 a ViT written below in torch from the equations, in float64, on the image preprocessed here
 (RGB / 255, ImageNet mean and std): each layer's stream after the block and its attention.
 Checked, for every layer:
@@ -48,6 +49,7 @@ except ImportError as e:  # pragma: no cover
 
 D, P, GRID, LAYERS, MLP, HEADS, REGISTERS = 32, 8, 4, 3, 64, 2, 4
 N = GRID * GRID
+WIDE = (4, 7)        # the --keep-aspect image's grid, rows × columns
 RATIO = 1.2          # --artifact-ratio: low enough that random models flag a few tokens
 MASK_THRESHOLD = 0.6  # heads' mass mask without --threshold
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -75,11 +77,23 @@ def preprocess(path):
     return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))[None].astype(np.float64))
 
 
+def positions(pos, gh, gw):
+    """The patch positions [gh·gw, D], resampled from the trained GRID as DINO/DINOv2's
+    interpolate_pos_encoding does (bicubic, scale factor with a 0.1 offset)."""
+    if (gh, gw) == (GRID, GRID):
+        return pos[0, 1:]
+    grid = pos[0, 1:].reshape(1, GRID, GRID, D).permute(0, 3, 1, 2)             # [1, D, g, g]
+    grid = F.interpolate(grid, scale_factor=((gh + 0.1) / GRID, (gw + 0.1) / GRID), mode="bicubic", align_corners=False)
+    assert grid.shape[-2:] == (gh, gw), grid.shape
+    return grid.permute(0, 2, 3, 1).reshape(gh * gw, D)
+
+
 def reference(tensors, image, registers):
     """→ (streams [L, T, D], attention [L, H, T, T]) numpy float64: x after each block, its softmax."""
     t = {k: torch.from_numpy(np.asarray(v, np.float64)) for k, v in tensors.items()}
+    gh, gw = image.shape[2] // P, image.shape[3] // P
     patches = F.conv2d(image, t["patch_embed.proj.weight"], t["patch_embed.proj.bias"], stride=P)
-    patches = patches.flatten(2).transpose(1, 2)[0] + t["pos_embed"][0, 1:]      # [N, D]
+    patches = patches.flatten(2).transpose(1, 2)[0] + positions(t["pos_embed"], gh, gw)  # [gh·gw, D]
     parts = [(t["cls_token"][0, 0] + t["pos_embed"][0, 0])[None]]                # [1, D]
     if registers:
         parts.append(t["register_tokens"][0])                                    # [R, D], no position
@@ -115,14 +129,14 @@ def expected_tokens(streams, attention, first_patch, ratio):
     return out
 
 
-def patch_distances():
-    yx = np.array([(i // GRID, i % GRID) for i in range(N)], np.float64) * P
-    return np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))    # [N, N] pixels
+def patch_distances(gh, gw):
+    yx = np.array([(i // gw, i % gw) for i in range(gh * gw)], np.float64) * P
+    return np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))    # [n, n] pixels
 
 
-def expected_heads(attention, first_patch, flagged):
+def expected_heads(attention, first_patch, flagged, gh, gw):
     """[layer][head] → (entropy, distance, mask share, flagged share), numpy on the oracle."""
-    dist = patch_distances()
+    dist = patch_distances(gh, gw)
     rows = {}
     for l, a in enumerate(attention):
         for h in range(HEADS):
@@ -130,7 +144,7 @@ def expected_heads(attention, first_patch, flagged):
             entropy = float(-(row[row > 0] * np.log(row[row > 0])).sum())
             pp = a[h, first_patch:, first_patch:]                          # [N, N] patch queries → patch keys
             distance = float(((pp * dist).sum(1) / pp.sum(1)).mean())
-            mask = harness.dino_mask(row[first_patch:].reshape(GRID, GRID), MASK_THRESHOLD)
+            mask = harness.dino_mask(row[first_patch:].reshape(gh, gw), MASK_THRESHOLD)
             rows[(l, h)] = (entropy, distance, float(mask.mean()), float(row[flagged[l]].sum()))
     return rows
 
@@ -143,8 +157,9 @@ def expected_heads(attention, first_patch, flagged):
 def made():
     tmp = tempfile.TemporaryDirectory(prefix="vitattn-report-tokens-")
     d = Path(tmp.name)
-    img = d / "img.png"
+    img, wide = d / "img.png", d / "wide.png"
     cv2.imwrite(str(img), photo_like(GRID * P, GRID * P, 5))
+    cv2.imwrite(str(wide), photo_like(WIDE[0] * P, WIDE[1] * P, 6))  # --keep-aspect: its own size, no resize
     reg_t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=41, registers=REGISTERS)
     plain_t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=42)
     safetensors_io.write(d / "reg.safetensors", reg_t, {"num_heads": str(HEADS)}, dtype="F32")
@@ -156,15 +171,24 @@ def made():
         "-o", d / "clean", "-q")
     run("--model", d / "reg.safetensors", "--save-attention", "--layer", 1, img, "-o", d / "layer1", "-q")
     run("--model", d / "plain.safetensors", "--report", img, "-o", d / "plain", "-q")
+    run("--model", d / "reg.safetensors", "--report", "--save-attention", "--keep-aspect", *ratio, wide,
+        "-o", d / "wide", "-q")
     image = preprocess(img)
     reg = reference(reg_t, image, REGISTERS)
     plain = reference(plain_t, image, 0)
-    yield {"dir": d, "reg": d / "reg" / "img_report.html", "clean": d / "clean" / "img_report.html",
-           "plain": d / "plain" / "img_report.html",
-           "attn": {0: np.load(d / "clean" / "img_attn.npy"), 1: np.load(d / "layer1" / "img_attn.npy"),
-                    2: np.load(d / "reg" / "img_attn.npy")},
-           "reg_expected": expected_tokens(*reg, 1 + REGISTERS, RATIO), "reg_attention": reg[1],
-           "plain_expected": expected_tokens(*plain, 1, 3.0)}
+    wide_ref = reference(reg_t, preprocess(wide), REGISTERS)
+    pages = {"reg": {"page": d / "reg" / "img_report.html", "grid": (GRID, GRID), "ratio": RATIO,
+                     "first_patch": 1 + REGISTERS, "expected": expected_tokens(*reg, 1 + REGISTERS, RATIO),
+                     "attention": reg[1], "attn": {0: np.load(d / "clean" / "img_attn.npy"),
+                                                   1: np.load(d / "layer1" / "img_attn.npy"),
+                                                   2: np.load(d / "reg" / "img_attn.npy")}},
+             "wide": {"page": d / "wide" / "wide_report.html", "grid": WIDE, "ratio": RATIO,
+                      "first_patch": 1 + REGISTERS, "expected": expected_tokens(*wide_ref, 1 + REGISTERS, RATIO),
+                      "attention": wide_ref[1], "attn": {2: np.load(d / "wide" / "wide_attn.npy")}},
+             "plain": {"page": d / "plain" / "img_report.html", "grid": (GRID, GRID), "ratio": 3.0, "first_patch": 1,
+                       "expected": expected_tokens(*plain, 1, 3.0), "attention": plain[1], "attn": {}}}
+    yield {"dir": d, "pages": pages, "reg": pages["reg"]["page"], "clean": d / "clean" / "img_report.html",
+           "reg_expected": pages["reg"]["expected"]}
     tmp.cleanup()
 
 
@@ -187,12 +211,12 @@ def assert_flags(got, want, norms):
     assert set(got) - near == set(want["flagged"]) - near, (got, want["flagged"])
 
 
-def check_layer(got, want, first_patch):
+def check_layer(got, want, first_patch, ratio):
     norms = np.asarray(got["norms"], np.float64)
     assert norms.shape == want["norms"].shape
     assert np.abs(norms - want["norms"]).max() <= 1e-5 * want["norms"].max(), (norms, want["norms"])
     assert got["median"] == pytest.approx(want["median"], rel=1e-5)
-    assert got["ratio"] == pytest.approx(RATIO if first_patch > 1 else 3.0, rel=1e-7)
+    assert got["ratio"] == pytest.approx(ratio, rel=1e-7)
     assert got["threshold"] == pytest.approx(got["ratio"] * got["median"], rel=1e-12)
     assert_flags(got["flagged"], want, want["norms"])
     assert got["flagged"] == sorted(got["flagged"]) and all(j >= first_patch for j in got["flagged"])
@@ -205,17 +229,21 @@ def check_layer(got, want, first_patch):
         assert got["register_share"] == pytest.approx(want["register_share"], abs=1e-6)
 
 
-def test_tokens_are_torchs(made):
-    open_page(made["reg"])
+@pytest.mark.parametrize("name", ["reg", "wide"])
+def test_tokens_are_torchs(made, name):
+    m = made["pages"][name]
+    open_page(m["page"])
+    assert js("return window.vitattn.info().grid") == list(m["grid"])
     flagged_layers = 0
     for layer in range(LAYERS):
-        got, want = tokens(layer), made["reg_expected"][layer]
+        got, want = tokens(layer), m["expected"][layer]
         assert got["layer"] == layer
-        check_layer(got, want, 1 + REGISTERS)
+        check_layer(got, want, m["first_patch"], m["ratio"])
         flagged_layers += bool(got["flagged"])
         # The sinks from the command line's own float32 matrices of that layer: [H, T, T].
-        attn = made["attn"][layer].astype(np.float64)
-        assert np.abs(np.asarray(got["sinks"]) - attn.mean(axis=(0, 1))).max() <= 1e-6
+        if layer in m["attn"]:
+            attn = m["attn"][layer].astype(np.float64)
+            assert np.abs(np.asarray(got["sinks"]) - attn.mean(axis=(0, 1))).max() <= 1e-6
         assert got["left_out_by_clean"] is None  # no --clean on this page
     assert flagged_layers > 0, "the test needs some flagged tokens: lower RATIO"
     # The default layer is the one shown; a layer outside the model is refused.
@@ -228,18 +256,22 @@ def test_tokens_are_torchs(made):
 
 
 def test_model_without_registers(made):
-    open_page(made["plain"])
+    m = made["pages"]["plain"]
+    open_page(m["page"])
     for layer in range(LAYERS):
-        check_layer(tokens(layer), made["plain_expected"][layer], 1)
+        check_layer(tokens(layer), m["expected"][layer], 1, 3.0)
     assert js("return document.getElementById('register-figure').hidden") is True
     assert js("return document.getElementById('tokens-panel').hidden") is False
     assert_clean()
 
 
-def test_head_table_is_numpys_and_sorts(made):
-    open_page(made["reg"])
-    flagged = [e["flagged"] for e in made["reg_expected"]]
-    want = expected_heads(made["reg_attention"], 1 + REGISTERS, flagged)
+@pytest.mark.parametrize("name", ["reg", "wide"])
+def test_head_table_is_numpys_and_sorts(made, name):
+    m = made["pages"][name]
+    open_page(m["page"])
+    flagged = [e["flagged"] for e in m["expected"]]
+    want = expected_heads(m["attention"], m["first_patch"], flagged, *m["grid"])
+    n = m["grid"][0] * m["grid"][1]
     cells = js("return Array.from(document.querySelectorAll('#head-table tbody tr')).map("
                "(tr) => Array.from(tr.cells).map((c) => c.textContent))")
     assert len(cells) == LAYERS * HEADS
@@ -249,7 +281,7 @@ def test_head_table_is_numpys_and_sorts(made):
         e = want[(l, h)]
         assert entropy == pytest.approx(e[0], abs=1e-4), (l, h)
         assert distance == pytest.approx(e[1], abs=1e-2), (l, h)
-        assert abs(mask - e[2]) <= 1 / N + 1e-4, (l, h)  # a tie at the mask's edge may go either way
+        assert abs(mask - e[2]) <= 1 / n + 1e-4, (l, h)  # a tie at the mask's edge may go either way
         assert share == pytest.approx(e[3], abs=1e-4), (l, h)
     columns = ["layer", "head", "entropy", "distance", "mask", "flagged"]
 
@@ -283,16 +315,20 @@ def canvas_pixels(canvas_id):
     return np.asarray(data, np.uint8).reshape(h, w, 4)
 
 
-def test_token_map_outlines_the_flagged(made):
-    open_page(made["reg"])
+@pytest.mark.parametrize("name", ["reg", "wide"])
+def test_token_map_outlines_the_flagged(made, name):
+    m = made["pages"][name]
+    gh, gw = m["grid"]
+    open_page(m["page"])
     for layer in range(LAYERS):
         js("window.vitattn.select({layer: arguments[0]})", layer)
         flagged = set(tokens(layer)["flagged"])
+        assert_flags(flagged, m["expected"][layer], m["expected"][layer]["norms"])
         px = canvas_pixels("token-map")
-        ch, cw = px.shape[0] / GRID, px.shape[1] / GRID
-        for p in range(N):
+        ch, cw = px.shape[0] / gh, px.shape[1] / gw
+        for p in range(gh * gw):
             # The middle of the cell's left edge, on the outline's magenta line (x + 2).
-            x, y = int(p % GRID * cw + 2), int(p // GRID * ch + ch / 2)
+            x, y = int(p % gw * cw + 2), int(p // gw * ch + ch / 2)
             magenta = np.abs(px[y, x, :3].astype(int) - (0xff, 0x2b, 0xd6)).max() <= 2
             assert magenta == (1 + REGISTERS + p in flagged), (layer, p, px[y, x])
     assert_clean()
