@@ -455,8 +455,10 @@
     for (let k = Math.ceil(lo); k <= Math.floor(hi); k++) {  // a tick at each power of ten
       const x = x0 + ((k - lo) / (hi - lo)) * w;
       g.beginPath(); g.moveTo(x, y0 + h); g.lineTo(x, y0 + h + 4); g.stroke();
-      g.fillText(`1e${k}`, x - 10, y0 + h + 15);
+      g.fillText(`1e${k}`, x - 10, y0 + h + 26);
     }
+    g.fillText(num(10 ** lo), x0, y0 + h + 13);  // the axis' ends
+    g.fillText(num(10 ** hi), x0 + w - 30, y0 + h + 13);
     g.fillStyle = 'hsl(210, 60%, 55%)';
     counts.forEach((n, b) => { if (n) { const bh = (n / top) * (h - 4); g.fillRect(x0 + (b / bins) * w + 1, y0 + h - bh, w / bins - 2, bh); } });
     g.setLineDash([4, 3]); g.strokeStyle = css.color;
@@ -464,7 +466,7 @@
     g.setLineDash([]); g.strokeStyle = '#e03131'; g.lineWidth = 2;
     g.beginPath(); g.moveTo(xOf(limit), y0); g.lineTo(xOf(limit), y0 + h); g.stroke();
     g.fillStyle = css.color;
-    g.fillText('norm', x0 + w - 24, c.height - 6);
+    g.fillText('norm', x0 + w / 2 - 12, y0 + h + 13);
     $('token-hist-note').textContent = `Median ${num(median)}; threshold ${shown(tok.ratio)} × median = ${num(limit)}; ` +
       `${tok.flagged[l].length} of ${N} patches flagged.`;
   }
@@ -532,7 +534,7 @@
       g.putImageData(px, 0, 0);
     }
     if (!tok) { for (const id of ['token-map', 'token-hist', 'sinks', 'head-table']) $(id).hidden = true; return; }
-    const [iw, ih] = D.image_size, f = Math.min(1, 512 / Math.max(iw, ih));
+    const [iw, ih] = D.image_size, f = 448 / Math.max(iw, ih);  // larger or smaller: a panel-sized picture
     $('token-map').width = Math.max(1, Math.round(iw * f)); $('token-map').height = Math.max(1, Math.round(ih * f));
     $('tokens-about').textContent = `A patch token is flagged as an artifact at a layer when its norm is above ${shown(tok.ratio)} × ` +
       'the median patch norm of that layer (--artifact-ratio): trained ViTs reuse a few low-information patches as scratch ' +
