@@ -263,6 +263,15 @@ void write_report_page(ReportBuilder& report, const InputJob& job, const cv::Mat
                model_summary(model));
 }
 
+// --report's Tokens panel: the diagnostics of the forward that drew the maps and, with --clean,
+// how many tokens it left out of them.
+void add_token_panel(ReportBuilder& report, const VitModel& model, const Attended& a, const ProcessOptions& options) {
+  if (!a.tokens) return;
+  std::optional<std::size_t> left_out;
+  if (options.clean) left_out = tokens_left_out(model, a, options).size();
+  report.add_tokens(*a.tokens, heads_threshold(options.view), left_out);
+}
+
 // --save-attention: the drawn layer's heads (_attn.npy), every drawn map (_cls.npy, or one
 // _cls<tag>.npy a map; --head all: one stacked file) and, with --threshold, the masks.
 void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, const std::vector<NamedMap>& named,
@@ -328,6 +337,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
+  if (report) add_token_panel(*report, model, attended, options);
   if (report) write_report_page(*report, job, bgr, x, model, options, g, named.front().map);
   if (options.save_attention) write_saved_maps(job, attended.heads, named, masks, view, g);
   if (options.faithfulness && classify)

@@ -2,8 +2,9 @@
 // the data vitattn wrote into this page. No network, no library: the page is one file.
 // With a classifier, also the most likely classes and each one's relevance maps (chefer,
 // grad-rollout, legrad, gradcam), one picked by the method and class pickers.
+// With the token diagnostics, a Tokens panel: norms and artifacts, sinks, register share, the heads.
 // Contract for scripts and tests: window.vitattn.select({layer, head, query, view, rollout, method, class}),
-// .row(), .info(), .state(), .mapError().
+// .row(), .info(), .state(), .mapError(), .tokens({layer}), .headTable().
 (() => {
   'use strict';
   const D = JSON.parse(document.getElementById('vitattn-data').textContent);
@@ -388,11 +389,194 @@
     try { history.replaceState(null, '', h); } catch (e) { location.hash = h; }
   }
 
+  // ---- the Tokens panel (core/token_diagnostics.hpp): for the layer of the layer picker, every
+  // token's norm after the block with the artifacts flagged (norm > ratio × the median patch
+  // norm), the sink scores (attention received: the mean over heads and query rows of a column),
+  // the register share per layer, the per-head table, the PCA picture when the page holds one.
+  const TP = D.tokens_panel || null;
+  const tok = TP && TP.norms !== undefined ? {
+    norms: floats(TP.norms), sinks: floats(TP.sinks),  // (L, T) each
+    median: TP.median, flagged: TP.flagged, ratio: TP.ratio, registerShare: TP.register_share,
+    heads: TP.heads, clean: TP.clean, maskThreshold: TP.mask_threshold,
+  } : null;
+  const pca = TP && TP.pca ? bytes(TP.pca) : null;  // (GH, GW, 3) RGB
+  const layerOf = (arr, l) => arr.subarray(l * T, (l + 1) * T);
+  function tokensOf(l) {
+    return { layer: l, norms: Array.from(layerOf(tok.norms, l)), flagged: tok.flagged[l].slice(),
+      sinks: Array.from(layerOf(tok.sinks, l)), median: tok.median[l], ratio: tok.ratio,
+      threshold: tok.ratio * tok.median[l], register_share: tok.registerShare ? tok.registerShare[l] : null,
+      left_out_by_clean: tok.clean && tok.clean.layer === l ? tok.clean.left_out : null };
+  }
+  const tokenHeat = document.createElement('canvas');
+  tokenHeat.width = GW; tokenHeat.height = GH;
+  const tokenHeatCtx = tokenHeat.getContext('2d'), tokenPixels = tokenHeatCtx.createImageData(GW, GH);
+  const shown = (v) => String(Number(v.toPrecision(6)));  // a float32 setting as it was typed: 1.2, not 1.2000000476837158
+  const num = (v) => (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : v.toPrecision(4));
+
+  // The image with the layer's norms (or sinks) over the patches, min-max through the colormap
+  // on the patch grid; each flagged token outlined.
+  function drawTokenMap() {
+    const c = $('token-map'), g = c.getContext('2d'), W = c.width, Hh = c.height, cw = W / GW, ch = Hh / GH;
+    const l = state.layer, sinks = $('token-show').value === 'sinks';
+    const vec = layerOf(sinks ? tok.sinks : tok.norms, l);
+    if (imageReady) g.drawImage(image, 0, 0, W, Hh); else { g.fillStyle = '#000'; g.fillRect(0, 0, W, Hh); }
+    paintMap(vec, tokenPixels);
+    tokenHeatCtx.putImageData(tokenPixels, 0, 0);
+    g.imageSmoothingEnabled = false;
+    g.globalAlpha = state.alpha;
+    g.drawImage(tokenHeat, 0, 0, W, Hh);
+    g.globalAlpha = 1;
+    for (const t of tok.flagged[l]) {
+      const p = t - FP, x = (p % GW) * cw, y = Math.floor(p / GW) * ch;
+      g.lineWidth = 4; g.strokeStyle = '#fff'; g.strokeRect(x + 2, y + 2, cw - 4, ch - 4);
+      g.lineWidth = 2; g.strokeStyle = '#ff2bd6'; g.strokeRect(x + 2, y + 2, cw - 4, ch - 4);
+    }
+    const others = Array.from({ length: FP }, (_, t) => `${t === 0 ? 'class token' : `register ${t - 1}`} ${num(vec[t])}`);
+    $('token-map-note').textContent = `${sinks ? 'sink scores' : 'norms'} of the non-patch tokens: ${others.join(', ')}.`;
+  }
+
+  // A histogram of the patch tokens' norms on a log₁₀ axis, the threshold and the median marked.
+  function drawHistogram() {
+    const c = $('token-hist'), g = c.getContext('2d'), css = getComputedStyle(document.body);
+    const l = state.layer, norms = layerOf(tok.norms, l).subarray(FP), median = tok.median[l], limit = tok.ratio * median;
+    const lg = (v) => Math.log10(Math.max(v, 1e-30));
+    let lo = Math.min(lg(median), lg(limit)), hi = Math.max(lg(median), lg(limit));
+    for (const v of norms) { lo = Math.min(lo, lg(v)); hi = Math.max(hi, lg(v)); }
+    const pad = (hi - lo) * 0.05 || 0.1;
+    lo -= pad; hi += pad;
+    const bins = 30, counts = new Array(bins).fill(0);
+    for (const v of norms) counts[Math.min(bins - 1, Math.floor(((lg(v) - lo) / (hi - lo)) * bins))]++;
+    const x0 = 40, y0 = 10, w = c.width - 50, h = c.height - 40, top = Math.max(...counts, 1);
+    const xOf = (v) => x0 + ((lg(v) - lo) / (hi - lo)) * w;
+    g.clearRect(0, 0, c.width, c.height);
+    g.font = '11px system-ui, sans-serif'; g.fillStyle = css.color; g.strokeStyle = css.color; g.lineWidth = 1;
+    g.strokeRect(x0, y0, w, h);
+    g.fillText(String(top), 4, y0 + 10); g.fillText('0', 4, y0 + h);
+    for (let k = Math.ceil(lo); k <= Math.floor(hi); k++) {  // a tick at each power of ten
+      const x = x0 + ((k - lo) / (hi - lo)) * w;
+      g.beginPath(); g.moveTo(x, y0 + h); g.lineTo(x, y0 + h + 4); g.stroke();
+      g.fillText(`1e${k}`, x - 10, y0 + h + 26);
+    }
+    g.fillText(num(10 ** lo), x0, y0 + h + 13);  // the axis' ends
+    g.fillText(num(10 ** hi), x0 + w - 30, y0 + h + 13);
+    g.fillStyle = 'hsl(210, 60%, 55%)';
+    counts.forEach((n, b) => { if (n) { const bh = (n / top) * (h - 4); g.fillRect(x0 + (b / bins) * w + 1, y0 + h - bh, w / bins - 2, bh); } });
+    g.setLineDash([4, 3]); g.strokeStyle = css.color;
+    g.beginPath(); g.moveTo(xOf(median), y0); g.lineTo(xOf(median), y0 + h); g.stroke();
+    g.setLineDash([]); g.strokeStyle = '#e03131'; g.lineWidth = 2;
+    g.beginPath(); g.moveTo(xOf(limit), y0); g.lineTo(xOf(limit), y0 + h); g.stroke();
+    g.fillStyle = css.color;
+    g.fillText('norm', x0 + w / 2 - 12, y0 + h + 13);
+    $('token-hist-note').textContent = `Median ${num(median)}; threshold ${shown(tok.ratio)} × median = ${num(limit)}; ` +
+      `${tok.flagged[l].length} of ${N} patches flagged.`;
+  }
+
+  // The register share of every layer, the layer shown marked.
+  function drawRegisterShare() {
+    if (!tok.registerShare) return;
+    const c = $('register-share'), g = c.getContext('2d'), css = getComputedStyle(document.body);
+    const x0 = 40, y0 = 10, w = c.width - 50, h = c.height - 40, share = tok.registerShare;
+    const hi = Math.max(...share, 1e-9) > 0.5 ? 1 : Math.max(...share) * 1.1 || 1;
+    const xOf = (l) => x0 + (L > 1 ? (l / (L - 1)) * w : w / 2), yOf = (v) => y0 + h - (v / hi) * h;
+    g.clearRect(0, 0, c.width, c.height);
+    g.font = '11px system-ui, sans-serif'; g.fillStyle = css.color; g.strokeStyle = css.color; g.lineWidth = 1;
+    g.strokeRect(x0, y0, w, h);
+    g.fillText(hi.toFixed(2), 4, y0 + 10); g.fillText('0', 4, y0 + h);
+    g.fillText('layer 0', x0, y0 + h + 15); g.fillText(`${L - 1}`, x0 + w - 10, y0 + h + 15);
+    g.strokeStyle = 'hsl(210, 60%, 55%)'; g.lineWidth = 2; g.beginPath();
+    share.forEach((v, l) => (l ? g.lineTo(xOf(l), yOf(v)) : g.moveTo(xOf(l), yOf(v))));
+    g.stroke();
+    share.forEach((v, l) => {
+      g.beginPath(); g.arc(xOf(l), yOf(v), l === state.layer ? 5 : 3, 0, 2 * Math.PI);
+      g.fillStyle = l === state.layer ? '#ff2bd6' : 'hsl(210, 60%, 55%)'; g.fill();
+    });
+    g.fillStyle = css.color;
+    g.fillText(`layer ${state.layer}: ${(share[state.layer] * 100).toFixed(2)} % to ${FP - 1} registers`, x0 + 60, c.height - 6);
+  }
+
+  // The layer's five strongest sinks, against the 1/T of a uniform layer.
+  function drawSinks() {
+    const l = state.layer, s = layerOf(tok.sinks, l), flagged = new Set(tok.flagged[l]);
+    const order = Array.from({ length: T }, (_, t) => t).sort((a, b) => s[b] - s[a] || a - b).slice(0, 5);
+    $('sinks').replaceChildren(...order.map((t) => {
+      const li = document.createElement('li');
+      li.textContent = `${tokenName(t)}: ${num(s[t])} (${(s[t] * T).toFixed(1)} × the uniform 1/T)${flagged.has(t) ? ' · flagged' : ''}`;
+      return li;
+    }));
+  }
+
+  // The head table: one row a (layer, head), sorted by the clicked column (again: the other way).
+  const headColumns = ['layer', 'head', 'entropy', 'distance', 'mask', 'flagged'];
+  const headRows = [];
+  const headSort = { key: null, dir: 1 };
+  function headValue(r, key) { return key === 'layer' ? r.layer : key === 'head' ? r.head : tok.heads[key][r.layer][r.head]; }
+  function sortHeads(key) {
+    headSort.dir = headSort.key === key ? -headSort.dir : 1;
+    headSort.key = key;
+    headRows.sort((a, b) => (headValue(a, key) - headValue(b, key)) * headSort.dir || a.layer - b.layer || a.head - b.head);
+    const body = $('head-table').tBodies[0];
+    for (const r of headRows) body.append(r.el);
+    for (const th of $('head-table').tHead.rows[0].cells) {
+      th.classList.toggle('sorted-asc', th.dataset.key === key && headSort.dir > 0);
+      th.classList.toggle('sorted-desc', th.dataset.key === key && headSort.dir < 0);
+    }
+  }
+  function setupTokens() {
+    if (!tok && !pca) return;
+    $('tokens-panel').hidden = false;
+    if (pca) {
+      $('pca-figure').hidden = false;
+      const c = $('pca'), g = c.getContext('2d'), px = g.createImageData(GW, GH);
+      c.width = GW; c.height = GH;
+      for (let p = 0; p < N; p++) {
+        px.data[p * 4] = pca[p * 3]; px.data[p * 4 + 1] = pca[p * 3 + 1]; px.data[p * 4 + 2] = pca[p * 3 + 2]; px.data[p * 4 + 3] = 255;
+      }
+      g.putImageData(px, 0, 0);
+    }
+    if (!tok) { for (const id of ['token-map', 'token-hist', 'sinks', 'head-table']) $(id).hidden = true; return; }
+    const [iw, ih] = D.image_size, f = 448 / Math.max(iw, ih);  // larger or smaller: a panel-sized picture
+    $('token-map').width = Math.max(1, Math.round(iw * f)); $('token-map').height = Math.max(1, Math.round(ih * f));
+    $('tokens-about').textContent = `A patch token is flagged as an artifact at a layer when its norm is above ${shown(tok.ratio)} × ` +
+      'the median patch norm of that layer (--artifact-ratio): trained ViTs reuse a few low-information patches as scratch ' +
+      'space, with large norms that soak up attention. The head table\'s mask share is DINO\'s mass mask of the class ' +
+      `token's row at ${shown(tok.maskThreshold)}; flagged share: the class token's attention on the layer's flagged tokens.`;
+    if (tok.clean) {
+      $('tokens-clean').hidden = false;
+      $('tokens-clean').textContent = `--clean left ${tok.clean.left_out} token${tok.clean.left_out === 1 ? '' : 's'} out of the ` +
+        `drawn map (those flagged at layer ${tok.clean.layer}); the attention in this page is as the model computed it.`;
+    }
+    $('register-figure').hidden = !tok.registerShare;
+    $('token-show').addEventListener('change', drawTokens);
+    const body = $('head-table').tBodies[0];
+    for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
+      const tr = body.insertRow();
+      tr.dataset.layer = String(l); tr.dataset.head = String(h);
+      tr.insertCell().textContent = String(l); tr.insertCell().textContent = String(h);
+      tr.insertCell().textContent = tok.heads.entropy[l][h].toFixed(4);
+      tr.insertCell().textContent = tok.heads.distance[l][h].toFixed(2);
+      tr.insertCell().textContent = tok.heads.mask[l][h].toFixed(4);
+      tr.insertCell().textContent = tok.heads.flagged[l][h].toFixed(4);
+      tr.addEventListener('click', () => {
+        const c = { layer: l, head: h, rollout: false };
+        if (!isFull(l)) { c.query = 0; c.view = 'query'; }
+        apply(c);
+      });
+      headRows.push({ layer: l, head: h, el: tr });
+    }
+    for (const th of $('head-table').tHead.rows[0].cells) th.addEventListener('click', () => sortHeads(th.dataset.key));
+  }
+  function drawTokens() {
+    if (!tok) return;
+    $('tokens-layer').textContent = String(state.layer);
+    drawTokenMap(); drawHistogram(); drawRegisterShare(); drawSinks();
+    for (const r of headRows) r.el.classList.toggle('current', r.layer === state.layer && r.head === state.head);
+  }
+
   let lastRedrawMs = 0;
   function redraw() {
     const t0 = performance.now();
     compute();
-    drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); syncControls(); writeHash();
+    drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); drawTokens(); syncControls(); writeHash();
     lastRedrawMs = performance.now() - t0;
   }
 
@@ -439,6 +623,18 @@
         method: isGradient(state.method) ? state.method : state.rollout ? 'rollout' : 'attention', class: state.cls };
     },
     stats() { return { entropy: D.entropy, distance: D.distance }; },
+    // The Tokens panel's numbers of a layer (default: the one shown): norms and sinks over the T
+    // tokens, the flagged token indices, the median patch norm, the ratio and threshold, the
+    // register share (null without registers), how many tokens --clean left out there (null
+    // when it did not run, or at another layer). null when the page has no token diagnostics.
+    tokens(opts = {}) {
+      if (!tok) return null;
+      const l = opts.layer === undefined ? state.layer : opts.layer;
+      if (!Number.isInteger(l) || l < 0 || l >= L) throw new Error(`vitattn.tokens: layer must be 0…${L - 1}`);
+      return tokensOf(l);
+    },
+    // The head table as shown, top to bottom: [{layer, head}].
+    headTable() { return headRows.map((r) => ({ layer: r.layer, head: r.head })); },
     steps() { return stepView; },
     lastRedrawMs() { return lastRedrawMs; },
   });
@@ -579,6 +775,7 @@
   const [iw, ih] = D.image_size, f = Math.min(1, 1024 / Math.max(iw, ih));
   view.width = Math.max(1, Math.round(iw * f)); view.height = Math.max(1, Math.round(ih * f));
   setup();
+  setupTokens();
   readHash();
   redraw();
   image.addEventListener('load', () => { imageReady = true; redraw(); document.body.dataset.ready = '1'; });

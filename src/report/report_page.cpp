@@ -11,6 +11,7 @@
 
 #include "core/attention_stats.hpp"
 #include "core/error.hpp"
+#include "core/token_diagnostics.hpp"
 #include "files/file_io.hpp"
 #include "report/html_page.hpp"
 #include "image/image_writer.hpp"
@@ -159,6 +160,46 @@ json relevance_json(const std::vector<ReportBuilder::RelevanceMap>& maps_in, con
   return {{"about", about}, {"maps", std::move(maps)}};
 }
 
+// A (rows, cols) row-major matrix as the page reads it: little-endian float32, base64.
+std::string float32_base64(const Matrix& m) {
+  return base64(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+}
+
+// The Tokens panel's data. norms, sinks: (layers, T) float32; flagged: each layer's token
+// indices; median, register_share: (layers); heads: one column of the head table each,
+// [layer][head]. clean: the drawn layer and how many tokens --clean left out there, or null.
+json tokens_json(const TokenDiagnostics& d, float mask_threshold, std::optional<std::size_t> clean, int clean_layer,
+                 const std::vector<std::uint8_t>& pca) {
+  json heads = {{"entropy", json::array()}, {"distance", json::array()}, {"mask", json::array()},
+                {"flagged", json::array()}};
+  for (const std::vector<HeadStats>& layer : d.heads) {
+    json entropy = json::array(), distance = json::array(), mask = json::array(), flagged = json::array();
+    for (const HeadStats& h : layer) {
+      entropy.push_back(h.entropy);
+      distance.push_back(h.distance_px);
+      mask.push_back(h.mask_share);
+      flagged.push_back(h.flagged_share);
+    }
+    heads["entropy"].push_back(std::move(entropy));
+    heads["distance"].push_back(std::move(distance));
+    heads["mask"].push_back(std::move(mask));
+    heads["flagged"].push_back(std::move(flagged));
+  }
+  json out = {{"ratio", d.artifact_ratio},
+              {"mask_threshold", mask_threshold},
+              {"norms", float32_base64(d.norms)},
+              {"sinks", float32_base64(d.sinks)},
+              {"median", std::vector<float>(d.median_norm.data(), d.median_norm.data() + d.median_norm.size())},
+              {"flagged", d.flagged},
+              {"register_share", d.shape.registers() > 0 ? json(std::vector<float>(d.register_share.data(),
+                                                                                   d.register_share.data() + d.register_share.size()))
+                                                          : json(nullptr)},
+              {"heads", std::move(heads)},
+              {"clean", clean ? json({{"layer", clean_layer}, {"left_out", *clean}}) : json(nullptr)},
+              {"pca", pca.empty() ? json(nullptr) : json(base64(pca.data(), pca.size()))}};
+  return out;
+}
+
 }  // namespace
 
 ReportBuilder::ReportBuilder(const ReportShape& shape, int full_layer, const ReportSettings& settings)
@@ -217,6 +258,31 @@ void ReportBuilder::add_query_key(const Matrix& q, const Matrix& k, bool scale) 
   q_ = q;
   k_ = k;
   qk_scale_ = scale;
+}
+
+void ReportBuilder::add_tokens(const TokenDiagnostics& tokens, float mask_threshold,
+                               std::optional<std::size_t> left_out_by_clean) {
+  const TokenShape& t = tokens.shape;
+  if (t.layers != shape_.layers || t.heads != shape_.heads || t.first_patch != shape_.first_patch ||
+      t.grid_h != shape_.grid_h || t.grid_w != shape_.grid_w || tokens.norms.rows() != shape_.layers ||
+      tokens.norms.cols() != shape_.tokens() || tokens.sinks.rows() != shape_.layers ||
+      tokens.sinks.cols() != shape_.tokens() || static_cast<int>(tokens.flagged.size()) != shape_.layers ||
+      static_cast<int>(tokens.heads.size()) != shape_.layers)
+    throw Error(fmt::format("report: token diagnostics of {} layers, {} heads, {} tokens on a {}x{} grid do not fit the "
+                            "page's {} layers, {} heads, {} tokens on a {}x{} grid",
+                            t.layers, t.heads, tokens.norms.cols(), t.grid_h, t.grid_w, shape_.layers, shape_.heads,
+                            shape_.tokens(), shape_.grid_h, shape_.grid_w));
+  tokens_ = tokens;
+  mask_threshold_ = mask_threshold;
+  clean_left_out_ = left_out_by_clean;
+}
+
+void ReportBuilder::add_pca(std::vector<std::uint8_t> rgb) {
+  const std::size_t expected = static_cast<std::size_t>(shape_.grid_h) * static_cast<std::size_t>(shape_.grid_w) * 3;
+  if (rgb.size() != expected)
+    throw Error(fmt::format("report: the PCA picture has {} bytes, expected {} (a {}x{} grid, RGB)", rgb.size(), expected,
+                            shape_.grid_h, shape_.grid_w));
+  pca_ = std::move(rgb);
 }
 
 double ReportBuilder::relevance_mb(int classes) const {
@@ -334,6 +400,8 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
                   {"q", base64(q_.data(), static_cast<std::size_t>(q_.size()) * sizeof(float))},
                   {"k", base64(k_.data(), static_cast<std::size_t>(k_.size()) * sizeof(float))}};
   }
+  if (tokens_) data["tokens_panel"] = tokens_json(*tokens_, mask_threshold_, clean_left_out_, full_layer_, pca_);
+  else if (!pca_.empty()) data["tokens_panel"] = {{"pca", base64(pca_.data(), pca_.size())}};
   const int layer = start.layer < 0 ? shape_.layers + start.layer : start.layer;
   data["start"] = {{"layer", std::clamp(layer, 0, shape_.layers - 1)},
                    {"head", start.head},

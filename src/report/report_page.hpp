@@ -6,6 +6,11 @@
 // For a model with a classifier it also holds the most likely classes with their
 // probabilities and, for each, every gradient method's relevance map (core/relevance.hpp),
 // stored as the attention is; a method and a class picker choose the map drawn.
+// With the token diagnostics (core/token_diagnostics.hpp) it also holds the Tokens panel:
+// every layer's token norms with the flagged artifacts, the sink scores, the register share,
+// the per-head table and, when given, the PCA picture of the last layer's patch features.
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -14,6 +19,7 @@
 #include <opencv2/core.hpp>
 
 #include "core/tensor.hpp"
+#include "core/token_diagnostics.hpp"
 
 namespace vitattn::io {
 
@@ -95,6 +101,18 @@ class ReportBuilder {
   // ≤ s·2⁻¹¹.
   void add_relevance(const std::string& method, int class_index, const Matrix& map);
 
+  // The Tokens panel's numbers, from the forward that drew the maps: tokens' shape must be the
+  // page's (layers, heads, registers, grid). mask_threshold: the fraction HeadStats::mask_share
+  // was made at (the page says it). left_out_by_clean: with --clean, how many tokens it left out
+  // of the drawn map (the flagged ones of the drawn layer); none without --clean. Not counted in
+  // settings.max_mb: 2·L·T floats and 4·L·H numbers, next to the attention's H·L·T² bytes.
+  void add_tokens(const TokenDiagnostics& tokens, float mask_threshold, std::optional<std::size_t> left_out_by_clean);
+
+  // rgb (grid_h·grid_w·3) bytes, row-major over the patch grid, R G B a patch: the first three
+  // principal components of the last layer's patch features, each scaled to 0…255 (made by
+  // the PCA step, not here). Shown in the Tokens panel; throws Error on another size.
+  void add_pca(std::vector<std::uint8_t> rgb);
+
   // Writes the page (temporary file, then rename). bgr: the decoded image; drawn_map
   // (grid_h, grid_w): the map of the overlay, for the gallery's entropy; model: one line.
   void write(const std::filesystem::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
@@ -133,6 +151,10 @@ class ReportBuilder {
   std::vector<std::vector<double>> entropy_, distance_;  // [layer][head]
   Matrix distances_;                // (n_patches, n_patches) pixels
   float largest_scale_ = 0;
+  std::optional<TokenDiagnostics> tokens_;  // add_tokens
+  float mask_threshold_ = 0.6f;
+  std::optional<std::size_t> clean_left_out_;
+  std::vector<std::uint8_t> pca_;   // (grid_h·grid_w·3) RGB, add_pca; empty: none
   Matrix q_, k_;                    // single head only: (T, d_k)
   bool qk_scale_ = true;
 };
