@@ -340,6 +340,20 @@ class HeadsAndClean(TmpCase):
         for i in range(3):  # the planted token is every image's artifact: each cleaned map lacks its cell
             self.assertEqual(np.load(out / f"img{i}_cls.npy")[divmod(PLANTED - 1, GRID)], 0.0, i)
 
+    def test_videos_get_no_rows_and_one_warning(self):
+        model, _, _, paths = self.planted()
+        clip = self.dir / "in" / "clip.avi"
+        w = cv2.VideoWriter(str(clip), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*"MJPG"), 5.0, (32, 32))
+        self.assertTrue(w.isOpened())
+        for i in range(3):
+            w.write(photo_like(32, 32, seed=i))
+        w.release()
+        p, out = self.vitattn("--model", model, "--heads-csv", "in")
+        self.assertEqual(p.stderr.count("heads.csv: videos get no rows"), 1, p.stderr)
+        _, rows = parse_heads_csv((out / "heads.csv").read_text())
+        self.assertEqual({r["image"] for r in rows}, {"in/img0.png"})
+        self.assertFalse((out / "clip_heads.csv").exists())
+
     # -- refusals --------------------------------------------------------------------------
 
     def test_bad_artifact_ratios_are_refused_before_any_work(self):
