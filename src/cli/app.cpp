@@ -224,6 +224,7 @@ void plan_jobs(const Options& o, ImageRun& r) {
     spdlog::info("videos are written as {}, without sound", io::describe(r.video.codec));
   if (o.report) spdlog::warn("--report: videos get no page (only images do)");
   if (o.faithfulness) spdlog::warn("--faithfulness: videos are not scored (only images are)");
+  if (r.process.heads_csv) spdlog::warn("heads.csv: videos get no rows (only images do)");
   if (r.outputs.video_extension == io::extension(r.video.codec)) return;
   r.outputs.video_extension = io::extension(r.video.codec);
   r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);

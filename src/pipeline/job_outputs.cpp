@@ -39,6 +39,8 @@ const std::vector<BatchFile>& batch_files() {
        roles::predictions, std::nullopt},
       {"faithfulness.csv", "_faithfulness.csv", &OutputSet::faithfulness, BatchFileKind::csv,
        "path,method,class,deletion_auc,insertion_auc,steps", 1, roles::faithfulness, std::nullopt},
+      {"heads.csv", "_heads.csv", &OutputSet::heads, BatchFileKind::csv,
+       "image,layer,head,entropy,distance_px,mask_share,flagged_share", 1, roles::heads, std::nullopt},
       {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery,
        io::FileKind::vitattn_page},
   };

@@ -28,6 +28,7 @@ struct OutputSet {
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
+  bool heads = false;           // <name>_heads.csv: per layer and head, the token diagnostics' statistics (heads_part.hpp)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = ".mp4";
 };
@@ -80,7 +81,7 @@ struct BatchFile {
 };
 
 // Every batch file, in the order they are written: predictions.csv (--top), faithfulness.csv
-// (--faithfulness), index.html (--report).
+// (--faithfulness), heads.csv (--heads-csv, --save-attention), index.html (--report).
 const std::vector<BatchFile>& batch_files();
 
 // The row of batch_files() that `on` turns on (&OutputSet::top: predictions.csv).

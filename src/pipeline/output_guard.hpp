@@ -34,6 +34,7 @@ inline constexpr const char* model_file = "the model file";
 inline constexpr const char* log = "the log";
 inline constexpr const char* predictions = "the predictions file";  // <out>/predictions.csv
 inline constexpr const char* faithfulness = "the faithfulness file";  // <out>/faithfulness.csv
+inline constexpr const char* heads = "the head statistics file";      // <out>/heads.csv
 inline constexpr const char* gallery = "the gallery page";          // <out>/index.html
 }  // namespace roles
 

@@ -17,7 +17,7 @@ struct ImagePrediction {
 };
 
 // One RFC 4180 field: as it is, or quoted ("" for a quote) when it holds a comma, quote or line
-// break. Every CSV vitattn writes (predictions.csv, faithfulness.csv) quotes through here.
+// break. Every CSV vitattn writes (predictions.csv, faithfulness.csv, heads.csv) quotes through here.
 std::string csv_field(const std::string& text);
 
 // "photo.jpg: cat 81.23%, dog 10.02%, frog 3.10%"

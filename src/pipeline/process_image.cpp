@@ -16,6 +16,7 @@
 #include "image/image_loader.hpp"
 #include "tensors/npy.hpp"
 #include "class_maps.hpp"
+#include "heads_part.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -344,6 +345,8 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
     write_faithfulness_part(with_suffix(job.output_base, batch_file(&OutputSet::faithfulness).part_suffix), job.input,
                             model, x, drawn_maps_to_score(named, map_slots(view, model.n_heads), attended.relevance, logits),
                             *options.faithfulness, options.scale);
+  if (options.heads_csv && attended.tokens)
+    write_heads_part(with_suffix(job.output_base, batch_file(&OutputSet::heads).part_suffix), job.input, *attended.tokens);
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
     classes = top_classes(logits, options.top->k);
@@ -401,6 +404,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.report = options.report.has_value();
   outputs.top = options.top.has_value() && model.w_head.size() > 0;
   outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
+  outputs.heads = options.heads_csv;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
   // one per map when several methods or classes are.
   const std::vector<MapSlot> slots = map_slots(options.view, model.n_heads);

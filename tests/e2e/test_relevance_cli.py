@@ -64,7 +64,8 @@ class RelevanceCli(TmpCase):
         maps = {}
         for method in METHODS:
             _, out = self.vitattn("--method", method, "--save-attention", "in/img0.png")
-            self.assertEqual(sorted(files_of(out)), ["img0_attn.npy", "img0_attn.png", "img0_cls.npy"], method)
+            self.assertEqual(sorted(files_of(out)),
+                             ["heads.csv", "img0_attn.npy", "img0_attn.png", "img0_cls.npy", "img0_heads.csv"], method)
             overlay = cv2.imread(str(out / "img0_attn.png"))
             self.assertEqual(overlay.shape, (48, 40, 3), method)
             maps[method] = self.cls_map(out / "img0_cls.npy")
@@ -109,8 +110,8 @@ class RelevanceCli(TmpCase):
         _, out = self.vitattn("--method", "chefer", "--class", "5,Cougar", "--save-attention", "--threshold", "0.5",
                               "in/img0.png")
         self.assertEqual(sorted(files_of(out)),
-                         ["img0_attn.npy", "img0_attn.png", f"img0_attn_c{COUGAR}.png", "img0_attn_c5.png",
-                          f"img0_cls_c{COUGAR}.npy", "img0_cls_c5.npy", "img0_mask.npy"])
+                         ["heads.csv", "img0_attn.npy", "img0_attn.png", f"img0_attn_c{COUGAR}.png", "img0_attn_c5.png",
+                          f"img0_cls_c{COUGAR}.npy", "img0_cls_c5.npy", "img0_heads.csv", "img0_mask.npy"])
         self.assertEqual(np.load(out / "img0_mask.npy").shape, (2, GRID, GRID))
         for c in (5, COUGAR):
             _, alone = self.vitattn("--method", "chefer", "--class", str(c), "--save-attention", "--threshold", "0.5",
@@ -124,7 +125,8 @@ class RelevanceCli(TmpCase):
     def test_method_all_gives_one_file_per_method_each_that_method_alone(self):
         _, out = self.vitattn("--method", "all", "--class", "7", "--save-attention", "in/img2.png")
         self.assertEqual(sorted(files_of(out)),
-                         sorted(["img2_attn.png", "img2_attn.npy"] + [f"img2_attn_{m}.png" for m in METHODS] +
+                         sorted(["img2_attn.png", "img2_attn.npy", "img2_heads.csv", "heads.csv"] +
+                                [f"img2_attn_{m}.png" for m in METHODS] +
                                 [f"img2_cls_{m}.npy" for m in METHODS]))
         for m in METHODS:
             self.cls_map(out / f"img2_cls_{m}.npy")

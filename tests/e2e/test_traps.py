@@ -189,7 +189,7 @@ class Traps(TmpCase):
         """Whatever writes a file, the one list of a job's outputs must hold it: delete any one
         file and --skip-existing must redo the image; put a symlink there and it must be
         refused; name it as an input and the run must be refused. A batch file
-        (predictions.csv) is rebuilt from the image's part without redoing the image."""
+        (predictions.csv, heads.csv) is rebuilt from the image's part without redoing the image."""
         checkpoint(self.dir / "m.safetensors", heads=3, d=48)
         checkpoint(self.dir / "one.safetensors", heads=1, d=32)
         self.write("in/x.png", photo_like(50, 70))
@@ -198,7 +198,7 @@ class Traps(TmpCase):
                  ["--model", "m.safetensors", "--rollout", "--save-attention", "--threshold", "0.3"],
                  ["--model", "one.safetensors", "--head", "all", "--save-attention"],
                  ["--model", str(REPO / "models" / "vit_cifar10_tintn.safetensors"), "--top", "2"]]
-        batch_files = {"predictions.csv", "index.html"}
+        batch_files = {"predictions.csv", "index.html", "heads.csv"}
         for args in cases:
             out = self.dir / "out"
             shutil.rmtree(out, ignore_errors=True)
@@ -269,7 +269,7 @@ class Traps(TmpCase):
         self.write("p/sub/more/deeper.png", photo_like(30, 60, 3))
         args = ["--model", str(self.dir / "m.safetensors"), "--head", "all", "--save-attention"]
         once, _, _, skipping = self.check_run_twice(["-r", ".", "-o", "."], *args, cwd=self.dir / "p")
-        self.assertEqual(len(once), 3 + 3 * 5)  # each image: sheet, 2 heads, 2 .npy
+        self.assertEqual(len(once), 3 + 3 * 6 + 1)  # each image: sheet, 2 heads, 2 .npy, its heads.csv part; heads.csv
         self.assertIn("sub/more/deeper_attn_h1.png", once)
         self.assertIn("3 skipped", skipping)
         # The output folder inside the inputs, mirrored: the same.
