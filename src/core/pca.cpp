@@ -23,14 +23,17 @@ void check_grid(const Matrix& features, int grid_h, int grid_w) {
                 std::to_string(grid_w) + " grid");
 }
 
-// The sign rule (pca.hpp): (border_mean − mean)·c < 0, else on an exact 0 the largest entry positive.
+// The sign rule (pca.hpp): (border_mean − mean)·c < 0, else on a 0 the largest entry positive.
+// A dot within kTieTolerance × ‖border_mean − mean‖ counts as 0: a ring mean exactly at the mean
+// gives dots of rounding noise (1e-16) whose sign would depend on the solver.
+constexpr double kTieTolerance = 1e-9;
 void sign_components(Matrix& components, const Eigen::VectorXd& mean, const Eigen::VectorXd& border_mean) {
   const Eigen::VectorXd offset = border_mean - mean;  // (dim)
   for (Eigen::Index k = 0; k < components.rows(); ++k) {
     const Eigen::VectorXd c = components.row(k).transpose().cast<double>();
     const double dot = offset.dot(c);
     bool flip = dot > 0;
-    if (dot == 0) {
+    if (std::abs(dot) <= kTieTolerance * offset.norm()) {  // c unit: a dot at rounding level is a 0
       Eigen::Index largest = 0;
       c.cwiseAbs().maxCoeff(&largest);  // the first of equal magnitudes
       flip = c(largest) < 0;

@@ -12,8 +12,9 @@
 //   - Sign rule (deterministic, numpy-reproducible): each component c is signed so that the
 //     mean border patch projects below the mean, (mean_border − mean)·c < 0: the background
 //     usually touches the border, so the object comes out high in component 1 (and --pca-mask
-//     keeps it). When that dot is exactly 0, c's entry of largest magnitude (the first such)
-//     is made positive.
+//     keeps it). When that dot is 0 (|dot| ≤ 1e-9·‖mean_border − mean‖, computed in double:
+//     rounding noise counts as 0), c's entry of largest magnitude (the first such) is made
+//     positive.
 //   - Colours: per image fit, each component min-max scaled over the image's patches (DINOv2's
 //     minmax_scale); a batch or file fit maps [−3σ_k, +3σ_k] to [0, 1], clamped, so the same
 //     feature gets the same colour in every image. A value t in [0, 1] is the byte lround(255·t).

@@ -77,11 +77,13 @@ def border_rows(n_images):
 
 
 def signed(components, mean, border_mean):
-    """The sign rule: (border_mean − mean)·c < 0; on an exact 0, the largest entry positive."""
+    """The sign rule: (border_mean − mean)·c < 0; on a 0 (within 1e-9 of the offset's length),
+    the largest entry positive."""
     out = []
     for c in components:
         dot = (border_mean - mean) @ c
-        if dot > 0 or (dot == 0 and c[np.argmax(np.abs(c))] < 0):
+        tie = abs(dot) <= 1e-9 * np.linalg.norm(border_mean - mean)
+        if (dot > 0 and not tie) or (tie and c[np.argmax(np.abs(c))] < 0):
             c = -c
         out.append(c)
     return np.array(out)
