@@ -59,6 +59,10 @@ TEST(Pca, CovarianceFitFindsTheKnownComponentsSignedByTheRule) {
   sum.add(known_features(), kH, kW);
   EXPECT_EQ(sum.count(), 12);
   EXPECT_EQ(sum.border_count(), 10);  // the ring of a 3×4 grid
+  // Over the ring: column 0's pattern cancels (row 1 gives 2·(−3) + 2·3), column 1's too,
+  // column 2 is −3 ten times, column 3 is 7 ten times. The interior (1, 2) counted instead of
+  // (1, 3) would give column 0 −4 and column 2 −12.
+  EXPECT_EQ(sum.border_sum(), Eigen::Vector4d(0, 0, -30, 70));
   expect_known_fit(fit_pca(sum), 4);
 }
 
