@@ -277,6 +277,11 @@ void choose_pca_fit(const Options& o, ImageRun& r) {
 // left out (its own job fails and says why). The run without --shard writes <out>/pca_fit.npy.
 void fit_batch_pca(const Options& o, ImageRun& r) {
   pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  spdlog::info("--pca-fit batch: one PCA over the {} first (one more forward each){}",
+               io::counted(r.plan.jobs.size() - static_cast<std::size_t>(std::count_if(
+                   r.plan.jobs.begin(), r.plan.jobs.end(), [](const pipeline::InputJob& j) { return j.video; })),
+                           "image", "images"),
+               r.shard ? "; every shard fits over the whole batch, --pca-fit FILE avoids it" : "");
   CovarianceSum sum(pipeline::pca_feature_width(r.model));
   std::size_t used = 0;
   for (const pipeline::InputJob& job : r.plan.jobs) {
