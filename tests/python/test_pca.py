@@ -39,14 +39,18 @@ def gelu(x):
     return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 
 
-def patch_features(t, image_path, registers):
-    """The final norm's patch tokens [GRID², D] of the image (BGR file of SIZE×SIZE)."""
+def patch_features(t, image_path, registers, norm=(IMAGENET_MEAN, IMAGENET_STD), positions=None):
+    """The final norm's patch tokens [gh·gw, D] of the image (a BGR file of gh·P × gw·P, the
+    model's input as it is). positions: the patch positions [gh·gw, D] when the grid is not
+    the model's own."""
     t = {k: v.astype(np.float64) for k, v in t.items()}
     rgb = cv2.imread(str(image_path), cv2.IMREAD_COLOR)[:, :, ::-1].astype(np.float32) / 255
-    x = ((rgb - IMAGENET_MEAN) / IMAGENET_STD).astype(np.float32).astype(np.float64)  # [H, W, 3]
+    x = ((rgb - norm[0]) / norm[1]).astype(np.float32).astype(np.float64)  # [H, W, 3]
+    gh, gw = x.shape[0] // P, x.shape[1] // P
     w = t["patch_embed.proj.weight"].reshape(D, -1)                                    # [D, 3·P·P]
-    cells = x.reshape(GRID, P, GRID, P, 3).transpose(0, 2, 4, 1, 3).reshape(GRID * GRID, -1)  # [N, 3·P·P] (c, y, x)
-    patches = cells @ w.T + t["patch_embed.proj.bias"] + t["pos_embed"][0, 1:]
+    cells = x.reshape(gh, P, gw, P, 3).transpose(0, 2, 4, 1, 3).reshape(gh * gw, -1)  # [N, 3·P·P] (c, y, x)
+    pos = t["pos_embed"][0, 1:] if positions is None else positions
+    patches = cells @ w.T + t["patch_embed.proj.bias"] + pos
     parts = [t["cls_token"][0] + t["pos_embed"][0, :1]]
     if registers:
         parts.append(t["register_tokens"][0])
@@ -69,11 +73,11 @@ def patch_features(t, image_path, registers):
     return layer_norm(x, t["norm.weight"], t["norm.bias"])[1 + registers:]
 
 
-def border_rows(n_images):
-    """The grid's outer ring, row indices of [n_images · GRID², …]."""
-    r, c = np.divmod(np.arange(GRID * GRID), GRID)
-    ring = np.flatnonzero((r == 0) | (c == 0) | (r == GRID - 1) | (c == GRID - 1))
-    return np.concatenate([ring + i * GRID * GRID for i in range(n_images)])
+def border_rows(n_images, gh=GRID, gw=GRID):
+    """The grid's outer ring, row indices of [n_images · gh·gw, …]."""
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    ring = np.flatnonzero((r == 0) | (c == 0) | (r == gh - 1) | (c == gw - 1))
+    return np.concatenate([ring + i * gh * gw for i in range(n_images)])
 
 
 def signed(components, mean, border_mean):
@@ -89,13 +93,13 @@ def signed(components, mean, border_mean):
     return np.array(out)
 
 
-def image_fit(features):
+def image_fit(features, gh=GRID, gw=GRID):
     """One image: numpy.linalg.svd of the centred features → (mean, components [3, D], σ²)."""
     mean = features.mean(0)
     _, s, vt = np.linalg.svd(features - mean, full_matrices=False)
     variances = s ** 2 / len(features)
     assert np.all(variances[:3] > 1.02 * variances[1:4]), f"eigenvalues too close for an oracle: {variances[:4]}"
-    return mean, signed(vt[:3], mean, features[border_rows(1)].mean(0)), variances[:3]
+    return mean, signed(vt[:3], mean, features[border_rows(1, gh, gw)].mean(0)), variances[:3]
 
 
 def batch_fit(all_features):
@@ -118,18 +122,18 @@ def sigma_colours(projections, variances):
     return np.clip((projections + 3 * sigma) / (6 * sigma), 0, 1)
 
 
-def png_cells(path):
-    """The PNG's colour at each cell's centre: [GRID², 3] RGB."""
+def png_cells(path, shape):
+    """The PNG's colour at each cell's centre: [gh·gw, 3] RGB."""
     bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    assert bgr.shape == (SIZE, SIZE, 3), bgr.shape
+    assert bgr.shape == (*shape, 3), bgr.shape
     return bgr[P // 2::P, P // 2::P, ::-1].reshape(-1, 3).astype(int)
 
 
-def assert_colours(path, unit, mask=None):
+def assert_colours(path, unit, mask=None, shape=(SIZE, SIZE)):
     want = np.round(255 * unit).astype(int)
     if mask is not None:
         want[unit[:, 0] < mask] = 0
-    got = png_cells(path)
+    got = png_cells(path, shape)
     gap = np.abs(got - want).max()
     assert gap <= 1, f"{path.name}: {gap} levels from numpy's PCA\n{got[:6]}\n{want[:6]}"
 
@@ -248,3 +252,31 @@ def test_refusals(case):
     np.save(not_unit, np.ones((5, D), np.float32))
     refused(tmp, base + [*images, "--pca", "--pca-fit", not_unit], "not_unit.npy")
     refused(tmp, base + [*images, "--pca", "--pca-fit", images[0]], "img0.png")
+
+
+def timm_positions(t, gh, gw):
+    """timm's resample_abs_pos_embed of the 6×6 positions to gh×gw (bicubic, antialiased), in torch."""
+    torch = pytest.importorskip("torch")
+    grid = torch.from_numpy(t["pos_embed"][0, 1:].astype(np.float64)).reshape(1, GRID, GRID, D).permute(0, 3, 1, 2)
+    grid = torch.nn.functional.interpolate(grid, size=(gh, gw), mode="bicubic", align_corners=False, antialias=True)
+    return grid.permute(0, 2, 3, 1).reshape(gh * gw, D).numpy()
+
+
+def test_non_square_grid(case):
+    """--keep-aspect on an 80×48 image: a 6×10 grid (positions resampled as timm does): the
+    cells in their order (a grid drawn transposed fails here), the signs by the 6×10 ring.
+    (A ring slightly wrong rarely flips a sign: tests/unit/pca_test.cpp checks its sums.)"""
+    tmp, models, _ = case
+    t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=21)
+    path = tmp / "timm.safetensors"
+    import safetensors_io
+    safetensors_io.write(path, t, {"num_heads": str(HEADS)}, dtype="F32")
+    image = tmp / "wide" / "wide.png"
+    image.parent.mkdir()
+    cv2.imwrite(str(image), harness.photo_like(48, 80, seed=7))
+    out = tmp / "wide_out"
+    vitattn("--model", path, "--family", "timm", "--keep-aspect", "--interp", "nearest", image, "-o", out, "--pca")
+    half = np.full(3, 0.5, np.float32)
+    features = patch_features(t, image, 0, norm=(half, half), positions=timm_positions(t, 6, 10))
+    mean, components, _ = image_fit(features, 6, 10)
+    assert_colours(out / "wide_pca.png", min_max_colours((features - mean) @ components.T), shape=(48, 80))
