@@ -290,9 +290,8 @@ void fit_batch_pca(const Options& o, ImageRun& r) {
       const pipeline::PatchFeatures f = pipeline::image_patch_features(job.input, r.model, r.process);
       sum.add(f.features, f.grid_h, f.grid_w);
       ++used;
-    } catch (const Error& e) {
-      if (e.subject()) throw;
-      spdlog::debug("--pca-fit batch: left out of the fit: {}", e.what());
+    } catch (const std::exception& e) {  // an image's own failure (also one over --max-pixels): its job says it
+      spdlog::debug("--pca-fit batch: left out of the fit: {}", e.what());  // the error names the input
     }
   }
   if (InterruptGuard::signal_received()) return;

@@ -373,14 +373,14 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
 }
 
 PatchFeatures image_patch_features(const fs::path& input, const VitModel& model, const ProcessOptions& options) {
+  const cv::Mat bgr = load_image(input, options.max_pixels, options.damage);  // (H, W); its errors name the input
+  const InputGrid g = input_grid(bgr, model, options.view);
+  const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  ForwardOptions fo;
+  fo.scale = options.scale;
   try {
-    const cv::Mat bgr = load_image(input, options.max_pixels, options.damage);  // (H, W)
-    const InputGrid g = input_grid(bgr, model, options.view);
-    const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-    ForwardOptions fo;
-    fo.scale = options.scale;
     return {patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // as attend's: the core's errors name no file
     if (e.subject()) throw;
     throw Error(display(input) + ": " + e.what());
   }
