@@ -157,7 +157,10 @@ pipeline::ProcessOptions process_options(const Options& o) {
   p.artifact_ratio = static_cast<float>(o.artifact_ratio);
   p.clean = o.clean;
   p.heads_csv = o.heads_csv || o.save_attention;
-  if (o.pca) p.pca = pipeline::PcaRequest{std::nullopt, o.pca_mask ? std::optional<float>(static_cast<float>(*o.pca_mask)) : std::nullopt};
+  if (o.pca) {
+    p.pca.emplace();  // the fit: chosen in plan_run (choose_pca_fit)
+    if (o.pca_mask) p.pca->mask = static_cast<float>(*o.pca_mask);
+  }
   return p;
 }
 
@@ -250,16 +253,22 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
 }
 
+// The batch's images (its jobs less the videos).
+std::size_t image_jobs(const pipeline::BatchPlan& plan) {
+  return static_cast<std::size_t>(
+      std::count_if(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::InputJob& j) { return !j.video; }));
+}
+
 // --pca-fit: image (each image its own fit), batch (one fit over every image of the batch, made by
 // fit_batch_pca; refused for fewer than two images) or a fit file (pca_fit.hpp), read now: a
 // file that is not a fit for this model is refused before any work.
 void choose_pca_fit(const Options& o, ImageRun& r) {
   if (o.pca_fit == "image") return;
   if (o.pca_fit == "batch") {
-    const auto images = std::count_if(r.plan.jobs.begin(), r.plan.jobs.end(), [](const pipeline::InputJob& j) { return !j.video; });
+    const std::size_t images = image_jobs(r.plan);
     if (r.batch && images < 2)
       throw Error(fmt::format("--pca-fit batch: fits one PCA over the images of a batch, and this run has {}; use "
-                              "--pca-fit image (the default)", io::counted(static_cast<std::size_t>(images), "image", "images")));
+                              "--pca-fit image (the default)", io::counted(images, "image", "images")));
     r.pca_batch = r.batch;
     return;
   }
@@ -278,9 +287,7 @@ void choose_pca_fit(const Options& o, ImageRun& r) {
 void fit_batch_pca(const Options& o, ImageRun& r) {
   pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   spdlog::info("--pca-fit batch: one PCA over the {} first (one more forward each){}",
-               io::counted(r.plan.jobs.size() - static_cast<std::size_t>(std::count_if(
-                   r.plan.jobs.begin(), r.plan.jobs.end(), [](const pipeline::InputJob& j) { return j.video; })),
-                           "image", "images"),
+               io::counted(image_jobs(r.plan), "image", "images"),
                r.shard ? "; every shard fits over the whole batch, --pca-fit FILE avoids it" : "");
   CovarianceSum sum(pipeline::pca_feature_width(r.model));
   std::size_t used = 0;

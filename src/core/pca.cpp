@@ -56,7 +56,9 @@ PcaFit fit_from(const Eigen::VectorXd& mean, const Eigen::VectorXd& border_mean,
 }  // namespace
 
 CovarianceSum::CovarianceSum(int dim)
-    : sum_(Eigen::VectorXd::Zero(dim)), border_sum_(Eigen::VectorXd::Zero(dim)), outer_(Eigen::MatrixXd::Zero(dim, dim)) {}
+    : sum_(Eigen::VectorXd::Zero(dim)),
+      border_sum_(Eigen::VectorXd::Zero(dim)),
+      outer_(Eigen::MatrixXd::Zero(dim, dim)) {}
 
 void CovarianceSum::add(const Matrix& features, int grid_h, int grid_w) {
   check_grid(features, grid_h, grid_w);
@@ -85,7 +87,8 @@ void CovarianceSum::add(const CovarianceSum& other) {
 PcaFit fit_pca(const CovarianceSum& sum, int components) {
   if (sum.count() < 1 || components < 1) throw Error("PCA: no features to fit");
   const Eigen::VectorXd mean = sum.sum() / sum.count();  // (dim)
-  const Eigen::VectorXd border_mean = sum.border_count() > 0 ? Eigen::VectorXd(sum.border_sum() / sum.border_count()) : mean;
+  const Eigen::VectorXd border_mean =
+      sum.border_count() > 0 ? Eigen::VectorXd(sum.border_sum() / sum.border_count()) : mean;  // (dim)
   const Eigen::MatrixXd covariance = sum.outer() / sum.count() - mean * mean.transpose();  // (dim, dim)
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(covariance);  // eigenvalues ascending
   const int k = std::min(components, sum.dim());

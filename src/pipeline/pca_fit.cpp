@@ -57,7 +57,8 @@ PcaFit read_pca_fit(const std::filesystem::path& path, int dim) {
   for (int i = 0; i < k; ++i) {
     const float norm = fit.components.row(i).norm(), sigma = rows(4, i);
     if (std::abs(norm - 1.0f) > 1e-3f)
-      throw Error(name + ": PCA component " + std::to_string(i + 1) + " has length " + std::to_string(norm) + ", not 1");
+      throw Error(name + ": PCA component " + std::to_string(i + 1) + " has length " + std::to_string(norm) +
+                  ", not 1");
     if (sigma < 0) throw Error(name + ": PCA component " + std::to_string(i + 1) + " has a negative σ");
     fit.variances(i) = sigma * sigma;
   }

@@ -349,7 +349,8 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                             model, x, drawn_maps_to_score(named, map_slots(view, model.n_heads), attended.relevance, logits),
                             *options.faithfulness, options.scale);
   if (attended.pca)  // before the overlay, which is written last
-    write_image_atomic(with_suffix(job.output_base, pca_suffix().c_str()), pca_image(*attended.pca, bgr.size(), options.render.interp));
+    write_image_atomic(with_suffix(job.output_base, pca_suffix().c_str()),
+                       pca_image(*attended.pca, bgr.size(), options.render.interp));
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
     classes = top_classes(logits, options.top->k);
