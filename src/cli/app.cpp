@@ -37,6 +37,8 @@
 #include "pipeline/output_guard.hpp"
 #include "hub/hf_cache.hpp"
 #include "pipeline/process_image.hpp"
+#include "pipeline/pca_fit.hpp"
+#include "core/pca.hpp"
 #include "pipeline/process_video.hpp"
 #include "video/video_module.hpp"
 #include "video/video_writer.hpp"
@@ -155,6 +157,10 @@ pipeline::ProcessOptions process_options(const Options& o) {
   p.artifact_ratio = static_cast<float>(o.artifact_ratio);
   p.clean = o.clean;
   p.heads_csv = o.heads_csv || o.save_attention;
+  if (o.pca) {
+    p.pca.emplace();  // the fit: chosen in plan_run (choose_pca_fit)
+    if (o.pca_mask) p.pca->mask = static_cast<float>(*o.pca_mask);
+  }
   return p;
 }
 
@@ -182,6 +188,7 @@ struct ImageRun {
   // under --shard): they are gathered from these jobs' parts (pipeline/batch_files.hpp).
   std::vector<pipeline::InputJob> batch_jobs;
   std::size_t total = 0, videos = 0, skipped = 0;  // for the summary: planned, of them videos, already done
+  bool pca_batch = false;  // --pca-fit batch: a fitting pass over the whole batch before the jobs (fit_batch_pca)
 };
 
 // -v: the patch grid the images go through, once; per image with --keep-aspect.
@@ -225,6 +232,7 @@ void plan_jobs(const Options& o, ImageRun& r) {
   if (o.report) spdlog::warn("--report: videos get no page (only images do)");
   if (o.faithfulness) spdlog::warn("--faithfulness: videos are not scored (only images are)");
   if (r.process.heads_csv) spdlog::warn("heads.csv: videos get no rows (only images do)");
+  if (o.pca) spdlog::warn("--pca: videos get no PCA picture (only images do)");
   if (r.outputs.video_extension == io::extension(r.video.codec)) return;
   r.outputs.video_extension = io::extension(r.video.codec);
   r.plan = pipeline::plan_batch(r.inputs, o.output, o.recursive, r.outputs);
@@ -244,6 +252,64 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
   view.class_names = labels.names;
   if (o.method == "all" && n_classes == 0)
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
+}
+
+// The batch's images (its jobs less the videos).
+std::size_t image_jobs(const pipeline::BatchPlan& plan) {
+  return static_cast<std::size_t>(
+      std::count_if(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::InputJob& j) { return !j.video; }));
+}
+
+// --pca-fit: image (each image its own fit), batch (one fit over every image of the batch, made by
+// fit_batch_pca; refused for fewer than two images) or a fit file (pca_fit.hpp), read now: a
+// file that is not a fit for this model is refused before any work.
+void choose_pca_fit(const Options& o, ImageRun& r) {
+  if (o.pca_fit == "image") return;
+  if (o.pca_fit == "batch") {
+    const std::size_t images = image_jobs(r.plan);
+    if (r.batch && images < 2)
+      throw Error(fmt::format("--pca-fit batch: fits one PCA over the images of a batch, and this run has {}; use "
+                              "--pca-fit image (the default)", io::counted(images, "image", "images")));
+    r.pca_batch = r.batch;
+    return;
+  }
+  try {
+    r.process.pca->fit = pipeline::read_pca_fit(o.pca_fit, pipeline::pca_feature_width(r.model));
+  } catch (const Error& e) {
+    throw Error(std::string("--pca-fit: ") + e.what());
+  }
+}
+
+// --pca-fit batch: the fitting pass. Every image of the whole batch (also under --shard, and
+// those --skip-existing will pass over), one after the other in input order, each forward on
+// every core, its patch features added to one CovarianceSum (D×D doubles, whatever the number
+// of images): every shard makes the same fit, bit for bit. An image that cannot be read is
+// left out (its own job fails and says why). The run without --shard writes <out>/pca_fit.npy.
+void fit_batch_pca(const Options& o, ImageRun& r) {
+  pipeline::set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  spdlog::info("--pca-fit batch: one PCA over the {} first (one more forward each){}",
+               io::counted(image_jobs(r.plan), "image", "images"),
+               r.shard ? "; every shard fits over the whole batch, --pca-fit FILE avoids it" : "");
+  CovarianceSum sum(pipeline::pca_feature_width(r.model));
+  std::size_t used = 0;
+  for (const pipeline::InputJob& job : r.plan.jobs) {
+    if (job.video || InterruptGuard::signal_received()) continue;
+    try {
+      const pipeline::PatchFeatures f = pipeline::image_patch_features(job.input, r.model, r.process);
+      sum.add(f.features, f.grid_h, f.grid_w);
+      ++used;
+    } catch (const std::exception& e) {  // an image's own failure (also one over --max-pixels): its job says it
+      spdlog::debug("--pca-fit batch: left out of the fit: {}", e.what());  // the error names the input
+    }
+  }
+  if (InterruptGuard::signal_received()) return;
+  if (used == 0) throw Error("--pca-fit batch: no image of the batch could be read");
+  r.process.pca->fit = pipeline::as_in_file(fit_pca(sum));
+  spdlog::debug("--pca-fit batch: one fit over {}", io::counted(used, "image", "images"));
+  if (r.shard) return;
+  const fs::path file = fs::path(o.output) / pipeline::pca_fit_name();
+  pipeline::write_pca_fit(file, *r.process.pca->fit);
+  spdlog::debug("wrote {}", io::display(file));
 }
 
 // Step 1, plan: the shard, the model, what is drawn and written, the jobs. Throws Error
@@ -279,6 +345,7 @@ ImageRun plan_run(const Options& o) {
   r.video = video_options(o);
   r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
   if (r.batch) plan_jobs(o, r);
+  if (o.pca) choose_pca_fit(o, r);
   return r;
 }
 
@@ -289,6 +356,8 @@ void check_run(const Options& o, const ImageRun& r) {
   pipeline::OutputGuard guard;
   for (const fs::path& in : r.inputs) guard.reads(in, pipeline::roles::input);
   if (!o.model.file.empty() && !io::is_hf_model(o.model.file)) guard.reads(o.model.file, pipeline::roles::model_file);
+  if (o.pca && o.pca_fit != "image" && o.pca_fit != "batch") guard.reads(o.pca_fit, "the PCA fit file (--pca-fit)");
+  if (r.pca_batch && !r.shard) guard.writes(fs::path(o.output) / pipeline::pca_fit_name(), "the PCA fit (pca_fit.npy)");
   guard.jobs(r.plan, r.outputs);
   // The batch files: also under --shard, which leaves them to the run without it (that run
   // would replace what is there).
@@ -447,6 +516,7 @@ int run_images(const Options& o) {
   if (!r.batch) return kExitOk;
 
   log_plan(r.plan);
+  if (r.pca_batch) fit_batch_pca(o, r);
   select_jobs(o, r, log_or_none);
   int status = kExitOk;
   if (r.total == 0 && !InterruptGuard::signal_received()) {

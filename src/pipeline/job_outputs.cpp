@@ -53,6 +53,8 @@ const BatchFile& batch_file(bool OutputSet::*on) {
   throw Error("no batch file for this output");  // a caller's bug: the field has no row above
 }
 
+std::string pca_suffix() { return "_pca.png"; }
+
 std::string report_suffix() { return batch_file(&OutputSet::report).part_suffix; }
 
 std::string report_index_name() { return batch_file(&OutputSet::report).name; }
@@ -69,6 +71,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
     for (const std::string& tag : outputs.map_tags) s.push_back(map_values_suffix(tag));
   }
   if (outputs.mask) s.push_back("_mask.npy");
+  if (outputs.pca) s.push_back(pca_suffix());
   for (const BatchFile& f : batch_files())  // each image's part of a batch file
     if (outputs.*f.on) s.push_back(f.part_suffix);
   return s;
@@ -143,6 +146,7 @@ bool is_output_name(const fs::path& file) {
     every.image_extension = ext;
     every.save_attention = true;
     every.mask = true;
+    every.pca = true;
     for (const BatchFile& f : batch_files()) every.*f.on = true;
     for (const std::string& suffix : output_suffixes(every))
       if (ends_with(suffix)) return true;

@@ -29,12 +29,16 @@ struct OutputSet {
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
   bool heads = false;           // <name>_heads.csv: per layer and head, the token diagnostics' statistics (heads_part.hpp)
+  bool pca = false;             // <name>_pca.png: the patch features' first three principal components (--pca)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = ".mp4";
 };
 
 // "_report.html": one image's interactive page.
 std::string report_suffix();
+
+// "_pca.png": one image's PCA feature map (always PNG: the colours are the data).
+std::string pca_suffix();
 
 // "index.html": a batch's gallery of report pages, in the output folder itself.
 std::string report_index_name();

@@ -79,7 +79,19 @@ struct Attended {
   ClassMaps relevance;        // when the view draws a class-specific method
   ForwardResult result;
   std::optional<TokenDiagnostics> tokens;  // when needs_token_diagnostics
+  std::optional<PcaPicture> pca;           // --pca: the grid's colours (the report can embed them)
 };
+
+// The last layer's patch features: result.tokens (n_tokens, width) → (n_patches, width).
+Matrix patch_rows(const VitModel& model, const ForwardResult& result) {
+  return result.tokens.bottomRows(result.tokens.rows() - model.first_patch_token());
+}
+
+// --pca: the picture of one image's features (n_patches, width), on the request's fit or its own.
+PcaPicture pca_of(const PcaRequest& request, const Matrix& features, int grid_h, int grid_w) {
+  const PcaFit fit = request.fit ? *request.fit : fit_image_pca(features, grid_h, grid_w);
+  return pca_picture(fit, features, grid_h, grid_w, request.mask);
+}
 
 // The shape of an image's token diagnostics on a grid of grid_h × grid_w patches.
 TokenShape token_shape(const VitModel& model, int grid_h, int grid_w) {
@@ -89,15 +101,15 @@ TokenShape token_shape(const VitModel& model, int grid_h, int grid_w) {
 // heads.csv's mass mask: --threshold when given, else DINO's 0.6.
 float heads_threshold(const EncoderView& view) { return view.threshold.value_or(0.6f); }
 
-// diagnose: also the token diagnostics (Attended::tokens).
+// diagnose: also the token diagnostics (Attended::tokens); picture: also --pca's (Attended::pca).
 Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                      bool classify, bool diagnose, int grid_h, int grid_w) {
+                      bool classify, bool diagnose, bool picture, int grid_h, int grid_w) {
   const EncoderView& view = options.view;
   const int layer = resolve_layer(view.layer, model.n_layers());
   const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
-  fo.last_layer = classify || diagnose ? -1 : report ? model.n_layers() - 1 : layer;
+  fo.last_layer = classify || diagnose || picture ? -1 : report ? model.n_layers() - 1 : layer;
   fo.keep_from_layer = rollout_drawn || report || diagnose ? 0 : layer;
   fo.scale = options.scale;
   if (needs_gradients(view)) fo.tape = &worker_tape();
@@ -118,6 +130,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
   if (recorder) a.tokens = recorder->finish();
+  if (picture) a.pca = pca_of(*options.pca, patch_rows(model, a.result), grid_h, grid_w);
   if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
@@ -181,7 +194,8 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
   try {
-    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options), grid_h, grid_w);
+    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options), options.pca.has_value(),
+                        grid_h, grid_w);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(source + ": " + e.what());
@@ -347,6 +361,9 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                             *options.faithfulness, options.scale);
   if (options.heads_csv && attended.tokens)
     write_heads_part(with_suffix(job.output_base, batch_file(&OutputSet::heads).part_suffix), job.input, *attended.tokens);
+  if (attended.pca)  // before the overlay, which is written last
+    write_image_atomic(with_suffix(job.output_base, pca_suffix().c_str()),
+                       pca_image(*attended.pca, bgr.size(), options.render.interp));
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
     classes = top_classes(logits, options.top->k);
@@ -365,8 +382,26 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
-  const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, g.grid_h, g.grid_w);
+  const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, false, g.grid_h, g.grid_w);
   return named_maps(model, attended, options, g.grid_h, g.grid_w);
+}
+
+PatchFeatures image_patch_features(const fs::path& input, const VitModel& model, const ProcessOptions& options) {
+  const cv::Mat bgr = load_image(input, options.max_pixels, options.damage);  // (H, W); its errors name the input
+  const InputGrid g = input_grid(bgr, model, options.view);
+  const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  ForwardOptions fo;
+  fo.scale = options.scale;
+  try {
+    return {patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
+  } catch (const Error& e) {  // as attend's: the core's errors name no file
+    if (e.subject()) throw;
+    throw Error(display(input) + ": " + e.what());
+  }
+}
+
+int pca_feature_width(const VitModel& model) {
+  return model.blocks.empty() || model.blocks.back().projected() ? model.d_model() : model.d_attn();
 }
 
 bool needs_token_diagnostics(const ProcessOptions& options) {
@@ -405,6 +440,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.top = options.top.has_value() && model.w_head.size() > 0;
   outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
   outputs.heads = options.heads_csv;
+  outputs.pca = options.pca.has_value();
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
   // one per map when several methods or classes are.
   const std::vector<MapSlot> slots = map_slots(options.view, model.n_heads);

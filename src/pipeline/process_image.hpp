@@ -11,6 +11,7 @@
 #include "faithfulness_part.hpp"
 #include "predictions.hpp"
 #include "image/image_loader.hpp"
+#include "pca_fit.hpp"
 #include "view.hpp"
 #include "core/vit.hpp"
 #include "image/image_writer.hpp"
@@ -67,6 +68,9 @@ struct ProcessOptions {
   bool heads_csv = false;       // <name>_heads.csv, the image's part of heads.csv
   // With clean, told each image's layer and how many of its tokens were left out, when set.
   std::function<void(const InputJob&, int layer, std::size_t left_out)> on_clean;
+  // --pca: <name>_pca.png, the first three principal components of the last layer's patch
+  // features (every block then runs; core/pca.hpp, pca_fit.hpp). Images only.
+  std::optional<PcaRequest> pca;
 };
 
 // True when the options ask for the token diagnostics (ProcessOptions says which ask).
@@ -101,6 +105,19 @@ std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>
 // The sheet of several maps' overlays (--head all, --method all, --class a,b), each labelled
 // with its title.
 cv::Mat map_sheet(const std::vector<cv::Mat>& overlays, const std::vector<std::string>& titles);
+
+// An image's patch features for a batch PCA fit: the last layer's patch tokens after the final
+// norm, (grid_h·grid_w, width), from the same decoding, grid and forward as process_image.
+// Throws Error naming the input.
+struct PatchFeatures {
+  Matrix features;  // (grid_h·grid_w, width)
+  int grid_h = 0, grid_w = 0;
+};
+PatchFeatures image_patch_features(const std::filesystem::path& input, const VitModel& model,
+                                   const ProcessOptions& options);
+
+// The width of the features --pca reads: d_model, or d_attn after an unprojected last block.
+int pca_feature_width(const VitModel& model);
 
 // Which outputs process_image writes for each job with these options: keep in step with it.
 OutputSet written_outputs(const VitModel& model, const ProcessOptions& options);
