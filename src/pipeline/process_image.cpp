@@ -130,7 +130,8 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
   if (recorder) a.tokens = recorder->finish();
-  if (picture) a.pca = pca_of(*options.pca, patch_rows(model, a.result), grid_h, grid_w);
+  // The report's Tokens panel shows the picture too: --pca's, else the image's own fit.
+  if (picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
   if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
@@ -194,8 +195,8 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
   try {
-    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options), options.pca.has_value(),
-                        grid_h, grid_w);
+    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options),
+                        options.pca.has_value() || report, grid_h, grid_w);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(source + ": " + e.what());
@@ -278,13 +279,14 @@ void write_report_page(ReportBuilder& report, const InputJob& job, const cv::Mat
                model_summary(model));
 }
 
-// --report's Tokens panel: the diagnostics of the forward that drew the maps and, with --clean,
-// how many tokens it left out of them.
+// --report's Tokens panel: the diagnostics of the forward that drew the maps, with --clean how
+// many tokens it left out of them, and the PCA picture.
 void add_token_panel(ReportBuilder& report, const VitModel& model, const Attended& a, const ProcessOptions& options) {
   if (!a.tokens) return;
   std::optional<std::size_t> left_out;
   if (options.clean) left_out = tokens_left_out(model, a, options).size();
   report.add_tokens(*a.tokens, heads_threshold(options.view), left_out);
+  if (a.pca) report.add_pca(a.pca->rgb);
 }
 
 // --save-attention: the drawn layer's heads (_attn.npy), every drawn map (_cls.npy, or one
@@ -361,7 +363,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                             *options.faithfulness, options.scale);
   if (options.heads_csv && attended.tokens)
     write_heads_part(with_suffix(job.output_base, batch_file(&OutputSet::heads).part_suffix), job.input, *attended.tokens);
-  if (attended.pca)  // before the overlay, which is written last
+  if (options.pca && attended.pca)  // before the overlay, which is written last
     write_image_atomic(with_suffix(job.output_base, pca_suffix().c_str()),
                        pca_image(*attended.pca, bgr.size(), options.render.interp));
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last

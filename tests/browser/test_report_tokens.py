@@ -350,9 +350,17 @@ def test_clean_count_is_said(made):
 
 
 def test_pca_picture(made):
-    """The PCA step is another part: a PCA picture put into the page's data here is drawn as given."""
+    """The page shows the image's own PCA picture, the colours of `--pca --interp nearest`'s
+    <name>_pca.png (its cells' centres); a picture put into the page's data is drawn as given."""
+    d = made["dir"]
+    run("--model", d / "reg.safetensors", "--pca", "--interp", "nearest", d / "img.png", "-o", d / "pca", "-q")
+    png = cv2.imread(str(d / "pca" / "img_pca.png"), cv2.IMREAD_COLOR)[:, :, ::-1]  # RGB, (GRID·P, GRID·P)
+    cells = png[P // 2::P, P // 2::P]  # (GRID, GRID, 3)
     open_page(made["reg"])
-    assert js("return document.getElementById('pca-figure').hidden") is True
+    assert js("return document.getElementById('pca-figure').hidden") is False
+    px = canvas_pixels("pca")
+    assert px.shape == (GRID, GRID, 4)
+    assert (px[:, :, :3] == cells).all(), "the page's PCA picture is not --pca's"
     html = made["reg"].read_text()
     m = re.search(r'(<script type="application/json" id="vitattn-data">)(.*?)(</script>)', html, re.S)
     data = json.loads(m.group(2))
