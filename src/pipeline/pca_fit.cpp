@@ -44,7 +44,7 @@ PcaFit read_pca_fit(const std::filesystem::path& path, int dim) {
     std::string shape;
     for (std::uint64_t s : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
     throw Error(name + ": a PCA fit for this model is float32 [5, " + std::to_string(dim) + "] (" + pca_fit_name() +
-                " of --pca-fit batch), this is [" + shape + "]");
+                " of a batch fit), this is [" + shape + "]");
   }
   const Eigen::Map<const Matrix> rows(a.values.data(), kRows, dim);  // (5, dim)
   if (!rows.allFinite()) throw Error(name + ": the PCA fit holds values that are not finite");
