@@ -47,7 +47,8 @@ VALUE_OPTIONS = {"-o", "--output", "--model", "--colormap", "--alpha", "--interp
                  "--report-max-mb", "--every", "--max-frames", "--smooth", "--seed", "--save-model", "--html",
                  "--heatmap", "--shard", "--shard-count", "--log-json", "--files-from", "-j", "--jobs", "--heads",
                  "--key", "--family", "--eps", "--gelu", "--pos-interp", "--mean", "--std", "--patch-size",
-                 "--dim", "--d-k", "--max-pixels", "--method", "--class", "--legrad-from"}
+                 "--dim", "--d-k", "--max-pixels", "--method", "--class", "--legrad-from",
+                 "--faithfulness-steps", "--artifact-ratio", "--pca-mask", "--pca-fit"}
 D, P, GRID, LAYERS, MLP = 128, 16, 2, 2, 256  # stand-ins: 2 heads of 64 (D/64, as the real ones), 32 px
 
 
@@ -227,8 +228,14 @@ def expected(cwd, sub, opts, inputs, comment):
                 want.append(out / f"{f.stem}_report.html")
             if "--top" in opts:  # the image's rows of predictions.csv
                 want.append(out / f"{f.stem}_predictions.csv")
+            if "--pca" in opts:
+                want.append(out / f"{f.stem}_pca.png")
+            if "--heads-csv" in opts or "--save-attention" in opts:  # the image's rows of heads.csv
+                want.append(out / f"{f.stem}_heads.csv")
         if "--top" in opts and not sharded:
             want.append(out / "predictions.csv")
+        if ("--heads-csv" in opts or "--save-attention" in opts) and images and not sharded:
+            want.append(out / "heads.csv")
         if "--report" in opts and len(images) > 1 and not sharded:
             want.append(out / "index.html")
         if inputs or "--files-from" in opts:
