@@ -412,8 +412,9 @@ void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) 
           ->check(CLI::Range(1, 1 << 12)),
       app.add_option("--eps", m.overrides.eps, "LayerNorm ε (default: the family's: 1e-6; HF ViT 1e-12)")
           ->check(finite_in(1e-30, 1.0))};
-  CLI::Option* gelu = app.add_option("--gelu", m.overrides.gelu, "GELU form (default: the family's, erf)");
-  choose_from(gelu, std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}});
+  CLI::Option* gelu = app.add_option("--gelu", m.overrides.gelu, "MLP activation: erf (exact GELU), tanh (its approximation) or quick (CLIP's "
+                                       "QuickGELU, x·σ(1.702x)) (default: the family's)");
+  choose_from(gelu, std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}, {"quick", Gelu::quick}});
   choose_from(file_only[1], named(io::family_names()), {{"deit", "timm"}, {"hf_vit", "hf-vit"}, {"hf_dinov2", "hf-dinov2"}});
   for (CLI::Option* option : file_only) option->group(group)->needs(model);
   gelu->group(group)->needs(model);

@@ -38,6 +38,9 @@ void gelu_row(float* values, Eigen::Index n, Gelu kind) {
   Eigen::Map<Eigen::ArrayXf> a(values, n);
   if (kind == Gelu::erf) {
     a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+  } else if (kind == Gelu::quick) {
+    // x·σ(1.702x) = x / (1 + exp(−1.702x)), std::exp per value as the tanh form below
+    a = a / (1.0f + (-1.702f * a).unaryExpr([](float t) { return std::exp(t); }));
   } else {
     // std::tanh, not Eigen's fast vectorised tanh: on the CIFAR-10 test model the fast one
     // triples the logits' error against PyTorch (9.5e-6 against 3.3e-6).
@@ -53,6 +56,15 @@ void gelu_inplace(Matrix& x, Gelu kind) {
   parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) gelu_row(x.row(i).data(), x.cols(), kind);
   });
+}
+
+const char* gelu_name(Gelu kind) {
+  switch (kind) {
+    case Gelu::erf: return "erf";
+    case Gelu::tanh: return "tanh";
+    case Gelu::quick: return "quick";
+  }
+  return "?";
 }
 
 Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b) {

@@ -10,6 +10,7 @@
 #include "parallel_for.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
+#include "vit_head.hpp"
 
 namespace vitattn {
 namespace {
@@ -48,12 +49,19 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
   expect("patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
   expect("patch embedding bias", b_patch, d, true);
   expect("class token", cls_token, d);
+  expect("distillation token", dist_token, d, true);
   expect("register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
   if (grid_h <= 0 || grid_w <= 0)
     throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
                 " rows, which is not a square patch grid (with or without a class position)");
-  if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != 1 + n_registers())
-    throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1 or 1 + registers");
+  const int with_dist = has_dist() ? 2 : 1;  // positions for the class (and distillation) token
+  if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != with_dist && pos_prefix != first_patch_token())
+    throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1" +
+                (has_dist() ? ", 2" : "") + " or " + std::to_string(first_patch_token()) + " (every leading token)");
+  if (norm_pre.present() || norm_pre.bias.size() > 0) {
+    expect("pre-block norm weight", norm_pre.weight, d);
+    expect("pre-block norm bias", norm_pre.bias, d);
+  }
   expect("position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
   const Eigen::Index d_attn_ = blocks.front().w_qkv.rows() / 3;
@@ -99,10 +107,7 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
     expect("final norm weight", final_norm.weight, d);
     expect("final norm bias", final_norm.bias, d);
   }
-  if (w_head.size() > 0) {
-    expect("classifier weight", w_head, w_head.rows(), d);
-    expect("classifier bias", b_head, w_head.rows(), true);
-  }
+  validate_head(*this, source, values == CheckValues::yes);
   for (std::size_t c = 0; c < 3; ++c)
     if (!plausible_mean(norm.mean[c]) || !plausible_std(norm.std[c]))
       throw Error(source + ": mean must be finite and std finite and positive (a normalisation of pixels in 0…1: std at "
@@ -133,10 +138,12 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
   x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
                                                    model.grid_h, model.grid_w, grid_h, grid_w, model.pos_interp);
-  x.row(0) = model.cls_token;
-  // Registers sit between the class token and the patches; DINOv2 gives them no position.
-  if (model.n_registers() > 0) x.middleRows(1, model.n_registers()) = model.register_tokens;
+  if (model.has_class_token()) x.row(0) = model.cls_token;
+  if (model.has_dist()) x.row(model.has_class_token() ? 1 : 0) = model.dist_token;
+  // Registers sit between the leading tokens and the patches; DINOv2 gives them no position.
+  if (model.n_registers() > 0) x.middleRows(first - model.n_registers(), model.n_registers()) = model.register_tokens;
   x.topRows(model.pos_prefix) += model.pos_embed.topRows(model.pos_prefix);
+  if (model.norm_pre.present()) layer_norm_into(Matrix(x), model.norm_pre, model.eps, x);
   return x;
 }
 
@@ -298,9 +305,12 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
   require_finite(result.tokens, last);
   if (model.w_head.size() > 0) {
-    // class token (1, d_model) · w_headᵀ (d_model, n_classes) → logits (1, n_classes)
-    result.logits = linear(result.tokens.topRows(1), model.w_head, model.b_head);
+    result.logits = classifier_logits(model, result.tokens);  // (n_classes)
     require_finite(result.logits, last);
+  }
+  if (model.w_embed.size() > 0) {
+    result.embedding = image_embedding(model, result.tokens);  // (d_embed)
+    require_finite(result.embedding, last);
   }
   model.check_weights();
   return result;

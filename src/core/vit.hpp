@@ -40,6 +40,15 @@ struct EncoderBlock {
   bool has_mlp() const { return w_fc1.size() > 0; }
 };
 
+// What the classifier (and the image embedding) read of the final tokens (vit_head.hpp).
+enum class Pooling {
+  class_token,           // the class token's row (ViT, DeiT, DINO, DINOv2, CLIP)
+  class_and_dist,        // distilled DeiT: the class token through w_head and the distillation token
+                         // through w_head_dist, the two logits averaged (timm's eval-mode output)
+  patch_mean,            // the mean of the patch tokens, then fc_norm (timm's global_pool='avg')
+  class_and_patch_mean,  // [class token, mean of the patch tokens], 2·d_model wide (HF Dinov2ForImageClassification)
+};
+
 struct VitModel {
   int patch_size = 16;          // P
   int n_heads = 1;              // H; d_head = d_attn / H
@@ -48,15 +57,24 @@ struct VitModel {
   WeightMatrix w_patch;         // (d_model, 3·P·P): Conv2d(3, d_model, P, stride P) weight, flattened (c, y, x)
   RowVector b_patch;            // (d_model)
   RowVector cls_token;          // (d_model)
-  WeightMatrix register_tokens; // (n_registers, d_model), after the class token, no position embedding
+  RowVector dist_token;         // (d_model) distilled DeiT's distillation token, token 1; empty: none
+  WeightMatrix register_tokens; // (n_registers, d_model), after the class (and distillation) token
   WeightMatrix pos_embed;       // (pos_prefix + grid_h·grid_w, d_model)
-  int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class) or 1 + n_registers
+  int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class), 1 + has_dist, or all of them
   int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
   PosInterp pos_interp = PosInterp::bicubic;  // how the checkpoint's own library resamples them
+  LayerNorm norm_pre;           // after the embedding, before the first block (CLIP's ln_pre); absent in most
   std::vector<EncoderBlock> blocks;
   LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)
-  WeightMatrix w_head;          // (n_classes, d_model), empty when there is no classifier
+  Pooling pooling = Pooling::class_token;
+  LayerNorm fc_norm;            // (d_model) after Pooling::patch_mean (timm's fc_norm); absent elsewhere
+  WeightMatrix w_head;          // (n_classes, d_pool): d_pool = 2·d_model for class_and_patch_mean, else d_model;
+                                // empty when there is no classifier
   RowVector b_head;             // (n_classes)
+  WeightMatrix w_head_dist;     // (n_classes, d_model) distilled DeiT's distillation head; empty: none
+  RowVector b_head_dist;        // (n_classes)
+  WeightMatrix w_embed;         // (d_embed, d_model) projection of the pooled token to a joint image-text
+                                // space (CLIP's visual.proj, transposed; HF visual_projection); empty: none
   Normalization norm;           // image normalisation the model was trained with
   // Set by a loader whose weights are read in place from something that can vanish under the
   // run (a file cut short by another program): "" while they are intact, else why not, naming
@@ -69,7 +87,10 @@ struct VitModel {
   int d_head() const { return d_attn() / n_heads; }
   int n_layers() const { return static_cast<int>(blocks.size()); }
   int n_registers() const { return static_cast<int>(register_tokens.rows()); }
-  int first_patch_token() const { return 1 + n_registers(); }  // [cls, registers…, patches…]
+  bool has_class_token() const { return cls_token.size() > 0; }  // SigLIP has none
+  bool has_dist() const { return dist_token.size() > 0; }
+  // [cls?, dist?, registers…, patches…]
+  int first_patch_token() const { return (has_class_token() ? 1 : 0) + (has_dist() ? 1 : 0) + n_registers(); }
 
   // Throws Error naming `source` and the first tensor whose shape does not fit the others,
   // or that holds a non-finite value. CheckValues::no leaves out the values (a pass over every
@@ -122,10 +143,13 @@ struct ForwardResult {
   Matrix tokens;     // (n_tokens, d_model) after the final norm, (n_tokens, d_attn) when the last block
                      // is not projected; only when every block ran
   RowVector logits;  // (n_classes); only when every block ran and the model has a classifier
+  RowVector embedding;  // (d_embed) the image embedding, L2-normalised; only when every block ran and the
+                        // model has one (vit_head.hpp)
 };
 
-// image (3, grid_h·P, grid_w·P) → x (n_tokens, d_model) = [cls; registers; W_E·p + b_E] + positions,
-// with the position embeddings resampled when the grid differs from the trained one.
+// image (3, grid_h·P, grid_w·P) → x (n_tokens, d_model) = [cls; dist; registers; W_E·p + b_E] + positions,
+// with the position embeddings resampled when the grid differs from the trained one, then
+// norm_pre when the model has one.
 Matrix embed_image(const VitModel& model, const ImageTensor& image);
 
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options = {});

@@ -35,6 +35,7 @@ void layer_norm_backward_add(const Matrix& x, const LayerNorm& norm, float eps, 
 // d (n_tokens, d_mlp) ⊙= GELU'(h), h the pre-activation, in place:
 //   erf:  Φ(h) + h·φ(h) = ½(1 + erf(h/√2)) + h·exp(−h²/2)/√(2π)
 //   tanh: with t = tanh(k(h + 0.044715h³)), k = √(2/π):  ½(1 + t) + ½h(1 − t²)·k(1 + 3·0.044715h²)
+//   quick: with s = σ(1.702h):  s + 1.702·h·s(1 − s)
 void gelu_backward_inplace(Matrix& d, const Matrix& h, Gelu kind) {
   parallel_rows(d.rows(), d.cols(), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) {
@@ -43,6 +44,11 @@ void gelu_backward_inplace(Matrix& d, const Matrix& h, Gelu kind) {
       if (kind == Gelu::erf) {
         const float inv_sqrt_2pi = static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
         g *= 0.5f * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf()) + a * (-0.5f * a.square()).exp() * inv_sqrt_2pi;
+      } else if (kind == Gelu::quick) {
+        for (Eigen::Index j = 0; j < g.size(); ++j) {
+          const float x = a(j), s = 1.0f / (1.0f + std::exp(-1.702f * x));
+          g(j) *= s + 1.702f * x * s * (1.0f - s);
+        }
       } else {
         const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
         for (Eigen::Index j = 0; j < g.size(); ++j) {  // std::tanh, as the forward (layers.cpp says why)

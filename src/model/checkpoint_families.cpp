@@ -39,6 +39,7 @@ std::vector<CheckpointFamily> make_families() {
                 {"attention.attention.query", "attention.attention.key", "attention.attention.value"},
                 "attention.output.dense", "", "layernorm_after", "intermediate.dense", "output.dense", {}, ""},
                "layernorm", "classifier", 1e-12f, Gelu::erf, kHalf});
+  f.back().model_types = {"vit"};
   f.push_back({"hf-dinov2", "Hugging Face transformers Dinov2 (with or without registers)", {"dinov2.", ""},
                "embeddings.patch_embeddings.projection", "embeddings.cls_token", "embeddings.position_embeddings",
                {"embeddings.register_tokens"}, "encoder.layer.{i}.",
@@ -48,6 +49,7 @@ std::vector<CheckpointFamily> make_families() {
                 "layer_scale2.lambda1"},
                // Dinov2's classifier reads [cls, mean of patches] (2·D wide): not a class-token head.
                "layernorm", "", 1e-6f, Gelu::erf, kImageNet});
+  f.back().model_types = {"dinov2", "dinov2_with_registers"};
   f.back().pos_interp = PosInterp::offset;  // ported from DINOv2
   f.push_back({"torchvision", "torchvision VisionTransformer (vit_b_16 …)", {""}, "conv_proj", "class_token",
                "encoder.pos_embedding", {}, "encoder.layers.encoder_layer_{i}.",
@@ -72,6 +74,13 @@ std::string bias_of(const std::string& linear) { return linear + (linear.ends_wi
 const std::vector<CheckpointFamily>& checkpoint_families() {
   static const std::vector<CheckpointFamily> families = make_families();
   return families;
+}
+
+const CheckpointFamily* family_by_model_type(const std::string& model_type) {
+  for (const auto& f : checkpoint_families())
+    for (const auto& t : f.model_types)
+      if (t == model_type) return &f;
+  return nullptr;
 }
 
 const CheckpointFamily* family_by_name(const std::string& name) {

@@ -45,6 +45,7 @@ struct CheckpointFamily {
   // Every linear has its bias (the qkv's, which some models lack, in every block or in none;
   // layout_check.hpp). False: each bias is optional (the single-head layout).
   bool biases = true;
+  std::vector<std::string> model_types = {};  // config.json's model_type values that name this family (hf:)
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".
@@ -57,6 +58,8 @@ inline constexpr const char* kNativeFamily = "single-head";
 // Every family, in the order detection tries them.
 const std::vector<CheckpointFamily>& checkpoint_families();
 const CheckpointFamily* family_by_name(const std::string& name);
+// The family config.json's model_type names, or nullptr.
+const CheckpointFamily* family_by_model_type(const std::string& model_type);
 std::vector<std::string> family_names();
 
 }  // namespace vitattn::io

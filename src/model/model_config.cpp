@@ -57,7 +57,24 @@ std::optional<std::array<float, 3>> triplet(const json& j, const char* key, cons
   return v;
 }
 
-void read_config(const json& c, const fs::path& file, ModelConfig& out) {
+// hidden_act: transformers' ACT2FN names of the activations vitattn computes.
+std::optional<Gelu> activation(const json& c, const fs::path& file) {
+  const auto it = c.find("hidden_act");
+  if (it == c.end() || it->is_null()) return std::nullopt;
+  const std::string name = it->is_string() ? it->get<std::string>() : std::string();
+  if (name == "gelu") return Gelu::erf;
+  if (name == "quick_gelu") return Gelu::quick;
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") return Gelu::tanh;
+  throw Error(fmt::format("{}: hidden_act is {}, expected gelu, quick_gelu, gelu_pytorch_tanh or gelu_new", display(file),
+                          printable(it->dump(), true)));
+}
+
+void read_config(const json& top, const fs::path& file, ModelConfig& out) {
+  if (const auto type = top.find("model_type"); type != top.end() && type->is_string()) out.model_type = type->get<std::string>();
+  const auto vision = top.find("vision_config");
+  const json& c = vision != top.end() && vision->is_object() ? *vision : top;
+  out.projection_dim = positive_int(top, "projection_dim", file, 1 << 16);
+  out.activation = activation(c, file);
   out.heads = positive_int(c, "num_attention_heads", file, 4096);
   out.image_size = positive_int(c, "image_size", file, 1 << 16);
   out.patch_size = positive_int(c, "patch_size", file, 1024);

@@ -2,10 +2,14 @@
 // What a model's config.json and preprocessor_config.json (Hugging Face transformers, or timm's
 // config.json with its pretrained_cfg) say about it, so that such a model needs no
 // --heads/--eps/--mean/--std. Both files sit beside the weights (a hub snapshot folder).
+// A vision-language model's config (CLIPModel, SiglipModel) keeps the image tower's settings
+// in its "vision_config": those are the ones read, model_type from the top.
 #include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
+
+#include "core/layers.hpp"
 
 namespace vitattn::io {
 
@@ -18,6 +22,9 @@ struct ModelConfig {
   int intermediate_size = 0;                  // intermediate_size (HF): d_mlp
   std::filesystem::path config_json;          // the config.json read; empty: none
   std::optional<float> eps;                   // layer_norm_eps
+  std::string model_type;                     // model_type (HF): picks the family (CheckpointFamily::model_types)
+  std::optional<Gelu> activation;             // hidden_act (HF): gelu, quick_gelu, gelu_pytorch_tanh, gelu_new
+  int projection_dim = 0;                     // projection_dim (HF CLIP): d_embed
   std::optional<std::array<float, 3>> mean;   // image_mean (preprocessor), pretrained_cfg.mean (timm)
   std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std
   std::string sources;                        // the files read, for -v; empty when none was there

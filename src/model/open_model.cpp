@@ -47,6 +47,8 @@ VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& conf
   VitOverrides o = asked;
   if (o.heads == 0 && !file_has_heads) o.heads = config.heads;
   if (!o.eps && config.eps) o.eps = config.eps;
+  if (!o.gelu && config.activation) o.gelu = config.activation;
+  if (const CheckpointFamily* f = family_by_model_type(config.model_type)) o.family_hint = f->name;
   return o;
 }
 

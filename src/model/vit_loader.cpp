@@ -119,7 +119,11 @@ const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& pre
   return *family_by_name("timm");
 }
 
-std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, const std::string& wanted) {
+std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, const std::string& wanted,
+                                                       const std::string& hint) {
+  if (const CheckpointFamily* f = hint.empty() || !wanted.empty() ? nullptr : family_by_name(hint))
+    for (const auto& prefix : f->prefixes)
+      if (matches(st, *f, prefix)) return {f, prefix};
   if (!wanted.empty()) {
     const CheckpointFamily* f = family_by_name(wanted);
     if (!f) throw Error("unknown model family \"" + wanted + "\"");
@@ -360,7 +364,8 @@ void apply_settings(const TensorFile& st, const CheckpointFamily& f, const VitOv
   if (auto it = meta.find("gelu"); it != meta.end()) {
     if (it->second == "tanh") m.gelu = Gelu::tanh;
     else if (it->second == "erf" || it->second == "exact") m.gelu = Gelu::erf;
-    else throw Error(src + ": __metadata__.gelu is \"" + it->second + "\", expected tanh or erf");
+    else if (it->second == "quick") m.gelu = Gelu::quick;
+    else throw Error(src + ": __metadata__.gelu is \"" + it->second + "\", expected tanh, erf or quick");
   }
   if (auto it = meta.find("mean"); it != meta.end()) m.norm.mean = metadata_triplet(it->second, src + ": __metadata__.mean");
   if (auto it = meta.find("std"); it != meta.end()) m.norm.std = metadata_triplet(it->second, src + ": __metadata__.std");
@@ -371,7 +376,7 @@ void apply_settings(const TensorFile& st, const CheckpointFamily& f, const VitOv
 }  // namespace
 
 LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
-  const auto [family, prefix] = detect(st, overrides.family);
+  const auto [family, prefix] = detect(st, overrides.family, overrides.family_hint);
   const CheckpointFamily& f = *family;
   // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.
   const Layout layout = check_layout(st, f, prefix);
@@ -416,7 +421,7 @@ std::string LoadedVit::summary() const {
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
                 m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
-                m.gelu == Gelu::erf ? "erf" : "tanh", m.final_norm.present() ? "final norm" : "no final norm",
+                gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
                 pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),

@@ -19,6 +19,8 @@ inline constexpr const char* head_count = "head count";  // an Error's Subject (
 
 struct VitOverrides {
   std::string family;          // empty: recognise from the tensor names
+  std::string family_hint;     // tried first when `family` is empty (config.json's model_type); a file
+                               // without its naming is recognised from the names as if none were given
   int heads = 0;               // over __metadata__'s; 0: from __metadata__, else the family's, else d_model / 64
   std::optional<float> eps;    // LayerNorm ε
   std::optional<Gelu> gelu;

@@ -1,0 +1,101 @@
+#include "vit_head.hpp"
+
+#include <cmath>
+
+#include "error.hpp"
+#include "layers.hpp"
+
+namespace vitattn {
+namespace {
+
+// The mean of the patch tokens: tokens (n_tokens, d_model) → (d_model), in double, so the
+// sum's order and rounding do not depend on the number of patches' parity or the vector width.
+RowVector patch_mean(const VitModel& model, const Matrix& tokens) {
+  const Eigen::Index first = model.first_patch_token(), n = tokens.rows() - first;
+  if (n <= 0) throw Error("no patch tokens to pool");
+  const Eigen::RowVectorXd sum = tokens.bottomRows(n).cast<double>().colwise().sum();
+  return (sum / static_cast<double>(n)).cast<float>();
+}
+
+// row (d_in) · wᵀ (d_in, d_out) + b → (d_out)
+RowVector apply_linear(const RowVector& row, ConstMatrixView w, const RowVector& b) {
+  return linear(Matrix(row), w, b).row(0);
+}
+
+std::string dims(Eigen::Index rows, Eigen::Index cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+}  // namespace
+
+RowVector pooled_features(const VitModel& model, const Matrix& tokens) {
+  switch (model.pooling) {
+    case Pooling::class_token:
+    case Pooling::class_and_dist:
+      return tokens.row(0);
+    case Pooling::patch_mean: {
+      const Matrix mean = patch_mean(model, tokens);  // (1, d_model)
+      return model.fc_norm.present() ? RowVector(layer_norm(mean, model.fc_norm, model.eps).row(0)) : RowVector(mean);
+    }
+    case Pooling::class_and_patch_mean: {
+      RowVector both(2 * tokens.cols());  // [class token, mean of the patches]
+      both << tokens.row(0), patch_mean(model, tokens);
+      return both;
+    }
+  }
+  throw Error("unknown pooling");
+}
+
+RowVector classifier_logits(const VitModel& model, const Matrix& tokens) {
+  // pooled (d_pool) · w_headᵀ (d_pool, n_classes) → logits (n_classes)
+  RowVector logits = apply_linear(pooled_features(model, tokens), model.w_head, model.b_head);
+  if (model.pooling == Pooling::class_and_dist) {
+    // distillation token (d_model) · w_head_distᵀ (d_model, n_classes), averaged with the class token's
+    const RowVector dist = apply_linear(tokens.row(1), model.w_head_dist, model.b_head_dist);
+    logits = (logits + dist) * 0.5f;
+  }
+  return logits;
+}
+
+RowVector image_embedding(const VitModel& model, const Matrix& tokens) {
+  // pooled (d_model) · w_embedᵀ (d_model, d_embed) → (d_embed)
+  RowVector e = apply_linear(pooled_features(model, tokens), model.w_embed, RowVector());
+  const double norm = e.cast<double>().norm();
+  if (norm > 0) e = (e.cast<double>() / norm).cast<float>();
+  return e;
+}
+
+void validate_head(const VitModel& m, const std::string& source, bool values) {
+  const Eigen::Index d = m.d_model();
+  const auto check = [&](const std::string& name, ConstMatrixView w, Eigen::Index rows, Eigen::Index cols) {
+    if (w.rows() != rows || w.cols() != cols)
+      throw Error(source + ": " + name + " is " + dims(w.rows(), w.cols()) + ", expected " + dims(rows, cols));
+    if (values && !w.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  };
+  const auto check_row = [&](const std::string& name, const RowVector& v, Eigen::Index n) {
+    if (v.size() == 0) return;
+    if (v.size() != n)
+      throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
+    if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  };
+  if (m.pooling == Pooling::class_and_dist && (!m.has_dist() || m.w_head.size() == 0 || m.w_head_dist.size() == 0))
+    throw Error(source + ": a distilled classifier needs the distillation token and both heads");
+  if (m.fc_norm.present() || m.fc_norm.bias.size() > 0) {
+    if (m.fc_norm.weight.size() != d || m.fc_norm.bias.size() != d)
+      throw Error(source + ": fc_norm weight and bias must be [" + std::to_string(d) + "] each");
+    check_row("fc_norm weight", m.fc_norm.weight, d);
+    check_row("fc_norm bias", m.fc_norm.bias, d);
+  }
+  if (m.w_head.size() > 0) {
+    const Eigen::Index d_pool = m.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
+    check("classifier weight", m.w_head, m.w_head.rows(), d_pool);
+    check_row("classifier bias", m.b_head, m.w_head.rows());
+  }
+  if (m.w_head_dist.size() > 0) {
+    check("distillation classifier weight", m.w_head_dist, m.w_head.rows(), d);
+    check_row("distillation classifier bias", m.b_head_dist, m.w_head.rows());
+  }
+  if (m.w_embed.size() > 0) check("embedding projection", m.w_embed, m.w_embed.rows(), d);
+}
+
+}  // namespace vitattn

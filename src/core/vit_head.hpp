@@ -1,0 +1,33 @@
+#pragma once
+// What sits after the last block: how the final tokens are pooled into one row, the classifier
+// that reads it, and the projection into a joint image-text embedding. Each family's own
+// reading of its tokens (VitModel::pooling):
+//   class_token           timm/DeiT/DINO/DINOv2/HF ViT/torchvision: head(tokens[0])
+//   class_and_dist        timm's VisionTransformerDistilled in eval mode: (head(t[0]) + head_dist(t[1])) / 2
+//   patch_mean            timm global_pool='avg': head(fc_norm(mean of the patch tokens))
+//   class_and_patch_mean  HF Dinov2ForImageClassification: head([t[0], mean of the patch tokens])
+// The patch tokens are those from first_patch_token() on: registers are pooled by no family.
+// The image embedding (CLIP): w_embed · (pooled row), L2-normalised as every CLIP library does
+// before its similarity product.
+#include <string>
+
+#include "tensor.hpp"
+#include "vit.hpp"
+
+namespace vitattn {
+
+// tokens (n_tokens, d_model) after the final norm → the classifier's input (d_pool) for the
+// pooling's main head (the class token's row for class_and_dist).
+RowVector pooled_features(const VitModel& model, const Matrix& tokens);
+
+// tokens (n_tokens, d_model) → logits (n_classes). The model has a classifier.
+RowVector classifier_logits(const VitModel& model, const Matrix& tokens);
+
+// tokens (n_tokens, d_model) → w_embed · pooled, L2-normalised (d_embed). The model has w_embed.
+RowVector image_embedding(const VitModel& model, const Matrix& tokens);
+
+// The head's tensors against the pooling and d_model (VitModel::validate calls it); Error
+// naming `source` and the tensor. `values`: also every value finite.
+void validate_head(const VitModel& model, const std::string& source, bool values);
+
+}  // namespace vitattn
