@@ -166,6 +166,30 @@ TEST(OpenModel, AConfigPatchSizeThatDisagreesIsRefused) {
             (dir / "m.safetensors").string() + ": its config says patch_size 16, its patch embedding has 2");
 }
 
+// A vision-language config (CLIPModel, SiglipModel) keeps the image tower's settings under
+// vision_config; hidden_act names the activation; a model_type whose family's names the file
+// does not use leaves detection to the names.
+TEST(OpenModel, VisionConfigAndHiddenActAreRead) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  write_text(dir / "config.json", R"({"model_type": "vit", "num_attention_heads": 4,
+    "vision_config": {"num_attention_heads": 2, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5}})");
+  const OpenedModel m = open_model(request_for(dir / "m.safetensors"));
+  EXPECT_EQ(m.model.n_heads, 2);  // the vision tower's, not the top level's
+  EXPECT_EQ(m.model.gelu, Gelu::quick);
+  EXPECT_FLOAT_EQ(m.model.eps, 1e-5f);
+  EXPECT_TRUE(has_detail(m, "family dino")) << m.details.back();  // timm names without a head: not hf-vit
+  write_text(dir / "config.json", R"({"num_attention_heads": 2, "hidden_act": "gelu_pytorch_tanh"})");
+  EXPECT_EQ(open_model(request_for(dir / "m.safetensors")).model.gelu, Gelu::tanh);
+  ModelRequest asked = request_for(dir / "m.safetensors");
+  asked.overrides.gelu = Gelu::erf;  // the request wins over the config
+  EXPECT_EQ(open_model(asked).model.gelu, Gelu::erf);
+  write_text(dir / "config.json", R"({"num_attention_heads": 2, "hidden_act": "silu"})");
+  EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
+            (dir / "config.json").string() +
+                ": hidden_act is \"silu\", expected gelu, quick_gelu, gelu_pytorch_tanh or gelu_new");
+}
+
 // The hub is the caller's callback: a hub name goes to it, and the folder of the file it gives
 // is where config.json is read from (class names included); any other source is a path.
 TEST(OpenModel, AHubNameGoesThroughTheCallbackAndItsFolderGivesTheSettings) {

@@ -64,7 +64,9 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
   Dbl x(first + static_cast<std::size_t>(gh * gw), std::vector<double>(static_cast<std::size_t>(d)));
   for (int j = 0; j < d; ++j) {
     x[0][static_cast<std::size_t>(j)] = m.cls_token(j);
-    for (int r = 0; r < m.n_registers(); ++r) x[static_cast<std::size_t>(1 + r)][static_cast<std::size_t>(j)] = m.register_tokens(r, j);
+    if (m.has_dist()) x[1][static_cast<std::size_t>(j)] = m.dist_token(j);  // [cls, dist, registers…]
+    for (int r = 0; r < m.n_registers(); ++r)
+      x[first - static_cast<std::size_t>(m.n_registers() - r)][static_cast<std::size_t>(j)] = m.register_tokens(r, j);
     for (int t = 0; t < m.pos_prefix; ++t) x[static_cast<std::size_t>(t)][static_cast<std::size_t>(j)] += double{m.pos_embed(t, j)};
   }
   for (int py = 0; py < gh; ++py)
@@ -78,6 +80,7 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
         t[static_cast<std::size_t>(o)] = s;
       }
     }
+  if (m.norm_pre.present()) x = naive_layer_norm(x, m.norm_pre);  // CLIP's ln_pre: after the positions
   NaiveOut out;
   const std::size_t n = x.size();
   for (const EncoderBlock& b : m.blocks) {
@@ -110,8 +113,9 @@ NaiveOut naive_forward(const VitModel& m, const ImageTensor& img) {
       for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += proj[i][j] * (b.ls1.size() ? at(b.ls1, j) : 1.0);
     Dbl hid = naive_linear(naive_layer_norm(x, b.norm2), b.w_fc1, b.b_fc1);
     for (auto& row : hid)
-      for (auto& v : row) v = m.gelu == Gelu::erf ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
-                                                 : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      for (auto& v : row) v = m.gelu == Gelu::erf     ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                              : m.gelu == Gelu::quick ? v / (1 + std::exp(-1.702 * v))  // CLIP's QuickGELU
+                                                      : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
     const Dbl mlp = naive_linear(hid, b.w_fc2, b.b_fc2);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < static_cast<std::size_t>(d); ++j) x[i][j] += mlp[i][j] * (b.ls2.size() ? at(b.ls2, j) : 1.0);
@@ -125,7 +129,10 @@ RowVector random_row(Eigen::Index n, std::mt19937& rng, float scale = 1.0f) {
 }
 
 // qk_gain scales the query and key weights: large gains give scores in the hundreds.
-VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu, int pos_prefix = 1, float qk_gain = 1.0f) {
+// dist: a distillation token after the class token (positions then cover both: pos_prefix 2);
+// norm_pre: a LayerNorm before the first block (CLIP's ln_pre).
+VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu, int pos_prefix = 1, float qk_gain = 1.0f,
+                  bool dist = false, bool norm_pre = false) {
   const int d = 8, p = 2, g = 3, mlp = 16;
   VitModel m;
   m.patch_size = p;
@@ -135,11 +142,13 @@ VitModel tiny_vit(std::mt19937& rng, int registers, bool layer_scale, Gelu gelu,
   m.w_patch = test::random_matrix(d, 3 * p * p, rng, 0.5f);
   m.b_patch = random_row(d, rng, 0.1f);
   m.cls_token = random_row(d, rng);
+  if (dist) m.dist_token = random_row(d, rng);
   if (registers > 0) m.register_tokens = test::random_matrix(registers, d, rng);
   m.pos_embed = test::random_matrix(pos_prefix + g * g, d, rng, 0.2f);
   m.pos_prefix = pos_prefix;
   m.grid_h = m.grid_w = g;
   auto ln = [&] { return LayerNorm{(random_row(d, rng, 0.5f).array() + 1.0f).matrix(), random_row(d, rng, 0.1f)}; };
+  if (norm_pre) m.norm_pre = ln();
   for (int l = 0; l < 3; ++l) {
     EncoderBlock b;
     b.norm1 = ln();
@@ -170,6 +179,8 @@ struct Variant {
   Gelu gelu;
   int pos_prefix = 1;  // position rows before the patches' own
   float qk_gain = 1.0f;
+  bool dist = false;
+  bool norm_pre = false;
 };
 
 class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
@@ -177,7 +188,7 @@ class ForwardVsNaive : public ::testing::TestWithParam<Variant> {};
 TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
   std::mt19937 rng(42);
   const Variant v = GetParam();
-  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu, v.pos_prefix, v.qk_gain);
+  const VitModel m = tiny_vit(rng, v.registers, v.layer_scale, v.gelu, v.pos_prefix, v.qk_gain, v.dist, v.norm_pre);
   ASSERT_NE(m.pos_embed.row(0).cwiseAbs().maxCoeff(), 0.0f) << "the class token's position must show";
   const ImageTensor img = random_image(6, 6, rng);
   // Scores in the hundreds: float rounding of a score of 300 is ~2e-5, and the probabilities follow.
@@ -204,11 +215,14 @@ TEST_P(ForwardVsNaive, EveryLayerEveryHeadAndTheTokensAgree) {
 INSTANTIATE_TEST_SUITE_P(Vit, ForwardVsNaive,
                          ::testing::Values(Variant{0, false, Gelu::erf}, Variant{0, true, Gelu::tanh},
                                            Variant{4, true, Gelu::erf}, Variant{2, false, Gelu::erf, 0},
-                                           Variant{2, false, Gelu::erf, 3}, Variant{0, false, Gelu::erf, 1, 12.0f}),
+                                           Variant{2, false, Gelu::erf, 3}, Variant{0, false, Gelu::erf, 1, 12.0f},
+                                           Variant{0, false, Gelu::quick, 1, 1.0f, false, true},
+                                           Variant{0, false, Gelu::erf, 2, 1.0f, true}, Variant{2, true, Gelu::erf, 4, 1.0f, true}),
                          [](const auto& param_info) {
                            const Variant& v = param_info.param;
                            return std::to_string(v.registers) + "registers_" + std::to_string(v.pos_prefix) + "prefixpos_" + (v.layer_scale ? "layerscale_" : "") +
-                                  (v.qk_gain > 1 ? "hugescores_" : "") + (v.gelu == Gelu::erf ? "erf" : "tanh");
+                                  (v.qk_gain > 1 ? "hugescores_" : "") + (v.dist ? "dist_" : "") + (v.norm_pre ? "normpre_" : "") +
+                                  gelu_name(v.gelu);
                          });
 
 TEST(Forward, StoppingAtALayerGivesThatLayersAttentionOnly) {
