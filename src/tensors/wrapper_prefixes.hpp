@@ -1,6 +1,6 @@
 #pragma once
 // The prefixes a training wrapper puts before every name: DistributedDataParallel's "module.",
-// DINO's "backbone.". Removed from every tensor file, safetensors and .pth alike, so that a
+// DINO's "backbone.", a LightningModule's or an EMA wrapper's "model.". Removed from every tensor file, safetensors and .pth alike, so that a
 // state dict reads the same whatever wrapper saved it and whatever format it was converted to.
 #include <cstring>
 #include <map>
@@ -11,7 +11,7 @@
 
 namespace vitattn::io {
 
-inline constexpr const char* kWrapperPrefixes[] = {"module.", "backbone."};
+inline constexpr const char* kWrapperPrefixes[] = {"module.", "backbone.", "model."};
 
 // `tensors` with each prefix removed, in turn, from the names that start with it. Throws Error
 // "SOURCE: removing the prefix module. makes two tensors named …" when two names become one.

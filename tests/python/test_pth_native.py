@@ -6,7 +6,7 @@ Run:  /usr/bin/python3 tests/python/test_pth_native.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Every checkpoint is written here by torch.save from a small torchvision VisionTransformer:
-F32, F16, BF16 and F64 storages; nested under model / state_dict / teacher with "module." and
+F32, F16, BF16 and F64 storages; nested under model / state_dict / teacher with "module.", "model." and
 "backbone." prefixes; views that are not contiguous (transposed weights, slices with a storage
 offset) and several tensors sharing one storage; a DINO-style full checkpoint with
 args=argparse.Namespace(...), read with --key. For each, `vitattn forward` on the .pth and on
@@ -175,6 +175,8 @@ def test_pth_files_read_as_their_converted_safetensors():
         check_same_as_converted(tmp, "bf16_model_key", {"model": {k: v.bfloat16() for k, v in sd.items()}}, x,
                                 rounded(model, torch.bfloat16))
         check_same_as_converted(tmp, "f64", {k: v.double() for k, v in sd.items()}, x, model)
+        check_same_as_converted(tmp, "lightning_model_prefix", {"state_dict": {"model." + k: v for k, v in sd.items()}},
+                                x, model)
         check_same_as_converted(tmp, "views_shared_storage", {"model": as_views(sd)}, x, model)
 
         # DINO's full checkpoint: student and teacher under "backbone.", a projection head beside
