@@ -21,6 +21,7 @@
 #include "forward_command.hpp"
 #include "model_request.hpp"
 #include "core/error.hpp"
+#include "core/vit_head.hpp"
 #include "explain.hpp"
 #include "explain_command.hpp"
 #include "forward_options.hpp"
@@ -246,7 +247,7 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
   view.methods = chosen_methods(o, n_classes > 0);
   if (!o.classes.empty() && n_classes == 0) {  // a class-specific method names itself in check_view; --method all comes here
     pipeline::check_view(model, view, model_name);
-    throw Error(fmt::format("--class: {} has no classifier, so no classes", model_name));
+    throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_reason(model)));
   }
   if (!o.classes.empty()) view.classes = resolve_classes(o.classes, labels, n_classes, model_name);
   view.class_names = labels.names;

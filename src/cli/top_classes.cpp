@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "core/vit_head.hpp"
 #include "files/file_io.hpp"
 #include "standard_output.hpp"
 
@@ -16,11 +17,13 @@ void check_classifier(const Options& o, const VitModel& model) {
   if (model.w_head.size() > 0) return;
   if (o.faithfulness) {  // its score is a class's probability
     if (o.model.file.empty()) throw Error("--faithfulness needs a checkpoint with a classifier; the seeded model has none");
-    throw Error(fmt::format("--faithfulness needs a checkpoint with a classifier; {} has none", o.model.file));
+    throw Error(fmt::format("--faithfulness needs a checkpoint with a classifier; {} has none{}", o.model.file,
+                            no_classifier_reason(model)));
   }
   if (o.top <= 0) return;
   if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
-  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
+  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none{}", o.model.file,
+                          no_classifier_reason(model)));
 }
 
 void warn_top_above_classes(const Options& o, const VitModel& model) {

@@ -28,6 +28,11 @@ std::string dims(Eigen::Index rows, Eigen::Index cols) {
 
 }  // namespace
 
+std::string no_classifier_reason(const VitModel& model) {
+  if (model.w_head.size() > 0 || (model.w_embed.size() == 0 && !model.norm_pre.present())) return {};
+  return "; CLIP's zero-shot classes need its text tower, which vitattn does not read";
+}
+
 RowVector pooled_features(const VitModel& model, const Matrix& tokens) {
   switch (model.pooling) {
     case Pooling::class_token:

@@ -26,6 +26,11 @@ RowVector classifier_logits(const VitModel& model, const Matrix& tokens);
 // tokens (n_tokens, d_model) → w_embed · pooled, L2-normalised (d_embed). The model has w_embed.
 RowVector image_embedding(const VitModel& model, const Matrix& tokens);
 
+// Why a model without a classifier has none, for the refusals of --top and the class maps:
+// "; " and the reason for a CLIP image tower (a projection to a joint embedding, or CLIP's norm
+// before the first block), else "".
+std::string no_classifier_reason(const VitModel& model);
+
 // The head's tensors against the pooling and d_model (VitModel::validate calls it); Error
 // naming `source` and the tensor. `values`: also every value finite.
 void validate_head(const VitModel& model, const std::string& source, bool values);

@@ -5,6 +5,44 @@ namespace {
 
 constexpr Normalization kImageNet{};
 constexpr Normalization kHalf{{0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}};  // timm "augreg", HF ViT, tintn
+// OpenAI CLIP's (clip/clip.py _transform; open_clip OPENAI_DATASET_MEAN/STD; HF CLIPImageProcessor).
+constexpr Normalization kClip{{0.48145466f, 0.4578275f, 0.40821073f}, {0.26862954f, 0.26130258f, 0.27577711f}};
+
+// CLIP's image towers: OpenAI CLIP and OpenCLIP (visual.*), and Hugging Face CLIP (vision_model.*).
+// Both: a class embedding [D] and positions [1 + N, D], no patch bias, ln_pre before the first
+// block, ln_post on the tokens (the class token's row is what CLIP pools), a projection to the
+// joint embedding. The text tower's tensors are outside these names and left alone.
+void add_clip_families(std::vector<CheckpointFamily>& f) {
+  f.push_back({"clip", "OpenAI CLIP / OpenCLIP ViT image tower (visual.*; the text tower is not read)",
+               {"visual.", ""}, "conv1", "class_embedding", "positional_embedding", {}, "transformer.resblocks.{i}.",
+               {"ln_1", {"attn.in_proj_"}, "attn.out_proj", "ls_1.gamma", "ln_2", "mlp.c_fc", "mlp.c_proj", {},
+                "ls_2.gamma"},
+               "ln_post", "", 1e-5f, Gelu::quick, kClip});
+  f.back().pos_interp = PosInterp::antialias;  // open_clip's resize_pos_embed (bicubic, antialias=True)
+  f.back().class_position = true;
+  f.back().detect_also = {"class_embedding"};  // a whole CLIP state dict's text tower is transformer.resblocks too
+  f.back().flat_tokens = true;
+  f.back().norm_pre = "ln_pre";
+  f.back().embed = "proj";
+  f.back().embed_transposed = true;  // x @ proj
+  f.back().note = "GELU by default QuickGELU, as OpenAI's CLIP and OpenCLIP's -quickgelu models; OpenCLIP's other models "
+                  "(e.g. the LAION-trained ones) use GELU: --gelu erf";
+  f.push_back({"hf-clip", "Hugging Face transformers CLIP image tower (CLIPVisionModel[WithProjection], CLIPModel)",
+               {"vision_model.", ""}, "embeddings.patch_embedding", "embeddings.class_embedding",
+               "embeddings.position_embedding.weight", {}, "encoder.layers.{i}.",
+               {"layer_norm1", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}, "self_attn.out_proj", "",
+                "layer_norm2", "mlp.fc1", "mlp.fc2", {}, ""},
+               "post_layernorm", "", 1e-5f, Gelu::quick, kClip});
+  f.back().model_types = {"clip", "clip_vision_model"};
+  f.back().pos_interp = PosInterp::bicubic;  // CLIPVisionEmbeddings.interpolate_pos_encoding
+  f.back().class_position = true;
+  f.back().detect_also = {"embeddings.class_embedding"};  // SigLIP's blocks have the same names
+  f.back().flat_tokens = true;
+  f.back().norm_pre = "pre_layrnorm";  // sic
+  f.back().embed = "visual_projection.weight";
+  f.back().ignored = {"embeddings.position_ids"};  // a buffer older files saved
+  f.back().note = "QuickGELU unless config.json's hidden_act says otherwise";
+}
 
 const BlockNaming kTimmBlock{"norm1", {"attn.qkv"}, "attn.proj", "ls1.gamma", "norm2", "mlp.fc1", "mlp.fc2", {},
                              "ls2.gamma"};
@@ -63,6 +101,7 @@ std::vector<CheckpointFamily> make_families() {
                {"layernorm_1", {"attention.qkv_projection"}, "attention.output_projection", "", "layernorm_2",
                 "mlp.dense_1", "mlp.dense_2", {}, ""},
                "", "classifier", 1e-5f, Gelu::tanh, kHalf});
+  add_clip_families(f);
   return f;
 }
 

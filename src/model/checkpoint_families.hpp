@@ -46,6 +46,19 @@ struct CheckpointFamily {
   // layout_check.hpp). False: each bias is optional (the single-head layout).
   bool biases = true;
   std::vector<std::string> model_types = {};  // config.json's model_type values that name this family (hf:)
+  // Tensors (under the prefix) detection also requires beside the first block: for namings whose
+  // blocks look like another family's (HF CLIP's and SigLIP's "vision_model.encoder.layers"), or
+  // like a text tower's (CLIP's "transformer.resblocks" at the top of a whole CLIP state dict).
+  std::vector<std::string> detect_also = {};
+  // The class token is [D] and the positions [1 + N, D] (CLIP, HF CLIP), not [1, 1, D], [1, 1 + N, D].
+  bool flat_tokens = false;
+  std::string norm_pre = {};          // LayerNorm after the embedding, before block 0 (CLIP's ln_pre); empty: none
+  // The projection into the joint image-text space, a bias-free weight (full tensor name), under the
+  // prefix or at the top (HF's visual_projection sits outside vision_model.); empty: none read.
+  std::string embed = {};
+  bool embed_transposed = false;      // stored [D, E] and applied as x·proj (CLIP's visual.proj), not [E, D]
+  std::vector<std::string> ignored = {};  // under the prefix, read by nobody (HF's position_ids buffer)
+  std::string note = {};              // said by -v: a default the file cannot confirm, and how to change it
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".

@@ -33,10 +33,13 @@ class LayoutCheck {
     need(prefix_ + f_.cls_token);
     need(prefix_ + f_.pos_embed);
     for (const auto& name : f_.registers) take(prefix_ + name);
+    for (const auto& name : f_.ignored) take(prefix_ + name);
+    if (!f_.norm_pre.empty()) norm(prefix_ + f_.norm_pre);
     for (int i = 0; i < out.n_blocks; ++i) block(i);
     same_in_every_block(out.n_blocks);
     if (!f_.final_norm.empty()) norm(prefix_ + f_.final_norm);
     classifier();
+    embedding_projection();
     std::vector<std::string> unused;
     for (const auto& entry : st_.tensors()) {
       if (used_.contains(entry.first)) continue;
@@ -151,6 +154,14 @@ class LayoutCheck {
     if (f_.head.empty()) return;
     for (const std::string& hp : {prefix_, std::string()})
       if (has(weight_of(hp + f_.head)) || has(bias_of(hp + f_.head))) return linear(hp + f_.head, f_.biases);
+  }
+
+  // CLIP's projection to the joint embedding: optional (CLIPVisionModel has none), bias-free;
+  // under the prefix or at the top, like the classifier.
+  void embedding_projection() {
+    if (f_.embed.empty()) return;
+    for (const std::string& ep : {prefix_, std::string()})
+      if (has(ep + f_.embed)) return take(ep + f_.embed);
   }
 
   // The encoder's own names: the blocks', the patch embedding's module ("patch_embed." of

@@ -75,6 +75,9 @@ void check_config_sizes(const ModelConfig& config, const VitModel& m, const std:
   };
   differ("hidden_size", config.hidden_size, m.d_model(), fmt::format("D = {}", m.d_model()));
   differ("num_hidden_layers", config.layers, m.n_layers(), fmt::format("{} blocks", m.n_layers()));
+  if (m.w_embed.size() > 0)  // (d_embed, d_model)
+    differ("projection_dim", config.projection_dim, static_cast<int>(m.w_embed.rows()),
+           fmt::format("an image embedding {} wide", m.w_embed.rows()));
   if (!m.blocks.empty() && m.blocks.front().has_mlp()) {
     const auto d_mlp = static_cast<int>(m.blocks.front().w_fc1.rows());
     differ("intermediate_size", config.intermediate_size, d_mlp, fmt::format("an MLP {} wide", d_mlp));
@@ -129,6 +132,11 @@ OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::
   // Once, with every setting in. The values were checked as each tensor was read (vit_loader.cpp).
   loaded.model.validate(st.source(), VitModel::CheckValues::no);
   out.details.push_back(fmt::format("model {}: {}", name, loaded.summary()));
+  if (const CheckpointFamily* f = family_by_name(loaded.family); f && !f->note.empty())
+    out.details.push_back(fmt::format("{}: {}", f->name, f->note));
+  if (loaded.model.w_embed.size() > 0)
+    out.details.push_back(fmt::format("image embedding: {} wide (forward writes it as _embedding.npy)",
+                                      loaded.model.w_embed.rows()));
   if (r.labels && loaded.model.w_head.size() > 0) {
     out.labels = find_class_labels(st.metadata(), name, beside.config_json, static_cast<int>(loaded.model.w_head.rows()));
     out.details.push_back("class names: " + (out.labels.source.empty() ? std::string("none (indices)") : out.labels.source));

@@ -108,7 +108,9 @@ bool has_block(const TensorFile& st, const CheckpointFamily& f, const std::strin
 
 // A family is recognised by its first block; the reader then names any other tensor missing.
 bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
-  return has_block(st, f, prefix, 0);
+  if (!has_block(st, f, prefix, 0)) return false;
+  return std::all_of(f.detect_also.begin(), f.detect_also.end(),
+                     [&](const std::string& name) { return st.find(prefix + name) != nullptr; });
 }
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
@@ -255,7 +257,8 @@ std::uint64_t read_patch_embedding(const Reader& r, const CheckpointFamily& f, c
   m.patch_size = static_cast<int>(p);
   m.w_patch = r.matrix(patch_w, {d, 3, p, p}, di, static_cast<Eigen::Index>(3 * p * p));  // (D, 3·P·P)
   m.b_patch = r.optional_row(prefix + f.patch_embed + ".bias", d);
-  m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
+  if (f.flat_tokens) m.cls_token = r.row(prefix + f.cls_token, d);  // [D] (CLIP)
+  else m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
   return d;
 }
 
@@ -276,9 +279,13 @@ void read_registers(const Reader& r, const CheckpointFamily& f, const std::strin
 // with positions for the registers too (some timm models); N a square grid.
 void read_positions(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
   const std::string pos = prefix + f.pos_embed;
-  const Shape& pe = r.shape(pos, "[1, 1+N, D]");
-  if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20))
-    throw Error(r.source() + ": " + pos + " is " + shape_string(pe) + ", expected [1, 1+N, " + std::to_string(d) + "]");
+  const Shape& stored = r.shape(pos, f.flat_tokens ? "[1+N, D]" : "[1, 1+N, D]");
+  // CLIP's [1 + N, D] read as [1, 1 + N, D]: the same values.
+  const Shape pe = f.flat_tokens && stored.size() == 2 ? Shape{1, stored[0], stored[1]} : stored;
+  if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20) ||
+      (f.flat_tokens && stored.size() != 2))
+    throw Error(r.source() + ": " + pos + " is " + shape_string(stored) + ", expected [" +
+                (f.flat_tokens ? "" : "1, ") + "1+N, " + std::to_string(d) + "]");
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
   int grid = -1;
   for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
@@ -293,7 +300,7 @@ void read_positions(const Reader& r, const CheckpointFamily& f, const std::strin
                 (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
                 " for a square grid of N patches");
   m.grid_h = m.grid_w = grid;
-  m.pos_embed = r.matrix(pos, pe, static_cast<Eigen::Index>(pe[1]), static_cast<Eigen::Index>(d));  // (pos_prefix + N, D)
+  m.pos_embed = r.matrix(pos, stored, static_cast<Eigen::Index>(pe[1]), static_cast<Eigen::Index>(d));  // (pos_prefix + N, D)
 }
 
 // The final norm, when the family has one and the file holds it, and the classifier
@@ -310,6 +317,32 @@ void read_final_norm_and_head(const Reader& r, const CheckpointFamily& f, const 
       m.b_head = r.optional_row(hp + f.head + ".bias", hs[0]);
     }
     break;
+  }
+}
+
+// The projection into the joint image-text space (CLIP), under the prefix or at the top:
+// [E, D] (HF's visual_projection) or [D, E] applied as x·proj (OpenAI's visual.proj), kept as
+// w_embed (E, D) either way. Bias-free in both.
+void read_embedding_projection(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d,
+                               VitModel& m) {
+  if (f.embed.empty()) return;
+  for (const std::string& ep : {prefix, std::string()}) {
+    const std::string name = ep + f.embed;
+    if (!r.has(name)) continue;
+    const Shape& s = r.shape(name, f.embed_transposed ? "[D, E]" : "[E, D]");
+    const std::uint64_t e = s.size() == 2 ? s[f.embed_transposed ? 1 : 0] : 0;
+    const std::uint64_t width = s.size() == 2 ? s[f.embed_transposed ? 0 : 1] : 0;
+    if (s.size() != 2 || width != d || e == 0 || e > (1u << 16))
+      throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected " +
+                  (f.embed_transposed ? "[" + std::to_string(d) + ", E]" : "[E, " + std::to_string(d) + "]"));
+    const auto ei = static_cast<Eigen::Index>(e), di = static_cast<Eigen::Index>(d);
+    if (!f.embed_transposed) {
+      m.w_embed = r.matrix(name, s, ei, di);  // (E, D)
+    } else {
+      const WeightMatrix stored = r.matrix(name, s, di, ei);  // (D, E)
+      m.w_embed = Matrix(stored.transpose());  // (E, D), a copy: E·D floats
+    }
+    return;
   }
 }
 
@@ -391,6 +424,8 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   read_positions(r, f, prefix, d, m);
   for (int i = 0; has_block(st, f, prefix, i); ++i) m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
   read_final_norm_and_head(r, f, prefix, d, m);
+  if (!f.norm_pre.empty()) m.norm_pre = read_norm(r, prefix + f.norm_pre, d);
+  read_embedding_projection(r, f, prefix, d, m);
   choose_heads(st, f, overrides, out);
   apply_settings(st, f, overrides, m);
   return out;  // validated by open_model, once the config's and the caller's settings are in

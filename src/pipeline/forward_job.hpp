@@ -13,6 +13,8 @@
 //                                   each block, before the final norm (token_diagnostics.hpp's
 //                                   token_norms: what the artifact rule and the report read)
 //   x_logits.npy     [N, classes] only when the model has a classifier
+//   x_embedding.npy  [N, d_embed] only when the model projects into a joint image-text space
+//                                 (CLIP): the projected pooled token, L2-normalised (vit_head.hpp)
 // T = 1 + registers + grid_h·grid_w, in the model's token order (class, registers, patches
 // row-major). The norms and the tokens let the token diagnostics be checked from outside.
 // and with a class c (ForwardRequest::class_index), from one backward pass of the logit y_c
@@ -48,7 +50,7 @@ struct ForwardRequest {
 // What forward writes for one input, named in one place. The gradients' and the maps' names
 // are there only when the request has a class (relevance: one per method, in its order).
 struct ForwardOutputs {
-  std::filesystem::path attention, features, tokens, norms, logits, grad_attention, grad_blocks;
+  std::filesystem::path attention, features, tokens, norms, logits, embedding, grad_attention, grad_blocks;
   std::vector<std::filesystem::path> relevance;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
@@ -61,7 +63,8 @@ void check_forward_outputs(const ForwardRequest& request);
 struct ForwardInputResult {
   std::filesystem::path input;
   std::size_t images = 0;  // the N of the input
-  ForwardOutputs written;  // what was written: logits empty when the model has no classifier
+  ForwardOutputs written;  // what was written: logits empty when the model has no classifier, embedding
+                           // when it has no projection
   std::string error;       // empty: done; else the one-line message, nothing written for it
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/vit_head.hpp"
 #include "job_outputs.hpp"
 
 namespace vitattn::pipeline {
@@ -57,11 +58,12 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
   for (MapMethod m : view.methods)
     if (class_specific(m) && n_classes == 0)
       throw Error({roles::method, method_name(m)},
-                  source + " has no classifier, so no class logit to explain (attention and rollout need none)");
+                  source + " has no classifier, so no class logit to explain (attention and rollout need none)" +
+                      no_classifier_reason(model));
   for (const ChosenClass& c : view.classes)
     if (c.index < 0 || c.index >= n_classes)
       throw Error({roles::class_choice, std::to_string(c.index)},
-                  n_classes == 0 ? source + " has no classifier"
+                  n_classes == 0 ? source + " has no classifier" + no_classifier_reason(model)
                                  : fmt::format("{} has classes 0…{}", source, n_classes - 1));
   if (draws(view, MapMethod::legrad)) {
     const int n = model.n_layers(), from = view.legrad_from < 0 ? n + view.legrad_from : view.legrad_from;
