@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "core/vit_head.hpp"
 #include "files/file_io.hpp"
 #include "standard_output.hpp"
 
@@ -20,6 +21,8 @@ void check_classifier(const Options& o, const VitModel& model) {
   }
   if (o.top <= 0) return;
   if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
+  if (const std::string why = no_classifier_reason(model); !why.empty())
+    throw Error(fmt::format("--top: {} has no classifier; {}", o.model.file, why));
   throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }
 

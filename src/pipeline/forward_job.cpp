@@ -44,6 +44,8 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
 // The arrays of one input, each image's rows after the last one's.
 struct Arrays {
   std::vector<float> attention, features, logits;
+  std::vector<float> embedding;        // [N, d_embed] when the model has one
+  std::vector<float> probe_attention;  // [N, heads, T] when the model pools with a probe
   std::vector<float> tokens;  // [N, T, width] every row of ForwardResult::tokens
   std::vector<float> norms;   // [N, layers, T] token_norms of each block's output
   std::vector<float> grad_attention, grad_blocks;  // with a class only
@@ -116,6 +118,9 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   out.tokens.insert(out.tokens.end(), result.tokens.data(), result.tokens.data() + result.tokens.size());  // row-major
   norms.append_to(out.norms, result.tokens.rows());
   out.logits.insert(out.logits.end(), result.logits.data(), result.logits.data() + result.logits.size());
+  out.embedding.insert(out.embedding.end(), result.embedding.data(), result.embedding.data() + result.embedding.size());
+  for (const Matrix& a : result.probe_attention)  // (1, n_tokens) a head
+    out.probe_attention.insert(out.probe_attention.end(), a.data(), a.data() + a.size());
   if (r.class_index) add_gradients(model, tape, r, out);
 }
 
@@ -130,6 +135,14 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   written.tokens = f.tokens;
   io::write_npy(f.norms, a.norms.data(), {n, layers, a.n_tokens});
   written.norms = f.norms;
+  if (!a.embedding.empty()) {
+    io::write_npy(f.embedding, a.embedding.data(), {n, a.embedding.size() / n});
+    written.embedding = f.embedding;
+  }
+  if (!a.probe_attention.empty()) {
+    io::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
+    written.probe_attention = f.probe_attention;
+  }
   if (model.w_head.size() == 0) return written;
   io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
   written.logits = f.logits;
@@ -172,6 +185,8 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.tokens = named("tokens");
   f.norms = named("norms");
   f.logits = named("logits");
+  f.embedding = named("embedding");
+  f.probe_attention = named("probe_attention");
   if (!r.class_index) return f;
   f.grad_attention = named("grad_attention");
   f.grad_blocks = named("grad_blocks");
@@ -181,7 +196,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, tokens, norms, logits, grad_attention, grad_blocks})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, grad_attention, grad_blocks})
     if (!p.empty()) out.push_back(p);
   out.insert(out.end(), relevance.begin(), relevance.end());
   return out;
