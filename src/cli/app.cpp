@@ -247,7 +247,7 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
   view.methods = chosen_methods(o, n_classes > 0);
   if (!o.classes.empty() && n_classes == 0) {  // a class-specific method names itself in check_view; --method all comes here
     pipeline::check_view(model, view, model_name);
-    throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_reason(model)));
+    throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_note(model)));
   }
   if (!o.classes.empty()) view.classes = resolve_classes(o.classes, labels, n_classes, model_name);
   view.class_names = labels.names;

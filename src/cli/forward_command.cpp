@@ -39,7 +39,7 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
   const std::string c = std::to_string(*o.class_index);
   if (model.w_head.size() == 0)
     throw Error("--class " + c + ": " + o.model.file + " has no classifier: there is no class logit to take the gradient of" +
-                no_classifier_reason(model));
+                no_classifier_note(model));
   const auto classes = static_cast<int>(model.w_head.rows());
   if (*o.class_index >= classes)
     throw Error(fmt::format("--class {}: the model has {} classes, 0…{}", c, classes, classes - 1));

@@ -18,12 +18,13 @@ void check_classifier(const Options& o, const VitModel& model) {
   if (o.faithfulness) {  // its score is a class's probability
     if (o.model.file.empty()) throw Error("--faithfulness needs a checkpoint with a classifier; the seeded model has none");
     throw Error(fmt::format("--faithfulness needs a checkpoint with a classifier; {} has none{}", o.model.file,
-                            no_classifier_reason(model)));
+                            no_classifier_note(model)));
   }
   if (o.top <= 0) return;
   if (o.model.file.empty()) throw Error("--top needs a checkpoint with a classifier; the seeded model has none");
-  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none{}", o.model.file,
-                          no_classifier_reason(model)));
+  if (const std::string why = no_classifier_reason(model); !why.empty())
+    throw Error(fmt::format("--top: {} has no classifier; {}", o.model.file, why));
+  throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }
 
 void warn_top_above_classes(const Options& o, const VitModel& model) {

@@ -48,7 +48,7 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
   if (!(eps > 0.0f) || !std::isfinite(eps)) throw Error(source + ": LayerNorm eps must be positive");
   expect("patch embedding weight", w_patch, d, 3 * patch_size * patch_size);
   expect("patch embedding bias", b_patch, d, true);
-  expect("class token", cls_token, d);
+  expect("class token", cls_token, d, pooling == Pooling::probe);  // SigLIP has none
   expect("distillation token", dist_token, d, true);
   expect("register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
   if (grid_h <= 0 || grid_w <= 0)
@@ -308,7 +308,12 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
     result.logits = classifier_logits(model, result.tokens);  // (n_classes)
     require_finite(result.logits, last);
   }
-  if (model.w_embed.size() > 0) {
+  if (model.pooling == Pooling::probe) {
+    ProbePooling pooled = probe_pooling(model, result.tokens);
+    result.probe_attention = std::move(pooled.attention);   // [head] (1, n_tokens)
+    result.embedding = l2_normalized(pooled.pooled);         // (d_model): SigLIP's image embedding
+    require_finite(result.embedding, last);
+  } else if (model.w_embed.size() > 0) {
     result.embedding = image_embedding(model, result.tokens);  // (d_embed)
     require_finite(result.embedding, last);
   }

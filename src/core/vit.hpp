@@ -47,6 +47,24 @@ enum class Pooling {
                          // through w_head_dist, the two logits averaged (timm's eval-mode output)
   patch_mean,            // the mean of the patch tokens, then fc_norm (timm's global_pool='avg')
   class_and_patch_mean,  // [class token, mean of the patch tokens], 2·d_model wide (HF Dinov2ForImageClassification)
+  probe,                 // SigLIP: a learned probe attends to every final token (VitModel::probe_head)
+};
+
+// SigLIP's multi-head attention pooling (HF SiglipMultiheadAttentionPoolingHead): one learned
+// query, the probe, attends over the final tokens with the encoder's head count; its output
+// passes a residual MLP after a LayerNorm. The pooled row is SigLIP's image embedding.
+struct ProbeHead {
+  RowVector probe;       // (d_model) the query; empty: no probe head
+  WeightMatrix w_qkv;    // (3·d_model, d_model) nn.MultiheadAttention's in_proj_weight, rows [W_Q; W_K; W_V]
+  RowVector b_qkv;       // (3·d_model)
+  WeightMatrix w_out;    // (d_model, d_model) out_proj
+  RowVector b_out;       // (d_model)
+  LayerNorm norm;        // (d_model) before the MLP
+  WeightMatrix w_fc1;    // (d_mlp, d_model)
+  RowVector b_fc1;       // (d_mlp)
+  WeightMatrix w_fc2;    // (d_model, d_mlp)
+  RowVector b_fc2;       // (d_model)
+  bool present() const { return probe.size() > 0; }
 };
 
 struct VitModel {
@@ -73,6 +91,7 @@ struct VitModel {
   RowVector b_head;             // (n_classes)
   WeightMatrix w_head_dist;     // (n_classes, d_model) distilled DeiT's distillation head; empty: none
   RowVector b_head_dist;        // (n_classes)
+  ProbeHead probe_head;         // Pooling::probe's weights; absent elsewhere
   WeightMatrix w_embed;         // (d_embed, d_model) projection of the pooled token to a joint image-text
                                 // space (CLIP's visual.proj, transposed; HF visual_projection); empty: none
   Normalization norm;           // image normalisation the model was trained with
@@ -145,6 +164,8 @@ struct ForwardResult {
   RowVector logits;  // (n_classes); only when every block ran and the model has a classifier
   RowVector embedding;  // (d_embed) the image embedding, L2-normalised; only when every block ran and the
                         // model has one (vit_head.hpp)
+  std::vector<Matrix> probe_attention;  // [head] (1, n_tokens) Pooling::probe's attention over the final
+                                        // tokens; only when every block ran
 };
 
 // image (3, grid_h·P, grid_w·P) → x (n_tokens, d_model) = [cls; dist; registers; W_E·p + b_E] + positions,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention.hpp"
 #include "error.hpp"
 #include "layers.hpp"
 
@@ -26,15 +27,95 @@ std::string dims(Eigen::Index rows, Eigen::Index cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
+// Pooling::probe's weights against d_model and the head count.
+void validate_probe_head(const VitModel& m, const std::string& source, bool values) {
+  const ProbeHead& p = m.probe_head;
+  if (m.pooling != Pooling::probe) {
+    if (p.present()) throw Error(source + ": a probe head without probe pooling");
+    return;
+  }
+  if (!p.present()) throw Error(source + ": probe pooling needs the probe head");
+  const Eigen::Index d = m.d_model(), d_mlp = p.w_fc1.rows();
+  const auto check = [&](const std::string& name, ConstMatrixView w, Eigen::Index rows, Eigen::Index cols) {
+    if (w.rows() != rows || w.cols() != cols)
+      throw Error(source + ": " + name + " is " + dims(w.rows(), w.cols()) + ", expected " + dims(rows, cols));
+    if (values && !w.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  };
+  const auto check_row = [&](const std::string& name, const RowVector& v, Eigen::Index n, bool optional) {
+    if (optional && v.size() == 0) return;
+    if (v.size() != n)
+      throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
+    if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
+  };
+  if (m.n_heads <= 0 || d % m.n_heads != 0) throw Error(source + ": the probe head's heads do not divide d_model");
+  check_row("probe", p.probe, d, false);
+  check("probe attention in_proj weight", p.w_qkv, 3 * d, d);
+  check_row("probe attention in_proj bias", p.b_qkv, 3 * d, true);
+  check("probe attention out_proj weight", p.w_out, d, d);
+  check_row("probe attention out_proj bias", p.b_out, d, true);
+  check_row("probe layernorm weight", p.norm.weight, d, false);
+  check_row("probe layernorm bias", p.norm.bias, d, false);
+  if (d_mlp == 0) throw Error(source + ": the probe head's MLP has no hidden units");
+  check("probe mlp fc1 weight", p.w_fc1, d_mlp, d);
+  check_row("probe mlp fc1 bias", p.b_fc1, d_mlp, true);
+  check("probe mlp fc2 weight", p.w_fc2, d, d_mlp);
+  check_row("probe mlp fc2 bias", p.b_fc2, d, true);
+}
+
 }  // namespace
 
 std::string no_classifier_reason(const VitModel& model) {
-  if (model.w_head.size() > 0 || (model.w_embed.size() == 0 && !model.norm_pre.present())) return {};
-  return "; CLIP's zero-shot classes need its text tower, which vitattn does not read";
+  if (model.w_head.size() > 0) return "";
+  if (model.pooling == Pooling::probe) return "SigLIP's zero-shot classes need its text tower, which vitattn does not read";
+  // A CLIP image tower: a projection to the joint embedding, or CLIP's norm before the first block.
+  if (model.w_embed.size() > 0 || model.norm_pre.present())
+    return "CLIP's zero-shot classes need its text tower, which vitattn does not read";
+  return "";
+}
+
+std::string no_classifier_note(const VitModel& model) {
+  const std::string why = no_classifier_reason(model);
+  return why.empty() ? why : "; " + why;
+}
+
+RowVector l2_normalized(const RowVector& v) {
+  const double norm = v.cast<double>().norm();
+  return norm > 0 ? RowVector((v.cast<double>() / norm).cast<float>()) : v;
+}
+
+ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens) {
+  const ProbeHead& p = model.probe_head;
+  if (!p.present()) throw Error("the model has no probe head");
+  const Eigen::Index d = model.d_model();
+  const int n_heads = model.n_heads;
+  const Eigen::Index d_head = d / n_heads;
+  const auto bias = [&](Eigen::Index j) { return p.b_qkv.size() ? RowVector(p.b_qkv.segment(j * d, d)) : RowVector(); };
+  // probe (1, d) · W_Qᵀ (d, d) → q (1, d); tokens (n_tokens, d) · W_Kᵀ, W_Vᵀ → k, v (n_tokens, d)
+  const Matrix q = linear(Matrix(p.probe), p.w_qkv.middleRows(0, d), bias(0));
+  const Matrix k = linear(tokens, p.w_qkv.middleRows(d, d), bias(1));
+  const Matrix v = linear(tokens, p.w_qkv.middleRows(2 * d, d), bias(2));
+  ProbePooling out;
+  Matrix heads(1, d);  // (1, d) every head's output side by side
+  const float s = 1.0f / std::sqrt(static_cast<float>(d_head));
+  for (int h = 0; h < n_heads; ++h) {
+    // s·q_h (1, d_head) · k_hᵀ (d_head, n_tokens) → (1, n_tokens)
+    Matrix a = s * q.middleCols(h * d_head, d_head) * k.middleCols(h * d_head, d_head).transpose();
+    softmax_rows(a);
+    // a (1, n_tokens) · v_h (n_tokens, d_head) → (1, d_head)
+    heads.middleCols(h * d_head, d_head) = a * v.middleCols(h * d_head, d_head);
+    out.attention.push_back(std::move(a));
+  }
+  const Matrix y = linear(heads, p.w_out, p.b_out);  // (1, d)
+  Matrix hidden = linear(layer_norm(y, p.norm, model.eps), p.w_fc1, p.b_fc1);  // (1, d_mlp)
+  gelu_inplace(hidden, model.gelu);
+  out.pooled = (y + linear(hidden, p.w_fc2, p.b_fc2)).row(0);  // (d)
+  return out;
 }
 
 RowVector pooled_features(const VitModel& model, const Matrix& tokens) {
   switch (model.pooling) {
+    case Pooling::probe:
+      return probe_pooling(model, tokens).pooled;
     case Pooling::class_token:
     case Pooling::class_and_dist:
       return tokens.row(0);
@@ -101,6 +182,7 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
     check_row("distillation classifier bias", m.b_head_dist, m.w_head.rows());
   }
   if (m.w_embed.size() > 0) check("embedding projection", m.w_embed, m.w_embed.rows(), d);
+  validate_probe_head(m, source, values);
 }
 
 }  // namespace vitattn

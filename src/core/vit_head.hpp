@@ -6,10 +6,13 @@
 //   class_and_dist        timm's VisionTransformerDistilled in eval mode: (head(t[0]) + head_dist(t[1])) / 2
 //   patch_mean            timm global_pool='avg': head(fc_norm(mean of the patch tokens))
 //   class_and_patch_mean  HF Dinov2ForImageClassification: head([t[0], mean of the patch tokens])
+//   probe                 HF SiglipMultiheadAttentionPoolingHead: a learned query attends over every
+//                         final token; its output (after a residual MLP) is the pooled row
 // The patch tokens are those from first_patch_token() on: registers are pooled by no family.
 // The image embedding (CLIP): w_embed · (pooled row), L2-normalised as every CLIP library does
 // before its similarity product.
 #include <string>
+#include <vector>
 
 #include "tensor.hpp"
 #include "vit.hpp"
@@ -26,10 +29,25 @@ RowVector classifier_logits(const VitModel& model, const Matrix& tokens);
 // tokens (n_tokens, d_model) → w_embed · pooled, L2-normalised (d_embed). The model has w_embed.
 RowVector image_embedding(const VitModel& model, const Matrix& tokens);
 
-// Why a model without a classifier has none, for the refusals of --top and the class maps:
-// "; " and the reason for a CLIP image tower (a projection to a joint embedding, or CLIP's norm
-// before the first block), else "".
+// Pooling::probe, as HF SiglipMultiheadAttentionPoolingHead.forward: q = probe·W_Qᵀ + b_Q,
+// K, V from the tokens; per head h (the encoder's H, d_head = d_model / H) softmax(q_h·K_hᵀ/√d_head);
+// concat(heads)·W_outᵀ + b_out = y; pooled = y + fc2(GELU(fc1(LayerNorm(y)))).
+struct ProbePooling {
+  RowVector pooled;                // (d_model)
+  std::vector<Matrix> attention;   // [head] (1, n_tokens) the probe's probabilities over the tokens
+};
+// tokens (n_tokens, d_model) after the final norm (SigLIP's post_layernorm). The model has a probe head.
+ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens);
+
+// v / ‖v‖₂ (a zero vector stays zero), the norm in double.
+RowVector l2_normalized(const RowVector& v);
+
+// Why a model has no classifier, for a refusal: "" in general; a SigLIP tower's (Pooling::probe)
+// and a CLIP tower's (a projection to a joint embedding, or CLIP's norm before the first block):
+// their zero-shot classes are their text tower's, which vitattn does not read.
 std::string no_classifier_reason(const VitModel& model);
+// The same as a clause to append to a sentence: "; " + the reason, or "" when there is none.
+std::string no_classifier_note(const VitModel& model);
 
 // The head's tensors against the pooling and d_model (VitModel::validate calls it); Error
 // naming `source` and the tensor. `values`: also every value finite.

@@ -95,6 +95,18 @@ std::vector<CheckpointFamily> make_families() {
                 {"mlp.linear_1", "mlp.linear_2"}, ""},
                "encoder.ln", "heads.head", 1e-6f, Gelu::erf, kImageNet});
   f.back().pos_interp = PosInterp::align_corners;  // torchvision's interpolate_embeddings
+  // SigLIP (and SigLIP 2 at a fixed resolution, which uses the same SiglipModel): no class token,
+  // positions an nn.Embedding [N, D], the image pooled by a learned probe (HF modeling_siglip.py).
+  f.push_back({"siglip", "Hugging Face SigLIP / SigLIP 2 vision tower (SiglipVisionModel, SiglipModel)",
+               {"vision_model.", ""}, "embeddings.patch_embedding", "", "embeddings.position_embedding.weight", {},
+               "encoder.layers.{i}.",
+               {"layer_norm1", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}, "self_attn.out_proj", "",
+                "layer_norm2", "mlp.fc1", "mlp.fc2", {}, ""},
+               "post_layernorm", "", 1e-6f, Gelu::tanh, kHalf});
+  f.back().model_types = {"siglip", "siglip_vision_model"};
+  f.back().pos_interp = PosInterp::bicubic;  // SiglipVisionEmbeddings.interpolate_pos_encoding
+  f.back().probe_head = "head";
+  f.back().flat_tokens = true;  // positions [N, D]
   f.push_back({"tintn", "tintn vision-transformer-from-scratch (the CIFAR-10 test model)", {""},
                "embedding.patch_embeddings.projection", "embedding.cls_token", "embedding.position_embeddings", {},
                "encoder.blocks.{i}.",

@@ -28,8 +28,8 @@ struct CheckpointFamily {
   std::string description;
   std::vector<std::string> prefixes;  // tried in order, e.g. "vit." then ""
   std::string patch_embed;            // Conv2d: <name>.weight [D, 3, P, P], <name>.bias
-  std::string cls_token;              // [1, 1, D]
-  std::string pos_embed;              // [1, (1 +) N, D]
+  std::string cls_token;              // [1, 1, D]; empty: the model has none (SigLIP)
+  std::string pos_embed;              // [1, (1 +) N, D], or [N, D] (an nn.Embedding's weight)
   std::vector<std::string> registers; // [1, R, D], any of these names
   std::string block;                  // block prefix with "{i}" for the index; without "{i}": one block
   BlockNaming block_naming;
@@ -59,6 +59,10 @@ struct CheckpointFamily {
   bool embed_transposed = false;      // stored [D, E] and applied as x·proj (CLIP's visual.proj), not [E, D]
   std::vector<std::string> ignored = {};  // under the prefix, read by nobody (HF's position_ids buffer)
   std::string note = {};              // said by -v: a default the file cannot confirm, and how to change it
+  // SigLIP's attention-pooling head (core/vit.hpp ProbeHead), relative to the prefix: <name>.probe,
+  // <name>.attention.in_proj_weight/bias, .attention.out_proj, .layernorm, .mlp.fc1/fc2. Empty: none.
+  // When set, the family is recognised only where <prefix><name>.probe is, and the model pools with it.
+  std::string probe_head = {};
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".

@@ -30,7 +30,7 @@ class LayoutCheck {
     out.n_blocks = blocks.empty() ? 0 : blocks.back() + 1;
     refuse_gaps(blocks);
     linear(prefix_ + f_.patch_embed, false);  // some releases (CLIP's) have no patch bias
-    need(prefix_ + f_.cls_token);
+    if (!f_.cls_token.empty()) need(prefix_ + f_.cls_token);
     need(prefix_ + f_.pos_embed);
     for (const auto& name : f_.registers) take(prefix_ + name);
     for (const auto& name : f_.ignored) take(prefix_ + name);
@@ -40,6 +40,7 @@ class LayoutCheck {
     if (!f_.final_norm.empty()) norm(prefix_ + f_.final_norm);
     classifier();
     embedding_projection();
+    probe_head();
     std::vector<std::string> unused;
     for (const auto& entry : st_.tensors()) {
       if (used_.contains(entry.first)) continue;
@@ -164,6 +165,19 @@ class LayoutCheck {
       if (has(ep + f_.embed)) return take(ep + f_.embed);
   }
 
+  // SigLIP's attention-pooling head, whole (checkpoint_families.hpp probe_head).
+  void probe_head() {
+    if (f_.probe_head.empty()) return;
+    const std::string h = prefix_ + f_.probe_head + ".";
+    need(h + "probe");
+    need(h + "attention.in_proj_weight");
+    need(h + "attention.in_proj_bias");
+    linear(h + "attention.out_proj", true);
+    norm(h + "layernorm");
+    linear(h + "mlp.fc1", true);
+    linear(h + "mlp.fc2", true);
+  }
+
   // The encoder's own names: the blocks', the patch embedding's module ("patch_embed." of
   // "patch_embed.proj": a norm there is the encoder's too) and the final norm's.
   bool in_encoder_names(const std::string& name) const {
@@ -174,6 +188,7 @@ class LayoutCheck {
     else
       for (const auto& q : f_.block_naming.qkv) spaces.push_back(block_prefix(0) + q.substr(0, q.find('.') + 1));
     if (!f_.final_norm.empty()) spaces.push_back(prefix_ + f_.final_norm + ".");
+    if (!f_.probe_head.empty()) spaces.push_back(prefix_ + f_.probe_head + ".");
     return std::any_of(spaces.begin(), spaces.end(), [&](const std::string& s) { return name.starts_with(s); });
   }
 

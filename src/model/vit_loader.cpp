@@ -108,6 +108,7 @@ bool has_block(const TensorFile& st, const CheckpointFamily& f, const std::strin
 
 // A family is recognised by its first block; the reader then names any other tensor missing.
 bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
+  if (!f.probe_head.empty() && !st.find(prefix + f.probe_head + ".probe")) return false;  // HF CLIP shares SigLIP's block names
   if (!has_block(st, f, prefix, 0)) return false;
   return std::all_of(f.detect_also.begin(), f.detect_also.end(),
                      [&](const std::string& name) { return st.find(prefix + name) != nullptr; });
@@ -257,8 +258,12 @@ std::uint64_t read_patch_embedding(const Reader& r, const CheckpointFamily& f, c
   m.patch_size = static_cast<int>(p);
   m.w_patch = r.matrix(patch_w, {d, 3, p, p}, di, static_cast<Eigen::Index>(3 * p * p));  // (D, 3·P·P)
   m.b_patch = r.optional_row(prefix + f.patch_embed + ".bias", d);
-  if (f.flat_tokens) m.cls_token = r.row(prefix + f.cls_token, d);  // [D] (CLIP)
-  else m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
+  if (f.cls_token.empty()) {  // none (SigLIP)
+  } else if (f.flat_tokens) {
+    m.cls_token = r.row(prefix + f.cls_token, d);  // [D] (CLIP)
+  } else {
+    m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
+  }
   return d;
 }
 
@@ -279,17 +284,20 @@ void read_registers(const Reader& r, const CheckpointFamily& f, const std::strin
 // with positions for the registers too (some timm models); N a square grid.
 void read_positions(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
   const std::string pos = prefix + f.pos_embed;
-  const Shape& stored = r.shape(pos, f.flat_tokens ? "[1+N, D]" : "[1, 1+N, D]");
-  // CLIP's [1 + N, D] read as [1, 1 + N, D]: the same values.
+  const std::string count = f.cls_token.empty() ? "N, " : "1+N, ";  // SigLIP has no class position
+  const std::string layout = f.flat_tokens ? "[" + count + "D]" : "[1, " + count + "D]";
+  const Shape& stored = r.shape(pos, layout.c_str());
+  // An nn.Embedding's [1 + N, D] (CLIP) or [N, D] (SigLIP) read as [1, 1 + N, D]: the same values.
   const Shape pe = f.flat_tokens && stored.size() == 2 ? Shape{1, stored[0], stored[1]} : stored;
   if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20) ||
       (f.flat_tokens && stored.size() != 2))
     throw Error(r.source() + ": " + pos + " is " + shape_string(stored) + ", expected [" +
-                (f.flat_tokens ? "" : "1, ") + "1+N, " + std::to_string(d) + "]");
+                (f.flat_tokens ? "" : "1, ") + count + std::to_string(d) + "]");
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
   int grid = -1;
   for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
     if (f.class_position && leading != 1) continue;
+    if (f.cls_token.empty() && leading != 0) continue;  // no class token: every position is a patch's
     if (pe[1] <= leading || (grid = square_root(pe[1] - leading)) < 0) continue;
     m.pos_prefix = static_cast<int>(leading);
     break;
@@ -344,6 +352,32 @@ void read_embedding_projection(const Reader& r, const CheckpointFamily& f, const
     }
     return;
   }
+}
+
+// SigLIP's attention-pooling head (HF SiglipMultiheadAttentionPoolingHead): probe [1, 1, D],
+// attention.in_proj_weight [3·D, D] and bias [3·D] (torch nn.MultiheadAttention's packed q, k, v),
+// attention.out_proj, layernorm, mlp.fc1/fc2. Sets Pooling::probe.
+void read_probe_head(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
+  if (f.probe_head.empty()) return;
+  const std::string h = prefix + f.probe_head + ".";
+  const auto di = static_cast<Eigen::Index>(d);
+  ProbeHead& p = m.probe_head;
+  p.probe = r.matrix(h + "probe", {1, 1, d}, 1, di).row(0);                                 // (D)
+  p.w_qkv = r.matrix(h + "attention.in_proj_weight", {3 * d, d}, 3 * di, di);              // (3·D, D)
+  p.b_qkv = r.optional_row(h + "attention.in_proj_bias", 3 * d);                           // (3·D)
+  p.w_out = r.matrix(h + "attention.out_proj.weight", {d, d}, di, di);                     // (D, D)
+  p.b_out = r.optional_row(h + "attention.out_proj.bias", d);
+  p.norm = read_norm(r, h + "layernorm", d);
+  const Shape& s1 = r.shape(h + "mlp.fc1.weight", "[d_mlp, D]");
+  if (s1.size() != 2 || s1[1] != d || s1[0] == 0 || s1[0] > (1u << 20))
+    throw Error(r.source() + ": " + h + "mlp.fc1.weight is " + shape_string(s1) + ", expected [d_mlp, " +
+                std::to_string(d) + "]");
+  const auto dm = static_cast<Eigen::Index>(s1[0]);
+  p.w_fc1 = r.matrix(h + "mlp.fc1.weight", {s1[0], d}, dm, di);  // (d_mlp, D)
+  p.b_fc1 = r.optional_row(h + "mlp.fc1.bias", s1[0]);
+  p.w_fc2 = r.matrix(h + "mlp.fc2.weight", {d, s1[0]}, di, dm);  // (D, d_mlp)
+  p.b_fc2 = r.optional_row(h + "mlp.fc2.bias", d);
+  m.pooling = Pooling::probe;
 }
 
 // Heads: the override, else __metadata__, else the family's own count, else D/64 (every
@@ -426,6 +460,7 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   read_final_norm_and_head(r, f, prefix, d, m);
   if (!f.norm_pre.empty()) m.norm_pre = read_norm(r, prefix + f.norm_pre, d);
   read_embedding_projection(r, f, prefix, d, m);
+  read_probe_head(r, f, prefix, d, m);
   choose_heads(st, f, overrides, out);
   apply_settings(st, f, overrides, m);
   return out;  // validated by open_model, once the config's and the caller's settings are in

@@ -44,7 +44,8 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
 // The arrays of one input, each image's rows after the last one's.
 struct Arrays {
   std::vector<float> attention, features, logits;
-  std::vector<float> embedding;  // [N, d_embed] when the model has w_embed (CLIP)
+  std::vector<float> embedding;        // [N, d_embed] when the model has one
+  std::vector<float> probe_attention;  // [N, heads, T] when the model pools with a probe
   std::vector<float> tokens;  // [N, T, width] every row of ForwardResult::tokens
   std::vector<float> norms;   // [N, layers, T] token_norms of each block's output
   std::vector<float> grad_attention, grad_blocks;  // with a class only
@@ -132,9 +133,13 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   written.tokens = f.tokens;
   io::write_npy(f.norms, a.norms.data(), {n, layers, a.n_tokens});
   written.norms = f.norms;
-  if (model.w_embed.size() > 0) {  // (d_embed, d_model)
-    io::write_npy(f.embedding, a.embedding.data(), {n, static_cast<std::uint64_t>(model.w_embed.rows())});
+  if (!a.embedding.empty()) {
+    io::write_npy(f.embedding, a.embedding.data(), {n, a.embedding.size() / n});
     written.embedding = f.embedding;
+  }
+  if (!a.probe_attention.empty()) {
+    io::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
+    written.probe_attention = f.probe_attention;
   }
   if (model.w_head.size() == 0) return written;
   io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
@@ -179,6 +184,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.norms = named("norms");
   f.logits = named("logits");
   f.embedding = named("embedding");
+  f.probe_attention = named("probe_attention");
   if (!r.class_index) return f;
   f.grad_attention = named("grad_attention");
   f.grad_blocks = named("grad_blocks");
@@ -188,7 +194,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, grad_attention, grad_blocks})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, grad_attention, grad_blocks})
     if (!p.empty()) out.push_back(p);
   out.insert(out.end(), relevance.begin(), relevance.end());
   return out;

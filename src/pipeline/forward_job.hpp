@@ -13,8 +13,10 @@
 //                                   each block, before the final norm (token_diagnostics.hpp's
 //                                   token_norms: what the artifact rule and the report read)
 //   x_logits.npy     [N, classes] only when the model has a classifier
-//   x_embedding.npy  [N, d_embed] only when the model projects into a joint image-text space
-//                                 (CLIP): the projected pooled token, L2-normalised (vit_head.hpp)
+//   x_embedding.npy  [N, d_embed] the L2-normalised image embedding, only when the model has one
+//                                 (SigLIP: its probe's pooled row)
+//   x_probe_attention.npy [N, heads, T] SigLIP's probe's attention over the final tokens, only for a
+//                                 model that pools with a probe (its x_features row 0 is the first patch's)
 // T = 1 + registers + grid_h·grid_w, in the model's token order (class, registers, patches
 // row-major). The norms and the tokens let the token diagnostics be checked from outside.
 // and with a class c (ForwardRequest::class_index), from one backward pass of the logit y_c
@@ -50,7 +52,8 @@ struct ForwardRequest {
 // What forward writes for one input, named in one place. The gradients' and the maps' names
 // are there only when the request has a class (relevance: one per method, in its order).
 struct ForwardOutputs {
-  std::filesystem::path attention, features, tokens, norms, logits, embedding, grad_attention, grad_blocks;
+  std::filesystem::path attention, features, tokens, norms, logits, grad_attention, grad_blocks;
+  std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
   std::vector<std::filesystem::path> relevance;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };

@@ -12,6 +12,7 @@
 #include "core/query_key.hpp"
 #include "core/relevance.hpp"
 #include "core/token_diagnostics.hpp"
+#include "core/gemm.hpp"
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
 #include "tensors/npy.hpp"
@@ -101,6 +102,20 @@ TokenShape token_shape(const VitModel& model, int grid_h, int grid_w) {
 // heads.csv's mass mask: --threshold when given, else DINO's 0.6.
 float heads_threshold(const EncoderView& view) { return view.threshold.value_or(0.6f); }
 
+// SigLIP (Pooling::probe) has no class token: its probe's attention over the final tokens
+// stands in for the class token's row in every view. a.heads ← [head] (1, n_tokens); the
+// rollout ← the probe's row fused as the view fuses heads (1, n_tokens) · the encoder's rollout
+// R (n_tokens, n_tokens): where the probe reads, traced back through the layers.
+void use_probe_rows(const EncoderView& view, bool rollout_drawn, Attended& a) {
+  if (rollout_drawn) {
+    const Matrix probe = fuse_heads(a.result.probe_attention, view.fusion);  // (1, n_tokens)
+    Matrix row(1, a.rollout.cols());
+    gemm_ab(row, probe, a.rollout);  // (1, n_tokens) · (n_tokens, n_tokens) → (1, n_tokens)
+    a.rollout = std::move(row);
+  }
+  a.heads = a.result.probe_attention;
+}
+
 // diagnose: also the token diagnostics (Attended::tokens); picture: also --pca's (Attended::pca).
 Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                       bool classify, bool diagnose, bool picture, int grid_h, int grid_w) {
@@ -109,7 +124,9 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
-  fo.last_layer = classify || diagnose || picture ? -1 : report ? model.n_layers() - 1 : layer;
+  // A probe's map needs every block, the final norm and the probe.
+  const bool probe = model.pooling == Pooling::probe;
+  fo.last_layer = classify || diagnose || picture || probe ? -1 : report ? model.n_layers() - 1 : layer;
   fo.keep_from_layer = rollout_drawn || report || diagnose ? 0 : layer;
   fo.scale = options.scale;
   if (needs_gradients(view)) fo.tape = &worker_tape();
@@ -129,6 +146,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   };
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
+  if (probe) use_probe_rows(view, rollout_drawn, a);
   if (recorder) a.tokens = recorder->finish();
   // The report's Tokens panel shows the picture too: --pca's, else the image's own fit.
   if (picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
@@ -289,16 +307,17 @@ void add_token_panel(ReportBuilder& report, const VitModel& model, const Attende
   if (a.pca) report.add_pca(a.pca->rgb);
 }
 
-// --save-attention: the drawn layer's heads (_attn.npy), every drawn map (_cls.npy, or one
+// --save-attention: the drawn layer's heads (_attn.npy; SigLIP: the probe's rows, [H, 1, T]), every drawn map (_cls.npy, or one
 // _cls<tag>.npy a map; --head all: one stacked file) and, with --threshold, the masks.
 void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, const std::vector<NamedMap>& named,
                       const std::vector<Matrix>& masks, const EncoderView& view, const InputGrid& g) {
-  const auto n_tokens = static_cast<std::uint64_t>(heads.front().rows());
-  std::vector<float> all;  // (n_heads, n_tokens, n_tokens); one head: (n_tokens, n_tokens)
-  all.reserve(heads.size() * n_tokens * n_tokens);
+  // (n_tokens, n_tokens) each; SigLIP's probe rows (1, n_tokens)
+  const auto rows = static_cast<std::uint64_t>(heads.front().rows()), cols = static_cast<std::uint64_t>(heads.front().cols());
+  std::vector<float> all;  // (n_heads, rows, cols); one head: (rows, cols)
+  all.reserve(heads.size() * rows * cols);
   for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
   const std::vector<std::uint64_t> attn_shape =
-      heads.size() > 1 ? std::vector<std::uint64_t>{heads.size(), n_tokens, n_tokens} : std::vector<std::uint64_t>{n_tokens, n_tokens};
+      heads.size() > 1 ? std::vector<std::uint64_t>{heads.size(), rows, cols} : std::vector<std::uint64_t>{rows, cols};
   write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
   const auto grid_h = static_cast<std::uint64_t>(g.grid_h), grid_w = static_cast<std::uint64_t>(g.grid_w);
   const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};

@@ -58,12 +58,13 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
   for (MapMethod m : view.methods)
     if (class_specific(m) && n_classes == 0)
       throw Error({roles::method, method_name(m)},
-                  source + " has no classifier, so no class logit to explain (attention and rollout need none)" +
-                      no_classifier_reason(model));
+                  no_classifier_reason(model).empty()
+                      ? source + " has no classifier, so no class logit to explain (attention and rollout need none)"
+                      : source + " has no classifier; " + no_classifier_reason(model));
   for (const ChosenClass& c : view.classes)
     if (c.index < 0 || c.index >= n_classes)
       throw Error({roles::class_choice, std::to_string(c.index)},
-                  n_classes == 0 ? source + " has no classifier" + no_classifier_reason(model)
+                  n_classes == 0 ? source + " has no classifier" + no_classifier_note(model)
                                  : fmt::format("{} has classes 0…{}", source, n_classes - 1));
   if (draws(view, MapMethod::legrad)) {
     const int n = model.n_layers(), from = view.legrad_from < 0 ? n + view.legrad_from : view.legrad_from;
@@ -76,7 +77,11 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
 }  // namespace
 
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
-  resolve_layer(view.layer, model.n_layers());
+  const int layer = resolve_layer(view.layer, model.n_layers());
+  if (model.pooling == Pooling::probe && layer != model.n_layers() - 1)
+    throw Error({roles::layer, std::to_string(view.layer)},
+                fmt::format("a SigLIP model's map is its probe's attention, which reads the last layer's output only "
+                            "(layer {} or −1)", model.n_layers() - 1));
   check_classes(model, view, source);
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
     throw Error({roles::head, std::to_string(view.head_index)},
