@@ -119,6 +119,8 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   norms.append_to(out.norms, result.tokens.rows());
   out.logits.insert(out.logits.end(), result.logits.data(), result.logits.data() + result.logits.size());
   out.embedding.insert(out.embedding.end(), result.embedding.data(), result.embedding.data() + result.embedding.size());
+  for (const Matrix& a : result.probe_attention)  // (1, n_tokens) a head
+    out.probe_attention.insert(out.probe_attention.end(), a.data(), a.data() + a.size());
   if (r.class_index) add_gradients(model, tape, r, out);
 }
 
