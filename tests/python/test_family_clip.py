@@ -32,8 +32,9 @@ config.json (its hidden_act followed); detection by names, by --family, by confi
 model_type; --top refused in one line naming the text tower.
 
 Seen red: GELU (erf) instead of QuickGELU as the "clip" default (attention of layer 1 and the
-embedding off); the projection read untransposed (the [D, E] proj used as [E, D]: refused as a
-shape error at D ≠ E, off at D = E); ln_pre left out (every layer's attention off).
+embedding off); the projection read untransposed (the [D, E] proj taken as [E, D]: refused as a
+shape error, D ≠ E here; the unit test goes red too); ln_pre left out (every layer's attention off); HF
+CLIP's positions resampled with antialias (open_clip's way) instead of HF's (the 3×5 grid off).
 """
 
 import json
