@@ -32,8 +32,9 @@ config.json (its hidden_act followed); detection by names, by --family, by confi
 model_type; --top refused in one line naming the text tower.
 
 Seen red: GELU (erf) instead of QuickGELU as the "clip" default (attention of layer 1 and the
-embedding off); the projection read untransposed (the [D, E] proj used as [E, D]: refused as a
-shape error at D ≠ E, off at D = E); ln_pre left out (every layer's attention off).
+embedding off); the projection read untransposed (the [D, E] proj taken as [E, D]: refused as a
+shape error, D ≠ E here; the unit test goes red too); ln_pre left out (every layer's attention off); HF
+CLIP's positions resampled with antialias (open_clip's way) instead of HF's (the 3×5 grid off).
 """
 
 import json
@@ -317,6 +318,36 @@ def test_hf_clip_with_projection(tmp_path):
     inputs, ref = both_grids(lambda tt, x: hf_clip_forward(tt, x, act=F.gelu), as_torch(t))
     results, log = run_forward(folder / "model.safetensors", inputs, tmp_path / "o2", heads=False)
     assert "config.json" in log and "family hf-clip" in log and "GELU erf" in log, log[-2000:]
+    check_against(results, ref)
+
+
+def hf_text_tower(seed=8):
+    """CLIPModel's text side and shared scalars (modeling_clip.py CLIPTextTransformer, CLIPModel): 32 wide, 1 layer."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s: (rng.standard_normal(s) * 0.1).astype(np.float32)  # noqa: E731
+    w, b = 32, "text_model.encoder.layers.0."
+    t = {"text_model.embeddings.token_embedding.weight": r(50, w),
+         "text_model.embeddings.position_embedding.weight": r(7, w),
+         "text_model.embeddings.position_ids": np.arange(7, dtype=np.int64)[None],
+         "text_model.final_layer_norm.weight": r(w), "text_model.final_layer_norm.bias": r(w),
+         "text_projection.weight": r(EMBED, w), "logit_scale": np.array(2.6592, np.float32)}
+    for name, shape in (("layer_norm1", (w,)), ("layer_norm2", (w,)), ("self_attn.q_proj", (w, w)),
+                        ("self_attn.k_proj", (w, w)), ("self_attn.v_proj", (w, w)), ("self_attn.out_proj", (w, w)),
+                        ("mlp.fc1", (4 * w, w)), ("mlp.fc2", (w, 4 * w))):
+        t[b + name + ".weight"], t[b + name + ".bias"] = r(*shape), r(shape[0])
+    return t
+
+
+def test_hf_clip_model_whole(tmp_path):
+    """A whole CLIPModel file (text_model.*, text_projection, a 0-d logit_scale, int64 position_ids
+    buffers as older transformers saved them): the image tower read, the rest left outside."""
+    t = hf_names(openai_tensors(seed=7))
+    whole = t | hf_text_tower() | {"vision_model.embeddings.position_ids": np.arange(1 + GRID * GRID, dtype=np.int64)[None]}
+    path = tmp_path / "model.safetensors"
+    safetensors_io.write(path, whole)
+    inputs, ref = both_grids(hf_clip_forward, as_torch(t))
+    results, log = run_forward(path, inputs, tmp_path / "o")
+    assert "family hf-clip prefix vision_model." in log and "logit_scale, text_model." in log, log[-2000:]
     check_against(results, ref)
 
 
