@@ -79,7 +79,8 @@ TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
   EXPECT_EQ(f.grad_blocks, dir / "x_grad_blocks.npy");
   EXPECT_EQ(f.relevance, (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
   EXPECT_EQ(f.embedding, dir / "x_embedding.npy");  // named always, written only for a model with a projection
-  EXPECT_EQ(f.all().size(), 10u);
+  EXPECT_EQ(f.probe_attention, dir / "x_probe_attention.npy");  // written only for a model pooled by a probe
+  EXPECT_EQ(f.all().size(), 11u);
 }
 
 }  // namespace
