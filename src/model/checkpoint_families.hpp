@@ -46,6 +46,18 @@ struct CheckpointFamily {
   // layout_check.hpp). False: each bias is optional (the single-head layout).
   bool biases = true;
   std::vector<std::string> model_types = {};  // config.json's model_type values that name this family (hf:)
+  // Rotary positions (DINOv3; core/rope.hpp) instead of a position table: pos_embed is empty.
+  bool rope = false;
+  std::string rope_periods = {};      // the periods [d_head/4] when the file holds them; else from rope_base
+  float rope_base = 100.0f;           // periods base^(4k/d_head) (config.json's rope_theta overrides)
+  int image_size = 0;                 // the default input size, when no position table gives a grid
+  std::string qkv_bias_mask = {};     // block-relative [3·D] multiplied into the qkv bias (DINOv3's
+                                      // LinearKMaskedBias: its key bias is masked to zero)
+  bool key_bias = true;               // false: the key linear may have no bias (zero; HF DINOv3's k_proj)
+  std::vector<std::string> unread = {};       // tensors the family's files hold that inference never reads
+                                              // (a mask token for masked pre-training): taken, not reported
+  std::vector<std::string> unsupported = {};  // tensors (block 0's) of variants vitattn does not compute
+  std::string unsupported_why = {};           // said when the file holds one of them
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".
