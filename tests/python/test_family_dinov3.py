@@ -313,6 +313,17 @@ def test_pth_and_family_flag(tmp, inputs):
     check_forward(out, "other", inputs["other"], w)
 
 
+def test_bf16_storage(tmp, inputs):
+    """BF16 weights (the periods too): the reference runs on the values the file stores."""
+    w = make_weights(seed=9)
+    st = tmp / "dinov3_bf16.safetensors"
+    safetensors_io.write(st, {k: v.numpy().astype(np.float32) for k, v in w.items()}, dtype="BF16")
+    stored = {k: v.to(torch.bfloat16).to(torch.float32) for k, v in w.items()}
+    out = tmp / "out_bf16"
+    run_ok("forward", "--model", st, tmp / "other.npy", "-o", out)
+    check_forward(out, "other", inputs["other"], stored)
+
+
 def test_hf_names_and_config(tmp, inputs):
     folder = tmp / "hf"
     hf_folder(folder)
