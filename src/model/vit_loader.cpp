@@ -445,10 +445,10 @@ std::string LoadedVit::summary() const {
                 "LayerNorm eps %g, GELU %s, %s, classifier %s, positions resampled %s, mean %g,%g,%g std %g,%g,%g",
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
-                m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
+                m.rope.present() ? " (RoPE: any grid)" : m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
                 gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
-                m.rope.present() ? "never (RoPE)" : pos_interp_name(m.pos_interp),
+                m.rope.present() ? "never" : pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
                 static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),
                 static_cast<double>(m.norm.std[1]), static_cast<double>(m.norm.std[2]));
