@@ -10,6 +10,7 @@
 #include "parallel_for.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
+#include "rope.hpp"
 #include "vit_head.hpp"
 
 namespace vitattn {
@@ -51,9 +52,12 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
   expect("class token", cls_token, d, pooling == Pooling::probe);  // SigLIP has none
   expect("distillation token", dist_token, d, true);
   expect("register tokens", register_tokens, register_tokens.rows(), register_tokens.rows() ? d : 0);
-  if (grid_h <= 0 || grid_w <= 0)
+  if (rope.present()) {
+    validate_rope(source);
+  } else if (grid_h <= 0 || grid_w <= 0) {
     throw Error(source + ": position embeddings have " + std::to_string(pos_embed.rows()) +
                 " rows, which is not a square patch grid (with or without a class position)");
+  }
   const int with_dist = has_dist() ? 2 : 1;  // positions for the class (and distillation) token
   if (pos_prefix != 0 && pos_prefix != 1 && pos_prefix != with_dist && pos_prefix != first_patch_token())
     throw Error(source + ": position embeddings cover " + std::to_string(pos_prefix) + " leading tokens; expected 0, 1" +
@@ -62,7 +66,7 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
     expect("pre-block norm weight", norm_pre.weight, d);
     expect("pre-block norm bias", norm_pre.bias, d);
   }
-  expect("position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
+  if (!rope.present()) expect("position embeddings", pos_embed, pos_prefix + Eigen::Index{grid_h} * grid_w, d);
   if (blocks.empty()) throw Error(source + ": no encoder blocks found");
   const Eigen::Index d_attn_ = blocks.front().w_qkv.rows() / 3;
   if (d_attn_ <= 0) throw Error(source + ": block 0 qkv weight has no rows");
@@ -115,6 +119,19 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
                   std::to_string(norm.std[c]) + " for channel " + std::to_string(c));
 }
 
+void VitModel::validate_rope(const std::string& source) const {
+  if (pos_embed.size() > 0 || pos_prefix != 0)
+    throw Error(source + ": a model with rotary positions (RoPE) has no position table");
+  if (grid_h <= 0 || grid_w <= 0) throw Error(source + ": the default patch grid must be positive");
+  if (blocks.empty() || n_heads <= 0 || d_attn() % n_heads != 0) return;  // said below
+  if (d_head() % 4 != 0 || rope.periods.size() != d_head() / 4)
+    throw Error(source + ": RoPE periods are [" + std::to_string(rope.periods.size()) + "], expected [d_head/4] = [" +
+                std::to_string(d_head() / 4) + "] for " + std::to_string(n_heads) + " heads of " +
+                std::to_string(d_head()) + (d_head() % 4 ? " (not a multiple of 4)" : ""));
+  if (!(rope.periods.array() > 0.0f).all() || !rope.periods.allFinite())
+    throw Error(source + ": RoPE periods must be finite and positive");
+}
+
 void VitModel::check_weights() const {
   if (!weights_lost) return;
   if (std::string why = weights_lost(); !why.empty()) throw Error(why);
@@ -135,8 +152,9 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   } else {
     gemm_abt(x.bottomRows(n_patches), patches, model.w_patch);
   }
-  // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs
-  x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
+  // pos (grid_h·grid_w, d_model), resampled to this image's grid when it differs; none with RoPE
+  if (model.pos_embed.rows() > model.pos_prefix)
+    x.bottomRows(n_patches) += interpolate_pos_embed(model.pos_embed.bottomRows(model.pos_embed.rows() - model.pos_prefix),
                                                    model.grid_h, model.grid_w, grid_h, grid_w, model.pos_interp);
   if (model.has_class_token()) x.row(0) = model.cls_token;
   if (model.has_dist()) x.row(model.has_class_token() ? 1 : 0) = model.dist_token;
@@ -158,6 +176,7 @@ struct BlockBuffers {
   Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
   Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
   Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
+  RopeTable rope; // this image's rotation of the patches' q and k (rope.hpp); empty without RoPE
 };
 
 // xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each head's probabilities
@@ -187,6 +206,10 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, cons
     const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
     const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
     const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
+    if (model.rope.present()) {  // this head's own columns: no other thread touches them
+      apply_rope(buf.qkv.middleCols(h * d_head, d_head), model.first_patch_token(), buf.rope);
+      apply_rope(buf.qkv.middleCols(d + h * d_head, d_head), model.first_patch_token(), buf.rope);
+    }
     // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s is gemm's α
     gemm_abt(scores, q, k, s);
     softmax_rows(scores);
@@ -276,6 +299,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
   Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
   BlockBuffers buf;
+  if (model.rope.present()) buf.rope = rope_table(model.rope, image.height / model.patch_size, image.width / model.patch_size);
   std::vector<Matrix> streamed;
   for (int l = 0; l <= last; ++l) {
     std::vector<Matrix>* keep = nullptr;

@@ -14,6 +14,7 @@
 #include "image_tensor.hpp"
 #include "layers.hpp"
 #include "pos_embed.hpp"
+#include "rope.hpp"
 #include "tensor.hpp"
 #include "weight_matrix.hpp"
 
@@ -81,6 +82,9 @@ struct VitModel {
   int pos_prefix = 1;           // leading rows for the leading tokens: 0, 1 (class), 1 + has_dist, or all of them
   int grid_h = 0, grid_w = 0;   // the patch grid pos_embed was trained for
   PosInterp pos_interp = PosInterp::bicubic;  // how the checkpoint's own library resamples them
+  Rope rope;                    // DINOv3: rotary positions on the patches' q and k (rope.hpp), instead of a
+                                // table: pos_embed is empty, pos_prefix 0, and grid_h × grid_w is only the
+                                // default input (any grid works without resampling)
   LayerNorm norm_pre;           // after the embedding, before the first block (CLIP's ln_pre); absent in most
   std::vector<EncoderBlock> blocks;
   LayerNorm final_norm;         // absent in some models (the classifier reads the raw state)
@@ -116,6 +120,7 @@ struct VitModel {
   // weight, as long as reading them): for a caller that checked each tensor as it read it.
   enum class CheckValues : bool { no = false, yes = true };
   void validate(const std::string& source, CheckValues values = CheckValues::yes) const;
+  void validate_rope(const std::string& source) const;  // validate's part for a RoPE model
 
   // Throws Error with weights_lost()'s message when it has one. forward() and query_key() call
   // it after reading the weights, so nothing computed from lost values is ever shown.
@@ -169,8 +174,8 @@ struct ForwardResult {
 };
 
 // image (3, grid_h·P, grid_w·P) → x (n_tokens, d_model) = [cls; dist; registers; W_E·p + b_E] + positions,
-// with the position embeddings resampled when the grid differs from the trained one, then
-// norm_pre when the model has one.
+// with the position embeddings resampled when the grid differs from the trained one (none with
+// RoPE: its positions enter in the attention), then norm_pre when the model has one.
 Matrix embed_image(const VitModel& model, const ImageTensor& image);
 
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options = {});

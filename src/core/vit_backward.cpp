@@ -154,6 +154,10 @@ Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index) {
 
 void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,
                     BlockGradients& out, BackwardBuffers& buf) {
+  // The tape's q and k are the rotated ones; the backward does not undo the rotation, so it
+  // would hand out the gradient of another function. Refused rather than wrong.
+  if (model.rope.present())
+    throw Error("gradients through rotary positions (RoPE, DINOv3) are not computed: no class-specific map for this model");
   const EncoderBlock& block = model.blocks.at(static_cast<std::size_t>(layer));
   if (!block.projected()) {
     buf.d_heads = d_output;  // the heads' outputs were the block's output: no residual

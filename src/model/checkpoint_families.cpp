@@ -89,6 +89,31 @@ std::vector<CheckpointFamily> make_families() {
                "layernorm", "", 1e-6f, Gelu::erf, kImageNet});
   f.back().model_types = {"dinov2", "dinov2_with_registers"};
   f.back().pos_interp = PosInterp::offset;  // ported from DINOv2
+  // DINOv3 (facebookresearch/dinov3 hub backbones dinov3_vits16/vitb16/vitl16): no position table but
+  // RoPE on the patches' q and k, four storage tokens, layer scale, "layernormbf16" (ε 1e-5), the
+  // qkv's key bias masked to zero by the stored bias_mask, 224 px by default.
+  f.push_back({"dinov3", "DINOv3 ViT (facebookresearch/dinov3; RoPE, storage tokens)", {""}, "patch_embed.proj", "cls_token",
+               "", {"storage_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "", 1e-5f, Gelu::erf, kImageNet});
+  f.back().rope = true;
+  f.back().rope_periods = "rope_embed.periods";
+  f.back().image_size = 224;
+  f.back().qkv_bias_mask = "attn.qkv.bias_mask";
+  f.back().unread = {"mask_token", "local_cls_norm.weight", "local_cls_norm.bias"};  // training only
+  f.back().unsupported = {"blocks.0.mlp.w1.weight", "cls_norm.weight"};
+  f.back().unsupported_why = "SwiGLU MLPs (ViT-S+/H+/7B) and a separate class-token norm are not computed by vitattn";
+  // Hugging Face DINOv3ViTModel: the same model; k_proj has no bias (config key_bias false).
+  f.push_back({"hf-dinov3", "Hugging Face transformers DINOv3ViTModel", {"", "dinov3_vit."}, "embeddings.patch_embeddings",
+               "embeddings.cls_token", "", {"embeddings.register_tokens"}, "layer.{i}.",
+               {"norm1", {"attention.q_proj", "attention.k_proj", "attention.v_proj"}, "attention.o_proj",
+                "layer_scale1.lambda1", "norm2", "mlp.up_proj", "mlp.down_proj", {}, "layer_scale2.lambda1"},
+               "norm", "", 1e-5f, Gelu::erf, kImageNet});
+  f.back().model_types = {"dinov3_vit"};
+  f.back().rope = true;
+  f.back().image_size = 224;
+  f.back().key_bias = false;
+  f.back().unread = {"embeddings.mask_token"};
+  f.back().unsupported = {"layer.0.mlp.gate_proj.weight"};
+  f.back().unsupported_why = "gated (SwiGLU) MLPs (use_gated_mlp) are not computed by vitattn";
   f.push_back({"torchvision", "torchvision VisionTransformer (vit_b_16 …)", {""}, "conv_proj", "class_token",
                "encoder.pos_embedding", {}, "encoder.layers.encoder_layer_{i}.",
                {"ln_1", {"self_attention.in_proj_"}, "self_attention.out_proj", "", "ln_2", "mlp.0", "mlp.3",

@@ -63,6 +63,18 @@ struct CheckpointFamily {
   // <name>.attention.in_proj_weight/bias, .attention.out_proj, .layernorm, .mlp.fc1/fc2. Empty: none.
   // When set, the family is recognised only where <prefix><name>.probe is, and the model pools with it.
   std::string probe_head = {};
+  // Rotary positions (DINOv3; core/rope.hpp) instead of a position table: pos_embed is empty.
+  bool rope = false;
+  std::string rope_periods = {};      // the periods [d_head/4] when the file holds them; else from rope_base
+  float rope_base = 100.0f;           // periods base^(4k/d_head) (config.json's rope_theta overrides)
+  int image_size = 0;                 // the default input size, when no position table gives a grid
+  std::string qkv_bias_mask = {};     // block-relative [3·D] multiplied into the qkv bias (DINOv3's
+                                      // LinearKMaskedBias: its key bias is masked to zero)
+  bool key_bias = true;               // false: the key linear may have no bias (zero; HF DINOv3's k_proj)
+  std::vector<std::string> unread = {};       // tensors the family's files hold that inference never reads
+                                              // (a mask token for masked pre-training): taken, not reported
+  std::vector<std::string> unsupported = {};  // tensors (block 0's) of variants vitattn does not compute
+  std::string unsupported_why = {};           // said when the file holds one of them
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".

@@ -29,9 +29,12 @@ class LayoutCheck {
     const std::vector<int> blocks = block_numbers();
     out.n_blocks = blocks.empty() ? 0 : blocks.back() + 1;
     refuse_gaps(blocks);
+    refuse_unsupported();
     linear(prefix_ + f_.patch_embed, false);  // some releases (CLIP's) have no patch bias
     if (!f_.cls_token.empty()) need(prefix_ + f_.cls_token);
-    need(prefix_ + f_.pos_embed);
+    if (!f_.pos_embed.empty()) need(prefix_ + f_.pos_embed);
+    if (!f_.rope_periods.empty()) take(prefix_ + f_.rope_periods);
+    for (const auto& name : f_.unread) take(prefix_ + name);
     for (const auto& name : f_.registers) take(prefix_ + name);
     for (const auto& name : f_.ignored) take(prefix_ + name);
     if (!f_.norm_pre.empty()) norm(prefix_ + f_.norm_pre);
@@ -105,6 +108,13 @@ class LayoutCheck {
                 name_list(gaps) + " (its blocks go up to " + block_prefix(blocks.back()) + "*)");
   }
 
+  // A variant of the family vitattn does not compute: said at once, before any name is missed.
+  void refuse_unsupported() const {
+    for (const auto& name : f_.unsupported)
+      if (has(prefix_ + name))
+        throw Error(st_.source() + ": holds " + printable(prefix_ + name) + ": " + f_.unsupported_why);
+  }
+
   // Parts some models of a family lack (a qkv bias, layer scale): counted per block, then
   // required in every block once one block has them.
   void optional_part(int i, const std::string& relative) {
@@ -122,7 +132,14 @@ class LayoutCheck {
     const BlockNaming& n = f_.block_naming;
     const std::string bp = block_prefix(i);
     if (!n.norm1.empty()) norm(bp + n.norm1);
-    biased_together(i, n.qkv);  // q, k and v each with a bias, or none of them
+    if (!f_.key_bias && n.qkv.size() == 3) {  // q and v biased together; the key's bias optional
+      biased_together(i, {n.qkv[0], n.qkv[2]});
+      need(bp + weight_of(n.qkv[1]));
+      take(bp + bias_of(n.qkv[1]));
+    } else {
+      biased_together(i, n.qkv);  // q, k and v each with a bias, or none of them
+    }
+    if (!f_.qkv_bias_mask.empty()) optional_part(i, f_.qkv_bias_mask);
     if (!n.ls1.empty()) optional_part(i, n.ls1);
     if (!n.fc1.empty()) norm(bp + n.norm2);
     std::string fc1 = n.fc1, fc2 = n.fc2;  // an older release's names when the current ones are absent

@@ -86,6 +86,11 @@ void read_config(const json& top, const fs::path& file, ModelConfig& out) {
       throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", display(file), printable(it->dump(), true)));
     out.eps = it->get<float>();
   }
+  if (const auto it = c.find("rope_theta"); it != c.end() && !it->is_null()) {  // HF DINOv3ViTConfig
+    if (!it->is_number() || !(it->get<double>() > 1) || it->get<double>() > 1e9)
+      throw Error(fmt::format("{}: rope_theta is {}, expected a number above 1", display(file), printable(it->dump(), true)));
+    out.rope_theta = it->get<float>();
+  }
   // timm: {"architecture": …, "model_args": {"num_heads": …}, "pretrained_cfg": {"input_size": [3, H, W], "mean", "std"}}
   if (const auto args = c.find("model_args"); args != c.end() && args->is_object() && !out.heads)
     out.heads = positive_int(*args, "num_heads", file, 4096);

@@ -24,6 +24,7 @@ struct ModelConfig {
   std::optional<float> eps;                   // layer_norm_eps
   std::string model_type;                     // model_type (HF): picks the family (CheckpointFamily::model_types)
   std::optional<Gelu> activation;             // hidden_act (HF): gelu, quick_gelu, gelu_pytorch_tanh, gelu_new
+  std::optional<float> rope_theta;            // rope_theta (HF DINOv3): RoPE's base
   int projection_dim = 0;                     // projection_dim (HF CLIP): d_embed
   std::optional<std::array<float, 3>> mean;   // image_mean (preprocessor), pretrained_cfg.mean (timm)
   std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std

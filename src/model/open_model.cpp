@@ -48,6 +48,7 @@ VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& conf
   if (o.heads == 0 && !file_has_heads) o.heads = config.heads;
   if (!o.eps && config.eps) o.eps = config.eps;
   if (!o.gelu && config.activation) o.gelu = config.activation;
+  if (!o.rope_base && config.rope_theta) o.rope_base = config.rope_theta;
   if (const CheckpointFamily* f = family_by_model_type(config.model_type)) o.family_hint = f->name;
   return o;
 }
@@ -126,6 +127,9 @@ OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::
   if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)
     throw Error(fmt::format("{}: its config says patch_size {}, its patch embedding has {}", name, config.patch_size,
                             loaded.model.patch_size));
+  // A RoPE model has no table to give its grid: the config's image_size is the default input.
+  if (loaded.model.rope.present() && config.image_size > 0 && config.image_size % loaded.model.patch_size == 0)
+    loaded.model.grid_h = loaded.model.grid_w = config.image_size / loaded.model.patch_size;
   if (config.mean) loaded.model.norm.mean = *config.mean;
   if (config.std) loaded.model.norm.std = *config.std;
   apply_normalization(r, loaded.model.norm, out.details);

@@ -116,6 +116,7 @@ bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string&
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
 const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& prefix) {
+  if (st.find(prefix + "rope_embed.periods") || st.find(prefix + "storage_tokens")) return *family_by_name("dinov3");
   if (st.find(prefix + "blocks.0.ls1.gamma") || st.find(prefix + "register_tokens") || st.find(prefix + "mask_token"))
     return *family_by_name("dinov2");
   if (!st.find(prefix + "head.weight")) return *family_by_name("dino");  // DINO releases the backbone only
@@ -194,6 +195,10 @@ EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::s
   if (n.qkv.size() == 1) {  // packed rows [Q; K; V]
     b.w_qkv = r.matrix(bp + weight_of(n.qkv[0]), {3 * w, d}, 3 * wi, di);
     b.b_qkv = r.optional_row(bp + bias_of(n.qkv[0]), 3 * w);
+    // DINOv3's LinearKMaskedBias: bias ⊙ bias_mask (its key third zero). It matters there: RoPE
+    // rotates a key bias differently for every patch, so it no longer cancels in the softmax.
+    if (!f.qkv_bias_mask.empty() && r.has(bp + f.qkv_bias_mask) && b.b_qkv.size() > 0)
+      b.b_qkv.array() *= r.row(bp + f.qkv_bias_mask, 3 * w).array();
   } else {  // separate query, key, value: stacked once here, at load time (a copy)
     Matrix w_qkv(3 * wi, di);
     const bool biased = std::any_of(n.qkv.begin(), n.qkv.end(), [&](const auto& q) { return r.has(bp + bias_of(q)); });
@@ -283,6 +288,17 @@ void read_registers(const Reader& r, const CheckpointFamily& f, const std::strin
 // Positions: [1, 1 + N, D] with a class position, [1, N, D] without, or [1, 1 + R + N, D]
 // with positions for the registers too (some timm models); N a square grid.
 void read_positions(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d, VitModel& m) {
+  if (f.rope) {  // no table: the grid is only the default input; the periods when the file has them
+    m.pos_prefix = 0;
+    m.grid_h = m.grid_w = f.image_size / m.patch_size;
+    if (!f.rope_periods.empty() && r.has(prefix + f.rope_periods)) {
+      const Shape& ps = r.shape(prefix + f.rope_periods, "[d_head/4]");
+      if (ps.size() != 1 || ps[0] == 0 || ps[0] > d)
+        throw Error(r.source() + ": " + prefix + f.rope_periods + " is " + shape_string(ps) + ", expected [d_head/4]");
+      m.rope.periods = r.row(prefix + f.rope_periods, ps[0]);
+    }
+    return;
+  }
   const std::string pos = prefix + f.pos_embed;
   const std::string count = f.cls_token.empty() ? "N, " : "1+N, ";  // SigLIP has no class position
   const std::string layout = f.flat_tokens ? "[" + count + "D]" : "[1, " + count + "D]";
@@ -396,6 +412,9 @@ void choose_heads(const TensorFile& st, const CheckpointFamily& f, const VitOver
   } else if (meta_heads) {
     m.n_heads = static_cast<int>(*meta_heads);
     out.heads_from = "__metadata__";
+  } else if (m.rope.present() && m.rope.periods.size() * 4 <= d_attn && d_attn % (m.rope.periods.size() * 4) == 0) {
+    m.n_heads = static_cast<int>(d_attn / (m.rope.periods.size() * 4));  // d_head = 4 · the periods
+    out.heads_from = "the RoPE periods";
   } else if (f.heads > 0) {
     m.n_heads = f.heads;
     out.heads_from = "the " + f.name + " layout";
@@ -462,6 +481,12 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   read_embedding_projection(r, f, prefix, d, m);
   read_probe_head(r, f, prefix, d, m);
   choose_heads(st, f, overrides, out);
+  if (f.rope && !m.rope.present()) {
+    if (m.d_head() % 4 != 0)
+      throw Error(st.source() + ": RoPE needs heads a multiple of 4 wide; " + std::to_string(m.n_heads) +
+                  " heads of d_model " + std::to_string(m.d_model()) + " are " + std::to_string(m.d_head()));
+    m.rope.periods = rope_periods(overrides.rope_base.value_or(f.rope_base), m.d_head());
+  }
   apply_settings(st, f, overrides, m);
   return out;  // validated by open_model, once the config's and the caller's settings are in
 }
@@ -490,10 +515,10 @@ std::string LoadedVit::summary() const {
                 "LayerNorm eps %g, GELU %s, %s, classifier %s, positions resampled %s, mean %g,%g,%g std %g,%g,%g",
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
-                m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
+                m.rope.present() ? " (RoPE: any grid)" : m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
                 gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
-                pos_interp_name(m.pos_interp),
+                m.rope.present() ? "never" : pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
                 static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),
                 static_cast<double>(m.norm.std[1]), static_cast<double>(m.norm.std[2]));

@@ -25,6 +25,7 @@ struct VitOverrides {
   std::optional<float> eps;    // LayerNorm ε
   std::optional<Gelu> gelu;
   std::optional<PosInterp> pos_interp;
+  std::optional<float> rope_base;  // RoPE's base (config.json's rope_theta), for a family whose file lacks the periods
 };
 
 struct LoadedVit {

@@ -117,7 +117,7 @@ class TypedOptions(unittest.TestCase):
     def test_help_lists_the_choices_by_name(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)
-        for listed in ("{nearest,linear,cubic}", "{png,jpg,webp}", "{erf,tanh}",
+        for listed in ("{nearest,linear,cubic}", "{png,jpg,webp}", "{erf,tanh,quick}",
                        "{bicubic,bicubic-antialias,bicubic-offset,bicubic-corners}", "inferno", "=linear", "=jet",
                        "=png", "=mean"):
             self.assertIn(listed, out, listed)
