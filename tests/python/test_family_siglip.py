@@ -331,3 +331,16 @@ def test_heads_csv_reads_the_mean_row(tmp_path):
         mean_row = ref["attention"][int(row["layer"])][int(row["head"])].mean(0)
         want = -np.sum(mean_row * np.log(mean_row))
         assert abs(float(row[key]) - want) < 1e-3 * max(1.0, abs(want)), row
+
+
+def test_incomplete_probe_head_refused(tmp_path):
+    """A probe head missing a tensor: one error line naming it, exit 2."""
+    import cv2
+    t = siglip_tensors()
+    del t["vision_model.head.layernorm.bias"]
+    model = write_folder(tmp_path / "m", t)
+    cv2.imwrite(str(tmp_path / "a.png"), harness.photo_like(32, 32))
+    p = harness.run_process("--model", model, tmp_path / "a.png", "-o", tmp_path / "o")
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "vision_model.head.layernorm.bias" in lines[0], p.stderr
