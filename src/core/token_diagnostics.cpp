@@ -114,7 +114,11 @@ void TokenRecorder::add_attention(int layer, const std::vector<Matrix>& heads) {
   Matrix rows(shape_.heads, shape_.tokens());  // (heads, n_tokens) each head's class-token row
   distance_[l].clear();
   for (int h = 0; h < shape_.heads; ++h) {
-    rows.row(h) = heads[static_cast<std::size_t>(h)].row(0);
+    // No leading token (SigLIP, whose probe reads only the last layer): the mean query's row,
+    // what an average token attends to, in double so the sum's order does not matter.
+    const Matrix& a = heads[static_cast<std::size_t>(h)];
+    rows.row(h) = shape_.first_patch > 0 ? RowVector(a.row(0))
+                                         : RowVector((a.cast<double>().colwise().sum() / static_cast<double>(a.rows())).cast<float>());
     distance_[l].push_back(mean_attention_distance(heads[static_cast<std::size_t>(h)], shape_.first_patch, distances_));
   }
   class_rows_[l] = std::move(rows);

@@ -93,7 +93,8 @@ class TokenRecorder {
   float ratio_, threshold_;
   Matrix distances_;                       // (n_patches, n_patches) patch_distances
   Matrix norms_, sinks_;                   // (layers, n_tokens)
-  std::vector<Matrix> class_rows_;         // [layer] (heads, n_tokens) row 0 of each head
+  std::vector<Matrix> class_rows_;         // [layer] (heads, n_tokens) row 0 of each head; without a leading
+                                           // token (SigLIP) the mean of its rows
   std::vector<std::vector<double>> distance_;  // [layer][head]
   std::vector<bool> heard_attention_, heard_output_;
 };

@@ -20,6 +20,11 @@ SiglipVisionModel, BF16), --family siglip, config.json's model_type; the attenti
 mask maps of `vitattn IMAGE` against numpy on the torch probe attention; --top, a class-specific
 method and --layer before the last refused with one error line.
 
+Planted in vitattn and seen red here: the probe's heads in reverse order (the map of the wrong
+head), the probe's head columns interleaved (column j of head h at j·H + h, the wrong head axis),
+GELU erf instead of tanh as the family's default (--family without config.json), rollout
+without the encoder's R.
+
 hf_folder(path) writes a hub-style snapshot of this family for the cross-family hf: test.
 """
 
@@ -227,17 +232,6 @@ def test_vision_model_bf16_and_family_flag(tmp_path):
     check_against_torch(got, ref)
 
 
-def test_planted_wrong_head_axis_is_seen(tmp_path):
-    """The check itself can fail: the probe's map read along the wrong axis (heads ↔ tokens
-    of a transposed [T, H] buffer) is far from torch's."""
-    _need_torch()
-    t = siglip_tensors()
-    x = input_tensor(GRID * P, GRID * P)
-    ref = torch_siglip(t, x)
-    wrong = ref["probe"].T.reshape(HEADS, -1)
-    assert rel(wrong, ref["probe"]) > 1e-2
-
-
 def maps_from(probe, rollout_r=None, fusion="mean"):
     fused = {"mean": probe.mean(0), "max": probe.max(0), "min": probe.min(0)}[fusion]
     if rollout_r is not None:
@@ -301,3 +295,52 @@ def test_refusals(tmp_path, args, words):
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and words in lines[0], p.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_pth_with_module_prefix(tmp_path):
+    """A SiglipModel state dict saved by torch.save under DistributedDataParallel's "module."
+    (config.json beside it for the heads), F16 values."""
+    _need_torch()
+    t = {k: v.astype(np.float16).astype(np.float32) for k, v in siglip_tensors(seed=7).items()}
+    folder = tmp_path / "m"
+    write_folder(folder, t)
+    (folder / "model.safetensors").unlink()
+    torch.save({"module." + k: torch.from_numpy(v).half() for k, v in t.items()}, folder / "model.pth")
+    x = input_tensor(GRID * P, 2 * P, seed=8)
+    got, _ = run_forward(tmp_path, folder / "model.pth", x)
+    check_against_torch(got, torch_siglip(t, x))
+
+
+def test_heads_csv_reads_the_mean_row(tmp_path):
+    """Without a class token heads.csv's per-head entropy is that of the mean of each head's
+    rows (docs/families.md), from the torch reference's attention."""
+    _need_torch()
+    import csv
+    import cv2
+    t = siglip_tensors()
+    model = write_folder(tmp_path / "m", t)
+    img = harness.photo_like(GRID * P, GRID * P)
+    cv2.imwrite(str(tmp_path / "a.png"), img)
+    x = ((img[:, :, ::-1].astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)
+    ref = torch_siglip(t, x)
+    p = harness.run_process("--model", model, tmp_path / "a.png", "-o", tmp_path / "o", "--heads-csv")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(open(tmp_path / "o" / "heads.csv")))
+    key = next(k for k in rows[0] if "entropy" in k)
+    for row in rows:
+        mean_row = ref["attention"][int(row["layer"])][int(row["head"])].mean(0)
+        want = -np.sum(mean_row * np.log(mean_row))
+        assert abs(float(row[key]) - want) < 1e-3 * max(1.0, abs(want)), row
+
+
+def test_incomplete_probe_head_refused(tmp_path):
+    """A probe head missing a tensor: one error line naming it, exit 2."""
+    import cv2
+    t = siglip_tensors()
+    del t["vision_model.head.layernorm.bias"]
+    model = write_folder(tmp_path / "m", t)
+    cv2.imwrite(str(tmp_path / "a.png"), harness.photo_like(32, 32))
+    p = harness.run_process("--model", model, tmp_path / "a.png", "-o", tmp_path / "o")
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "vision_model.head.layernorm.bias" in lines[0], p.stderr

@@ -78,8 +78,8 @@ TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
   EXPECT_EQ(f.grad_attention, dir / "x_grad_attention.npy");
   EXPECT_EQ(f.grad_blocks, dir / "x_grad_blocks.npy");
   EXPECT_EQ(f.relevance, (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
-  EXPECT_EQ(f.embedding, dir / "x_embedding.npy");  // named always, written only for a model with a projection
-  EXPECT_EQ(f.probe_attention, dir / "x_probe_attention.npy");  // written only for a model pooled by a probe
+  EXPECT_EQ(f.embedding, dir / "x_embedding.npy");              // named always, written when the model has one
+  EXPECT_EQ(f.probe_attention, dir / "x_probe_attention.npy");  // likewise, for a probe-pooled model (SigLIP)
   EXPECT_EQ(f.all().size(), 11u);
 }
 
