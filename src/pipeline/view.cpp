@@ -73,8 +73,14 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
 
 }  // namespace
 
+int query_row(const VitModel& model, QueryToken query) {
+  return query == QueryToken::dist && model.has_dist() && model.has_class_token() ? 1 : 0;
+}
+
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
   resolve_layer(view.layer, model.n_layers());
+  if (view.query == QueryToken::dist && !model.has_dist())
+    throw Error({roles::query, "dist"}, "the model has no distillation token (only distilled DeiT has one)", source);
   check_classes(model, view, source);
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
     throw Error({roles::head, std::to_string(view.head_index)},
