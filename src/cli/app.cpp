@@ -66,7 +66,7 @@ std::optional<std::string> flag_of(const std::string& role) {
       {io::roles::head_count, "--heads"},          {io::roles::saved_model, "--save-model"},
       {io::roles::pixel_limit, "--max-pixels"},    {io::roles::strict_decoding, "--strict"},
       {pipeline::roles::method, "--method"},       {pipeline::roles::class_choice, "--class"},
-      {pipeline::roles::legrad_from, "--legrad-from"},
+      {pipeline::roles::legrad_from, "--legrad-from"}, {pipeline::roles::query, "--query"},
       {pipeline::roles::log, "--log-json"},        {kHeatmapRole, "--heatmap"},
       {kPageRole, "--html"}};
   for (const auto& [r, flag] : kFlags)
@@ -153,6 +153,7 @@ pipeline::ProcessOptions process_options(const Options& o) {
   v.head = o.head.choice;
   v.head_index = o.head.index;
   v.fusion = o.head.fusion;
+  v.query = o.query;
   if (o.report) p.report = report_settings(o);
   if (o.faithfulness) p.faithfulness = pipeline::FaithfulnessRequest{o.faithfulness_steps};
   p.artifact_ratio = static_cast<float>(o.artifact_ratio);

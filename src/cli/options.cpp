@@ -455,6 +455,14 @@ void add_view_options(CLI::App& app, Options& o) {
       ->group(group);
   app.add_flag("--rollout", o.rollout, "Attention rollout over layers 0…--layer, heads fused by --head (--method rollout)")
       ->group(group);
+  choose_from(app.add_option("--query", o.query,
+                             "Whose attention row the attention and rollout maps show: cls (the class token) or dist "
+                             "(distilled DeiT's distillation token)")
+                  ->default_str("cls")
+                  ->group(group),
+              std::vector<std::pair<std::string, pipeline::QueryToken>>{{"cls", pipeline::QueryToken::cls},
+                                                                        {"dist", pipeline::QueryToken::dist}},
+              {{"class", "cls"}, {"distillation", "dist"}});
   app.add_option("--discard-ratio", o.discard_ratio,
                  "Rollout and grad-rollout: drop this fraction of the weakest links per layer")
       ->capture_default_str()

@@ -73,6 +73,7 @@ struct Options {
   bool faithfulness = false;    // --faithfulness: deletion/insertion AUCs into faithfulness.csv
   int faithfulness_steps = 16;  // --faithfulness-steps K
   HeadArg head;                 // default: mean over heads
+  pipeline::QueryToken query = pipeline::QueryToken::cls;  // --query cls | dist
   bool rollout = false;         // --rollout: --method rollout
   std::string method = "attention";  // --method: a pipeline::MapMethod's name, or "all"
   std::vector<std::string> classes;  // --class: indices or labels (class_choice.hpp); empty: each image's top-1

@@ -64,11 +64,18 @@ void AttentionRollout::add_layer(const std::vector<Matrix>& heads) {
 }
 
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w) {
+  return query_token_map(attention, 0, first_patch, grid_h, grid_w);
+}
+
+Matrix query_token_map(const Matrix& attention, int query, int first_patch, int grid_h, int grid_w) {
   if (attention.cols() != first_patch + Eigen::Index{grid_h} * grid_w)
     throw Error("class_token_map: " + std::to_string(attention.cols()) + " tokens do not hold " +
                 std::to_string(first_patch) + " + " + std::to_string(grid_h) + "x" + std::to_string(grid_w));
+  if (query < 0 || query >= first_patch || query >= attention.rows())
+    throw Error("query_token_map: row " + std::to_string(query) + " is not a leading token (" +
+                std::to_string(first_patch) + " of them)");
   Matrix map(grid_h, grid_w);
-  for (int j = 0; j < grid_h * grid_w; ++j) map(j / grid_w, j % grid_w) = attention(0, first_patch + j);
+  for (int j = 0; j < grid_h * grid_w; ++j) map(j / grid_w, j % grid_w) = attention(query, first_patch + j);
   return map;
 }
 

@@ -42,6 +42,10 @@ class AttentionRollout {
 // (1, or 1 + n_registers), patch j at (j / grid_w, j % grid_w).
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w);
 
+// The same for another leading token's row `query` (< first_patch): distilled DeiT's
+// distillation token is row 1.
+Matrix query_token_map(const Matrix& attention, int query, int first_patch, int grid_h, int grid_w);
+
 // DINO's mass mask: 1 on the smallest set of patches that holds `fraction` of the map's total
 // mass (largest first), 0 elsewhere. map (grid_h, grid_w), values ≥ 0 → mask (grid_h, grid_w)
 Matrix mass_mask(const Matrix& map, float fraction);

@@ -134,21 +134,63 @@ void mlp_backward(const VitModel& model, const EncoderBlock& block, const BlockT
 
 }  // namespace
 
+namespace {
+
+// ∂y_c/∂t (n_tokens, d_model) for the tokens t the head reads (after the final norm), per
+// pooling (vit_head.hpp); nonzero only in the rows the pooling reads. `t` is only read for
+// patch_mean's fc_norm, whose backward needs the mean it normalised.
+Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
+  Matrix d_t = Matrix::Zero(t.rows(), t.cols());
+  const Eigen::Index d = t.cols(), first = model.first_patch_token(), n = t.rows() - first;
+  const auto w = model.w_head.row(c);  // (d_pool)
+  switch (model.pooling) {
+    case Pooling::class_token:
+      d_t.row(0) = w;
+      break;
+    case Pooling::class_and_dist:  // y = ½(head(t[0]) + head_dist(t[1]))
+      d_t.row(0) = 0.5f * w;
+      d_t.row(1) = 0.5f * model.w_head_dist.row(c);
+      break;
+    case Pooling::patch_mean: {  // y = head(fc_norm(mean of t[first…]))
+      if (n <= 0) throw Error("no patch tokens to pool");
+      Matrix d_mean = w;  // (1, d_model) ∂y/∂fc_norm(mean), then ∂y/∂mean
+      if (model.fc_norm.present()) {
+        const Matrix mean = (t.bottomRows(n).cast<double>().colwise().sum() / static_cast<double>(n)).cast<float>();
+        Matrix through = Matrix::Zero(1, d);
+        layer_norm_backward_add(mean, model.fc_norm, model.eps, d_mean, through);
+        d_mean = through;
+      }
+      d_t.bottomRows(n).rowwise() = d_mean.row(0) / static_cast<float>(n);
+      break;
+    }
+    case Pooling::class_and_patch_mean:  // y = w[:d]·t[0] + w[d:]·(mean of t[first…])
+      if (n <= 0) throw Error("no patch tokens to pool");
+      d_t.row(0) = w.head(d);
+      d_t.bottomRows(n).rowwise() = w.tail(d) / static_cast<float>(n);
+      break;
+  }
+  return d_t;
+}
+
+}  // namespace
+
 Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index) {
   if (model.w_head.size() == 0) throw Error("the model has no classifier, so no class logit to take gradients of");
   if (class_index < 0 || class_index >= model.w_head.rows())
     throw Error("class " + std::to_string(class_index) + " is not one of the model's " +
                 std::to_string(model.w_head.rows()) + " classes");
-  Matrix d_x = Matrix::Zero(x.rows(), x.cols());
-  // y_c = LN_f(x)[0] · w_head[c]ᵀ + b_c: ∂y_c/∂LN_f(x)[0] = w_head[c] (1, d_model)
-  const Matrix d_cls = model.w_head.row(class_index);
-  if (!model.final_norm.present()) {
-    d_x.row(0) = d_cls;
+  if (!model.final_norm.present()) return pooled_gradient(model, x, class_index);
+  // t = LN_f(x) row by row; the pooling's gradient at t, back through the final norm.
+  const Matrix d_t = pooled_gradient(model, layer_norm(x, model.final_norm, model.eps), class_index);
+  Matrix d_x = Matrix::Zero(x.rows(), x.cols());  // (n_tokens, d_model)
+  if (model.pooling == Pooling::class_token || model.pooling == Pooling::class_and_dist) {
+    const Eigen::Index rows = model.pooling == Pooling::class_token ? 1 : 2;  // the rows read; the rest stay 0
+    Matrix d_top = Matrix::Zero(rows, x.cols());
+    layer_norm_backward_add(x.topRows(rows), model.final_norm, model.eps, d_t.topRows(rows), d_top);
+    d_x.topRows(rows) = d_top;
     return d_x;
   }
-  Matrix d_row = Matrix::Zero(1, x.cols());
-  layer_norm_backward_add(x.topRows(1), model.final_norm, model.eps, d_cls, d_row);
-  d_x.row(0) = d_row;
+  layer_norm_backward_add(x, model.final_norm, model.eps, d_t, d_x);
   return d_x;
 }
 

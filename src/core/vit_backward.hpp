@@ -1,6 +1,6 @@
 #pragma once
 // Reverse-mode gradients through the encoder of vit.hpp, of one scalar target: the logit y_c
-// of class c, read from the class token of the stream after some block through the final
+// of class c, read from the pooled tokens (vit_head.hpp) of the stream after some block through the final
 // norm and the classifier (after the last block: the model's own logit; after an earlier one:
 // LeGrad's per-layer logit).
 //
@@ -44,8 +44,10 @@ struct BackwardBuffers {
   std::vector<Matrix> transposed;  // [head] (n_tokens, n_tokens) Aᵀ, then ∂Sᵀ
 };
 
-// ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c = (LN_f(x)[0] · w_headᵀ + b_head)_c.
-// Only the class token's row is nonzero. Throws Error when the model has no classifier or c is
+// ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c the classifier's logit on
+// LN_f(x) pooled as the model pools (vit_head.hpp): the class token's row; both leading rows,
+// ½ each (distilled); the patch rows, 1/n each, through fc_norm (patch_mean); the class row and
+// the patch rows with the two halves of w_head (class_and_patch_mean). Registers stay zero. Throws Error when the model has no classifier or c is
 // not one of its classes.
 Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index);
 

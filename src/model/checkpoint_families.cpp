@@ -62,6 +62,7 @@ std::vector<CheckpointFamily> make_families() {
                "pos_embed", {"reg_token", "register_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f,
                Gelu::erf, kHalf});
   f.back().pos_interp = PosInterp::antialias;  // timm's resample_abs_pos_embed
+  f.back().fc_norm = "fc_norm";                // global_pool='avg': head(fc_norm(mean of the patches)), no "norm"
   f.push_back({"dino", "DINO v1 / DeiT (ImageNet normalisation)", {""}, "patch_embed.proj", "cls_token", "pos_embed",
                {"reg_token", "register_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf,
                kImageNet});
@@ -70,6 +71,14 @@ std::vector<CheckpointFamily> make_families() {
                {"register_tokens", "reg_token"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf,
                kImageNet});
   f.back().pos_interp = PosInterp::offset;  // DINOv2's interpolate_pos_encoding (interpolate_offset 0.1)
+  // timm's VisionTransformerDistilled (deit_*_distilled_*): the timm names plus a distillation
+  // token after the class token (positions for both) and its own head; in eval mode the
+  // logits are the mean of the two heads'. DeiT trains with ImageNet normalisation.
+  f.push_back({"deit-distilled", "timm distilled DeiT (dist_token, head_dist)", {""}, "patch_embed.proj", "cls_token",
+               "pos_embed", {}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf, kImageNet});
+  f.back().pos_interp = PosInterp::antialias;  // timm's resample_abs_pos_embed, num_prefix_tokens 2
+  f.back().dist_token = "dist_token";
+  f.back().head_dist = "head_dist";
   f.push_back({"hf-vit", "Hugging Face transformers ViT (ViTModel, ViTForImageClassification)",
                {"vit.", ""}, "embeddings.patch_embeddings.projection", "embeddings.cls_token",
                "embeddings.position_embeddings", {}, "encoder.layer.{i}.",
@@ -78,16 +87,19 @@ std::vector<CheckpointFamily> make_families() {
                 "attention.output.dense", "", "layernorm_after", "intermediate.dense", "output.dense", {}, ""},
                "layernorm", "classifier", 1e-12f, Gelu::erf, kHalf});
   f.back().model_types = {"vit"};
-  f.push_back({"hf-dinov2", "Hugging Face transformers Dinov2 (with or without registers)", {"dinov2.", ""},
+  f.push_back({"hf-dinov2", "Hugging Face transformers Dinov2 (with or without registers)",
+               {"dinov2.", "dinov2_with_registers.", ""},
                "embeddings.patch_embeddings.projection", "embeddings.cls_token", "embeddings.position_embeddings",
                {"embeddings.register_tokens"}, "encoder.layer.{i}.",
                {"norm1",
                 {"attention.attention.query", "attention.attention.key", "attention.attention.value"},
                 "attention.output.dense", "layer_scale1.lambda1", "norm2", "mlp.fc1", "mlp.fc2", {},
                 "layer_scale2.lambda1"},
-               // Dinov2's classifier reads [cls, mean of patches] (2·D wide): not a class-token head.
-               "layernorm", "", 1e-6f, Gelu::erf, kImageNet});
+               "layernorm", "classifier", 1e-6f, Gelu::erf, kImageNet});
   f.back().model_types = {"dinov2", "dinov2_with_registers"};
+  // Dinov2ForImageClassification's classifier reads [cls, mean of the patches] (2·D wide); the
+  // patches are the tokens after the registers (modeling_dinov2_with_registers.py).
+  f.back().head_pooling = Pooling::class_and_patch_mean;
   f.back().pos_interp = PosInterp::offset;  // ported from DINOv2
   // DINOv3 (facebookresearch/dinov3 hub backbones dinov3_vits16/vitb16/vitl16): no position table but
   // RoPE on the patches' q and k, four storage tokens, layer scale, "layernormbf16" (ε 1e-5), the

@@ -8,6 +8,7 @@
 #include "core/image_tensor.hpp"
 #include "core/layers.hpp"
 #include "core/pos_embed.hpp"
+#include "core/vit.hpp"
 
 namespace vitattn::io {
 
@@ -75,6 +76,13 @@ struct CheckpointFamily {
                                               // (a mask token for masked pre-training): taken, not reported
   std::vector<std::string> unsupported = {};  // tensors (block 0's) of variants vitattn does not compute
   std::string unsupported_why = {};           // said when the file holds one of them
+  // The pooled heads (vit_head.hpp). What `head` reads when the file has neither a distillation
+  // head nor fc_norm: the class token's row, or [class token, mean of the patches] (2·D wide).
+  Pooling head_pooling = {};
+  std::string dist_token = {};        // [1, 1, D] distilled DeiT's second leading token; empty: none named
+  std::string head_dist = {};         // its classifier linear [n_classes, D] (with `head`: class_and_dist)
+  std::string fc_norm = {};           // LayerNorm after the mean of the patches (timm global_pool='avg'):
+                                      // present in the file → Pooling::patch_mean, the final norm absent
 };
 
 // A linear's tensors: "attn.qkv" → "attn.qkv.weight"; torchvision's "in_proj_" → "in_proj_weight".

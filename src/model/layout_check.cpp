@@ -33,6 +33,7 @@ class LayoutCheck {
     linear(prefix_ + f_.patch_embed, false);  // some releases (CLIP's) have no patch bias
     if (!f_.cls_token.empty()) need(prefix_ + f_.cls_token);
     if (!f_.pos_embed.empty()) need(prefix_ + f_.pos_embed);
+    if (!f_.dist_token.empty()) need(prefix_ + f_.dist_token);
     if (!f_.rope_periods.empty()) take(prefix_ + f_.rope_periods);
     for (const auto& name : f_.unread) take(prefix_ + name);
     for (const auto& name : f_.registers) take(prefix_ + name);
@@ -40,7 +41,7 @@ class LayoutCheck {
     if (!f_.norm_pre.empty()) norm(prefix_ + f_.norm_pre);
     for (int i = 0; i < out.n_blocks; ++i) block(i);
     same_in_every_block(out.n_blocks);
-    if (!f_.final_norm.empty()) norm(prefix_ + f_.final_norm);
+    final_norms();
     classifier();
     embedding_projection();
     probe_head();
@@ -167,11 +168,28 @@ class LayoutCheck {
     }
   }
 
+  bool has_norm(const std::string& stem) const { return has(stem + ".weight") || has(stem + ".bias"); }
+
+  // The final norm, whole; with fc_norm (timm's global_pool='avg', whose final norm is an
+  // Identity) fc_norm whole and the final norm optional.
+  void final_norms() {
+    const bool pooled = !f_.fc_norm.empty() && has_norm(prefix_ + f_.fc_norm);
+    if (pooled) norm(prefix_ + f_.fc_norm);
+    if (!f_.final_norm.empty() && (!pooled || has_norm(prefix_ + f_.final_norm))) norm(prefix_ + f_.final_norm);
+  }
+
   // Optional, but whole; outside the backbone prefix in Hugging Face files ("classifier.*").
+  // A distilled model's two heads come together.
   void classifier() {
     if (f_.head.empty()) return;
     for (const std::string& hp : {prefix_, std::string()})
-      if (has(weight_of(hp + f_.head)) || has(bias_of(hp + f_.head))) return linear(hp + f_.head, f_.biases);
+      if (has(weight_of(hp + f_.head)) || has(bias_of(hp + f_.head))) {
+        linear(hp + f_.head, f_.biases);
+        if (!f_.head_dist.empty()) linear(hp + f_.head_dist, f_.biases);
+        return;
+      }
+    if (!f_.head_dist.empty() && (has(weight_of(prefix_ + f_.head_dist)) || has(bias_of(prefix_ + f_.head_dist))))
+      need(weight_of(prefix_ + f_.head));  // a distillation head alone: the class token's is missing
   }
 
   // CLIP's projection to the joint embedding: optional (CLIPVisionModel has none), bias-free;

@@ -10,7 +10,7 @@
 namespace vitattn::io {
 
 bool has_single_head_layout(const VitModel& m) {
-  if (m.n_layers() != 1 || m.n_heads != 1 || m.n_registers() != 0 || m.pos_prefix != 1 || m.final_norm.present() ||
+  if (m.n_layers() != 1 || m.n_heads != 1 || m.n_registers() != 0 || m.has_dist() || m.pos_prefix != 1 || m.final_norm.present() ||
       m.w_head.size() > 0)
     return false;
   const EncoderBlock& b = m.blocks.front();

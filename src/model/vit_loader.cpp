@@ -117,6 +117,8 @@ bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string&
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
 const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& prefix) {
   if (st.find(prefix + "rope_embed.periods") || st.find(prefix + "storage_tokens")) return *family_by_name("dinov3");
+  if (st.find(prefix + "dist_token")) return *family_by_name("deit-distilled");
+  if (st.find(prefix + "fc_norm.weight")) return *family_by_name("timm");  // global_pool='avg'
   if (st.find(prefix + "blocks.0.ls1.gamma") || st.find(prefix + "register_tokens") || st.find(prefix + "mask_token"))
     return *family_by_name("dinov2");
   if (!st.find(prefix + "head.weight")) return *family_by_name("dino");  // DINO releases the backbone only
@@ -269,6 +271,7 @@ std::uint64_t read_patch_embedding(const Reader& r, const CheckpointFamily& f, c
   } else {
     m.cls_token = r.matrix(prefix + f.cls_token, {1, 1, d}, 1, di);  // (1, D)
   }
+  if (!f.dist_token.empty()) m.dist_token = r.matrix(prefix + f.dist_token, {1, 1, d}, 1, di);  // (1, D)
   return d;
 }
 
@@ -310,8 +313,9 @@ void read_positions(const Reader& r, const CheckpointFamily& f, const std::strin
     throw Error(r.source() + ": " + pos + " is " + shape_string(stored) + ", expected [" +
                 (f.flat_tokens ? "" : "1, ") + count + std::to_string(d) + "]");
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
+  const std::uint64_t cls = m.has_dist() ? 2 : 1;  // the class (and distillation) token's positions
   int grid = -1;
-  for (const std::uint64_t leading : {std::uint64_t{1}, std::uint64_t{0}, 1 + registers}) {
+  for (const std::uint64_t leading : {cls, std::uint64_t{0}, cls + registers}) {
     if (f.class_position && leading != 1) continue;
     if (f.cls_token.empty() && leading != 0) continue;  // no class token: every position is a patch's
     if (pe[1] <= leading || (grid = square_root(pe[1] - leading)) < 0) continue;
@@ -320,28 +324,39 @@ void read_positions(const Reader& r, const CheckpointFamily& f, const std::strin
   }
   if (grid < 0)
     throw Error(r.source() + ": " + pos + " has " + std::to_string(pe[1]) + " positions, which is " +
-                (f.class_position ? "not 1 + N" : "neither N nor 1 + N") +
-                (registers ? " nor 1 + " + std::to_string(registers) + " + N" : std::string()) +
+                (f.class_position ? "not 1 + N" : "neither N nor " + std::to_string(cls) + " + N") +
+                (registers ? " nor " + std::to_string(cls) + " + " + std::to_string(registers) + " + N" : std::string()) +
                 " for a square grid of N patches");
   m.grid_h = m.grid_w = grid;
   m.pos_embed = r.matrix(pos, stored, static_cast<Eigen::Index>(pe[1]), static_cast<Eigen::Index>(d));  // (pos_prefix + N, D)
 }
 
-// The final norm, when the family has one and the file holds it, and the classifier
-// [n_classes, D], which sits outside the backbone prefix in Hugging Face files ("classifier.*").
+// The final norm, when the family has one and the file holds it, fc_norm likewise, and the
+// classifier [n_classes, d_pool], which sits outside the backbone prefix in Hugging Face files
+// ("classifier.*"), with a distilled model's second head beside it. They set the pooling
+// (vit_head.hpp): both heads → class_and_dist; fc_norm → patch_mean; else the family's.
 void read_final_norm_and_head(const Reader& r, const CheckpointFamily& f, const std::string& prefix, std::uint64_t d,
                               VitModel& m) {
   if (!f.final_norm.empty() && r.has(prefix + f.final_norm + ".weight"))
     m.final_norm = {r.row(prefix + f.final_norm + ".weight", d), r.row(prefix + f.final_norm + ".bias", d)};
+  if (!f.fc_norm.empty() && r.has(prefix + f.fc_norm + ".weight")) m.fc_norm = read_norm(r, prefix + f.fc_norm, d);
+  const std::uint64_t d_pool = f.head_pooling == Pooling::class_and_patch_mean ? 2 * d : d;
   for (const std::string& hp : {prefix, std::string()}) {
     if (f.head.empty() || !r.has(hp + f.head + ".weight")) continue;
     const Shape& hs = r.shape(hp + f.head + ".weight", "[n_classes, D]");
-    if (hs.size() == 2 && hs[1] == d && hs[0] > 0) {  // anything else (e.g. a 2·D head) is not a class-token head
-      m.w_head = r.matrix(hp + f.head + ".weight", hs, static_cast<Eigen::Index>(hs[0]), static_cast<Eigen::Index>(d));
+    if (hs.size() == 2 && hs[1] == d_pool && hs[0] > 0) {  // anything else is not a head of this pooling
+      m.w_head = r.matrix(hp + f.head + ".weight", hs, static_cast<Eigen::Index>(hs[0]), static_cast<Eigen::Index>(d_pool));
       m.b_head = r.optional_row(hp + f.head + ".bias", hs[0]);
+      if (!f.head_dist.empty() && r.has(hp + f.head_dist + ".weight")) {
+        m.w_head_dist = r.matrix(hp + f.head_dist + ".weight", hs, static_cast<Eigen::Index>(hs[0]), static_cast<Eigen::Index>(d));
+        m.b_head_dist = r.optional_row(hp + f.head_dist + ".bias", hs[0]);
+      }
     }
     break;
   }
+  if (m.w_head_dist.size() > 0) m.pooling = Pooling::class_and_dist;
+  else if (m.fc_norm.present()) m.pooling = Pooling::patch_mean;
+  else if (m.w_head.size() > 0) m.pooling = f.head_pooling;
 }
 
 // The projection into the joint image-text space (CLIP), under the prefix or at the top:
@@ -507,6 +522,18 @@ std::optional<PosInterp> pos_interp_by_name(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+const char* pooling_note(Pooling p) {
+  switch (p) {
+    case Pooling::class_token: return "";
+    case Pooling::class_and_dist: return " (class and distillation heads averaged)";
+    case Pooling::patch_mean: return " (on fc_norm of the patch mean)";
+    case Pooling::class_and_patch_mean: return " (on [class token, patch mean])";
+  }
+  return "";
+}
+}  // namespace
+
 std::string LoadedVit::summary() const {
   const VitModel& m = model;
   char buf[512];
@@ -517,7 +544,7 @@ std::string LoadedVit::summary() const {
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
                 m.rope.present() ? " (RoPE: any grid)" : m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
                 gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
-                m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").c_str() : "none",
+                m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").append(pooling_note(m.pooling)).c_str() : "none",
                 m.rope.present() ? "never" : pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
                 static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),

@@ -49,15 +49,15 @@ std::string model_summary(const VitModel& model) {
   return line;
 }
 
-// The class token's attention map by `method` (attention or rollout), the view's head or fused
+// The query token's (view.query: the class token's by default) attention map by `method` (attention or rollout), the view's head or fused
 // heads (one head of --head all is map_slots' own). (grid_h, grid_w), unnormalised.
 Matrix encoder_map(const VitModel& model, const std::vector<Matrix>& heads, const Matrix& rollout,
                    const EncoderView& view, MapMethod method, int grid_h, int grid_w) {
-  const int first = model.first_patch_token();
-  if (method == MapMethod::rollout) return class_token_map(rollout, first, grid_h, grid_w);
+  const int first = model.first_patch_token(), row = query_row(model, view.query);
+  if (method == MapMethod::rollout) return query_token_map(rollout, row, first, grid_h, grid_w);
   if (view.head == HeadChoice::index)
-    return class_token_map(heads[static_cast<std::size_t>(view.head_index)], first, grid_h, grid_w);
-  return class_token_map(fuse_heads(heads, view.fusion), first, grid_h, grid_w);
+    return query_token_map(heads[static_cast<std::size_t>(view.head_index)], row, first, grid_h, grid_w);
+  return query_token_map(fuse_heads(heads, view.fusion), row, first, grid_h, grid_w);
 }
 
 // What a backward reads (vit.hpp's ForwardTape), one per worker thread, kept from one image to
@@ -178,7 +178,9 @@ std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const
   std::vector<NamedMap> maps;
   for (const MapSlot& slot : map_slots(view, model.n_heads)) {
     Matrix map;
-    if (slot.head >= 0) map = class_token_map(a.heads[static_cast<std::size_t>(slot.head)], model.first_patch_token(), grid_h, grid_w);
+    if (slot.head >= 0)
+      map = query_token_map(a.heads[static_cast<std::size_t>(slot.head)], query_row(model, view.query),
+                            model.first_patch_token(), grid_h, grid_w);
     else if (slot.class_slot >= 0) map = a.relevance.map(static_cast<std::size_t>(slot.class_slot), slot.method);
     else map = encoder_map(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w);
     if (!left_out.empty()) map = without_tokens(map, left_out, model.first_patch_token());
@@ -358,11 +360,15 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   if (options.on_grid) options.on_grid(job, g);
 
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
-  if (options.report)
-    report.emplace(ReportShape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
-                               model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
-                               static_cast<int>(std::size(kReportMethods))},
-                   resolve_layer(view.layer, model.n_layers()), *options.report);
+  if (options.report) {
+    ReportShape shape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
+                      model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
+                      static_cast<int>(std::size(kReportMethods))};
+    shape.dist_token = model.has_dist();
+    ReportSettings settings = *options.report;
+    settings.start.query = query_row(model, view.query);  // the page opens on the drawn map's row
+    report.emplace(shape, resolve_layer(view.layer, model.n_layers()), settings);
+  }
   const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
   const Attended attended =
       attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));

@@ -76,12 +76,18 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
 
 }  // namespace
 
+int query_row(const VitModel& model, QueryToken query) {
+  return query == QueryToken::dist && model.has_dist() && model.has_class_token() ? 1 : 0;
+}
+
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
   const int layer = resolve_layer(view.layer, model.n_layers());
   if (model.pooling == Pooling::probe && layer != model.n_layers() - 1)
     throw Error({roles::layer, std::to_string(view.layer)},
                 fmt::format("a SigLIP model's map is its probe's attention, which reads the last layer's output only "
                             "(layer {} or −1)", model.n_layers() - 1));
+  if (view.query == QueryToken::dist && !model.has_dist())
+    throw Error({roles::query, "dist"}, "the model has no distillation token (only distilled DeiT has one)", source);
   check_classes(model, view, source);
   if (view.head == HeadChoice::index && view.head_index >= model.n_heads)
     throw Error({roles::head, std::to_string(view.head_index)},

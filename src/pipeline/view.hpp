@@ -23,9 +23,14 @@ inline constexpr const char* keep_aspect = "keeping the aspect ratio";
 inline constexpr const char* method = "method";
 inline constexpr const char* class_choice = "class";
 inline constexpr const char* legrad_from = "LeGrad's first layer";
+inline constexpr const char* query = "query token";
 }  // namespace roles
 
 enum class HeadChoice { index, fuse, all };
+
+// Whose attention row the attention and rollout maps draw: the class token's, or distilled
+// DeiT's distillation token's (a model without one refuses it, check_view).
+enum class QueryToken { cls, dist };
 
 // What is drawn: one layer's head or fused heads, the rollout up to it, or the class-specific
 // relevance maps of the layers up to it (map_request.hpp), for chosen classes or the top-1.
@@ -42,7 +47,11 @@ struct EncoderView {
   std::optional<float> threshold; // DINO mass mask, drawn as an outline
   int img_size = 0;               // 0: the model's own size
   bool keep_aspect = false;       // shorter side = img_size, longer side to the nearest patch multiple
+  QueryToken query = QueryToken::cls;  // the attention and rollout maps' row
 };
+
+// The token row `query` names in `model`'s tokens: 0 for the class token, 1 for the distillation token.
+int query_row(const VitModel& model, QueryToken query);
 
 // True when `view` draws method m.
 bool draws(const EncoderView& view, MapMethod m);

@@ -64,7 +64,10 @@
   }
 
   const isFull = (l) => layers[l].rows === T;
-  const tokenName = (t) => (t === 0 ? 'class token' : t < FP ? `register ${t - 1}` : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
+  // Leading tokens: the class token, distilled DeiT's distillation token (D.dist_token), the registers.
+  const DT = D.dist_token ? 1 : 0;
+  const leadingName = (t) => (t === 0 ? 'class token' : DT && t === 1 ? 'distillation token' : `register ${t - 1 - DT}`);
+  const tokenName = (t) => (t < FP ? leadingName(t) : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
 
   // One head's row i of layer l (its weights over the T keys), or column j (every query's weight on key j).
   function headRow(l, h, i, out) {
@@ -142,7 +145,7 @@
   // ---- state -----------------------------------------------------------------------------
   const S = D.start;
   const state = {
-    layer: S.layer, head: /^\d+$/.test(S.head) ? Math.min(Number(S.head), H - 1) : S.head, query: 0, view: 'query',
+    layer: S.layer, head: /^\d+$/.test(S.head) ? Math.min(Number(S.head), H - 1) : S.head, query: Number.isInteger(S.query) && S.query >= 0 && S.query < FP ? S.query : 0, view: 'query',
     rollout: !!S.rollout && layers.every((a) => a.rows === T), discard: S.discard_ratio || 0, alpha: S.alpha,
     colormap: luts[S.colormap] ? S.colormap : Object.keys(luts)[0], smooth: S.smooth, grid: false,
     threshold: S.threshold, stepKey: null,
@@ -431,7 +434,7 @@
       g.lineWidth = 4; g.strokeStyle = '#fff'; g.strokeRect(x + 2, y + 2, cw - 4, ch - 4);
       g.lineWidth = 2; g.strokeStyle = '#ff2bd6'; g.strokeRect(x + 2, y + 2, cw - 4, ch - 4);
     }
-    const others = Array.from({ length: FP }, (_, t) => `${t === 0 ? 'class token' : `register ${t - 1}`} ${num(vec[t])}`);
+    const others = Array.from({ length: FP }, (_, t) => `${leadingName(t)} ${num(vec[t])}`);
     $('token-map-note').textContent = `${sinks ? 'sink scores' : 'norms'} of the non-patch tokens: ${others.join(', ')}.`;
   }
 
@@ -491,7 +494,7 @@
       g.fillStyle = l === state.layer ? '#ff2bd6' : 'hsl(210, 60%, 55%)'; g.fill();
     });
     g.fillStyle = css.color;
-    g.fillText(`layer ${state.layer}: ${(share[state.layer] * 100).toFixed(2)} % to ${FP - 1} registers`, x0 + 60, c.height - 6);
+    g.fillText(`layer ${state.layer}: ${(share[state.layer] * 100).toFixed(2)} % to ${FP - 1 - DT} registers`, x0 + 60, c.height - 6);
   }
 
   // The layer's five strongest sinks, against the 1/T of a uniform layer.
@@ -673,7 +676,7 @@
   function setup() {
     document.title = `${D.name} — vitattn report`;
     $('title').textContent = D.name;
-    $('model').textContent = `${D.model} · ${T} tokens (${FP > 1 ? `class token, ${FP - 1} registers, ` : 'class token, '}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
+    $('model').textContent = `${D.model} · ${T} tokens (${DT ? 'class token, distillation token, ' : 'class token, '}${FP - 1 - DT > 0 ? `${FP - 1 - DT} registers, ` : ''}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
     $('quant').textContent = (D.quantisation === 'f16' ? 'Weights stored as fp16 (half precision, 11 significant bits): '
       : 'Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row\'s largest weight): ') +
       `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.` +

@@ -358,6 +358,7 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
   data["heads"] = shape_.heads;
   data["tokens"] = shape_.tokens();
   data["first_patch"] = shape_.first_patch;
+  data["dist_token"] = shape_.dist_token;
   data["grid"] = {shape_.grid_h, shape_.grid_w};
   data["patch_size"] = shape_.patch_size;
   data["input"] = {shape_.input_w, shape_.input_h};
@@ -412,7 +413,8 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
                    {"colormap", start.colormap},
                    {"smooth", start.smooth},
                    {"method", start.method},
-                   {"class", start.class_index}};
+                   {"class", start.class_index},
+                   {"query", start.query}};
   json colormaps = json::object();
   // The page's choices: the starting colormap when it is not among kColormaps, then those.
   // (Not a vector with an insert at its front: GCC 12 at -O3 flags a null dereference in

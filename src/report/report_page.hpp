@@ -35,6 +35,7 @@ struct ReportStart {
   bool smooth = true;          // bilinear upsampling of the map; false: nearest (the patch grid)
   std::string method = "attention";  // or a relevance method the page holds (chefer, …); rollout: the flag above
   int class_index = -1;        // the class of the relevance maps; −1 or one without maps: the most likely
+  int query = 0;               // the query token the page starts on (1: the distillation token)
 };
 
 // How the page stores each attention weight a (0 ≤ a ≤ s, s the row's largest weight).
@@ -58,6 +59,7 @@ struct ReportShape {
   int input_w = 0, input_h = 0; // the model input, pixels
   int classes = 0;              // the classes the page offers relevance maps of (0: no classifier, no picker)
   int class_methods = 0;        // relevance maps per class
+  bool dist_token = false;      // token 1 is distilled DeiT's distillation token (first_patch counts it)
   int tokens() const { return first_patch + grid_h * grid_w; }
 };
 

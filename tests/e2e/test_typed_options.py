@@ -95,7 +95,8 @@ class TypedOptions(unittest.TestCase):
         vit = self.dir / "vit.safetensors"
         needs = {"--family": ["--model", vit], "--gelu": ["--model", vit], "--report-precision": [*SEEDED, "--report"]}
         for option, names in choices.items():
-            name = "timm" if option == "--family" else names.split(",")[-1]
+            # --family on the timm checkpoint: timm; --query on the seeded model: cls (it has no distillation token)
+            name = {"--family": "timm", "--query": "cls"}.get(option, names.split(",")[-1])
             base = needs.get(option, SEEDED)
             for given in (name.upper(), name.capitalize()):
                 rc, _, err = run(*base, option, given, self.dir / "a.png", "-o", self.dir / "cases", "-j", "1")

@@ -1,0 +1,376 @@
+#!/usr/bin/python3
+"""Distilled DeiT, timm's average-pooled classifiers and Hugging Face's Dinov2ForImageClassification
+against torch re-implementations written here from their libraries' code; `--query dist`.
+
+Run:  /usr/bin/python3 -m pytest tests/python/test_family_deit.py
+Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
+
+Random tiny models (D=32, 2 heads, 2 layers, 8-pixel patches on a 4x4 grid, 7 classes) in each
+family's own names, F32 safetensors. The torch side (float64) follows:
+  embedding   timm vision_transformer.py VisionTransformer._pos_embed (class token, positions);
+              timm deit.py VisionTransformerDistilled._pos_embed (class and distillation token,
+              pos_embed covering both); DINOv2 / HF modeling_dinov2.py Dinov2Embeddings (registers
+              after the class token, without positions)
+  positions   on another grid: timm layers/pos_embed.py resample_abs_pos_embed (bicubic,
+              antialias, align_corners=False, the leading rows kept); DINOv2's
+              interpolate_pos_encoding (scale factor (n + 0.1) / n_trained) for HF Dinov2
+  blocks      timm Block / Attention / Mlp (x + ls1·attn(norm1 x), x + ls2·mlp(norm2 x))
+  heads       deit.py VisionTransformerDistilled.forward_head, eval mode: (head(x[:, 0]) +
+              head_dist(x[:, 1])) / 2; vision_transformer.py VisionTransformer._pool / forward_head
+              with global_pool='avg': x[:, num_prefix_tokens:].mean(1), fc_norm, head (norm is
+              Identity); modeling_dinov2.py Dinov2ForImageClassification.forward:
+              classifier(cat[cls, mean of sequence_output[:, 1:]]) and
+              modeling_dinov2_with_registers.py: the mean over sequence_output[:, 1 + registers:]
+Checks, at the native 4x4 grid and a 3x5 one: logits within 1e-4, every layer's attention within
+1e-5, ∂y_c/∂A_l and ∂y_c/∂x_l (vitattn forward --class) against torch.autograd within 1e-4; --top's
+probabilities within 1e-4 of torch's softmax on the same preprocessed 32x32 image; --query dist's
+_cls.npy (attention, rollout, --head all) against the torch attention's distillation row;
+detection by names (-v), --family, config.json's model_type "dinov2"; refusals (one line, exit 2).
+"""
+import json
+import math
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import harness
+import safetensors_io
+from harness import need
+
+try:
+    import cv2
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # CI installs python3-torch
+    need(False, f"cannot import torch/cv2 ({e})")
+
+torch.set_num_threads(2)
+BIN = Path(harness.BIN)
+D, HEADS, MLP, P, GRID, LAYERS, CLASSES = 32, 2, 64, 8, 4, 2, 7
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+HALF = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+
+
+# ---------------------------------------------------------------------------- models, numpy
+
+
+def deit_distilled(seed=1):
+    """timm VisionTransformerDistilled's names: dist_token, head_dist, pos_embed [1, 2 + N, D]."""
+    t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=seed, classes=CLASSES)
+    rng = np.random.default_rng(seed + 50)
+    t["dist_token"] = (rng.standard_normal((1, 1, D)) * 0.3).astype(np.float32)
+    t["pos_embed"] = (rng.standard_normal((1, 2 + GRID * GRID, D)) * 0.3).astype(np.float32)
+    t["head_dist.weight"] = (rng.standard_normal((CLASSES, D)) * 0.3).astype(np.float32)
+    t["head_dist.bias"] = (rng.standard_normal(CLASSES) * 0.3).astype(np.float32)
+    return t
+
+
+def timm_avg(seed=2, registers=0):
+    """timm global_pool='avg': fc_norm.*, no norm.* (Identity); registers DINOv2-style when asked."""
+    t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=seed, classes=CLASSES, registers=registers)
+    t["fc_norm.weight"], t["fc_norm.bias"] = t.pop("norm.weight"), t.pop("norm.bias")
+    return t
+
+
+def hf_dinov2_classifier(seed=3, registers=0):
+    """HF Dinov2ForImageClassification (Dinov2WithRegisters… with registers): dinov2.* (or
+    dinov2_with_registers.*) and classifier [C, 2D]."""
+    t = harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=seed, registers=registers)
+    hf = harness.renamed_from_timm(t, "hf-dinov2", D, LAYERS)
+    prefix = "dinov2_with_registers." if registers else "dinov2."
+    out = {prefix + k: v for k, v in hf.items()}
+    rng = np.random.default_rng(seed + 60)
+    out["classifier.weight"] = (rng.standard_normal((CLASSES, 2 * D)) * 0.3).astype(np.float32)
+    out["classifier.bias"] = (rng.standard_normal(CLASSES) * 0.3).astype(np.float32)
+    return out, t
+
+
+# ---------------------------------------------------------------------------- torch reference
+
+
+def T64(a):
+    return torch.from_numpy(np.asarray(a, np.float64))
+
+
+def resample(pos, n_in, gh, gw, offset):
+    """pos [n_in², D] → [gh·gw, D]: timm's resample_abs_pos_embed (antialias) or DINOv2's offset form."""
+    if (gh, gw) == (n_in, n_in):
+        return pos
+    g = pos.reshape(1, n_in, n_in, -1).permute(0, 3, 1, 2)
+    if offset:
+        g = F.interpolate(g, scale_factor=((gh + 0.1) / n_in, (gw + 0.1) / n_in), mode="bicubic", align_corners=False)
+        assert g.shape[-2:] == (gh, gw)
+    else:
+        g = F.interpolate(g, size=(gh, gw), mode="bicubic", antialias=True, align_corners=False)
+    return g.permute(0, 2, 3, 1).reshape(gh * gw, -1)
+
+
+class Ref:
+    """One family's forward in float64. kind: distilled | avg | hf_cls. t: timm-named tensors."""
+
+    def __init__(self, kind, t, eps=1e-6, extra=None):
+        self.kind, self.t, self.eps, self.extra = kind, {k: T64(v) for k, v in t.items()}, eps, extra or {}
+        self.registers = t["register_tokens"].shape[1] if "register_tokens" in t else 0
+        self.lead = 2 if kind == "distilled" else 1
+        self.first = self.lead + self.registers
+
+    def ln(self, x, stem):
+        return F.layer_norm(x, (D,), self.t[stem + ".weight"], self.t[stem + ".bias"], self.eps)
+
+    def embed(self, img):  # img [3, H, W] float64
+        t = self.t
+        gh, gw = img.shape[1] // P, img.shape[2] // P
+        x = F.conv2d(img[None], t["patch_embed.proj.weight"], t["patch_embed.proj.bias"], stride=P)
+        x = x.flatten(2).transpose(1, 2)[0]  # [N, D]
+        pos = t["pos_embed"][0]
+        lead = pos[:self.lead]
+        x = x + resample(pos[self.lead:], GRID, gh, gw, offset=self.kind == "hf_cls")
+        tokens = [t["cls_token"][0]]
+        if self.kind == "distilled":
+            tokens.append(t["dist_token"][0])
+        x = torch.cat([torch.stack(tokens).reshape(-1, D) + lead, x])
+        if self.registers:  # DINOv2: after the class token, no positions
+            x = torch.cat([x[:1], t["register_tokens"][0], x[1:]])
+        return x
+
+    def forward(self, img, keep=False):
+        """→ (logits [C], attention [L][H, T, T], block inputs [L] (leaves when keep))."""
+        t = self.t
+        x = self.embed(img)
+        attn, inputs = [], []
+        for i in range(LAYERS):
+            b = f"blocks.{i}."
+            if keep:
+                x = x.detach().requires_grad_(True) if i == 0 else x
+                x.retain_grad()
+            inputs.append(x)
+            h = self.ln(x, b + "norm1")
+            qkv = (h @ t[b + "attn.qkv.weight"].T + t[b + "attn.qkv.bias"]).reshape(-1, 3, HEADS, D // HEADS)
+            q, k, v = qkv.permute(1, 2, 0, 3)  # [H, T, dh] each
+            a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D // HEADS), dim=-1)
+            if keep:
+                a.retain_grad()
+            attn.append(a)
+            o = (a @ v).transpose(0, 1).reshape(-1, D) @ t[b + "attn.proj.weight"].T + t[b + "attn.proj.bias"]
+            x = x + (o * t[b + "ls1.gamma"] if b + "ls1.gamma" in t else o)
+            h = self.ln(x, b + "norm2")
+            m = F.gelu(h @ t[b + "mlp.fc1.weight"].T + t[b + "mlp.fc1.bias"]) @ t[b + "mlp.fc2.weight"].T + t[b + "mlp.fc2.bias"]
+            x = x + (m * t[b + "ls2.gamma"] if b + "ls2.gamma" in t else m)
+        if "norm.weight" in t:
+            x = self.ln(x, "norm")
+        if self.kind == "distilled":
+            logits = ((x[0] @ t["head.weight"].T + t["head.bias"]) + (x[1] @ t["head_dist.weight"].T + t["head_dist.bias"])) / 2
+        elif self.kind == "avg":
+            logits = self.ln(x[self.first:].mean(0), "fc_norm") @ t["head.weight"].T + t["head.bias"]
+        else:
+            w, bias = T64(self.extra["classifier.weight"]), T64(self.extra["classifier.bias"])
+            logits = torch.cat([x[0], x[self.first:].mean(0)]) @ w.T + bias
+        return logits, attn, inputs
+
+
+def gradients(ref, img, c):
+    logits, attn, inputs = ref.forward(img, keep=True)
+    logits[c].backward()
+    return (np.stack([a.grad.numpy() for a in attn]), np.stack([x.grad.numpy() for x in inputs]),
+            logits.detach().numpy(), np.stack([a.detach().numpy() for a in attn]))
+
+
+# ---------------------------------------------------------------------------- running vitattn
+
+
+def run(*args, expect=0):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}: {p.stderr.strip()}"
+    return p
+
+
+def relative(got, ref):
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    assert got.shape == ref.shape, f"{got.shape} vs {ref.shape}"
+    return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
+    """vitattn forward --class c on one random input: logits, attention, ∂y/∂A_l, ∂y/∂x_l vs torch."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 3, gh * P, gw * P)).astype(np.float32)
+    xp = tmp / f"{name}_{gh}x{gw}.npy"
+    np.save(xp, x)
+    out = tmp / f"out_{name}_{gh}x{gw}"
+    run("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer")
+    got = {p.name[len(xp.stem) + 1:-4]: np.load(p) for p in out.glob(f"{xp.stem}_*.npy")}
+    g_attn, g_x, logits, attn = gradients(ref, T64(x[0]), c)
+    at = f"{name} {gh}x{gw}"
+    assert relative(got["logits"][0], logits) <= 1e-4, f"{at}: logits {got['logits'][0]} vs torch {logits}"
+    a = got["attention"].reshape(attn.shape)
+    for l in range(LAYERS):
+        assert np.abs(a[l] - attn[l]).max() <= 1e-5, f"{at}: layer {l} attention differs by {np.abs(a[l] - attn[l]).max()}"
+        assert relative(got["grad_attention"][0, l], g_attn[l]) <= 1e-4, f"{at}: ∂y/∂A_{l}"
+        assert relative(got["grad_blocks"][0, l], g_x[l]) <= 1e-4, f"{at}: ∂y/∂x_{l}"
+    return attn
+
+
+def write(path, tensors, heads=HEADS):
+    safetensors_io.write(path, tensors, {"num_heads": str(heads)}, dtype="F32")
+
+
+def image(path, size=GRID * P, seed=4):
+    rng = np.random.default_rng(seed)
+    cv2.imwrite(str(path), rng.integers(0, 256, (size, size, 3), dtype=np.uint8))
+    return path
+
+
+def preprocessed(path, norm):
+    rgb = cv2.imread(str(path))[:, :, ::-1].astype(np.float32) / np.float32(255)
+    x = (rgb - np.asarray(norm[0], np.float32)) / np.asarray(norm[1], np.float32)
+    return T64(x.transpose(2, 0, 1))
+
+
+def check_top(tmp, name, model_path, ref, norm, extra=()):
+    img = image(tmp / f"{name}.png")
+    out = tmp / f"top_{name}"
+    p = run("--model", model_path, "--top", CLASSES, "-o", out, img, "-v", *extra)
+    probs = torch.softmax(ref.forward(preprocessed(img, norm))[0], -1).detach().numpy()
+    rows = [line.split(",") for line in (out / "predictions.csv").read_text().splitlines()[1:]]
+    got = {int(r[2]): float(r[4]) for r in rows}
+    assert len(got) == CLASSES
+    worst = max(abs(got[c] - probs[c]) for c in range(CLASSES))
+    assert worst <= 1e-4, f"{name}: --top probabilities differ from torch by {worst}"
+    assert [int(r[2]) for r in rows] == list(np.argsort(-probs, kind="stable")), f"{name}: ranking"
+    return p
+
+
+def family_of(stderr):
+    for line in stderr.splitlines():
+        if "family " in line:
+            return line.split("family ", 1)[1].split(":")[0].split()[0]
+    return None
+
+
+# ---------------------------------------------------------------------------- tests
+
+
+def test_distilled_deit():
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t = deit_distilled()
+        path = tmp / "deit.safetensors"
+        write(path, t)
+        ref = Ref("distilled", t)
+        for gh, gw in ((GRID, GRID), (3, 5)):
+            check_forward(tmp, "deit", path, ref, gh, gw)
+        p = check_top(tmp, "deit", path, ref, IMAGENET)
+        assert family_of(p.stderr) == "deit-distilled", p.stderr
+        run("--model", path, "--family", "deit-distilled", "--top", 3, "-o", tmp / "forced", image(tmp / "f.png"))
+        # The layout on names: a distilled model's second head comes with the first.
+        half = dict(t)
+        del half["head_dist.weight"]
+        write(tmp / "half.safetensors", half)
+        p = run("--model", tmp / "half.safetensors", "-o", tmp / "half", tmp / "f.png", expect=2)
+        assert len(p.stderr.strip().splitlines()) == 1 and "head_dist.weight" in p.stderr, p.stderr
+
+
+def test_query_dist():
+    """--query dist: the distillation token's row, in the attention map, each head's and the rollout."""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t = deit_distilled(seed=5)
+        path = tmp / "deit.safetensors"
+        write(path, t)
+        ref = Ref("distilled", t)
+        img = image(tmp / "q.png")
+        _, attn, _ = ref.forward(preprocessed(img, IMAGENET))
+        attn = np.stack([a.detach().numpy() for a in attn])  # [L, H, T, T]
+        first = 2
+
+        def grid(row):
+            return row[first:].reshape(GRID, GRID)
+
+        def saved(*extra):
+            out = tmp / ("out" + "_".join(extra).replace("-", ""))
+            run("--model", path, "--save-attention", "-o", out, img, *extra)
+            return np.load(out / "q_cls.npy")
+
+        mean = attn[-1].mean(0)
+        got = saved("--query", "dist")
+        assert np.abs(got - grid(mean[1])).max() <= 1e-5, "--query dist: not the distillation row"
+        assert np.abs(saved() - grid(mean[0])).max() <= 1e-5, "default: not the class row"
+        assert np.abs(got - grid(mean[0])).max() > 1e-3, "the two rows are alike: the test cannot tell them apart"
+        heads = saved("--query", "dist", "--head", "all")
+        for h in range(HEADS):
+            assert np.abs(heads[h] - grid(attn[-1, h, 1])).max() <= 1e-5, f"--head all: head {h}"
+        r = np.eye(attn.shape[-1])
+        for layer in attn:  # rollout, discard ratio 0: (Â + I)/2, rows renormalised
+            a = (layer.mean(0) + np.eye(layer.shape[-1])) / 2
+            r = (a / a.sum(1, keepdims=True)) @ r
+        got = saved("--query", "dist", "--rollout")
+        assert relative(got, grid(r[1])) <= 1e-4, "--rollout --query dist"
+        # A model without a distillation token refuses it: one line, exit 2.
+        plain = tmp / "avg.safetensors"
+        write(plain, timm_avg())
+        p = run("--model", plain, "--query", "dist", "-o", tmp / "refused", img, expect=2)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and "--query" in lines[0], p.stderr
+
+
+def test_timm_avg_pool():
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for registers in (0, 2):
+            t = timm_avg(seed=2 + registers, registers=registers)
+            path = tmp / f"avg{registers}.safetensors"
+            write(path, t)
+            ref = Ref("avg", t)
+            for gh, gw in ((GRID, GRID), (3, 5)):
+                check_forward(tmp, f"avg{registers}", path, ref, gh, gw)
+            p = check_top(tmp, f"avg{registers}", path, ref, HALF)
+            assert family_of(p.stderr) == "timm", p.stderr
+
+
+def hf_folder(path):
+    """A Hugging Face snapshot of a Dinov2ForImageClassification (model.safetensors, config.json
+    with model_type "dinov2", preprocessor_config.json); → {"image": the PNG used,
+    "attention_last": torch's last-layer attention [H, T, T] on it, "probs": torch's softmax}."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    hf, t = hf_dinov2_classifier()
+    safetensors_io.write(path / "model.safetensors", hf, None, dtype="F32")
+    mean, std = (0.45, 0.4, 0.35), (0.3, 0.25, 0.2)
+    (path / "config.json").write_text(json.dumps({
+        "model_type": "dinov2", "architectures": ["Dinov2ForImageClassification"], "hidden_size": D,
+        "num_attention_heads": HEADS, "num_hidden_layers": LAYERS, "intermediate_size": MLP, "patch_size": P,
+        "image_size": GRID * P, "layer_norm_eps": 1e-6, "hidden_act": "gelu", "layerscale_value": 1.0,
+        "id2label": {str(i): f"class{i}" for i in range(CLASSES)}}))
+    (path / "preprocessor_config.json").write_text(json.dumps({"image_mean": mean, "image_std": std}))
+    img = image(path.parent / f"{path.name}_image.png", seed=9)
+    ref = Ref("hf_cls", t, extra=hf)
+    logits, attn, _ = ref.forward(preprocessed(img, (mean, std)))
+    return {"image": img, "attention_last": attn[-1].detach().numpy(),
+            "probs": torch.softmax(logits, -1).detach().numpy()}
+
+
+def test_hf_dinov2_classifier():
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for registers in (0, 2):
+            hf, t = hf_dinov2_classifier(seed=3 + registers, registers=registers)
+            path = tmp / f"hf{registers}.safetensors"
+            write(path, hf)
+            ref = Ref("hf_cls", t, extra=hf)
+            for gh, gw in ((GRID, GRID), (3, 5)):
+                check_forward(tmp, f"hf{registers}", path, ref, gh, gw)
+            p = check_top(tmp, f"hf{registers}", path, ref, IMAGENET)
+            assert family_of(p.stderr) == "hf-dinov2", p.stderr
+        # config.json's model_type, the preprocessor's mean and std, id2label: a snapshot folder.
+        snap = tmp / "snapshot"
+        want = hf_folder(snap)
+        out = tmp / "snap_out"
+        p = run("--model", snap / "model.safetensors", "--top", CLASSES, "--save-attention", "-o", out, want["image"], "-v")
+        assert family_of(p.stderr) == "hf-dinov2", p.stderr
+        rows = [line.split(",") for line in (out / "predictions.csv").read_text().splitlines()[1:]]
+        worst = max(abs(float(r[4]) - want["probs"][int(r[2])]) for r in rows)
+        assert worst <= 1e-4 and all(r[3] == f"class{r[2]}" for r in rows), (worst, rows)
+        stem = Path(want["image"]).stem
+        assert np.abs(np.load(out / f"{stem}_attn.npy") - want["attention_last"]).max() <= 1e-5
