@@ -168,6 +168,8 @@ Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
       d_t.row(0) = w.head(d);
       d_t.bottomRows(n).rowwise() = w.tail(d) / static_cast<float>(n);
       break;
+    case Pooling::probe:  // SigLIP's towers have no classifier; logit_gradient refused them already
+      throw Error("a model pooled by a probe has no classifier to take gradients of");
   }
   return d_t;
 }

@@ -529,6 +529,7 @@ const char* pooling_note(Pooling p) {
     case Pooling::class_and_dist: return " (class and distillation heads averaged)";
     case Pooling::patch_mean: return " (on fc_norm of the patch mean)";
     case Pooling::class_and_patch_mean: return " (on [class token, patch mean])";
+    case Pooling::probe: return " (on the probe's pooled row)";
   }
   return "";
 }
