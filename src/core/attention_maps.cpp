@@ -71,7 +71,7 @@ Matrix query_token_map(const Matrix& attention, int query, int first_patch, int 
   if (attention.cols() != first_patch + Eigen::Index{grid_h} * grid_w)
     throw Error("class_token_map: " + std::to_string(attention.cols()) + " tokens do not hold " +
                 std::to_string(first_patch) + " + " + std::to_string(grid_h) + "x" + std::to_string(grid_w));
-  if (query < 0 || query >= first_patch || query >= attention.rows())
+  if (query < 0 || query >= attention.rows() || (query >= first_patch && first_patch > 0))
     throw Error("query_token_map: row " + std::to_string(query) + " is not a leading token (" +
                 std::to_string(first_patch) + " of them)");
   Matrix map(grid_h, grid_w);

@@ -43,7 +43,8 @@ class AttentionRollout {
 Matrix class_token_map(const Matrix& attention, int first_patch, int grid_h, int grid_w);
 
 // The same for another leading token's row `query` (< first_patch): distilled DeiT's
-// distillation token is row 1.
+// distillation token is row 1. A model without leading tokens (first_patch 0: SigLIP) hands
+// its pooling probe's rows (1, n_tokens) instead, and `query` is 0.
 Matrix query_token_map(const Matrix& attention, int query, int first_patch, int grid_h, int grid_w);
 
 // DINO's mass mask: 1 on the smallest set of patches that holds `fraction` of the map's total
