@@ -24,7 +24,13 @@ RowVector apply_linear(const RowVector& row, ConstMatrixView w, const RowVector&
 }
 
 std::string dims(Eigen::Index rows, Eigen::Index cols) {
-  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+  // Appended piece by piece: GCC 12's -O3 -Wrestrict misreads the operator+ chain here.
+  std::string s = "[";
+  s += std::to_string(rows);
+  s += ", ";
+  s += std::to_string(cols);
+  s += "]";
+  return s;
 }
 
 // Pooling::probe's weights against d_model and the head count.
