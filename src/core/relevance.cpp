@@ -38,9 +38,36 @@ Matrix weighted_heads(const std::vector<Matrix>& a, const std::vector<Matrix>& g
 }
 
 // The class token's row of a rollout, folded from the last layer down: r (1, n_tokens).
+// The rows of R the classifier reads, as weights over the tokens (1, n_tokens): the class
+// token's row e_0 for a class-token head; for a pooled head (vit_head.hpp) the rows its pooling
+// averages: ½(e_0 + e_1) for distilled DeiT, the patch rows 1/n each for a patch mean, and
+// ½e_0 + the patch rows ½/n each for [class token, patch mean]. The maps are then R's rows
+// weighted as the head weighs its tokens (by linearity, w·R is read off one running row).
+Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
+  Matrix w = Matrix::Zero(1, n_tokens);
+  const Eigen::Index first = model.first_patch_token(), n = n_tokens - first;
+  switch (model.pooling) {
+    case Pooling::class_token:
+    case Pooling::probe:  // no classifier: never asked for
+      w(0, 0) = 1.0f;
+      break;
+    case Pooling::class_and_dist:
+      w(0, 0) = w(0, 1) = 0.5f;
+      break;
+    case Pooling::patch_mean:
+      w.rightCols(n).setConstant(1.0f / static_cast<float>(n));
+      break;
+    case Pooling::class_and_patch_mean:
+      w(0, 0) = 0.5f;
+      w.rightCols(n).setConstant(0.5f / static_cast<float>(n));
+      break;
+  }
+  return w;
+}
+
 struct RowRollout {
-  Matrix r;
-  explicit RowRollout(Eigen::Index n_tokens) : r(Matrix::Identity(1, n_tokens)) {}  // e_0ᵀ
+  Matrix r;  // (1, n_tokens) the readout's row of R, from w·I
+  explicit RowRollout(Matrix readout) : r(std::move(readout)) {}
   // r ← r·(I + Ā): Chefer's R ← R + Ā·R, seen from its row 0
   void add_residual(const Matrix& a_bar) {
     const Matrix before = r;
@@ -86,7 +113,7 @@ FullBackwardMaps full_backward_maps(const VitModel& model, const ForwardTape& ta
                                     int last, int grid_h, int grid_w) {
   const Eigen::Index n_tokens = tape.x_out.rows();
   const int first = model.first_patch_token();
-  RowRollout chefer(n_tokens), grad_rollout(n_tokens);
+  RowRollout chefer(readout_weights(model, n_tokens)), grad_rollout(readout_weights(model, n_tokens));
   FullBackwardMaps maps;
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;

@@ -20,7 +20,11 @@
 //                 the last block's norm1, the class token dropped): X = that norm1's output at P
 //                 (|P|, D), w = mean over P of ∂y_c/∂X (D); map = max(0, X·w).
 //
-// Only row 0 of R is ever read, so the rollouts run as a row vector from the last layer down,
+// R[0, P] is for a class-token head. A pooled head (vit_head.hpp) reads other rows, so its maps
+// are w·R at P, w the pooling's weights over the tokens: ½(e_0 + e_1) distilled DeiT, the patch
+// rows 1/n each for a patch mean (timm's avg pool), ½e_0 + the patch rows ½/n each for
+// [class token, patch mean] (HF Dinov2ForImageClassification).
+// Only one row w·R is ever read, so the rollouts run as a row vector from the last layer down,
 // r ← r·(I + Ā_l) (chefer) or r ← r·a_l (grad_rollout), in the order the backward hands the
 // layers out: the same product, O(T²) a layer instead of O(T³), and no layer's gradients kept.
 // `last_layer` bounds the layers used (the one drawn, as --layer does for attention): the

@@ -192,8 +192,35 @@ def relative(got, ref):
     return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
+def readout(ref, n):
+    """The rows of Chefer's R the pooled head reads, as weights over the n tokens (relevance.hpp):
+    ½(e_0 + e_1) distilled; the patch rows 1/n_p each for timm's avg pool; ½e_0 and the patch
+    rows ½/n_p each for HF's [class token, patch mean]."""
+    w = np.zeros(n)
+    n_p = n - ref.first
+    if ref.kind == "distilled":
+        w[0] = w[1] = 0.5
+    elif ref.kind == "avg":
+        w[ref.first:] = 1.0 / n_p
+    else:
+        w[0], w[ref.first:] = 0.5, 0.5 / n_p
+    return w
+
+
+def chefer_readout(attn, grads, w, first, gh, gw):
+    """Chefer et al. 2021: R = I; for each layer Ā = mean over heads of max(0, G ⊙ A), R ← R + Ā·R;
+    the map is w·R at the patch columns (a class-token head's w is e_0)."""
+    n = attn[0].shape[-1]
+    r = np.eye(n)
+    for a, g in zip(attn, grads):
+        a_bar = np.clip(np.asarray(g, np.float64) * np.asarray(a, np.float64), 0, None).mean(axis=0)
+        r = r + a_bar @ r
+    return (w @ r)[first:].reshape(gh, gw)
+
+
 def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
-    """vitattn forward --class c on one random input: logits, attention, ∂y/∂A_l, ∂y/∂x_l vs torch."""
+    """vitattn forward --class c on one random input: logits, attention, ∂y/∂A_l, ∂y/∂x_l vs torch,
+    and Chefer's map read from the rows the pooled head reads."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((1, 3, gh * P, gw * P)).astype(np.float32)
     xp = tmp / f"{name}_{gh}x{gw}.npy"
@@ -209,6 +236,11 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
         assert np.abs(a[l] - attn[l]).max() <= 1e-5, f"{at}: layer {l} attention differs by {np.abs(a[l] - attn[l]).max()}"
         assert relative(got["grad_attention"][0, l], g_attn[l]) <= 1e-4, f"{at}: ∂y/∂A_{l}"
         assert relative(got["grad_blocks"][0, l], g_x[l]) <= 1e-4, f"{at}: ∂y/∂x_{l}"
+    n = np.asarray(attn[0]).shape[-1]
+    want = chefer_readout(attn, g_attn, readout(ref, n), ref.first, gh, gw)
+    assert relative(got["relevance_chefer"][0], want) <= 1e-4, f"{at}: chefer from the head's rows"
+    row0 = chefer_readout(attn, g_attn, np.eye(n)[0], ref.first, gh, gw)
+    assert relative(want, row0) > 1e-3, f"{at}: the head's rows and the class token's alike: the check cannot tell"
     return attn
 
 
