@@ -25,7 +25,7 @@ void add_clip_families(std::vector<CheckpointFamily>& f) {
   f.back().norm_pre = "ln_pre";
   f.back().embed = "proj";
   f.back().embed_transposed = true;  // x @ proj
-  f.back().note = "GELU by default QuickGELU, as OpenAI's CLIP and OpenCLIP's -quickgelu models; OpenCLIP's other models "
+  f.back().note = "GELU by default QuickGELU, as OpenAI's CLIP and OpenCLIP's quickgelu variants; OpenCLIP's other models "
                   "(e.g. the LAION-trained ones) use exact GELU: ask for the erf form (docs/families.md)";
   f.push_back({"hf-clip", "Hugging Face transformers CLIP image tower (CLIPVisionModel[WithProjection], CLIPModel)",
                {"vision_model.", ""}, "embeddings.patch_embedding", "embeddings.class_embedding",
