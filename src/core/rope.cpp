@@ -21,7 +21,7 @@ RopeTable rope_table(const Rope& rope, int grid_h, int grid_w) {
       const double y = 2.0 * (i + 0.5) / grid_h - 1.0, x = 2.0 * (j + 0.5) / grid_w - 1.0;
       const Eigen::Index row = Eigen::Index{i} * grid_w + j;
       for (Eigen::Index k = 0; k < quarter; ++k) {
-        const double period = rope.periods[k];
+        const double period = static_cast<double>(rope.periods[k]);
         const double ay = 2.0 * std::numbers::pi * y / period, ax = 2.0 * std::numbers::pi * x / period;
         t.cos(row, k) = static_cast<float>(std::cos(ay));
         t.sin(row, k) = static_cast<float>(std::sin(ay));

@@ -500,7 +500,7 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
     if (m.d_head() % 4 != 0)
       throw Error(st.source() + ": RoPE needs heads a multiple of 4 wide; " + std::to_string(m.n_heads) +
                   " heads of d_model " + std::to_string(m.d_model()) + " are " + std::to_string(m.d_head()));
-    m.rope.periods = rope_periods(overrides.rope_base.value_or(f.rope_base), m.d_head());
+    m.rope.periods = rope_periods(static_cast<double>(overrides.rope_base.value_or(f.rope_base)), m.d_head());
   }
   apply_settings(st, f, overrides, m);
   return out;  // validated by open_model, once the config's and the caller's settings are in
