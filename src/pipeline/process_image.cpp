@@ -146,6 +146,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   };
   a.result = forward(model, x, fo);
   if (rollout_drawn) a.rollout = rollout.result();
+  if (probe && report) report->add_probe(a.result.probe_attention);
   if (probe) use_probe_rows(view, rollout_drawn, a);
   if (recorder) a.tokens = recorder->finish();
   // The report's Tokens panel shows the picture too: --pca's, else the image's own fit.
@@ -365,6 +366,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                       model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
                       static_cast<int>(std::size(kReportMethods))};
     shape.dist_token = model.has_dist();
+    shape.probe = model.pooling == Pooling::probe;
     ReportSettings settings = *options.report;
     settings.start.query = query_row(model, view.query);  // the page opens on the drawn map's row
     report.emplace(shape, resolve_layer(view.layer, model.n_layers()), settings);

@@ -3,6 +3,8 @@
 // With a classifier, also the most likely classes and each one's relevance maps (chefer,
 // grad-rollout, legrad, gradcam), one picked by the method and class pickers.
 // With the token diagnostics, a Tokens panel: norms and artifacts, sinks, register share, the heads.
+// A model that pools with a probe (SigLIP: no class token) also has the probe's attention over the
+// last layer's output: the query "probe" of the last layer, where the page opens.
 // Contract for scripts and tests: window.vitattn.select({layer, head, query, view, rollout, method, class}),
 // .row(), .info(), .state(), .mapError(), .tokens({layer}), .headTable().
 (() => {
@@ -38,6 +40,11 @@
   // f16: w (H, rows, T), the weights themselves.
   const layers = D.attention.map((l) => (l.f16 !== undefined ? { rows: l.rows, w: halves(l.f16) }
     : { rows: l.rows, q8: bytes(l.q8), scale: floats(l.scale) }));
+  // The probe's rows (H, 1, T), stored as a layer's class-token rows are; null without a probe.
+  const probe = D.probe ? (D.probe.f16 !== undefined ? { rows: 1, w: halves(D.probe.f16) }
+    : { rows: 1, q8: bytes(D.probe.q8), scale: floats(D.probe.scale) }) : null;
+  const PROBE = 'probe';
+  const isToken = (q) => Number.isInteger(q);
   const luts = {};
   for (const name of Object.keys(D.colormaps)) luts[name] = bytes(D.colormaps[name]);
   const qk = D.qk ? { dk: D.qk.d_k, scale: D.qk.scale, q: floats(D.qk.q), k: floats(D.qk.k) } : null;
@@ -66,12 +73,17 @@
   const isFull = (l) => layers[l].rows === T;
   // Leading tokens: the class token, distilled DeiT's distillation token (D.dist_token), the registers.
   const DT = D.dist_token ? 1 : 0;
-  const leadingName = (t) => (t === 0 ? 'class token' : DT && t === 1 ? 'distillation token' : `register ${t - 1 - DT}`);
-  const tokenName = (t) => (t < FP ? leadingName(t) : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
+  // A model with a probe has no class token: its leading tokens are registers only.
+  const CT = probe ? 0 : 1;
+  const leadingName = (t) => (CT && t === 0 ? 'class token' : DT && t === 1 ? 'distillation token' : `register ${t - CT - DT}`);
+  const leadingShort = (t) => (CT && t === 0 ? 'cls' : DT && t === 1 ? 'dist' : `reg ${t - CT - DT}`);
+  const tokenName = (t) => (t === PROBE ? 'probe' : t < FP ? leadingName(t)
+    : `patch ${t - FP} (row ${Math.floor((t - FP) / GW)}, col ${(t - FP) % GW})`);
 
-  // One head's row i of layer l (its weights over the T keys), or column j (every query's weight on key j).
+  // One head's row i of layer l (its weights over the T keys; i = PROBE: the probe's, after the
+  // last layer), or column j (every query's weight on key j).
   function headRow(l, h, i, out) {
-    const a = layers[l], r = a.rows === T ? i : 0, base = (h * a.rows + r) * T;
+    const a = i === PROBE ? probe : layers[l], r = a.rows === T ? i : 0, base = (h * a.rows + r) * T;
     if (a.w) { for (let j = 0; j < T; j++) out[j] = a.w[base + j]; return; }
     const s = a.scale[h * a.rows + r] / 255;
     for (let j = 0; j < T; j++) out[j] = a.q8[base + j] * s;
@@ -121,9 +133,12 @@
     rolloutCache.set(key, m);
     return m;
   }
+  // The probe's row (as the CLI's --rollout on a SigLIP model): its heads fused as `head` asks,
+  // then through every layer's Â down to layer 0.
   function rolloutVector(layer, head, token, view, out) {
     let v = new Float64Array(T), w = new Float64Array(T);
-    v[token] = 1;
+    if (token === PROBE) fusedVector(layer, head, PROBE, 'query', v);
+    else v[token] = 1;
     if (view === 'query') {
       for (let l = layer; l >= 0; l--) {  // v ← v·Â_l
         const m = rolloutMatrix(l, head, state.discard);
@@ -145,7 +160,8 @@
   // ---- state -----------------------------------------------------------------------------
   const S = D.start;
   const state = {
-    layer: S.layer, head: /^\d+$/.test(S.head) ? Math.min(Number(S.head), H - 1) : S.head, query: Number.isInteger(S.query) && S.query >= 0 && S.query < FP ? S.query : 0, view: 'query',
+    layer: S.layer, head: /^\d+$/.test(S.head) ? Math.min(Number(S.head), H - 1) : S.head,
+    query: probe ? PROBE : Number.isInteger(S.query) && S.query >= 0 && S.query < FP ? S.query : 0, view: 'query',
     rollout: !!S.rollout && layers.every((a) => a.rows === T), discard: S.discard_ratio || 0, alpha: S.alpha,
     colormap: luts[S.colormap] ? S.colormap : Object.keys(luts)[0], smooth: S.smooth, grid: false,
     threshold: S.threshold, stepKey: null,
@@ -161,7 +177,12 @@
     if (!Number.isInteger(next.layer) || next.layer < 0 || next.layer >= L) fail(`layer must be 0…${L - 1}`);
     if (!(['mean', 'max', 'min'].includes(next.head) || (Number.isInteger(next.head) && next.head >= 0 && next.head < H)))
       fail(`head must be 0…${H - 1} or "mean", "max", "min"`);
-    if (!Number.isInteger(next.query) || next.query < 0 || next.query >= T) fail(`query must be a token index 0…${T - 1}`);
+    if (next.query === PROBE) {
+      if (!probe) fail('this model has no probe (only a model that pools with one, SigLIP, has)');
+      if (next.layer !== L - 1) fail(`the probe reads the last layer's output: layer ${L - 1} only`);
+      if (next.view !== 'query') fail('the probe is a query, not a key: view must be "query"');
+    } else if (!isToken(next.query) || next.query < 0 || next.query >= T)
+      fail(`query must be a token index 0…${T - 1}${probe ? ' or "probe"' : ''}`);
     if (next.view !== 'query' && next.view !== 'key') fail('view must be "query" or "key"');
     if (!isFull(next.layer) && (next.query !== 0 || next.view !== 'query'))
       fail(`layer ${next.layer} keeps only the class token's rows in this page (see what was left out)`);
@@ -237,7 +258,7 @@
       }
       ctx.stroke();
     }
-    if (state.query >= FP && !isGradient(state.method)) {  // the picked patch
+    if (isToken(state.query) && state.query >= FP && !isGradient(state.method)) {  // the picked patch
       const p = state.query - FP;
       ctx.strokeStyle = '#ff2bd6'; ctx.lineWidth = 3; ctx.setLineDash(pinned ? [] : [5, 4]);
       ctx.strokeRect((p % GW) * cw + 1.5, Math.floor(p / GW) * ch + 1.5, cw - 3, ch - 3);
@@ -250,12 +271,17 @@
     const lut = luts[state.colormap];
     let hi = 0;
     for (let t = 0; t < T; t++) hi = Math.max(hi, current[t]);
-    stripButtons.forEach((b, t) => {
-      const level = hi > 0 ? Math.round((current[t] / hi) * 255) : 0;
-      b.swatch.style.background = `rgb(${lut[level * 3]},${lut[level * 3 + 1]},${lut[level * 3 + 2]})`;
-      b.value.textContent = current[t].toFixed(4);
+    for (const b of stripButtons) {
+      const t = b.token;
+      if (t === PROBE) {  // the probe is a query, never a key: it has no weight in a row
+        b.el.disabled = state.layer !== L - 1;
+      } else {
+        const level = hi > 0 ? Math.round((current[t] / hi) * 255) : 0;
+        b.swatch.style.background = `rgb(${lut[level * 3]},${lut[level * 3 + 1]},${lut[level * 3 + 2]})`;
+        b.value.textContent = current[t].toFixed(4);
+      }
       b.el.classList.toggle('active', state.query === t && !isGradient(state.method));
-    });
+    }
     strip.hidden = isGradient(state.method);  // a relevance map is the class's, of no token
   }
 
@@ -316,7 +342,7 @@
   }
   function drawSteps() {
     const panel = $('steps-panel');
-    if (!qk || state.view !== 'query' || state.rollout || isGradient(state.method)) { panel.hidden = true; return; }
+    if (!qk || state.view !== 'query' || state.rollout || isGradient(state.method) || !isToken(state.query)) { panel.hidden = true; return; }
     panel.hidden = false;
     let key = state.stepKey;
     if (key == null) { key = 0; for (let j = 1; j < T; j++) if (current[j] > current[key]) key = j; }
@@ -561,7 +587,7 @@
       tr.insertCell().textContent = tok.heads.flagged[l][h].toFixed(4);
       tr.addEventListener('click', () => {
         const c = { layer: l, head: h, rollout: false };
-        if (!isFull(l)) { c.query = 0; c.view = 'query'; }
+        queryAtLayer(l, c);
         apply(c);
       });
       headRows.push({ layer: l, head: h, el: tr });
@@ -581,6 +607,12 @@
     compute();
     drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); drawTokens(); syncControls(); writeHash();
     lastRedrawMs = performance.now() - t0;
+  }
+
+  // Moving to layer l keeps the query where it can be shown there: a layer with the class token's
+  // rows only shows token 0's row; the probe reads the last layer only (elsewhere: the first patch).
+  function queryAtLayer(l, c) {
+    if (!isFull(l)) { c.query = 0; c.view = 'query'; } else if (state.query === PROBE && l !== L - 1) c.query = FP;
   }
 
   // Applies a partial state after checking the whole of it; throws Error and changes nothing when invalid.
@@ -618,7 +650,7 @@
     mapError() { return isGradient(state.method) ? relevance.get(`${state.method}/${state.cls}`).maxError : D.max_error; },
     info() {
       return { layers: L, heads: H, tokens: T, grid: [GH, GW], quantisation: D.quantisation, max_error: D.max_error,
-        first_patch: FP, full_layers: layers.map((a, l) => (a.rows === T ? l : -1)).filter((l) => l >= 0),
+        first_patch: FP, class_token: !!CT, probe: !!probe, full_layers: layers.map((a, l) => (a.rows === T ? l : -1)).filter((l) => l >= 0),
         methods: classes.length ? methods : ['attention', 'rollout'], classes: classes.map((k) => ({ ...k })) };
     },
     state() {
@@ -652,6 +684,7 @@
   function pick(token) {
     if (token == null || token === state.query || isGradient(state.method)) return;
     if (!isFull(state.layer) && token !== 0) { $('status').textContent = `layer ${state.layer} keeps only the class token's rows`; return; }
+    if (token === PROBE && state.layer !== L - 1) { $('status').textContent = `the probe reads layer ${L - 1}'s output only`; return; }
     apply({ query: token });
   }
   view.addEventListener('mousemove', (ev) => { if (!pinned) pick(tokenAt(ev)); });
@@ -667,7 +700,7 @@
     const move = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] }[ev.key];
     if (!move || ev.target.tagName === 'INPUT' || ev.target.tagName === 'SELECT') return;
     ev.preventDefault();
-    if (state.query < FP) { pick(FP); return; }
+    if (!isToken(state.query) || state.query < FP) { pick(FP); return; }
     const p = state.query - FP, x = Math.min(GW - 1, Math.max(0, (p % GW) + move[0])), y = Math.min(GH - 1, Math.max(0, Math.floor(p / GW) + move[1]));
     pinned = true;
     pick(FP + y * GW + x);
@@ -676,7 +709,9 @@
   function setup() {
     document.title = `${D.name} — vitattn report`;
     $('title').textContent = D.name;
-    $('model').textContent = `${D.model} · ${T} tokens (${DT ? 'class token, distillation token, ' : 'class token, '}${FP - 1 - DT > 0 ? `${FP - 1 - DT} registers, ` : ''}${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
+    const leading = [CT ? 'class token' : 'no class token (a probe pools the image)', ...(DT ? ['distillation token'] : []),
+      ...(FP - CT - DT > 0 ? [`${FP - CT - DT} registers`] : [])];
+    $('model').textContent = `${D.model} · ${T} tokens (${leading.join(', ')}, ${GH}×${GW} patches of ${D.patch_size} px, input ${D.input[0]}×${D.input[1]})`;
     $('quant').textContent = (D.quantisation === 'f16' ? 'Weights stored as fp16 (half precision, 11 significant bits): '
       : 'Weights stored with 8 bits and a per-row scale (w = q·s/255, s the row\'s largest weight): ') +
       `each shown weight is within ${D.max_error.toExponential(2)} of vitattn's float32 value.` +
@@ -686,7 +721,8 @@
     layer.max = L - 1; layer.disabled = L === 1;
     layer.addEventListener('input', () => {
       const l = Number(layer.value), c = { layer: l };
-      if (!isFull(l)) { c.query = 0; c.view = 'query'; c.rollout = false; }
+      queryAtLayer(l, c);
+      if (!isFull(l)) c.rollout = false;
       if (state.rollout) for (let k = 0; k <= l; k++) if (!isFull(k)) c.rollout = false;
       apply(c);
     });
@@ -709,14 +745,15 @@
     const thresholdChanged = () => { state.threshold = $('use-threshold').checked ? Number($('threshold').value) : null; redraw(); };
     $('use-threshold').addEventListener('change', thresholdChanged);
     $('threshold').addEventListener('input', () => { $('use-threshold').checked = true; thresholdChanged(); });
-    for (let t = 0; t < FP; t++) {
+    // The strip: the probe (a SigLIP model's), then the leading tokens, each with its weight in the shown row.
+    for (const t of [...(probe ? [PROBE] : []), ...Array.from({ length: FP }, (_, k) => k)]) {
       const el = document.createElement('button'), swatch = document.createElement('span'), value = document.createElement('span');
       swatch.className = 'swatch';
-      el.append(swatch, t === 0 ? 'cls ' : `reg ${t - 1} `, value);
-      el.title = tokenName(t);
+      el.append(swatch, `${t === PROBE ? 'probe' : leadingShort(t)} `, value);
+      el.title = t === PROBE ? `the probe (attention pooling) over layer ${L - 1}'s output` : tokenName(t);
       el.addEventListener('click', () => { pinned = true; pick(t); redraw(); });
       strip.append(el);
-      stripButtons.push({ el, swatch, value });
+      stripButtons.push({ el, swatch, value, token: t });
     }
     for (let h = 0; h < H; h++) {
       const el = document.createElement('figure'), c = document.createElement('canvas'), cap = document.createElement('figcaption');
@@ -732,7 +769,7 @@
       for (const d of dots) { const dd = (d.x - x) ** 2 + (d.y - y) ** 2; if (dd < bestD) { best = d; bestD = dd; } }
       if (!best) return;
       const c = { layer: best.layer, head: best.head, rollout: false };
-      if (!isFull(best.layer)) { c.query = 0; c.view = 'query'; }
+      queryAtLayer(best.layer, c);
       apply(c);
     });
   }
@@ -766,7 +803,7 @@
     const p = new URLSearchParams(location.hash.slice(1)), c = {};
     if (p.has('layer')) c.layer = Number(p.get('layer'));
     if (p.has('head')) c.head = /^\d+$/.test(p.get('head')) ? Number(p.get('head')) : p.get('head');
-    if (p.has('query')) c.query = Number(p.get('query'));
+    if (p.has('query')) c.query = p.get('query') === PROBE ? PROBE : Number(p.get('query'));
     if (p.has('view')) c.view = p.get('view');
     if (p.has('rollout')) c.rollout = p.get('rollout') === '1';
     if (p.has('method')) c.method = p.get('method');

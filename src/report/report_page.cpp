@@ -254,6 +254,29 @@ void ReportBuilder::add_layer(int layer, const std::vector<Matrix>& heads) {
   }
 }
 
+void ReportBuilder::add_probe(const std::vector<Matrix>& heads) {
+  const std::size_t t = static_cast<std::size_t>(shape_.tokens());
+  if (!shape_.probe) throw Error("report: a probe's attention handed to the page of a model without one");
+  if (static_cast<int>(heads.size()) != shape_.heads)
+    throw Error(fmt::format("report: the probe's attention has {} heads, the page {}", heads.size(), shape_.heads));
+  const bool half = settings_.precision == ReportPrecision::f16;
+  probe_ = Layer{1, {}, {}, {}};
+  if (half) probe_.f16.assign(heads.size() * t, 0);
+  else {
+    probe_.q8.assign(heads.size() * t, 0);
+    probe_.scale.assign(heads.size(), 0.0f);
+  }
+  for (std::size_t h = 0; h < heads.size(); ++h) {
+    const Matrix& a = heads[h];  // (1, T)
+    if (a.rows() != 1 || static_cast<std::size_t>(a.cols()) != t)
+      throw Error(fmt::format("report: the probe's head {} is {}x{}, expected 1x{}", h, a.rows(), a.cols(), t));
+    const float s = half ? to_half(a.data(), 1, t, probe_.f16.data() + h * t)
+                         : quantise_row(a.data(), t, probe_.q8.data() + h * t);
+    if (!half) probe_.scale[h] = s;
+    largest_scale_ = std::max(largest_scale_, s);
+  }
+}
+
 void ReportBuilder::add_query_key(const Matrix& q, const Matrix& k, bool scale) {
   q_ = q;
   k_ = k;
@@ -381,6 +404,13 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
                         {"scale", base64(l.scale.data(), l.scale.size() * sizeof(float))}});
   }
   data["attention"] = std::move(layers);
+  if (shape_.probe) {
+    if (probe_.rows == 0) throw Error("report: the probe's attention was not handed over");
+    data["probe"] = half ? json{{"rows", 1}, {"f16", base64(probe_.f16.data(), probe_.f16.size() * sizeof(std::uint16_t))}}
+                         : json{{"rows", 1},
+                                {"q8", base64(probe_.q8.data(), probe_.q8.size())},
+                                {"scale", base64(probe_.scale.data(), probe_.scale.size() * sizeof(float))}};
+  }
   data["entropy"] = entropy_;
   data["distance"] = distance_;
   if (shape_.classes > 0 && classes_.empty()) throw Error("report: the classes were not handed over");

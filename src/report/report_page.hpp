@@ -60,6 +60,7 @@ struct ReportShape {
   int classes = 0;              // the classes the page offers relevance maps of (0: no classifier, no picker)
   int class_methods = 0;        // relevance maps per class
   bool dist_token = false;      // token 1 is distilled DeiT's distillation token (first_patch counts it)
+  bool probe = false;           // the model pools with a probe (SigLIP): the page holds its attention too
   int tokens() const { return first_patch + grid_h * grid_w; }
 };
 
@@ -85,6 +86,12 @@ class ReportBuilder {
 
   // heads H × (T, T) softmax rows of `layer`, layers in any order.
   void add_layer(int layer, const std::vector<Matrix>& heads);
+
+  // heads H × (1, T): the pooling probe's attention over the last layer's output tokens
+  // (shape.probe models only), stored as the attention rows are. The page offers it as a query
+  // of the last layer and opens on it: such a model has no class token, and the probe is what
+  // reads the image. Not counted in settings.max_mb: H·T bytes.
+  void add_probe(const std::vector<Matrix>& heads);
 
   // The single head's q and k (T, d_k) each, for the page's step-by-step panel.
   void add_query_key(const Matrix& q, const Matrix& k, bool scale);
@@ -150,6 +157,7 @@ class ReportBuilder {
   int full_layers_ = 0;             // how many layers keep full matrices: every one, or 1 (full_layer_)
   double full_mb_ = 0;              // what every layer's full matrices would take
   std::vector<Layer> layers_;
+  Layer probe_;                     // add_probe: rows 1
   std::vector<std::vector<double>> entropy_, distance_;  // [layer][head]
   Matrix distances_;                // (n_patches, n_patches) pixels
   float largest_scale_ = 0;
