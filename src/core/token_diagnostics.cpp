@@ -155,7 +155,7 @@ TokenDiagnostics TokenRecorder::finish() const {
   d.median_norm = RowVector::Zero(shape_.layers);
   d.register_share = RowVector::Zero(shape_.layers);
   std::vector<int> registers;
-  for (int r = 1; r <= shape_.registers(); ++r) registers.push_back(r);
+  for (int r = shape_.first_register; r < shape_.first_patch; ++r) registers.push_back(r);
   const int n_cells = shape_.grid_h * shape_.grid_w;
   for (int l = 0; l < shape_.layers; ++l) {
     const auto li = static_cast<std::size_t>(l);

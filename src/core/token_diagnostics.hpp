@@ -55,11 +55,14 @@ struct HeadStats {
 
 struct TokenShape {
   int layers = 1, heads = 1;
-  int first_patch = 1;  // 1 + registers
+  int first_patch = 1;  // the leading tokens (class, distillation) + registers
   int grid_h = 0, grid_w = 0;
   int patch_size = 16;
+  // The first register: after the class token (1), distilled DeiT's distillation token too (2),
+  // SigLIP's none (0). Tokens first_register … first_patch − 1 are the registers.
+  int first_register = 1;
   int tokens() const { return first_patch + grid_h * grid_w; }
-  int registers() const { return first_patch - 1; }
+  int registers() const { return first_patch - first_register; }
 };
 
 // Every layer's diagnostics of one image, as TokenRecorder::finish gives them.

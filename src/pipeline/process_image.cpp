@@ -96,7 +96,8 @@ PcaPicture pca_of(const PcaRequest& request, const Matrix& features, int grid_h,
 
 // The shape of an image's token diagnostics on a grid of grid_h × grid_w patches.
 TokenShape token_shape(const VitModel& model, int grid_h, int grid_w) {
-  return {model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w, model.patch_size};
+  return {model.n_layers(), model.n_heads, model.first_patch_token(), grid_h, grid_w, model.patch_size,
+          model.first_patch_token() - model.n_registers()};
 }
 
 // heads.csv's mass mask: --threshold when given, else DINO's 0.6.

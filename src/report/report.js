@@ -520,7 +520,7 @@
       g.fillStyle = l === state.layer ? '#ff2bd6' : 'hsl(210, 60%, 55%)'; g.fill();
     });
     g.fillStyle = css.color;
-    g.fillText(`layer ${state.layer}: ${(share[state.layer] * 100).toFixed(2)} % to ${FP - 1 - DT} registers`, x0 + 60, c.height - 6);
+    g.fillText(`layer ${state.layer}: ${(share[state.layer] * 100).toFixed(2)} % to ${FP - CT - DT} registers`, x0 + 60, c.height - 6);
   }
 
   // The layer's five strongest sinks, against the 1/T of a uniform layer.

@@ -215,6 +215,27 @@ TEST(TokenRecorder, WithoutRegistersTheShareIsZero) {
   EXPECT_NEAR(d.heads[0][0].entropy, std::log(5.0), 1e-6);
 }
 
+// Distilled DeiT: token 1 is the distillation token, not a register. With no register the
+// share is 0 whatever the class row gives token 1; with one after it, the share is that one's.
+TEST(TokenRecorder, TheDistillationTokenIsNotARegister) {
+  const std::vector<Matrix> heads = {head_with_class_row({0.2f, 0.3f, 0.1f, 0.1f, 0.2f, 0.1f}),
+                                     head_with_class_row({0.2f, 0.1f, 0.4f, 0.1f, 0.1f, 0.1f})};
+  TokenShape s = small_shape();
+  s.layers = 1;
+  s.first_register = 2;  // [cls, dist, patches…]
+  TokenRecorder distilled(s, 3.0f, 0.6f);
+  distilled.add_attention(0, heads);
+  distilled.add_block_output(0, Matrix::Ones(kTokens, 3));
+  EXPECT_EQ(distilled.finish().shape.registers(), 0);
+  EXPECT_EQ(distilled.finish().register_share(0), 0.0f);
+  s.grid_w = 1;
+  s.first_patch = 4;  // [cls, dist, register, register, 2 patches]
+  TokenRecorder with_registers(s, 3.0f, 0.6f);
+  with_registers.add_attention(0, heads);
+  with_registers.add_block_output(0, Matrix::Ones(kTokens, 3));
+  EXPECT_NEAR(with_registers.finish().register_share(0), (0.1 + 0.1 + 0.4 + 0.1) / 2.0, 1e-6);
+}
+
 TEST(TokenRecorder, FinishNamesTheFirstLayerNotHeard) {
   const std::vector<Matrix> heads = {head_with_class_row({0.5f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f}),
                                      head_with_class_row({0.5f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f})};
