@@ -25,6 +25,8 @@ Checks, at the native 4x4 grid and a 3x5 one: logits within 1e-4, every layer's 
 1e-5, ∂y_c/∂A_l and ∂y_c/∂x_l (vitattn forward --class) against torch.autograd within 1e-4; --top's
 probabilities within 1e-4 of torch's softmax on the same preprocessed 32x32 image; --query dist's
 _cls.npy (attention, rollout, --head all) against the torch attention's distillation row;
+Chefer's and gradient rollout's maps read from the rows of R the pooled head reads (numpy on torch's
+attention and gradients; seen red with row 0: relative error 1.0);
 detection by names (-v), --family, config.json's model_type "dinov2"; refusals (one line, exit 2).
 """
 import json
@@ -218,6 +220,18 @@ def chefer_readout(attn, grads, w, first, gh, gw):
     return (w @ r)[first:].reshape(gh, gw)
 
 
+def grad_rollout_readout(attn, grads, w, first, gh, gw):
+    """Gradient rollout (relevance.hpp, discard ratio 0): F = max(0, mean over heads of A ⊙ G);
+    a = (F + I)/2, each row renormalised; R ← a·R from R = I; the map is w·R at the patch columns."""
+    n = attn[0].shape[-1]
+    r = np.eye(n)
+    for a, g in zip(attn, grads):
+        f = np.clip((np.asarray(g, np.float64) * np.asarray(a, np.float64)).mean(axis=0), 0, None)
+        step = (f + np.eye(n)) / 2
+        r = (step / step.sum(axis=1, keepdims=True)) @ r
+    return (w @ r)[first:].reshape(gh, gw)
+
+
 def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     """vitattn forward --class c on one random input: logits, attention, ∂y/∂A_l, ∂y/∂x_l vs torch,
     and Chefer's map read from the rows the pooled head reads."""
@@ -226,7 +240,7 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     xp = tmp / f"{name}_{gh}x{gw}.npy"
     np.save(xp, x)
     out = tmp / f"out_{name}_{gh}x{gw}"
-    run("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer")
+    run("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer,grad-rollout")
     got = {p.name[len(xp.stem) + 1:-4]: np.load(p) for p in out.glob(f"{xp.stem}_*.npy")}
     g_attn, g_x, logits, attn = gradients(ref, T64(x[0]), c)
     at = f"{name} {gh}x{gw}"
@@ -241,6 +255,10 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     assert relative(got["relevance_chefer"][0], want) <= 1e-4, f"{at}: chefer from the head's rows"
     row0 = chefer_readout(attn, g_attn, np.eye(n)[0], ref.first, gh, gw)
     assert relative(want, row0) > 1e-3, f"{at}: the head's rows and the class token's alike: the check cannot tell"
+    want = grad_rollout_readout(attn, g_attn, readout(ref, n), ref.first, gh, gw)
+    assert relative(got["relevance_grad-rollout"][0], want) <= 1e-4, f"{at}: grad-rollout from the head's rows"
+    row0 = grad_rollout_readout(attn, g_attn, np.eye(n)[0], ref.first, gh, gw)
+    assert relative(want, row0) > 1e-3, f"{at}: grad-rollout: the head's rows and the class token's alike"
     return attn
 
 
