@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import harness
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -41,6 +43,21 @@ def stop(driver, profile):
         driver.quit()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def driver():
+    """One Chromium for a test file (import this fixture into it): started on first use,
+    stopped after the file's last test."""
+    d, profile = start()
+    yield d
+    stop(d, profile)
+
+
+def assert_clean(driver):
+    """No console error and no network request since the page was opened."""
+    assert console_errors(driver) == [], "console errors"
+    assert network_requests(driver) == [], "network requests"
 
 
 def open_page(driver, url, ready_timeout=30):

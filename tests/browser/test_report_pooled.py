@@ -37,36 +37,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "python"))
 import browser  # noqa: E402
+from browser import driver  # noqa: E402,F401  (the fixture)
 import test_family_deit as deit  # noqa: E402
 import test_family_siglip as siglip  # noqa: E402
 
 FLOAT_ERROR = 1e-5  # vitattn's float32 forward against torch's float64, on these tiny models
 
 
-def js(script, *args):
-    return DRIVER.execute_script(script, *args)
+def state(driver):
+    return driver.execute_script("return window.vitattn.state()")
 
 
-def select(**kw):
-    return browser.select(DRIVER, **kw)
-
-
-def row():
-    return browser.row(DRIVER)
-
-
-def state():
-    return js("return window.vitattn.state()")
-
-
-def strip_buttons():
+def strip_buttons(driver):
     from selenium.webdriver.common.by import By
-    return DRIVER.find_elements(By.CSS_SELECTOR, "#strip button")
-
-
-def assert_clean():
-    assert browser.console_errors(DRIVER) == [], "console errors"
-    assert browser.network_requests(DRIVER) == [], "network requests"
+    return driver.find_elements(By.CSS_SELECTOR, "#strip button")
 
 
 def run(*args):
@@ -80,7 +64,7 @@ def tmp():
         yield Path(d)
 
 
-def test_siglip_probe(tmp):
+def test_siglip_probe(tmp, driver):
     siglip._need_torch()
     t = siglip.siglip_tensors(seed=7)
     model = siglip.write_folder(tmp / "siglip", t)
@@ -92,60 +76,60 @@ def test_siglip_probe(tmp):
     probe, attn = ref["probe"], ref["attention"]  # (H, T), [L] (H, T, T)
     run("--model", model, "--report", tmp / "s.png", "-o", tmp / "s")
     page = (tmp / "s" / "s_report.html").as_uri()
-    browser.open_page(DRIVER, page)
-    info = js("return window.vitattn.info()")
+    browser.open_page(driver, page)
+    info = driver.execute_script("return window.vitattn.info()")
     last, n = siglip.LAYERS - 1, siglip.GRID * siglip.GRID
     assert (info["probe"], info["class_token"], info["first_patch"], info["tokens"]) == (True, False, 0, n)
-    assert state()["query"] == "probe" and state()["layer"] == last
-    assert "no class token" in js("return document.getElementById('model').textContent")
+    assert state(driver)["query"] == "probe" and state(driver)["layer"] == last
+    assert "no class token" in driver.execute_script("return document.getElementById('model').textContent")
     tol = info["max_error"] + FLOAT_ERROR
 
     def near(got, want, what):
         assert np.abs(got - want).max() <= tol, f"{what}: {np.abs(got - want).max():.3e} > {tol:.3e}"
 
-    near(row(), probe.mean(0), "the probe's mean of heads (the page's start)")
+    near(browser.row(driver), probe.mean(0), "the probe's mean of heads (the page's start)")
     for fusion in ("max", "min"):
-        select(head=fusion)
-        near(row(), getattr(probe, fusion)(0), f"the probe's {fusion} of heads")
+        browser.select(driver, head=fusion)
+        near(browser.row(driver), getattr(probe, fusion)(0), f"the probe's {fusion} of heads")
     for h in range(siglip.HEADS):
-        select(head=h)
-        near(row(), probe[h], f"the probe's head {h}")
+        browser.select(driver, head=h)
+        near(browser.row(driver), probe[h], f"the probe's head {h}")
     # Rollout: the probe's fused row · R; L layers of 8-bit rows, each within 1/510 of its weight.
-    select(head="mean", rollout=True)
+    browser.select(driver, head="mean", rollout=True)
     want = probe.mean(0) @ siglip.numpy_rollout(attn)
-    assert np.abs(row() - want).max() <= 1e-3, np.abs(row() - want).max()
+    assert np.abs(browser.row(driver) - want).max() <= 1e-3, np.abs(browser.row(driver) - want).max()
     assert np.abs(want - probe.mean(0) @ np.eye(n)).max() > 1e-3, "R is the identity here: the test cannot see it"
-    select(rollout=False)
+    browser.select(driver, rollout=False)
 
     # The strip: the probe first, no class token; a patch picked, then the probe again.
-    buttons = strip_buttons()
+    buttons = strip_buttons(driver)
     assert [b.text.split()[0] for b in buttons] == ["probe"]
-    select(query=5)
-    near(row(), attn[last].mean(0)[5], "patch 5's row")
+    browser.select(driver, query=5)
+    near(browser.row(driver), attn[last].mean(0)[5], "patch 5's row")
     buttons[0].click()
-    assert state()["query"] == "probe" and state()["pinned"]
-    near(row(), probe.mean(0), "the probe after its button")
-    assert "query=probe" in js("return location.hash")
+    assert state(driver)["query"] == "probe" and state(driver)["pinned"]
+    near(browser.row(driver), probe.mean(0), "the probe after its button")
+    assert "query=probe" in driver.execute_script("return location.hash")
 
     # The probe reads the last layer's output only: elsewhere select() refuses it, and the
     # slider moves the query to the first patch.
     for bad in ({"layer": 0, "query": "probe"}, {"query": "probe", "view": "key"}):
         with pytest.raises(Exception):
-            select(**bad)
-    js("const l = document.getElementById('layer'); l.value = '0'; l.dispatchEvent(new Event('input'));")
-    assert (state()["layer"], state()["query"]) == (0, 0)
-    near(row(), attn[0].mean(0)[0], "layer 0, the first patch")
-    assert strip_buttons()[0].get_attribute("disabled") is not None
-    assert_clean()
+            browser.select(driver, **bad)
+    driver.execute_script("const l = document.getElementById('layer'); l.value = '0'; l.dispatchEvent(new Event('input'));")
+    assert (state(driver)["layer"], state(driver)["query"]) == (0, 0)
+    near(browser.row(driver), attn[0].mean(0)[0], "layer 0, the first patch")
+    assert strip_buttons(driver)[0].get_attribute("disabled") is not None
+    browser.assert_clean(driver)
 
     # A link to the probe opens on it.
-    browser.open_page(DRIVER, page + f"#layer={last}&head=1&query=probe&view=query")
-    assert (state()["query"], state()["head"]) == ("probe", 1)
-    near(row(), probe[1], "the linked probe, head 1")
-    assert_clean()
+    browser.open_page(driver, page + f"#layer={last}&head=1&query=probe&view=query")
+    assert (state(driver)["query"], state(driver)["head"]) == ("probe", 1)
+    near(browser.row(driver), probe[1], "the linked probe, head 1")
+    browser.assert_clean(driver)
 
 
-def test_distilled_deit_strip(tmp):
+def test_distilled_deit_strip(tmp, driver):
     t = deit.deit_distilled(seed=5)
     path = tmp / "deit.safetensors"
     deit.write(path, t)
@@ -153,31 +137,19 @@ def test_distilled_deit_strip(tmp):
     _, attn, _ = deit.Ref("distilled", t).forward(deit.preprocessed(img, deit.IMAGENET))
     last = np.asarray(attn[-1].detach().numpy()).mean(0)  # (T, T)
     run("--model", path, "--report", "--query", "dist", img, "-o", tmp / "d")
-    browser.open_page(DRIVER, (tmp / "d" / "q_report.html").as_uri())
-    info = js("return window.vitattn.info()")
+    browser.open_page(driver, (tmp / "d" / "q_report.html").as_uri())
+    info = driver.execute_script("return window.vitattn.info()")
     assert (info["class_token"], info["probe"], info["first_patch"]) == (True, False, 2)
-    assert state()["query"] == 1
+    assert state(driver)["query"] == 1
     tol = info["max_error"] + FLOAT_ERROR
-    assert np.abs(row() - last[1]).max() <= tol
-    buttons = strip_buttons()
+    assert np.abs(browser.row(driver) - last[1]).max() <= tol
+    buttons = strip_buttons(driver)
     assert [b.text.split()[0] for b in buttons] == ["cls", "dist"]
     assert [b.get_attribute("title") for b in buttons] == ["class token", "distillation token"]
-    assert "class token, distillation token" in js("return document.getElementById('model').textContent")
+    assert "class token, distillation token" in driver.execute_script("return document.getElementById('model').textContent")
     for t_index in (0, 1):
         buttons[t_index].click()
-        assert state()["query"] == t_index
-        assert np.abs(row() - last[t_index]).max() <= tol, f"token {t_index}"
+        assert state(driver)["query"] == t_index
+        assert np.abs(browser.row(driver) - last[t_index]).max() <= tol, f"token {t_index}"
     assert np.abs(last[0] - last[1]).max() > 1e-3, "the two rows are alike: the test cannot tell them apart"
-    assert_clean()
-
-
-def setup_module():
-    global DRIVER, PROFILE
-    DRIVER, PROFILE = browser.start()
-
-
-def teardown_module():
-    browser.stop(DRIVER, PROFILE)
-
-
-DRIVER = PROFILE = None
+    browser.assert_clean(driver)
