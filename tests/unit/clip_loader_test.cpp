@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "model/vit_loader.hpp"
 #include "tensors/safetensors.hpp"
+#include "checkpoint_builder.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {
@@ -16,17 +17,8 @@ namespace {
 
 constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12, L = 2, E = 5;
 
-struct Tensors {
-  std::vector<NamedTensor> list;
-  std::mt19937 rng{11};
-  void add(const std::string& name, std::vector<std::uint64_t> shape) {
-    std::size_t n = 1;
-    for (auto s : shape) n *= s;
-    std::uniform_real_distribution<float> u(-1, 1);
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    list.push_back({name, std::move(shape), std::move(v)});
-  }
+struct Tensors : test::CheckpointBuilder {
+  Tensors() : CheckpointBuilder(11) {}
   void linear(const std::string& name, std::uint64_t out, std::uint64_t in) {
     add(name + "weight", {out, in});
     add(name + "bias", {out});
@@ -43,7 +35,7 @@ struct Tensors {
   void drop(const std::string& name) {
     std::erase_if(list, [&](const NamedTensor& n) { return n.name == name; });
   }
-  TensorFile parse() const { return TensorFile::parse(encode_safetensors(list, {{"num_heads", "2"}}), "c.safetensors"); }
+  TensorFile parse() const { return CheckpointBuilder::parse({{"num_heads", "2"}}); }
 };
 
 // OpenAI CLIP's names under `prefix`; with `text`, a text tower at the top as a whole CLIP state dict has.

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "tensors/npy.hpp"
 #include "tensors/safetensors.hpp"
+#include "checkpoint_builder.hpp"
 #include "test_util.hpp"
 
 namespace vitattn::io {
@@ -18,25 +19,9 @@ namespace {
 
 constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12, L = 2;
 
-std::vector<float> values(std::size_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 // name → (shape, values); values drawn in a fixed order so every naming gets the same numbers
-struct Tensors {
-  std::vector<NamedTensor> list;
-  std::mt19937 rng{7};
-  void add(const std::string& name, std::vector<std::uint64_t> shape) {
-    std::size_t n = 1;
-    for (auto s : shape) n *= s;
-    list.push_back({name, std::move(shape), values(n, rng)});
-  }
-  TensorFile parse(const std::map<std::string, std::string>& meta = {}) const {
-    return TensorFile::parse(encode_safetensors(list, meta), "m.safetensors");
-  }
+struct Tensors : test::CheckpointBuilder {
+  Tensors() : CheckpointBuilder(7) {}
 };
 
 // The same roles in the same order under each naming.
