@@ -86,3 +86,26 @@ class StartupLibraries(TmpCase):
             drawn = cv2.imread(str(out / f"photo_attn.{fmt}"), cv2.IMREAD_COLOR)
             self.assertIsNotNone(drawn, fmt)
             self.assertEqual(drawn.shape, (40, 40, 3), fmt)
+
+    def test_without_the_codec_module_other_formats_fail_one_line_each_and_jpegs_are_drawn(self):
+        import shutil
+        import subprocess
+
+        from harness import BIN
+        alone = self.dir / "bin" / "vitattn"  # no libvitattn_codecs.so beside it nor in ../lib/vitattn
+        alone.parent.mkdir()
+        shutil.copy(BIN, alone)
+        img = np.random.default_rng(4).integers(0, 256, (40, 40, 3), dtype=np.uint8)
+        folder = self.dir / "in"
+        folder.mkdir()
+        for name in ("a.jpg", "b.png", "c.bmp"):
+            self.assertTrue(cv2.imwrite(str(folder / name), img))
+        out = self.dir / "out"
+        p = subprocess.run([str(alone), "--img-size", "32", str(folder), "-o", str(out)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stderr)  # as for any input that failed
+        self.assertEqual(sorted(f.name for f in out.iterdir()), ["a_attn.png"], p.stderr)
+        for name in ("b.png", "c.bmp"):
+            lines = [l for l in p.stderr.splitlines() if name in l]
+            self.assertEqual(len(lines), 1, f"{name}: {lines} in\n{p.stderr}")
+            self.assertRegex(lines[0], rf"^error: .*{name}: decoding and encoding of this format is not available: "
+                                       r".*libvitattn_codecs\.so: cannot open shared object file")
