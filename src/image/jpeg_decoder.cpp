@@ -65,14 +65,19 @@ bool decode_into(std::span<const std::uint8_t> bytes, DecoderMessages& said, cv:
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_read_header(&cinfo, TRUE);
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next)
-    if (m->marker == JPEG_APP0 + 1) {
+    if (m->marker == JPEG_APP0 + 1) {  // the first APP1 only, as OpenCV reads it
       orientation = exif_orientation({m->data, m->data_length});
-      if (orientation != 0) break;
+      break;
     }
   const bool cmyk = cinfo.num_components == 4;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_BGR;
   jpeg_start_decompress(&cinfo);
-  out.create(static_cast<int>(cinfo.output_height), static_cast<int>(cinfo.output_width), CV_8UC3);
+  try {
+    out.create(static_cast<int>(cinfo.output_height), static_cast<int>(cinfo.output_width), CV_8UC3);
+  } catch (...) {  // out of memory: libjpeg's own memory is freed before it goes on
+    jpeg_destroy_decompress(&cinfo);
+    throw;
+  }
   if (cmyk) cmyk_row = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE, cinfo.output_width * 4, 1);
   while (cinfo.output_scanline < cinfo.output_height) {
     std::uint8_t* row = out.ptr<std::uint8_t>(static_cast<int>(cinfo.output_scanline));

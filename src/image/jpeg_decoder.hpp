@@ -4,7 +4,7 @@
 // IMREAD_COLOR in OpenCV 4.6 (grfmt_jpeg.cpp), bit for bit: the same libjpeg with its default
 // settings (JDCT_ISLOW, fancy upsampling), BGR straight from libjpeg-turbo (JCS_EXT_BGR; grey
 // replicated by it), CMYK/YCCK as JCS_CMYK converted by OpenCV's formula, then the EXIF
-// orientation of the first APP1 "Exif" segment applied as OpenCV's ApplyExifOrientation does.
+// orientation of the first APP1 segment (when it is "Exif") applied as OpenCV's ApplyExifOrientation does.
 // tests/e2e/test_decoders.py compares against python3-opencv.
 #include <cstdint>
 #include <opencv2/core.hpp>
