@@ -1,8 +1,39 @@
 #include "memory_reuse.hpp"
 
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
 
 namespace vitattn::cli {
+namespace {
+
+#if defined(__GLIBC__)
+// The first 128 MiB of the main heap in transparent huge pages (madvise mode, Debian's
+// default). On this project's VM a first touch of a 4 KiB page costs ~28 µs: the ~2,400 pages a
+// seeded run on a 0.3 MP photo touches (weights, image, maps) were ~60 ms of its CPU, one fault
+// per 2 MiB instead makes that ~3 ms. The heap is reserved ahead (M_TOP_PAD) so that it has an
+// area to advise; only what is touched becomes resident, 2 MiB at a time.
+void heap_in_huge_pages() {
+  constexpr std::size_t kReserve = std::size_t{128} << 20;
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  mallopt(M_TOP_PAD, static_cast<int>(kReserve));
+  void* probe = std::malloc(std::size_t{256} << 10);  // from the heap (under the mmap threshold): grows it
+  if (probe == nullptr) return;
+  // From the 2 MiB boundary below the probe: what is allocated next starts there. A range that
+  // begins before the heap gets ENOMEM, and the advice still holds for the heap's part.
+  const auto lo = reinterpret_cast<std::uintptr_t>(probe) & ~(kHuge - 1);
+  const auto hi = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~(kHuge - 1);
+  std::free(probe);
+  // Only the range just reserved: under a sanitizer's allocator the probe is not in the brk heap.
+  if (hi > lo && hi - lo <= kReserve + 2 * kHuge)
+    ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);  // advice: failure changes nothing
+}
+#endif
+
+}  // namespace
 
 void reuse_freed_memory() {
 #if defined(__GLIBC__)
@@ -12,6 +43,7 @@ void reuse_freed_memory() {
   // glibc.malloc.trim_threshold=1073741824.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  heap_in_huge_pages();
 #endif
 }
 

@@ -70,10 +70,12 @@ struct Fd {
 constexpr std::size_t kTempSlots = 1024;
 struct TempSlot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 live, 3 taken by the remover
-  char path[PATH_MAX];
+  char path[PATH_MAX] = {};
 };
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
-TempSlot g_temp_slots[kTempSlots];
+// constinit: zeros in .bss, untouched until used. Without it GCC initialised all 4 MB in a
+// static constructor at every start (1024 page faults, ~18 % of the CPU of `vitattn --version`).
+constinit TempSlot g_temp_slots[kTempSlots];
 
 TempSlot* claim_temp_slot(const fs::path& tmp) {
   const std::string& s = tmp.native();

@@ -1,6 +1,5 @@
 #include "image/image_loader.hpp"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <cstring>
 #include <limits>
@@ -8,10 +7,12 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "image/codec_module.hpp"
 #include "image/decoder_messages.hpp"
 #include "files/file_io.hpp"
 #include "image/image_formats.hpp"
 #include "image/image_header.hpp"
+#include "image/jpeg_decoder.hpp"
 
 namespace vitattn::io {
 namespace {
@@ -78,14 +79,15 @@ cv::Mat decode_image(const std::vector<std::uint8_t>& bytes, const std::string& 
 
   const auto stripped = without_png_iccp(bytes);
   const std::vector<std::uint8_t>& data = stripped ? *stripped : bytes;
-  cv::Mat bgr;
-  const DecoderMessages said;  // what libjpeg, libpng and OpenCV say about these bytes, off stderr
-  try {
-    // imdecode takes a non-owning Mat over our bytes: no copy.
-    const cv::Mat buf(1, static_cast<int>(data.size()), CV_8U, const_cast<std::uint8_t*>(data.data()));
-    bgr = cv::imdecode(buf, cv::IMREAD_COLOR);
-  } catch (const cv::Exception& e) {
-    throw Error(source + ": cannot decode image: " + e.err);
+  cv::Mat bgr;  // (H, W) 8-bit BGR once decoded
+  DecoderMessages said;  // what libjpeg, libpng and OpenCV say about these bytes, off stderr
+  if (std::strcmp(format->name, "JPEG") == 0) {
+    bgr = decode_jpeg(data, said);  // libjpeg-turbo here: no imgcodecs for JPEGs (jpeg_decoder.hpp)
+  } else {
+    const codec_abi::Table& codecs = codec_module(source);
+    codec_abi::Status status;
+    if (!codecs.decode_color(data.data(), data.size(), &bgr, &status))
+      throw Error(source + ": cannot decode image: " + status.message);
   }
   const std::string detail = said.lines().empty() ? "" : " (" + joined(said.lines()) + ")";
   if (bgr.empty()) throw Error(source + ": corrupt " + format->name + " data" + detail);

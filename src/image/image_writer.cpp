@@ -1,10 +1,10 @@
 #include "image/image_writer.hpp"
 
-#include <opencv2/imgcodecs.hpp>
 #include <string>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "image/codec_module.hpp"
 #include "image/png_writer.hpp"
 
 namespace vitattn::io {
@@ -20,14 +20,21 @@ const char* extension(ImageFormat format) {
 
 std::vector<std::uint8_t> encode_image(const cv::Mat& image, const OutputFormat& format) {
   if (format.format == ImageFormat::png) return encode_png(image);
-  const int quality_flag = format.format == ImageFormat::jpg ? cv::IMWRITE_JPEG_QUALITY : cv::IMWRITE_WEBP_QUALITY;
   std::vector<std::uint8_t> bytes;
   const std::string name = format.format == ImageFormat::jpg ? "JPEG" : "WebP";
-  try {
-    if (!cv::imencode(extension(format.format), image, bytes, {quality_flag, format.quality}))
-      throw Error(name + " encoding failed");
-  } catch (const cv::Exception& e) {
-    throw Error(name + " encoding failed: " + e.err);
+  // JPEG and WebP through OpenCV's imencode in the codec module, loaded on the first such image.
+  const codec_abi::Table& codecs = codec_module(name + " encoding");
+  codec_abi::Status status;
+  const auto append = [](void* ctx, const std::uint8_t* p, std::size_t n) {
+    static_cast<std::vector<std::uint8_t>*>(ctx)->insert(static_cast<std::vector<std::uint8_t>*>(ctx)->end(), p, p + n);
+  };
+  if (!codecs.encode(extension(format.format), &image, format.quality, append, &bytes, &status)) {
+    std::string why = name + " encoding failed";
+    if (status.message[0] != '\0') {
+      why += ": ";
+      why += status.message;
+    }
+    throw Error(why);
   }
   return bytes;
 }
