@@ -29,6 +29,15 @@ bool listed(const std::vector<std::string>& values, const std::string& v) {
   return std::find(values.begin(), values.end(), v) != values.end();
 }
 
+}  // namespace
+
+std::vector<std::string> host_values(const std::string& address, int port) {
+  const std::string p = ":" + std::to_string(port);
+  std::vector<std::string> hosts{address.find(':') != std::string::npos ? "[" + address + "]" + p : address + p};
+  if (address == "127.0.0.1") hosts.push_back("localhost" + p);
+  return hosts;
+}
+
 std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& head) {
   if (head.transfer_encoding) return Refusal{411, "a chunked body is not taken: send Content-Length"};
   if (!head.content_length) return Refusal{411, "a POST needs a Content-Length"};
@@ -41,15 +50,6 @@ std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& h
     return Refusal{413, "the body of " + std::to_string(length) + " bytes is over the upload limit of " +
                             std::to_string(rule.max_upload) + " bytes"};
   return std::nullopt;
-}
-
-}  // namespace
-
-std::vector<std::string> host_values(const std::string& address, int port) {
-  const std::string p = ":" + std::to_string(port);
-  std::vector<std::string> hosts{address.find(':') != std::string::npos ? "[" + address + "]" + p : address + p};
-  if (address == "127.0.0.1") hosts.push_back("localhost" + p);
-  return hosts;
 }
 
 std::optional<Refusal> access_refusal(const AccessRule& rule, const RequestHead& head) {

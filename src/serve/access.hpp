@@ -42,6 +42,9 @@ struct Refusal {
 // the cap (413). The token is compared in constant time.
 std::optional<Refusal> access_refusal(const AccessRule& rule, const RequestHead& head);
 
+// The part of access_refusal about a POST's body alone: 411, 400 or 413 as there, else nullopt.
+std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& head);
+
 // True when `host` (an address or name given to --host) is a loopback address: 127.0.0.0/8, ::1, localhost.
 bool is_loopback(const std::string& host);
 

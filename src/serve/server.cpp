@@ -162,14 +162,29 @@ class Service {
       : models_(models), settings_(s), events_(events), admission_(s.workers, s.queue) {}
 
   void install(httplib::Server& svr) {
+    // A refusal answered before the body is read leaves the body unread, and closing a socket
+    // with unread data resets it: the client may lose the answer. So a map upload whose
+    // declared length is within the cap is refused by its handler, after the body is read and
+    // dropped; one over the cap, or without a length, at once. A client that sends
+    // `Expect: 100-continue` (curl does for large bodies) hears every refusal before sending.
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       t_reason.clear();
-      if (const auto refusal = access_refusal(rule_, request_head(req))) {
-        answer_error(res, refusal->status, refusal->message);
-        if (refusal->status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      const RequestHead head = request_head(req);
+      if (const auto refusal = head.method == "POST" ? body_refusal(rule_, head) : std::nullopt) {
+        refuse(res, *refusal);
         return httplib::Server::HandlerResponse::Handled;
       }
-      return httplib::Server::HandlerResponse::Unhandled;
+      const auto refusal = access_refusal(rule_, head);
+      if (!refusal || (head.method == "POST" && req.path == "/api/map")) return httplib::Server::HandlerResponse::Unhandled;
+      refuse(res, *refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    svr.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      t_reason.clear();
+      const auto refusal = access_refusal(rule_, request_head(req));
+      if (!refusal) return 100;
+      refuse(res, *refusal);
+      return refusal->status;
     });
     svr.Get("/api/models", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(models_json(models_).dump() + "\n", "application/json");
@@ -198,8 +213,18 @@ class Service {
   void set_rule(AccessRule rule) { rule_ = std::move(rule); }
 
  private:
+  static void refuse(httplib::Response& res, const Refusal& refusal) {
+    answer_error(res, refusal.status, refusal.message);
+    if (refusal.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  }
+
   void map(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     const auto deadline = Clock::now() + std::chrono::seconds(settings_.timeout_seconds);
+    if (const auto refusal = access_refusal(rule_, request_head(req))) {  // the pre-routing handler let it through
+      std::vector<std::uint8_t> dropped;
+      read_body(reader, settings_.max_upload, deadline, dropped);
+      return refuse(res, *refusal);
+    }
     if (req.is_multipart_form_data())
       return answer_error(res, 415, "send the image's bytes as the body, not a multipart form");
     MapQuery query;
