@@ -45,7 +45,7 @@ std::optional<Refusal> access_refusal(const AccessRule& rule, const RequestHead&
 // The part of access_refusal about a POST's body alone: 411, 400 or 413 as there, else nullopt.
 std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& head);
 
-// True when `host` (an address or name given to --host) is a loopback address: 127.0.0.0/8, ::1, localhost.
+// True when `host` (an address or name the server is to bind) is a loopback address: 127.0.0.0/8, ::1, localhost.
 bool is_loopback(const std::string& host);
 
 }  // namespace vitattn::serve

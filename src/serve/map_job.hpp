@@ -16,7 +16,7 @@ namespace vitattn::serve {
 
 // A model the server was started with: opened once (model/open_model.hpp), read by every worker.
 struct ServedModel {
-  std::string name;  // "the seeded model", or the --model the user gave
+  std::string name;  // "the seeded model", or the file or hub name the user gave
   VitModel model;
   io::ClassLabels labels;
 };

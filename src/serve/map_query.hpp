@@ -17,7 +17,7 @@ namespace vitattn::serve {
 enum class MapFormat { npy, png };
 
 struct MapQuery {
-  std::size_t model = 0;  // index into the server's models, in --model order
+  std::size_t model = 0;  // index into the server's models, in the order given
   int layer = -1;
   pipeline::HeadChoice head = pipeline::HeadChoice::fuse;
   int head_index = 0;     // with HeadChoice::index
