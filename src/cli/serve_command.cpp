@@ -6,6 +6,8 @@
 #include <iostream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "interrupt.hpp"
 #include "model_request.hpp"
@@ -60,8 +62,10 @@ int run_serve(const ServeOptions& o, int verbosity) {
     // The URL on standard output (a script reads it, --port 0 chose the port); the token, when
     // the server made it, with it: the page's first load carries it.
     const bool made = o.token.empty() && !settings.token.empty();
-    std::cout << url << (made ? "?token=" + settings.token : "") << std::endl;
-    spdlog::info("serving {} on {} (Ctrl-C stops){}", models.size() == 1 ? models.front().name : std::to_string(models.size()) + " models",
+    std::cout << url;
+    if (made) std::cout << "?token=" << settings.token;
+    std::cout << std::endl;
+    spdlog::info("serving {} on {} (Ctrl-C stops){}", models.size() == 1 ? models.front().name : fmt::format("{} models", models.size()),
                  url, settings.token.empty() ? "" : "; every request must carry the token");
   };
   events.log = [](const std::string& line) { spdlog::warn("{}", line); };

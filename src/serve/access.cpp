@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 
 namespace vitattn::serve {
@@ -32,9 +33,9 @@ bool listed(const std::vector<std::string>& values, const std::string& v) {
 }  // namespace
 
 std::vector<std::string> host_values(const std::string& address, int port) {
-  const std::string p = ":" + std::to_string(port);
-  std::vector<std::string> hosts{address.find(':') != std::string::npos ? "[" + address + "]" + p : address + p};
-  if (address == "127.0.0.1") hosts.push_back("localhost" + p);
+  const bool v6 = address.find(':') != std::string::npos;  // "[::1]:8642"
+  std::vector<std::string> hosts{v6 ? fmt::format("[{}]:{}", address, port) : fmt::format("{}:{}", address, port)};
+  if (address == "127.0.0.1") hosts.push_back(fmt::format("localhost:{}", port));
   return hosts;
 }
 
@@ -47,17 +48,16 @@ std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& h
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
     return Refusal{400, "Content-Length is no number"};
   if (length > rule.max_upload)
-    return Refusal{413, "the body of " + std::to_string(length) + " bytes is over the upload limit of " +
-                            std::to_string(rule.max_upload) + " bytes"};
+    return Refusal{413, fmt::format("the body of {} bytes is over the upload limit of {} bytes", length, rule.max_upload)};
   return std::nullopt;
 }
 
 std::optional<Refusal> access_refusal(const AccessRule& rule, const RequestHead& head) {
   if (!head.host || !listed(rule.hosts, *head.host))
-    return Refusal{403, "the Host header must name the server's address (" + rule.hosts.front() + ")"};
+    return Refusal{403, fmt::format("the Host header must name the server's address ({})", rule.hosts.front())};
   if (head.origin) {
     const bool own = std::any_of(rule.hosts.begin(), rule.hosts.end(),
-                                 [&](const std::string& h) { return *head.origin == "http://" + h; });
+                                 [&](const std::string& h) { return *head.origin == fmt::format("http://{}", h); });
     if (!own) return Refusal{403, "a request from another origin is refused"};
   }
   if (!rule.token.empty() && !token_given(rule, head)) return Refusal{401, "a token is required (Authorization: Bearer …)"};

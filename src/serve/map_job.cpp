@@ -1,5 +1,7 @@
 #include "map_job.hpp"
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
 #include "image/image_writer.hpp"
@@ -32,7 +34,7 @@ MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string&
     maps = pipeline::image_maps(bgr, served.model, options);  // one map: one method, one class, one head or fusion
   } catch (const Error& e) {  // as process_image's: the core's errors name no input
     if (e.subject()) throw;
-    throw Error(source + ": " + e.what());
+    throw Error(fmt::format("{}: {}", source, e.what()));
   }
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
   if (query.format == MapFormat::npy) return {io::encode_npy(map), "application/octet-stream"};

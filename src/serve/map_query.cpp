@@ -3,6 +3,8 @@
 #include <charconv>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace vitattn::serve {
@@ -14,7 +16,7 @@ int integer(const std::string& name, const std::string& text, int lo, int hi) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
-    throw Error(name + "=" + text + ": expected an integer in " + std::to_string(lo) + "…" + std::to_string(hi));
+    throw Error(fmt::format("{}={}: expected an integer in {}…{}", name, text, lo, hi));
   return value;
 }
 
@@ -37,13 +39,13 @@ void set_method(MapQuery& q, const std::string& text) {
       q.method = m;
       return;
     }
-  throw Error("method=" + text + ": expected attention, rollout, chefer, grad-rollout, legrad or gradcam");
+  throw Error(fmt::format("method={}: expected attention, rollout, chefer, grad-rollout, legrad or gradcam", text));
 }
 
 void set_format(MapQuery& q, const std::string& text) {
   if (text == "npy") q.format = MapFormat::npy;
   else if (text == "png") q.format = MapFormat::png;
-  else throw Error("format=" + text + ": expected npy or png");
+  else throw Error(fmt::format("format={}: expected npy or png", text));
 }
 
 }  // namespace
@@ -52,7 +54,7 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) 
   MapQuery q;
   for (auto it = params.begin(); it != params.end(); ++it) {
     const auto& [name, value] = *it;
-    if (params.count(name) > 1 && it != params.lower_bound(name)) throw Error(name + ": given more than once");
+    if (params.count(name) > 1 && it != params.lower_bound(name)) throw Error(fmt::format("{}: given more than once", name));
     if (name == "token") continue;  // the access check's (access.hpp)
     if (name == "model") q.model = static_cast<std::size_t>(integer(name, value, 0, 1023));
     else if (name == "layer") q.layer = integer(name, value, -4096, 4095);
@@ -60,7 +62,7 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) 
     else if (name == "method") set_method(q, value);
     else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
     else if (name == "format") set_format(q, value);
-    else throw Error(name + ": no such parameter (model, layer, head, method, class, format)");
+    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, format)", name));
   }
   return q;
 }

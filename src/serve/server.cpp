@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,8 +27,9 @@ thread_local std::string t_reason;
 void answer_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   // A message may quote the request (its parameters): invalid UTF-8 is replaced, not thrown on.
-  res.set_content(nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                  "application/json");
+  std::string body = nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  body += '\n';
+  res.set_content(body, "application/json");
   t_reason = message;
 }
 
@@ -57,7 +60,7 @@ std::string status_words(int status) {
     case 408: return "request timeout";
     case 413: return "body too large";
     case 414: return "URI too long";
-    default: return "error " + std::to_string(status);
+    default: return fmt::format("error {}", status);
   }
 }
 
@@ -187,7 +190,9 @@ class Service {
       return refusal->status;
     });
     svr.Get("/api/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(models_json(models_).dump() + "\n", "application/json");
+      std::string body = models_json(models_).dump();
+      body += '\n';
+      res.set_content(body, "application/json");
     });
     svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("vitattn serve: POST an image to /api/map (docs/serve.md)\n", "text/plain; charset=utf-8");
@@ -205,8 +210,8 @@ class Service {
     });
     svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       if (res.status < 400 || !events_.log) return;
-      events_.log(loggable(req.method) + " " + loggable(req.path) + " → " + std::to_string(res.status) + ": " +
-                  (t_reason.empty() ? status_words(res.status) : t_reason));
+      events_.log(fmt::format("{} {} → {}: {}", loggable(req.method), loggable(req.path), res.status,
+                              t_reason.empty() ? status_words(res.status) : t_reason));
     });
   }
 
@@ -234,8 +239,7 @@ class Service {
       return answer_error(res, 400, e.what());
     }
     if (query.model >= models_.size())
-      return answer_error(res, 404, "model=" + std::to_string(query.model) + ": the server has models 0…" +
-                                        std::to_string(models_.size() - 1));
+      return answer_error(res, 404, fmt::format("model={}: the server has models 0…{}", query.model, models_.size() - 1));
     if (!admission_.try_enter()) {
       res.set_header("Retry-After", "1");
       return answer_error(res, 503, "busy: every worker and queue place is taken");
@@ -283,10 +287,9 @@ void run_server(const std::vector<ServedModel>& models, const ServerSettings& se
 
   const int port = settings.port == 0 ? svr.bind_to_any_port(settings.host) : settings.port;
   if (port < 0 || (settings.port != 0 && !svr.bind_to_port(settings.host, port)))
-    throw Error("cannot listen on " + settings.host + ":" + std::to_string(settings.port) +
-                " (in use, or no such local address)");
+    throw Error(fmt::format("cannot listen on {}:{} (in use, or no such local address)", settings.host, settings.port));
   service.set_rule({host_values(settings.host, port), settings.token, settings.max_upload});
-  if (events.listening) events.listening("http://" + host_values(settings.host, port).front() + "/");
+  if (events.listening) events.listening(fmt::format("http://{}/", host_values(settings.host, port).front()));
 
   std::atomic<bool> done{false};
   std::thread watcher([&] {
