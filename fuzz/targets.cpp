@@ -374,6 +374,7 @@ Target target_by_name(std::string_view name) {
   if (name == "safetensors") return safetensors_input;
   if (name == "image") return image_input;
   if (name == "npy") return npy_input;
+  if (name == "serve_request") return serve_request_input;
   return nullptr;
 }
 

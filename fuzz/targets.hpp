@@ -47,9 +47,15 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size);
 // pixels must come back exactly, and a second encoding must give the same bytes. Always accepted.
 Outcome png_input(const std::uint8_t* data, std::size_t size);
 
+// `vitattn serve`'s own request parsing (serve_targets.cpp): the bytes as "METHOD\nName: value\n…\n\n"
+// then a decoded query "a=b&c=d". access_refusal's verdict must be a 4xx it documents (or the
+// right Host and token), in one line without the token; parse_map_query's typed query, written
+// back, must parse to itself. accepted = the query parsed.
+Outcome serve_request_input(const std::uint8_t* data, std::size_t size);
+
 using Target = Outcome (*)(const std::uint8_t*, std::size_t);
 
-// "safetensors", "image", "npy", "npy_read", "pth" or "png"; nullptr for any other name.
+// "safetensors", "image", "npy", "npy_read", "pth", "png" or "serve_request"; nullptr for any other name.
 Target target_by_name(std::string_view name);
 
 }  // namespace vitattn::fuzz

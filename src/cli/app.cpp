@@ -48,6 +48,7 @@
 #include "options.hpp"
 #include "run_log.hpp"
 #include "scale_out.hpp"
+#include "serve_command.hpp"
 #include "standard_output.hpp"
 #include "top_classes.hpp"
 
@@ -576,15 +577,17 @@ void check_nothing_before(const CLI::App& app, const CLI::App& sub) {
 
 // The command line into `options`; nothing when it goes on, else the exit status (0 after
 // --help and --version, 2 after a usage error, said in one line).
-std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options, CLI::App& explain, CLI::App& forward) {
+std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options, CLI::App& explain, CLI::App& forward,
+                         CLI::App& serve) {
   try {
     app.parse(argc, argv);
     if (explain.parsed()) check_nothing_before(app, explain);
+    if (serve.parsed()) check_nothing_before(app, serve);
     if (forward.parsed()) {
       check_nothing_before(app, forward);
       check_forward(forward);
     }
-    if (!explain.parsed() && !forward.parsed()) {
+    if (!explain.parsed() && !forward.parsed() && !serve.parsed()) {
       check_not_a_misspelt_command(app, options);
       check_combinations(app, options);
       check_scale_out(app, options.scale_out);
@@ -626,12 +629,16 @@ int run(int argc, char** argv) {
   CLI::App* explain_command = add_explain_command(app, explain, options.verbosity);
   ForwardCommandOptions forward;
   CLI::App* forward_command = add_forward_command(app, forward, options.verbosity);
-  if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command)) return *status;
+  ServeOptions serve;
+  CLI::App* serve_command = add_serve_command(app, serve, options.verbosity);
+  if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command, *serve_command))
+    return *status;
   setup_logging(options.verbosity);
   io::set_video_module_path(video_module_override(process_environment));  // before any video code
   const int status = run_reporting_errors([&] {
     if (explain_command->parsed()) return run_explain(explain);
     if (forward_command->parsed()) return run_forward(forward, options.verbosity);
+    if (serve_command->parsed()) return run_serve(serve, options.verbosity);
     return run_images(options);
   });
   // What is still buffered for standard output: a write that fails is an error too.

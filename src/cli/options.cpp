@@ -307,6 +307,8 @@ void add_method_options(CLI::App& app, Options& o) {
 }  // namespace
 
 const CLI::Validator& readable_file() { return kReadableFile; }
+const CLI::Validator& model_source() { return kModelSource; }
+
 const CLI::Validator& non_empty() { return kNonEmpty; }
 
 void describe_program(CLI::App& app) {

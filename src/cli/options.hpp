@@ -139,6 +139,9 @@ void check_combinations(const CLI::App& app, const Options& options);
 // A validator of a file to read: "no such file" rather than a message about its contents.
 const CLI::Validator& readable_file();
 
+// A validator of a model source: a readable file, or hf:ORG/NAME[@REVISION] (its form).
+const CLI::Validator& model_source();
+
 // A validator of a name that must not be empty.
 const CLI::Validator& non_empty();
 

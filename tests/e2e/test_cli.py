@@ -49,7 +49,7 @@ class Cli(TmpCase):
     def test_readme_names_every_option_of_the_help(self):
         # --help is the reference; the README shows each option in use, by its short or long name.
         readme = (REPO / "README.md").read_text()
-        for command in ((), ("explain",), ("forward",)):
+        for command in ((), ("explain",), ("forward",), ("serve",)):
             _, out, _ = run(*command, "--help")
             for line in out.splitlines():
                 m = re.match(r"^ +(-[^ ]+)", line)  # "  -o,--output DIR=vitattn-out   Output folder"

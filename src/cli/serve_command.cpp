@@ -1,0 +1,78 @@
+#include "serve_command.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "interrupt.hpp"
+#include "model_request.hpp"
+#include "pipeline/threads.hpp"
+#include "serve/access.hpp"
+#include "serve/server.hpp"
+#include "serve/token.hpp"
+
+namespace vitattn::cli {
+namespace {
+
+// Each --model once, in order, with its class names (the picker and class=); none: the seeded model.
+std::vector<serve::ServedModel> open_models(const ServeOptions& o, int verbosity) {
+  std::vector<serve::ServedModel> models;
+  std::vector<std::string> files = o.models;
+  if (files.empty()) files.emplace_back();
+  for (const std::string& file : files) {
+    ModelOptions m;
+    m.file = file;
+    io::OpenedModel opened = open_model(m, verbosity, true);
+    models.push_back({file.empty() ? "the seeded model" : file, std::move(opened.model), std::move(opened.labels)});
+  }
+  return models;
+}
+
+serve::ServerSettings server_settings(const ServeOptions& o) {
+  serve::ServerSettings s;
+  s.host = o.host;
+  s.port = o.port;
+  s.token = o.token;
+  s.max_upload = static_cast<std::uint64_t>(o.max_upload_mb) << 20;
+  s.max_pixels = o.max_pixels;
+  s.workers = o.workers;
+  s.queue = o.queue;
+  s.timeout_seconds = o.timeout;
+  return s;
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& o, int verbosity) {
+  const InterruptGuard interrupt;  // from here on, Ctrl-C stops the server after the requests in hand
+  serve::ServerSettings settings = server_settings(o);
+  const bool loopback = serve::is_loopback(o.host);
+  if (!loopback && settings.token.empty()) settings.token = serve::random_token();
+  const std::vector<serve::ServedModel> models = open_models(o, verbosity);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  pipeline::set_library_threads(std::max(1, cores / o.workers));
+
+  serve::Events events;
+  events.listening = [&](const std::string& url) {
+    // The URL on standard output (a script reads it, --port 0 chose the port); the token, when
+    // the server made it, with it: the page's first load carries it.
+    const bool made = o.token.empty() && !settings.token.empty();
+    std::cout << url;
+    if (made) std::cout << "?token=" << settings.token;
+    std::cout << std::endl;
+    spdlog::info("serving {} on {} (Ctrl-C stops){}", models.size() == 1 ? models.front().name : fmt::format("{} models", models.size()),
+                 url, settings.token.empty() ? "" : "; every request must carry the token");
+  };
+  events.log = [](const std::string& line) { spdlog::warn("{}", line); };
+  events.stop_requested = [] { return InterruptGuard::signal_received() != 0; };
+  serve::run_server(models, settings, events);
+  if (const int sig = InterruptGuard::signal_received()) spdlog::info("{}: stopped; every request in hand was answered", signal_name(sig));
+  return 0;
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,70 @@
+#include "map_query.hpp"
+
+#include <charconv>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace vitattn::serve {
+namespace {
+
+// A decimal integer in [lo, hi], the whole text: no sign but '-', no spaces, no "1.5".
+int integer(const std::string& name, const std::string& text, int lo, int hi) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
+    throw Error(fmt::format("{}={}: expected an integer in {}…{}", name, text, lo, hi));
+  return value;
+}
+
+void set_head(MapQuery& q, const std::string& text) {
+  static const std::pair<const char*, HeadFusion> kFusions[] = {
+      {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
+  for (const auto& [name, fusion] : kFusions)
+    if (text == name) {
+      q.head = pipeline::HeadChoice::fuse;
+      q.fusion = fusion;
+      return;
+    }
+  q.head = pipeline::HeadChoice::index;
+  q.head_index = integer("head", text, 0, 4095);
+}
+
+void set_method(MapQuery& q, const std::string& text) {
+  for (pipeline::MapMethod m : pipeline::every_method())
+    if (text == pipeline::method_name(m)) {
+      q.method = m;
+      return;
+    }
+  throw Error(fmt::format("method={}: expected attention, rollout, chefer, grad-rollout, legrad or gradcam", text));
+}
+
+void set_format(MapQuery& q, const std::string& text) {
+  if (text == "npy") q.format = MapFormat::npy;
+  else if (text == "png") q.format = MapFormat::png;
+  else throw Error(fmt::format("format={}: expected npy or png", text));
+}
+
+}  // namespace
+
+MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) {
+  MapQuery q;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    const auto& [name, value] = *it;
+    if (params.count(name) > 1 && it != params.lower_bound(name)) throw Error(fmt::format("{}: given more than once", name));
+    if (name == "token") continue;  // the access check's (access.hpp)
+    if (name == "model") q.model = static_cast<std::size_t>(integer(name, value, 0, 1023));
+    else if (name == "layer") q.layer = integer(name, value, -4096, 4095);
+    else if (name == "head") set_head(q, value);
+    else if (name == "method") set_method(q, value);
+    else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
+    else if (name == "format") set_format(q, value);
+    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, format)", name));
+  }
+  return q;
+}
+
+}  // namespace vitattn::serve

@@ -1,0 +1,36 @@
+#pragma once
+// A map request's query parameters (`model=0&layer=-1&head=mean&method=attention&class=3&
+// format=png`) → a typed MapQuery: the only request parsing the server writes itself (the
+// HTTP framing is cpp-httplib's). Each parameter optional, with the command line's meanings
+// and defaults: layer −1 (the last; negative counts from the end), head the mean of the heads
+// ("3", "mean", "max", "min"), method attention (rollout, chefer, grad-rollout, legrad,
+// gradcam), class the most likely (an index), format npy (or png: the overlay). Whether the
+// values fit the model (a layer it has…) is check_view's (pipeline/view.hpp), not this file's.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "pipeline/view.hpp"
+
+namespace vitattn::serve {
+
+enum class MapFormat { npy, png };
+
+struct MapQuery {
+  std::size_t model = 0;  // index into the server's models, in the order given
+  int layer = -1;
+  pipeline::HeadChoice head = pipeline::HeadChoice::fuse;
+  int head_index = 0;     // with HeadChoice::index
+  HeadFusion fusion = HeadFusion::mean;
+  pipeline::MapMethod method = pipeline::MapMethod::attention;
+  std::optional<int> class_index;
+  MapFormat format = MapFormat::npy;
+};
+
+// The parameters as cpp-httplib decoded them (name → value; a repeated name: the first).
+// `token` is no map parameter and is passed over. Throws Error with a one-line message
+// naming the parameter for an unknown parameter, a repeated one, or a value out of its form
+// (not a decimal integer in range, not one of the names).
+MapQuery parse_map_query(const std::multimap<std::string, std::string>& params);
+
+}  // namespace vitattn::serve

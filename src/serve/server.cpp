@@ -1,0 +1,309 @@
+#include "server.hpp"
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "access.hpp"
+#include "core/error.hpp"
+#include "image/image_loader.hpp"
+
+namespace vitattn::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The reason of the request this thread is answering, for the log line (httplib calls the
+// logger on the thread that answered).
+thread_local std::string t_reason;
+
+void answer_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  // A message may quote the request (its parameters): invalid UTF-8 is replaced, not thrown on.
+  std::string body = nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  body += '\n';
+  res.set_content(body, "application/json");
+  t_reason = message;
+}
+
+// A request's path as the log shows it: bytes outside printable ASCII percent-encoded (a
+// hostile path cannot break the log's lines or its encoding).
+std::string loggable(const std::string& path) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : path.substr(0, 200)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b > 0x20 && b < 0x7f && b != '%') {
+      out += c;
+      continue;
+    }
+    out += '%';
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// The words for a status httplib answered by itself (a request it could not parse, no route).
+std::string status_words(int status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 404: return "no such path";
+    case 405: return "method not allowed";
+    case 408: return "request timeout";
+    case 413: return "body too large";
+    case 414: return "URI too long";
+    default: return fmt::format("error {}", status);
+  }
+}
+
+// Requests admitted (reading their body, waiting for a worker or computing): at most
+// workers + queue; one more is turned away (503) before its body is read. Of them, `workers`
+// compute at once.
+class Admission {
+ public:
+  Admission(int workers, int queue) : workers_(workers), limit_(workers + queue) {}
+  bool try_enter() {
+    std::lock_guard lock(m_);
+    if (admitted_ >= limit_) return false;
+    ++admitted_;
+    return true;
+  }
+  void leave() {
+    std::lock_guard lock(m_);
+    --admitted_;
+  }
+  void start_work() {
+    std::unique_lock lock(m_);
+    cv_.wait(lock, [&] { return running_ < workers_; });
+    ++running_;
+  }
+  void end_work() {
+    {
+      std::lock_guard lock(m_);
+      --running_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int admitted_ = 0, running_ = 0;
+  const int workers_, limit_;
+};
+
+// RAII over Admission's two steps.
+struct Admitted {
+  Admission& a;
+  ~Admitted() { a.leave(); }
+};
+struct Working {
+  Admission& a;
+  explicit Working(Admission& adm) : a(adm) { a.start_work(); }
+  ~Working() { a.end_work(); }
+};
+
+std::optional<std::string> header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  return req.get_header_value(name);
+}
+
+RequestHead request_head(const httplib::Request& req) {
+  RequestHead head;
+  head.method = req.method;
+  head.host = header(req, "Host");
+  head.origin = header(req, "Origin");
+  head.authorization = header(req, "Authorization");
+  head.content_length = header(req, "Content-Length");
+  head.transfer_encoding = header(req, "Transfer-Encoding");
+  if (req.has_param("token")) head.token_param = req.get_param_value("token");
+  return head;
+}
+
+nlohmann::json models_json(const std::vector<ServedModel>& models) {
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const VitModel& m = models[i].model;
+    list.push_back({{"index", i},
+                    {"name", models[i].name},
+                    {"layers", m.n_layers()},
+                    {"heads", m.n_heads},
+                    {"classes", m.w_head.rows()},
+                    {"class_names", models[i].labels.names}});
+  }
+  return list;
+}
+
+// The body, up to `max` bytes and until `deadline`: a client that sends it a byte at a time
+// is cut off when the deadline passes (each read has its own timeout too). 0 when read, else
+// the status to refuse with.
+int read_body(const httplib::ContentReader& reader, std::uint64_t max, Clock::time_point deadline,
+              std::vector<std::uint8_t>& body) {
+  int refusal = 0;
+  const bool read = reader([&](const char* data, std::size_t n) {
+    if (body.size() + n > max) refusal = 413;
+    else if (Clock::now() > deadline) refusal = 408;
+    if (refusal) return false;
+    body.insert(body.end(), data, data + n);
+    return true;
+  });
+  if (!read && refusal == 0) refusal = 400;  // cut short: the connection ended or a read timed out
+  return refusal;
+}
+
+class Service {
+ public:
+  Service(const std::vector<ServedModel>& models, const ServerSettings& s, const Events& events)
+      : models_(models), settings_(s), events_(events), admission_(s.workers, s.queue) {}
+
+  void install(httplib::Server& svr) {
+    // A refusal answered before the body is read leaves the body unread, and closing a socket
+    // with unread data resets it: the client may lose the answer. So a map upload whose
+    // declared length is within the cap is refused by its handler, after the body is read and
+    // dropped; one over the cap, or without a length, at once. A client that sends
+    // `Expect: 100-continue` (curl does for large bodies) hears every refusal before sending.
+    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      t_reason.clear();
+      const RequestHead head = request_head(req);
+      if (const auto refusal = head.method == "POST" ? body_refusal(rule_, head) : std::nullopt) {
+        refuse(res, *refusal);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      const auto refusal = access_refusal(rule_, head);
+      if (!refusal || (head.method == "POST" && req.path == "/api/map")) return httplib::Server::HandlerResponse::Unhandled;
+      refuse(res, *refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    svr.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      t_reason.clear();
+      const auto refusal = access_refusal(rule_, request_head(req));
+      if (!refusal) return 100;
+      refuse(res, *refusal);
+      return refusal->status;
+    });
+    svr.Get("/api/models", [this](const httplib::Request&, httplib::Response& res) {
+      std::string body = models_json(models_).dump();
+      body += '\n';
+      res.set_content(body, "application/json");
+    });
+    svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("vitattn serve: POST an image to /api/map (docs/serve.md)\n", "text/plain; charset=utf-8");
+    });
+    svr.Post("/api/map", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      map(req, res, reader);
+    });
+    svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // our own answer
+      answer_error(res, res.status, status_words(res.status));
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      answer_error(res, 500, "internal error");
+    });
+    svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      if (res.status < 400 || !events_.log) return;
+      events_.log(fmt::format("{} {} → {}: {}", loggable(req.method), loggable(req.path), res.status,
+                              t_reason.empty() ? status_words(res.status) : t_reason));
+    });
+  }
+
+  void set_rule(AccessRule rule) { rule_ = std::move(rule); }
+
+ private:
+  static void refuse(httplib::Response& res, const Refusal& refusal) {
+    answer_error(res, refusal.status, refusal.message);
+    if (refusal.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  }
+
+  void map(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    const auto deadline = Clock::now() + std::chrono::seconds(settings_.timeout_seconds);
+    if (const auto refusal = access_refusal(rule_, request_head(req))) {  // the pre-routing handler let it through
+      std::vector<std::uint8_t> dropped;
+      read_body(reader, settings_.max_upload, deadline, dropped);
+      return refuse(res, *refusal);
+    }
+    if (req.is_multipart_form_data())
+      return answer_error(res, 415, "send the image's bytes as the body, not a multipart form");
+    MapQuery query;
+    try {
+      query = parse_map_query(req.params);
+    } catch (const Error& e) {
+      return answer_error(res, 400, e.what());
+    }
+    if (query.model >= models_.size())
+      return answer_error(res, 404, fmt::format("model={}: the server has models 0…{}", query.model, models_.size() - 1));
+    if (!admission_.try_enter()) {
+      res.set_header("Retry-After", "1");
+      return answer_error(res, 503, "busy: every worker and queue place is taken");
+    }
+    const Admitted admitted{admission_};
+    std::vector<std::uint8_t> body;
+    if (const int refusal = read_body(reader, settings_.max_upload, deadline, body))
+      return answer_error(res, refusal, refusal == 413 ? "the body is over the upload limit"
+                                        : refusal == 408 ? "the body took longer than the request timeout"
+                                                         : "the body ended before its Content-Length");
+    const Working working(admission_);
+    try {
+      const MapAnswer answer = compute_map(body, "the upload", models_[query.model], query, settings_.max_pixels);
+      res.set_content(reinterpret_cast<const char*>(answer.bytes.data()), answer.bytes.size(), answer.content_type.c_str());
+    } catch (const Error& e) {
+      const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
+      answer_error(res, pixels ? 413 : 400, e.what());
+    }
+  }
+
+  const std::vector<ServedModel>& models_;
+  const ServerSettings& settings_;
+  const Events& events_;
+  Admission admission_;
+  AccessRule rule_;
+};
+
+}  // namespace
+
+void run_server(const std::vector<ServedModel>& models, const ServerSettings& settings, const Events& events) {
+  httplib::Server svr;
+  // A thread per connection in hand: the workers, the queue, and a few more to turn the next away with 503.
+  const auto threads = static_cast<std::size_t>(settings.workers + settings.queue + 4);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_payload_max_length(settings.max_upload);
+  svr.set_read_timeout(settings.timeout_seconds);
+  svr.set_write_timeout(settings.timeout_seconds);
+  // One request a connection: a request refused before its body is read leaves that body
+  // unread, and on a kept-alive connection it would be read as the next request. It also
+  // keeps idle connections from holding the pool's threads and delaying a shutdown.
+  svr.set_keep_alive_max_count(1);
+  svr.set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
+  Service service(models, settings, events);
+  service.install(svr);
+
+  const int port = settings.port == 0 ? svr.bind_to_any_port(settings.host) : settings.port;
+  if (port < 0 || (settings.port != 0 && !svr.bind_to_port(settings.host, port)))
+    throw Error(fmt::format("cannot listen on {}:{} (in use, or no such local address)", settings.host, settings.port));
+  service.set_rule({host_values(settings.host, port), settings.token, settings.max_upload});
+  if (events.listening) events.listening(fmt::format("http://{}/", host_values(settings.host, port).front()));
+
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (events.stop_requested && events.stop_requested()) {
+        svr.stop();  // no new connection; the pool finishes the requests in hand before listen returns
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  svr.listen_after_bind();
+  done = true;
+  watcher.join();
+}
+
+}  // namespace vitattn::serve

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""`vitattn serve`: the API against the CLI, hostile requests, load, shutdown under load.
+
+Each test starts the binary on a free loopback port (--port 0: the URL it prints says which)
+and stops it with SIGTERM. The oracle is the CLI itself, run once per option set over every
+image (one batch run): the server must answer byte for byte what the image command writes,
+because it runs the same pipeline; the maps' math is checked against numpy elsewhere
+(test_bundled_model.py, test_crosscheck.py). Only python's standard library talks HTTP here,
+and raw sockets where the request must be malformed.
+Run: python3 -m pytest tests/e2e/test_serve.py
+"""
+import http.client
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from harness import BIN, REPO, check_sanitizers
+
+MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
+PHOTOS = [REPO / "images" / n for n in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg")]
+
+
+class Server:
+    """`vitattn serve ARGS --port 0` until stop(); url, host, port from its first line."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", *map(str, args)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().strip()
+        m = re.match(r"http://([0-9.]+):(\d+)/", line)
+        assert m, f"the server prints its URL first (got {line!r}; stderr {self.proc.stderr.read()[-2000:] if not line else ''})"
+        self.url, self.host, self.port = line, m.group(1), int(m.group(2))
+        self.stderr = ""
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        """(status, headers dict, body bytes) through http.client (no redirects, no path rewriting)."""
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def raw(self, data, pause_then=None, read_timeout=15):
+        """Sends raw bytes; optionally more pieces [(seconds, bytes)…]; returns what came back."""
+        s = socket.create_connection((self.host, self.port), timeout=read_timeout)
+        try:
+            s.sendall(data)
+            for wait, more in pause_then or []:
+                time.sleep(wait)
+                try:
+                    s.sendall(more)
+                except OSError:
+                    break
+            out = b""
+            while True:
+                try:
+                    chunk = s.recv(65536)
+                except (socket.timeout, ConnectionResetError):
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out and b"}" in out:
+                    break
+            return out
+        finally:
+            s.close()
+
+    def stop(self):
+        """SIGTERM; returns the exit status."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            _, self.stderr = self.proc.communicate(timeout=30)  # text: the log must be UTF-8
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, self.stderr = self.proc.communicate()
+        check_sanitizers(["serve"], self.stderr)
+        return self.proc.returncode
+
+    def vm_hwm_mb(self):
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+
+def status_of(raw):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", raw)
+    return int(m.group(1)) if m else None
+
+
+def cli_outputs(model_args, option_args, folder, out):
+    """One batch run of the image command: {stem: (cls.npy bytes, attn.png bytes)}."""
+    p = subprocess.run([BIN, *model_args, *option_args, "--save-attention", "-o", str(out), str(folder)],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    check_sanitizers(["cli"], p.stderr)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return {q.name[:-len("_cls.npy")]: (q.read_bytes(), (out / (q.name[:-len("_cls.npy")] + "_attn.png")).read_bytes())
+            for q in out.glob("*_cls.npy")}
+
+
+# The API's parameters and the CLI's options for the same map.
+CASES = [
+    ("", []),
+    ("layer=1&head=2", ["--layer", "1", "--head", "2"]),
+    ("layer=-2&head=max", ["--layer", "-2", "--head", "max"]),
+    ("method=rollout", ["--method", "rollout"]),
+    ("method=chefer&class=3", ["--method", "chefer", "--class", "3"]),
+    ("method=legrad", ["--method", "legrad"]),
+]
+
+
+def test_api_answers_what_the_cli_writes():
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        photos = tmp / "photos"
+        photos.mkdir()
+        for p in PHOTOS:
+            (photos / p.name).write_bytes(p.read_bytes())
+        server = Server("--model", MODEL)
+        seeded = Server()
+        try:
+            for i, (query, options) in enumerate(CASES):
+                expected = cli_outputs(["--model", str(MODEL)], options, photos, tmp / f"cli{i}")
+                assert len(expected) == len(PHOTOS)
+                for p in PHOTOS:
+                    npy, png = expected[p.stem]
+                    st, h, body = server.request("POST", f"/api/map?model=0&{query}", p.read_bytes())
+                    assert st == 200 and h.get("Content-Type") == "application/octet-stream", (query, st, body[:200])
+                    assert body == npy, f"{p.name} {query}: the .npy is the CLI's _cls.npy"
+                    st, h, body = server.request("POST", f"/api/map?{query}&format=png", p.read_bytes())
+                    assert st == 200 and h.get("Content-Type") == "image/png", (query, st, body[:200])
+                    assert body == png, f"{p.name} {query}: the PNG is the CLI's overlay"
+            expected = cli_outputs([], [], photos, tmp / "seeded")
+            for p in PHOTOS:
+                st, _, body = seeded.request("POST", "/api/map", p.read_bytes())
+                assert st == 200 and body == expected[p.stem][0], f"{p.name}: the seeded model's map"
+            # The oracle is not the server itself: the map is the class token's mean-over-heads row.
+            st, _, body = server.request("POST", "/api/map", PHOTOS[1].read_bytes())
+            attn = np.load(tmp / "cli0" / "chelsea_attn.npy")
+            got = np.load(__import__("io").BytesIO(body))
+            assert np.allclose(got, attn[:, 0, 1:].mean(0).reshape(8, 8), atol=1e-6)
+        finally:
+            assert server.stop() == 0
+            assert seeded.stop() == 0
+
+
+def png_header_only(w, h):
+    """A PNG that says it is w×h (a decompression bomb's header) with one tiny IDAT."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b""))
+
+
+def test_hostile_requests_are_refused_and_the_server_goes_on():
+    image = PHOTOS[1].read_bytes()
+    server = Server("--model", MODEL, "--max-upload-mb", "1", "--timeout", "2")
+    secret = Server("--token", "s3cret", "--timeout", "2")
+    try:
+        host = f"{server.host}:{server.port}"
+        hostile = {
+            "wrong Host": server.request("GET", "/api/models", headers={"Host": "evil.example:80"})[0],
+            "rebinding Host": server.request("POST", "/api/map", image, {"Host": f"evil.example:{server.port}"})[0],
+            "foreign Origin": server.request("POST", "/api/map", image, {"Origin": "http://evil.example"})[0],
+            "Origin of another port": server.request("POST", "/api/map", image,
+                                                     {"Origin": f"http://{server.host}:{server.port + 1}"})[0],
+            "body over the cap": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nExpect: 100-continue\r\nContent-Length: {1 << 20 | 1}\r\n\r\n".encode())),
+            "foreign Origin, Expect: 100-continue": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nOrigin: http://evil.example\r\nExpect: 100-continue\r\n"
+                f"Content-Length: {len(image)}\r\n\r\n".encode())),
+            "Content-Length 1 GB": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1000000000\r\n\r\n".encode())),
+            "chunked body": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode())),
+            "truncated multipart body": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nContent-Type: multipart/form-data; boundary=xx\r\n"
+                f"Content-Length: 500\r\n\r\n--xx\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nab".encode())),
+            "truncated body": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nContent-Length: 5000\r\n\r\n".encode() + image[:100])),
+            "one byte a second": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nContent-Length: 100\r\n\r\n".encode(),
+                [(1.0, b"x")] * 4)),
+            "invalid JSON": server.request("POST", "/api/map", b"{\"model\": ", {"Content-Type": "application/json"})[0],
+            "dot-dot path": status_of(server.raw(f"GET /../../etc/passwd HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())),
+            "encoded traversal": status_of(server.raw(
+                f"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())),
+            "encoded slash": status_of(server.raw(f"GET /api/..%2f..%2fetc/passwd HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())),
+            "not an image": server.request("POST", "/api/map", b"GIF89a not really")[0],
+            "decompression bomb": server.request("POST", "/api/map", png_header_only(20000, 20000))[0],
+            "unknown model": server.request("POST", "/api/map?model=7", image)[0],
+            "unknown parameter": server.request("POST", "/api/map?path=/etc/passwd", image)[0],
+            "layer out of range": server.request("POST", "/api/map?layer=9", image)[0],
+            "class out of range": server.request("POST", "/api/map?method=chefer&class=10", image)[0],
+            "bad head": server.request("POST", "/api/map?head=-1", image)[0],
+            "no token": secret.request("GET", "/api/models")[0],
+            "wrong token": secret.request("GET", "/api/models", headers={"Authorization": "Bearer s3creT"})[0],
+            "wrong token in query": secret.request("GET", "/api/models?token=nope")[0],
+        }
+        bad = {k: v for k, v in hostile.items() if v is None or not 400 <= v < 500}
+        assert not bad, f"answered with no 4xx: {bad}"
+        assert hostile["Content-Length 1 GB"] == 413 and hostile["body over the cap"] == 413
+        assert hostile["one byte a second"] == 408 and hostile["no token"] == 401
+        assert hostile["decompression bomb"] == 413 and hostile["unknown model"] == 404
+        st, h, body = server.request("POST", "/api/map", image)
+        assert st == 200 and "Access-Control-Allow-Origin" not in h, "still serving, and no CORS"
+        assert server.request("POST", "/api/map", image, {"Origin": f"http://{host}"})[0] == 200, "its own Origin"
+        assert secret.request("GET", "/api/models", headers={"Authorization": "Bearer s3cret"})[0] == 200
+        assert secret.request("GET", "/api/models?token=s3cret")[0] == 200
+        st, h, body = server.request("POST", "/api/map?layer=9", image)
+        assert h.get("Content-Type") == "application/json" and body.count(b"\n") == 1 and b'"error"' in body
+    finally:
+        assert server.stop() == 0
+        assert secret.stop() == 0
+    lines = [ln for ln in server.stderr.splitlines() if " → 4" in ln]
+    assert len(lines) >= 15, f"one log line per refusal:\n{server.stderr}"
+    assert "s3cret" not in secret.stderr, "the token is never logged"
+
+
+def small_images(folder, n):
+    rng = np.random.default_rng(7)
+    paths = []
+    for i in range(n):
+        h, w = int(rng.integers(24, 64)), int(rng.integers(24, 64))
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        path = folder / f"im{i:03d}.png"
+        cv2.imwrite(str(path), img)
+        paths.append(path)
+    return paths
+
+
+def test_load_eight_clients_every_answer_is_the_clis():
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "in").mkdir()
+        paths = small_images(tmp / "in", 200)
+        expected = cli_outputs(["--model", str(MODEL)], [], tmp / "in", tmp / "cli")
+        server = Server("--model", MODEL, "--workers", "2", "--queue", "8")
+        answers, errors = {}, []
+        lock = threading.Lock()
+
+        def client(k):
+            c = http.client.HTTPConnection(server.host, server.port, timeout=60)
+            for p in paths[k::8]:
+                for _ in range(20):  # 503: retry after the time it says
+                    c.request("POST", "/api/map", p.read_bytes())
+                    r = c.getresponse()
+                    body = r.read()
+                    if r.status != 503:
+                        break
+                    time.sleep(float(r.getheader("Retry-After", "1")) / 10)
+                with lock:
+                    if r.status != 200:
+                        errors.append((p.name, r.status, body[:200]))
+                    answers[p.stem] = body
+            c.close()
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seconds = time.monotonic() - start
+        hwm = server.vm_hwm_mb()
+        assert server.stop() == 0
+        assert not errors, errors[:5]
+        assert len(answers) == 200
+        wrong = [s for s in answers if answers[s] != expected[s][0]]
+        assert not wrong, f"answers that are not the CLI's for that image: {wrong[:5]}"
+        print(f"\nload: 200 uploads from 8 clients in {seconds:.2f} s; server VmHWM {hwm:.0f} MB")
+        if "ASAN_OPTIONS" not in os.environ:  # ASan's shadow memory and quarantine are not the server's
+            assert hwm < 400, f"the server's peak memory {hwm:.0f} MB"
+
+
+def test_full_queue_answers_503_and_shutdown_finishes_requests_in_hand():
+    image = PHOTOS[1].read_bytes()
+    server = Server("--model", MODEL, "--workers", "1", "--queue", "1", "--timeout", "20")
+    host = f"{server.host}:{server.port}"
+    head = f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(image)}\r\n\r\n".encode()
+    # Two uploads in hand (their bodies half sent): the worker and the queue place are taken.
+    socks = []
+    for _ in range(2):
+        s = socket.create_connection((server.host, server.port), timeout=30)
+        s.sendall(head + image[:1000])
+        socks.append(s)
+    time.sleep(0.5)
+    st, h, _ = server.request("POST", "/api/map", image)
+    assert st == 503 and h.get("Retry-After") == "1"
+    server.proc.send_signal(signal.SIGTERM)  # stop accepting; the two in hand must still be answered
+    time.sleep(0.5)
+    refused = False
+    try:
+        server.request("GET", "/api/models", timeout=2)
+    except OSError:
+        refused = True
+    assert refused, "no new connection after SIGTERM"
+    for s in socks:
+        s.sendall(image[1000:])
+    for s in socks:
+        out = b""
+        while b"\r\n\r\n" not in out or len(out) < 200:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        assert status_of(out) == 200, out[:300]
+        s.close()
+    _, server.stderr = server.proc.communicate(timeout=30)
+    assert server.proc.returncode == 0, server.stderr

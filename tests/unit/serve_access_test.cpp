@@ -1,0 +1,139 @@
+// `vitattn serve`'s own request parsing: the access rules (serve/access.hpp) and the map query
+// (serve/map_query.hpp). The HTTP side is tests/e2e/test_serve.py's.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "serve/access.hpp"
+#include "serve/map_query.hpp"
+
+namespace vitattn::serve {
+namespace {
+
+AccessRule rule(std::string token = "") { return {host_values("127.0.0.1", 8642), std::move(token), 1000}; }
+
+RequestHead get(std::string host) {
+  RequestHead h;
+  h.method = "GET";
+  h.host = std::move(host);
+  return h;
+}
+
+int status(const AccessRule& r, const RequestHead& h) {
+  const auto refusal = access_refusal(r, h);
+  return refusal ? refusal->status : 0;
+}
+
+TEST(ServeAccess, HostMustNameTheBoundAddress) {
+  EXPECT_EQ(host_values("127.0.0.1", 8642), (std::vector<std::string>{"127.0.0.1:8642", "localhost:8642"}));
+  EXPECT_EQ(host_values("::1", 80), (std::vector<std::string>{"[::1]:80"}));
+  EXPECT_EQ(status(rule(), get("127.0.0.1:8642")), 0);
+  EXPECT_EQ(status(rule(), get("localhost:8642")), 0);
+  EXPECT_EQ(status(rule(), get("127.0.0.1:8643")), 403);
+  EXPECT_EQ(status(rule(), get("evil.example:8642")), 403);  // DNS rebinding
+  RequestHead none = get("");
+  none.host.reset();
+  EXPECT_EQ(status(rule(), none), 403);
+}
+
+TEST(ServeAccess, OriginIsTheServersOwnOrNone) {
+  RequestHead h = get("127.0.0.1:8642");
+  h.origin = "http://127.0.0.1:8642";
+  EXPECT_EQ(status(rule(), h), 0);
+  h.origin = "http://localhost:8642";
+  EXPECT_EQ(status(rule(), h), 0);
+  h.origin = "https://127.0.0.1:8642";
+  EXPECT_EQ(status(rule(), h), 403);
+  h.origin = "null";  // a sandboxed frame or a file: page
+  EXPECT_EQ(status(rule(), h), 403);
+}
+
+TEST(ServeAccess, TokenByHeaderOrQueryNeverInTheMessage) {
+  RequestHead h = get("127.0.0.1:8642");
+  EXPECT_EQ(status(rule("s3cret"), h), 401);
+  h.authorization = "Bearer s3cre";
+  EXPECT_EQ(status(rule("s3cret"), h), 401);
+  h.authorization = "bearer s3cret";
+  EXPECT_EQ(status(rule("s3cret"), h), 401);
+  h.authorization = "Bearer s3cret";
+  EXPECT_EQ(status(rule("s3cret"), h), 0);
+  h.authorization.reset();
+  h.token_param = "s3cret";
+  EXPECT_EQ(status(rule("s3cret"), h), 0);
+  h.token_param = "s3cret ";
+  const auto refusal = access_refusal(rule("s3cret"), h);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->message.find("s3cret"), std::string::npos);
+}
+
+TEST(ServeAccess, PostBodyDeclaredWithinTheCap) {
+  RequestHead h = get("127.0.0.1:8642");
+  h.method = "POST";
+  EXPECT_EQ(status(rule(), h), 411);
+  h.content_length = "1000";
+  EXPECT_EQ(status(rule(), h), 0);
+  h.content_length = "1001";
+  EXPECT_EQ(status(rule(), h), 413);
+  h.content_length = "1000000000000000000000000";  // overflows uint64
+  EXPECT_EQ(status(rule(), h), 400);
+  h.content_length = "-1";
+  EXPECT_EQ(status(rule(), h), 400);
+  h.content_length = "10";
+  h.transfer_encoding = "chunked";
+  EXPECT_EQ(status(rule(), h), 411);
+}
+
+TEST(ServeAccess, Loopback) {
+  EXPECT_TRUE(is_loopback("127.0.0.1"));
+  EXPECT_TRUE(is_loopback("127.8.9.10"));
+  EXPECT_TRUE(is_loopback("::1"));
+  EXPECT_TRUE(is_loopback("localhost"));
+  EXPECT_FALSE(is_loopback("127.evil.example"));
+  EXPECT_FALSE(is_loopback("0.0.0.0"));
+  EXPECT_FALSE(is_loopback("192.168.1.2"));
+}
+
+MapQuery parse(std::multimap<std::string, std::string> p) { return parse_map_query(p); }
+
+TEST(ServeMapQuery, DefaultsAreTheCLIs) {
+  const MapQuery q = parse({});
+  EXPECT_EQ(q.model, 0u);
+  EXPECT_EQ(q.layer, -1);
+  EXPECT_EQ(q.head, pipeline::HeadChoice::fuse);
+  EXPECT_EQ(q.fusion, HeadFusion::mean);
+  EXPECT_EQ(q.method, pipeline::MapMethod::attention);
+  EXPECT_FALSE(q.class_index);
+  EXPECT_EQ(q.format, MapFormat::npy);
+}
+
+TEST(ServeMapQuery, EveryParameter) {
+  const MapQuery q = parse({{"model", "2"}, {"layer", "-3"}, {"head", "5"}, {"method", "grad-rollout"},
+                            {"class", "7"}, {"format", "png"}, {"token", "x"}});
+  EXPECT_EQ(q.model, 2u);
+  EXPECT_EQ(q.layer, -3);
+  EXPECT_EQ(q.head, pipeline::HeadChoice::index);
+  EXPECT_EQ(q.head_index, 5);
+  EXPECT_EQ(q.method, pipeline::MapMethod::grad_rollout);
+  EXPECT_EQ(q.class_index, 7);
+  EXPECT_EQ(q.format, MapFormat::png);
+  EXPECT_EQ(parse({{"head", "max"}}).fusion, HeadFusion::max);
+}
+
+TEST(ServeMapQuery, RefusesWithTheParameterNamed) {
+  for (const auto& [name, value] : std::multimap<std::string, std::string>{
+           {"layer", "1.5"}, {"layer", " 1"}, {"layer", ""}, {"layer", "99999"}, {"head", "-1"}, {"head", "all"},
+           {"head", "MEAN"}, {"method", "all"}, {"class", "-1"}, {"format", "jpg"}, {"model", "1e3"}, {"path", "/etc"}}) {
+    try {
+      parse({{name, value}});
+      ADD_FAILURE() << name << "=" << value << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(name, 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(parse({{"layer", "1"}, {"layer", "2"}}), Error);
+}
+
+}  // namespace
+}  // namespace vitattn::serve
