@@ -3,7 +3,8 @@
 src/hub/lazy_library.hpp): JPEGs are decoded in the binary with libjpeg-turbo, every other
 format goes through libvitattn_codecs.so (OpenCV's imgcodecs with GDAL, GDCM, OpenEXR, …),
 loaded only when such a file is met or JPEG/WebP is written; libcurl and libcrypto are loaded
-only for a download or a report. The pixels of a PNG read through the module and of the same
+only for a download or a report; the HTTP server (cpp-httplib with OpenSSL and brotli) is a
+second executable, vitattn-serve, that `vitattn serve` execs (src/cli/serve_exec.cpp). The pixels of a PNG read through the module and of the same
 image as a lossless BMP, and the overlay of a JPEG, are what cv2 makes of them.
 
 Evidence of what is loaded: the dynamic loader's trace (LD_DEBUG=files). Small inputs (the
@@ -19,7 +20,8 @@ import numpy as np
 
 from harness import TmpCase, run_process
 
-HEAVY = ("libopencv_imgcodecs", "libvitattn_codecs", "libgdal", "libcurl", "libcrypto", "libopencv_videoio")
+HEAVY = ("libopencv_imgcodecs", "libvitattn_codecs", "libgdal", "libcurl", "libcrypto", "libopencv_videoio",
+         "libcpp-httplib", "libssl", "libbrotli")
 
 
 class StartupLibraries(TmpCase):
@@ -109,3 +111,31 @@ class StartupLibraries(TmpCase):
             self.assertEqual(len(lines), 1, f"{name}: {lines} in\n{p.stderr}")
             self.assertRegex(lines[0], rf"^error: .*{name}: decoding and encoding of this format is not available: "
                                        r".*libvitattn_codecs\.so: cannot open shared object file")
+
+    def test_serve_execs_the_server_beside_the_binary_or_says_it_is_missing(self):
+        import shutil
+        import subprocess
+
+        from harness import BIN
+        import os
+        import signal
+        # The server's libraries are its own: a running `vitattn serve` has opened cpp-httplib.
+        trace = self.dir / "serve-trace"
+        server = subprocess.Popen([str(BIN), "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env={**os.environ, "LD_DEBUG": "files", "LD_DEBUG_OUTPUT": str(trace)})
+        try:
+            self.assertRegex(server.stdout.readline(), r"^http://127\.0\.0\.1:\d+")
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.communicate(timeout=60)
+        self.assertEqual(server.returncode, 0)
+        text = "".join(f.read_text(errors="replace") for f in self.dir.glob("serve-trace*"))
+        self.assertRegex(text, r"file=\S*libcpp-httplib\S* \[0\];  needed", "vitattn serve did not run vitattn-serve")
+        alone = self.dir / "alone" / "vitattn"  # no vitattn-serve beside it nor in ../lib/vitattn
+        alone.parent.mkdir()
+        shutil.copy(BIN, alone)
+        p = subprocess.run([str(alone), "serve", "--port", "0"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r"^error: serve: the server executable vitattn-serve was not found beside vitattn")
