@@ -14,7 +14,10 @@ Prints median seconds per forward, the goals (after / floor <= 0.8, PyTorch / af
 the kernel each vitattn build ran, and the share of the CPU's FMA peak (measured by
 vitattn_fma_peak, per core × T) that the forward's GEMM flops reach in the forward's wall time
 (an under-estimate of the GEMMs' own share: the norms, softmax and GELU are in that time too).
-Refuses to run unless numpy and torch use OpenBLAS (run_model_bench.check_blas).
+Refuses to run unless numpy and torch use OpenBLAS (run_model_bench.check_blas). PyTorch and
+the floor run without OPENBLAS_CORETYPE, so OpenBLAS picks its kernels from the CPU (a forced
+older core, such as Haswell on an AVX-512 CPU, would be a slow baseline); the core it picked is
+printed (OPENBLAS_VERBOSE=2).
 """
 import argparse
 import json
@@ -48,6 +51,11 @@ def main():
         if not os.access(exe, os.X_OK):
             rmb.die(f"{exe} is not an executable file")
     rmb.check_blas()
+    os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS's own choice for this CPU, for both baselines
+    probe = subprocess.run([rmb.PY, "-c", "import numpy"], capture_output=True, text=True,
+                           env=dict(os.environ, OPENBLAS_VERBOSE="2"))
+    core = [l for l in probe.stdout.splitlines() + probe.stderr.splitlines() if l.startswith("Core:")]
+    print(f"OpenBLAS kernels (PyTorch and the floor): {core[0] if core else 'not reported'}")
     peak, _ = rmb.run_json([args.fma_peak])
     print(f"FMA peak per core (measured): AVX2 {peak['avx2_gflops_per_core']:.1f} GFLOP/s, "
           f"AVX-512 {peak['avx512_gflops_per_core']:.1f} GFLOP/s")

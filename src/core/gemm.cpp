@@ -8,6 +8,10 @@
 #include <new>
 #include <string>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include "error.hpp"
 #include "gemm_kernels.hpp"
 #include "parallel_for.hpp"
@@ -133,6 +137,23 @@ void pack_b_all(const float* b, Index ldb, bool transposed, Index k, Index n, in
   }
 }
 
+// Storage for a weight's panels, kept as long as the model: 64-byte aligned for the kernels'
+// loads and, on Linux, in transparent huge pages where the system allows them on request
+// (madvise mode): the panels are a copy of the weights, megabytes written once, and with 4 KiB
+// pages the page faults of that first write cost as much as the packing itself.
+std::shared_ptr<float[]> panel_storage(std::size_t floats) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t bytes = floats * sizeof(float);
+  const std::size_t align = bytes >= kHuge ? kHuge : 64;
+  const std::size_t rounded = (bytes + align - 1) / align * align;
+  void* p = ::operator new[](rounded, std::align_val_t{align});
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, the pages stay small
+#endif
+  return std::shared_ptr<float[]>(static_cast<float*>(p),
+                                  [align](float* q) { ::operator delete[](q, std::align_val_t{align}); });
+}
+
 // Which cached form a (kernel, orientation) is.
 int form_of(GemmKernel kernel, bool transposed) { return static_cast<int>(kernel) * 2 + (transposed ? 1 : 0); }
 
@@ -144,9 +165,7 @@ const PackedPanels& weight_panels(const Product& g, GemmKernel kernel, int nr) {
     packed.n = g.n;
     packed.nr = nr;
     packed.n_padded = round_up(g.n, nr);
-    const auto size = static_cast<std::size_t>(packed.n_padded * g.k);
-    packed.data = std::shared_ptr<float[]>(static_cast<float*>(::operator new[](size * sizeof(float), std::align_val_t{64})),
-                                           [](float* p) { ::operator delete[](p, std::align_val_t{64}); });
+    packed.data = panel_storage(static_cast<std::size_t>(packed.n_padded * g.k));
     pack_b_all(g.b, g.ldb, g.b_transposed, g.k, g.n, nr, packed.data.get());
     return packed;
   });
@@ -207,7 +226,7 @@ void run(const Product& g) {
   float* a_panels = a_buf.get(panels.m_padded * g.k);
   pack_a_all(g, kern.mr, a_panels);
   panels.a = a_panels;
-  if (g.b_panels) {
+  if (g.b_panels && g.b_panels->read_before(form_of(kernel, g.b_transposed))) {
     const PackedPanels& kept = weight_panels(g, kernel, kern.nr);
     panels.b = kept.data.get();
     panels.n_padded = kept.n_padded;

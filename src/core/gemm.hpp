@@ -11,7 +11,7 @@
 // Where an operand sits does not matter either: a and b are copied into aligned panels before
 // any kernel reads them, so they need only float alignment, and a weight read in place from a
 // file's mapping (weight_matrix.hpp) gives the bytes its copy would.
-// A weight (a WeightMatrix) is packed once, on its first product, and its panels kept beside it
+// A weight (a WeightMatrix) is packed once, on its second product, and its panels kept beside it
 // (packed_panels.hpp): they are the values the per-product packing would copy, so the bytes do
 // not depend on which path ran. a is packed once per product, before any tile.
 // Why not OpenBLAS: its kernels and its split of the work depend on the thread count and on
@@ -39,9 +39,9 @@ void gemm_abt(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 
 void gemm_ab(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 1.0f,
              Accumulate accumulate = Accumulate::no);
 
-// The same products with b a weight, whose panels are packed on first use and kept with it
-// (packed_panels.hpp; one form per kernel and orientation): x·Wᵀ in the forward, d·W in the
-// gradient. Same bytes as the views above. Templates only so that a Matrix argument, which
+// The same products with b a weight, whose panels are packed once and kept with it from its
+// second product on (packed_panels.hpp; one form per kernel and orientation): x·Wᵀ in the
+// forward, d·W in the gradient. Same bytes as the views above. Templates only so that a Matrix argument, which
 // converts to both a view and a WeightMatrix, still picks the view: a WeightMatrix picks these.
 void gemm_abt_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate);
 void gemm_ab_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate);

@@ -12,7 +12,7 @@
 //
 // To change values, assign a new Matrix (m.w_patch = m.w_patch * 0.5f): the model is built,
 // then read. The GEMM's panels of the values (packed_panels.hpp) are cached beside them, made
-// on first use and shared by the copies; new values get a new, empty cache.
+// when read again and shared by the copies; new values get a new, empty cache.
 #include <memory>
 #include <new>
 #include <utility>
@@ -51,7 +51,7 @@ class WeightMatrix : public Eigen::Map<const Matrix> {
   // Whether the values live in a storage of their own, not in the holder's (a test's question).
   bool owned() const { return owned_; }
 
-  // The GEMM's panels of these values (gemm.cpp fills them on first use; thread-safe).
+  // The GEMM's panels of these values (gemm.cpp fills them when the values are read again; thread-safe).
   PanelCache& panels() const { return *panels_; }
 
  private:

@@ -224,7 +224,8 @@ TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
 
 // A weight's kept panels (packed once, on first use) feed the same chain: every FMA kernel, both
 // orientations (x·Wᵀ of the forward, d·W of the gradient), every awkward shape, 1/2/3/7 threads,
-// the first product (which packs) and the later ones (which read the kept panels).
+// the first product (packed for itself), the second (which packs the kept panels) and the later
+// ones (which read them).
 TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
   int fma_kernels = 0;
   for (GemmKernel kernel : available_gemm_kernels()) {
