@@ -5,7 +5,7 @@
 //
 // Packed lazily, on the second product that reads the weight in a given form, under
 // std::call_once: a checkpoint whose weights are read in place from a file mapping would pay a
-// copy of every weight at load if it were packed there, and `--version`, a layout check or a
+// copy of every weight at load if it were packed there, and a version query, a layout check or a
 // model whose forward never runs would pay it for nothing. The first product packs into a
 // buffer of its own, reused by the next products (no new pages): the kept copy is fresh memory,
 // whose page faults and zeroing cost a one-image run about as much as its products save
