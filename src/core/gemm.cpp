@@ -8,6 +8,10 @@
 #include <new>
 #include <string>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include "error.hpp"
 #include "gemm_kernels.hpp"
 #include "parallel_for.hpp"
@@ -59,6 +63,7 @@ struct Product {
   Index m, n, k;
   float alpha;
   bool accumulate;
+  PanelCache* b_panels = nullptr;  // b is a weight whose panels are kept (packed_panels.hpp)
 };
 
 // A float buffer aligned for the widest vector loads, kept per thread across products.
@@ -74,42 +79,96 @@ struct Buffer {
   }
 };
 
-// a[i0 … i0+rows, p0 … p0+kc] → panels of mr rows: panel[p·mr + i] = α·a_i,p, rows past the
-// end 0. Scaling here, in the shared code, makes α one rounding the same for every kernel.
-void pack_a(const Product& g, Index i0, Index rows, Index p0, Index kc, int mr, float* out) {
-  for (Index r0 = 0; r0 < rows; r0 += mr, out += kc * mr)
-    for (Index i = 0; i < mr; ++i) {
-      if (r0 + i >= rows) {
-        for (Index p = 0; p < kc; ++p) out[p * mr + i] = 0.0f;
-        continue;
-      }
-      const float* src = g.a + (i0 + r0 + i) * g.lda + p0;
-      for (Index p = 0; p < kc; ++p) out[p * mr + i] = g.alpha * src[p];
-    }
+// mr rows of a (row stride lda, from column p0) → one panel: out[p·mr + i] = α·a_i,p, rows at
+// or past `rows` 0. Scaling here, in the shared code, makes α one rounding the same for every
+// kernel. MR fixed at compile time: the loop over p writes out sequentially.
+template <int MR>
+void pack_a_panel(const float* a, Index lda, Index rows, Index kc, float alpha, float* out) {
+  if (rows == MR) {
+    for (Index p = 0; p < kc; ++p)
+      for (int i = 0; i < MR; ++i) out[p * MR + i] = alpha * a[i * lda + p];
+    return;
+  }
+  for (Index p = 0; p < kc; ++p)
+    for (int i = 0; i < MR; ++i) out[p * MR + i] = i < rows ? alpha * a[i * lda + p] : 0.0f;
 }
 
-// op(b)[p0 … p0+kc, j0 … j0+cols] → panels of nr columns: panel[p·nr + j] = op(b)_p,j, columns past
-// the end 0.
-void pack_b(const Product& g, Index j0, Index cols, Index p0, Index kc, int nr, float* out) {
-  for (Index c0 = 0; c0 < cols; c0 += nr, out += kc * nr) {
-    const Index w = std::min<Index>(nr, cols - c0);
-    if (g.b_transposed) {  // b (n, k): row j of b is column j of op(b)
-      for (Index j = 0; j < nr; ++j) {
-        if (j >= w) {
-          for (Index p = 0; p < kc; ++p) out[p * nr + j] = 0.0f;
-          continue;
+void pack_a_rows(const Product& g, Index r0, Index rows, Index p0, Index kc, int mr, float* out) {
+  const float* src = g.a + r0 * g.lda + p0;
+  switch (mr) {
+    case 12: return pack_a_panel<12>(src, g.lda, rows, kc, g.alpha, out);
+    case 6: return pack_a_panel<6>(src, g.lda, rows, kc, g.alpha, out);
+    case 4: return pack_a_panel<4>(src, g.lda, rows, kc, g.alpha, out);
+    default: break;
+  }
+  for (Index p = 0; p < kc; ++p)
+    for (Index i = 0; i < mr; ++i) out[p * mr + i] = i < rows ? g.alpha * src[i * g.lda + p] : 0.0f;
+}
+
+// Panels of a whole operand, in the layout of packed_panels.hpp: chunk p0 of k at
+// base + p0·extent_padded, panel r0 of it at + r0·kc. Every tile finds its panels there.
+Index panel_offset(Index p0, Index extent_padded, Index r0, Index kc) { return p0 * extent_padded + r0 * kc; }
+
+// All of α·a (m, k) → panels of mr rows, once per product (each tile reads its rows' panels).
+void pack_a_all(const Product& g, int mr, float* out) {
+  const Index m_padded = round_up(g.m, mr);
+  for (Index p0 = 0; p0 < g.k; p0 += kDepth) {
+    const Index kc = std::min(kDepth, g.k - p0);
+    for (Index r0 = 0; r0 < g.m; r0 += mr)
+      pack_a_rows(g, r0, std::min<Index>(mr, g.m - r0), p0, kc, mr, out + panel_offset(p0, m_padded, r0, kc));
+  }
+}
+
+// All of op(b) (k, n) → panels of nr columns, columns past n 0 (packed_panels.hpp's layout).
+void pack_b_all(const float* b, Index ldb, bool transposed, Index k, Index n, int nr, float* out) {
+  const Index n_padded = round_up(n, nr);
+  for (Index p0 = 0; p0 < k; p0 += kDepth) {
+    const Index kc = std::min(kDepth, k - p0);
+    for (Index c0 = 0; c0 < n; c0 += nr) {
+      const Index w = std::min<Index>(nr, n - c0);
+      float* panel = out + panel_offset(p0, n_padded, c0, kc);
+      if (transposed) gemm_detail::pack_transposed(b + c0 * ldb + p0, ldb, w, kc, nr, panel);  // b (n, k)
+      else
+        for (Index p = 0; p < kc; ++p) {  // b (k, n): a contiguous run of each row
+          std::memcpy(panel + p * nr, b + (p0 + p) * ldb + c0, static_cast<std::size_t>(w) * sizeof(float));
+          std::fill(panel + p * nr + w, panel + (p + 1) * nr, 0.0f);
         }
-        const float* src = g.b + (j0 + c0 + j) * g.ldb + p0;
-        for (Index p = 0; p < kc; ++p) out[p * nr + j] = src[p];
-      }
-    } else {  // b (k, n): a contiguous run of each row
-      for (Index p = 0; p < kc; ++p) {
-        const float* src = g.b + (p0 + p) * g.ldb + j0 + c0;
-        std::memcpy(out + p * nr, src, static_cast<std::size_t>(w) * sizeof(float));
-        std::fill(out + p * nr + w, out + (p + 1) * nr, 0.0f);
-      }
     }
   }
+}
+
+// Storage for a weight's panels, kept as long as the model: 64-byte aligned for the kernels'
+// loads and, on Linux, in transparent huge pages where the system allows them on request
+// (madvise mode): the panels are a copy of the weights, megabytes written once, and with 4 KiB
+// pages the page faults of that first write cost as much as the packing itself.
+std::shared_ptr<float[]> panel_storage(std::size_t floats) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t bytes = floats * sizeof(float);
+  const std::size_t align = bytes >= kHuge ? kHuge : 64;
+  const std::size_t rounded = (bytes + align - 1) / align * align;
+  void* p = ::operator new[](rounded, std::align_val_t{align});
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, the pages stay small
+#endif
+  return std::shared_ptr<float[]>(static_cast<float*>(p),
+                                  [align](float* q) { ::operator delete[](q, std::align_val_t{align}); });
+}
+
+// Which cached form a (kernel, orientation) is.
+int form_of(GemmKernel kernel, bool transposed) { return static_cast<int>(kernel) * 2 + (transposed ? 1 : 0); }
+
+// A weight's panels for this kernel and orientation, packed on first use (packed_panels.hpp).
+const PackedPanels& weight_panels(const Product& g, GemmKernel kernel, int nr) {
+  return g.b_panels->get(form_of(kernel, g.b_transposed), [&] {
+    PackedPanels packed;
+    packed.k = g.k;
+    packed.n = g.n;
+    packed.nr = nr;
+    packed.n_padded = round_up(g.n, nr);
+    packed.data = panel_storage(static_cast<std::size_t>(packed.n_padded * g.k));
+    pack_b_all(g.b, g.ldb, g.b_transposed, g.k, g.n, nr, packed.data.get());
+    return packed;
+  });
 }
 
 // A register tile at C's edge: through a full-size scratch tile, so kernels only see whole tiles.
@@ -122,17 +181,21 @@ void edge_tile(const KernelInfo& kern, Index kc, const float* ap, const float* b
   for (Index i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * kern.nr, static_cast<std::size_t>(cols) * sizeof(float));
 }
 
-// C[i0 … i0+rows, j0 … j0+cols], the whole chain over k.
-void tile(const Product& g, const KernelInfo& kern, Index i0, Index rows, Index j0, Index cols) {
-  thread_local Buffer a_buf, b_buf;
-  const Index depth = std::min(kDepth, g.k);
-  float* ap = a_buf.get(round_up(rows, kern.mr) * depth);
-  float* bp = b_buf.get(round_up(cols, kern.nr) * depth);
+// Both operands' panels for one product: a packed for it, b packed for it or kept with the weight.
+struct Panels {
+  const float* a;
+  Index m_padded;
+  const float* b;
+  Index n_padded;
+};
+
+// C[i0 … i0+rows, j0 … j0+cols], the whole chain over k, from the product's panels.
+void tile(const Product& g, const KernelInfo& kern, const Panels& panels, Index i0, Index rows, Index j0, Index cols) {
   for (Index p0 = 0; p0 < g.k; p0 += kDepth) {
     const Index kc = std::min(kDepth, g.k - p0);
     const bool load_c = g.accumulate || p0 > 0;
-    pack_a(g, i0, rows, p0, kc, kern.mr, ap);
-    pack_b(g, j0, cols, p0, kc, kern.nr, bp);
+    const float* ap = panels.a + panel_offset(p0, panels.m_padded, i0, kc);
+    const float* bp = panels.b + panel_offset(p0, panels.n_padded, j0, kc);
     for (Index jr = 0; jr < cols; jr += kern.nr) {
       const float* b_panel = bp + jr * kc;
       for (Index ir = 0; ir < rows; ir += kern.mr) {
@@ -153,14 +216,33 @@ void run(const Product& g) {
       for (Index i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.0f);
     return;
   }
-  const KernelInfo kern = gemm_detail::kernel_info(kernel_in_use().load(std::memory_order_relaxed));
+  const GemmKernel kernel = kernel_in_use().load(std::memory_order_relaxed);
+  const KernelInfo kern = gemm_detail::kernel_info(kernel);
+  // The panels, packed once per product (a, an activation's b) or once per weight (a kept b),
+  // before any tile: no tile packs what another tile packs too.
+  thread_local Buffer a_buf, b_buf;
+  Panels panels{};
+  panels.m_padded = round_up(g.m, kern.mr);
+  float* a_panels = a_buf.get(panels.m_padded * g.k);
+  pack_a_all(g, kern.mr, a_panels);
+  panels.a = a_panels;
+  if (g.b_panels && g.b_panels->read_before(form_of(kernel, g.b_transposed))) {
+    const PackedPanels& kept = weight_panels(g, kernel, kern.nr);
+    panels.b = kept.data.get();
+    panels.n_padded = kept.n_padded;
+  } else {
+    panels.n_padded = round_up(g.n, kern.nr);
+    float* b_panels = b_buf.get(panels.n_padded * g.k);
+    pack_b_all(g.b, g.ldb, g.b_transposed, g.k, g.n, kern.nr, b_panels);
+    panels.b = b_panels;
+  }
   const Cut rows = cut(g.m, kTileRows, kRowQuantum), cols = cut(g.n, kTileCols, kColQuantum);
   const auto n_tiles = static_cast<int>(rows.count * cols.count);
   const int threads = g.m * g.n * g.k < kSerialWork ? 1 : g_threads.load(std::memory_order_relaxed);
   parallel_for(n_tiles, threads, [&](int t) {
     const Index r = t / cols.count, s = t % cols.count;
     const Index i0 = r * rows.size, j0 = s * cols.size;
-    tile(g, kern, i0, std::min(rows.size, g.m - i0), j0, std::min(cols.size, g.n - j0));
+    tile(g, kern, panels, i0, std::min(rows.size, g.m - i0), j0, std::min(cols.size, g.n - j0));
   });
 }
 
@@ -184,6 +266,22 @@ void gemm_ab(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha, Ac
                 " · " + shape("b", b.rows(), b.cols()));
   run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.outerStride(), false, a.rows(), b.cols(), a.cols(),
        alpha, accumulate == Accumulate::yes});
+}
+
+void gemm_abt_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate) {
+  if (a.cols() != b.cols() || c.rows() != a.rows() || c.cols() != b.rows())
+    throw Error("gemm_abt: shapes do not fit: " + shape("c", c.rows(), c.cols()) + " = " + shape("a", a.rows(), a.cols()) +
+                " · " + shape("weight", b.rows(), b.cols()) + "ᵀ");
+  run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.cols(), true, a.rows(), b.rows(), a.cols(),
+       alpha, accumulate == Accumulate::yes, &b.panels()});
+}
+
+void gemm_ab_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate) {
+  if (a.cols() != b.rows() || c.rows() != a.rows() || c.cols() != b.cols())
+    throw Error("gemm_ab: shapes do not fit: " + shape("c", c.rows(), c.cols()) + " = " + shape("a", a.rows(), a.cols()) +
+                " · " + shape("weight", b.rows(), b.cols()));
+  run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.cols(), false, a.rows(), b.cols(), a.cols(),
+       alpha, accumulate == Accumulate::yes, &b.panels()});
 }
 
 std::vector<GemmKernel> available_gemm_kernels() {

@@ -11,12 +11,17 @@
 // Where an operand sits does not matter either: a and b are copied into aligned panels before
 // any kernel reads them, so they need only float alignment, and a weight read in place from a
 // file's mapping (weight_matrix.hpp) gives the bytes its copy would.
+// A weight (a WeightMatrix) is packed once, on its second product, and its panels kept beside it
+// (packed_panels.hpp): they are the values the per-product packing would copy, so the bytes do
+// not depend on which path ran. a is packed once per product, before any tile.
 // Why not OpenBLAS: its kernels and its split of the work depend on the thread count and on
 // the kernel the environment picks (OPENBLAS_CORETYPE), and so did the outputs.
+#include <concepts>
 #include <string>
 #include <vector>
 
 #include "tensor.hpp"
+#include "weight_matrix.hpp"
 
 namespace vitattn {
 
@@ -33,6 +38,23 @@ void gemm_abt(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 
 // c must not overlap a or b.
 void gemm_ab(MatrixView c, ConstMatrixView a, ConstMatrixView b, float alpha = 1.0f,
              Accumulate accumulate = Accumulate::no);
+
+// The same products with b a weight, whose panels are packed once and kept with it from its
+// second product on (packed_panels.hpp; one form per kernel and orientation): x·Wᵀ in the
+// forward, d·W in the gradient. Same bytes as the views above. Templates only so that a Matrix argument, which
+// converts to both a view and a WeightMatrix, still picks the view: a WeightMatrix picks these.
+void gemm_abt_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate);
+void gemm_ab_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate);
+template <class W>
+  requires std::same_as<W, WeightMatrix>
+void gemm_abt(MatrixView c, ConstMatrixView a, const W& b, float alpha = 1.0f, Accumulate accumulate = Accumulate::no) {
+  gemm_abt_weight(c, a, b, alpha, accumulate);
+}
+template <class W>
+  requires std::same_as<W, WeightMatrix>
+void gemm_ab(MatrixView c, ConstMatrixView a, const W& b, float alpha = 1.0f, Accumulate accumulate = Accumulate::no) {
+  gemm_ab_weight(c, a, b, alpha, accumulate);
+}
 
 // The micro-kernels. The choice is made once from the CPU (never from the environment);
 // tests force each one in turn.

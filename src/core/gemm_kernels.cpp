@@ -79,9 +79,57 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::ptrdiff_t kc, const f
   }
 }
 
+// 8 rows of b (8 consecutive j) × 8 consecutive p, transposed through registers into 8 rows
+// of the panel (8 consecutive p) × 8 consecutive j.
+__attribute__((target("avx2"))) void transpose_8x8(const float* b, std::ptrdiff_t ldb, float* out, std::ptrdiff_t nr) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(b + i * ldb);
+  __m256 t[8], s[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);      // rows 2i, 2i+1 interleaved, p 0 1 | 4 5
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);  // p 2 3 | 6 7
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 0-3 (h = 0) and 4-7 (h = 1)
+    s[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));      // p 0 | 4
+    s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));      // p 1 | 5
+    s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));  // p 2 | 6
+    s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));  // p 3 | 7
+  }
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(out + q * nr, _mm256_permute2f128_ps(s[q], s[4 + q], 0x20));
+    _mm256_storeu_ps(out + (q + 4) * nr, _mm256_permute2f128_ps(s[q], s[4 + q], 0x31));
+  }
+}
+
+__attribute__((target("avx2"))) void pack_transposed_avx2(const float* b, std::ptrdiff_t ldb, std::ptrdiff_t w,
+                                                          std::ptrdiff_t kc, int nr, float* out) {
+  std::ptrdiff_t j = 0;
+  for (; j + 8 <= w; j += 8) {
+    std::ptrdiff_t p = 0;
+    for (; p + 8 <= kc; p += 8) transpose_8x8(b + j * ldb + p, ldb, out + p * nr + j, nr);
+    for (; p < kc; ++p)
+      for (std::ptrdiff_t i = 0; i < 8; ++i) out[p * nr + j + i] = b[(j + i) * ldb + p];
+  }
+  for (; j < nr; ++j)
+    for (std::ptrdiff_t p = 0; p < kc; ++p) out[p * nr + j] = j < w ? b[j * ldb + p] : 0.0f;
+}
+
 #endif
 
+void pack_transposed_scalar(const float* b, std::ptrdiff_t ldb, std::ptrdiff_t w, std::ptrdiff_t kc, int nr, float* out) {
+  for (std::ptrdiff_t p = 0; p < kc; ++p)
+    for (std::ptrdiff_t j = 0; j < nr; ++j) out[p * nr + j] = j < w ? b[j * ldb + p] : 0.0f;
+}
+
 }  // namespace
+
+void pack_transposed(const float* b, std::ptrdiff_t ldb, std::ptrdiff_t w, std::ptrdiff_t kc, int nr, float* out) {
+#ifdef VITATTN_X86_KERNELS
+  static const bool avx2 = cpu_runs(GemmKernel::avx2_fma);
+  if (avx2 && nr % 8 == 0) return pack_transposed_avx2(b, ldb, w, kc, nr, out);
+#endif
+  pack_transposed_scalar(b, ldb, w, kc, nr, out);
+}
 
 KernelInfo kernel_info(GemmKernel kernel) {
   switch (kernel) {

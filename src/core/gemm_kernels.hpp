@@ -21,6 +21,11 @@ struct KernelInfo {
 inline constexpr int kMaxMr = 12, kMaxNr = 32;  // the largest tile of any kernel
 
 KernelInfo kernel_info(GemmKernel kernel);
+
+// One column panel of op(b) from b stored (n, k), a transposing copy:
+//   out[p·nr + j] = b[j·ldb + p] for j < w, 0 for w ≤ j < nr, p < kc.
+// 8×8 AVX transposes where the CPU has AVX2, else scalar; only copies, so the same bytes.
+void pack_transposed(const float* b, std::ptrdiff_t ldb, std::ptrdiff_t w, std::ptrdiff_t kc, int nr, float* out);
 bool cpu_runs(GemmKernel kernel);
 
 }  // namespace vitattn::gemm_detail

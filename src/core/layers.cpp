@@ -67,13 +67,11 @@ const char* gelu_name(Gelu kind) {
   return "?";
 }
 
-Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b) {
-  Matrix y;
-  linear_into(x, w, b, y);
-  return y;
-}
+namespace {
 
-void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix& y) {
+// W: a view (packed per product) or a WeightMatrix (its panels kept): the same bytes.
+template <class W>
+void linear_into_any(const Matrix& x, const W& w, const RowVector& b, Matrix& y) {
   // y (n_tokens, d_out) = b on every row, then y += x (n_tokens, d_in) · wᵀ (d_in, d_out):
   // the bias is where each output's chain of multiply-adds starts.
   y.resize(x.rows(), w.rows());
@@ -83,6 +81,26 @@ void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix&
   }
   for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) = b;  // a contiguous copy per row (replicate is scalar)
   gemm_abt(y, x, w, 1.0f, Accumulate::yes);
+}
+
+}  // namespace
+
+Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b) {
+  Matrix y;
+  linear_into_any(x, w, b, y);
+  return y;
+}
+
+void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix& y) { linear_into_any(x, w, b, y); }
+
+Matrix linear_weight(const Matrix& x, const WeightMatrix& w, const RowVector& b) {
+  Matrix y;
+  linear_into_any(x, w, b, y);
+  return y;
+}
+
+void linear_into_weight(const Matrix& x, const WeightMatrix& w, const RowVector& b, Matrix& y) {
+  linear_into_any(x, w, b, y);
 }
 
 }  // namespace vitattn

@@ -1,6 +1,9 @@
 #pragma once
 // The element-wise and row-wise layers of a transformer block, each a small function.
+#include <concepts>
+
 #include "tensor.hpp"
+#include "weight_matrix.hpp"
 
 namespace vitattn {
 
@@ -30,5 +33,19 @@ Matrix linear(const Matrix& x, ConstMatrixView w, const RowVector& b);
 // The same into `y` (resized when its shape differs). The bias is written first and the
 // product added onto it (gemm.hpp): no second pass for the bias.
 void linear_into(const Matrix& x, ConstMatrixView w, const RowVector& b, Matrix& y);
+// The same with w a model's weight, whose GEMM panels are packed once and kept (gemm.hpp).
+// Templates only so that a Matrix w, which converts to both, still picks the view.
+Matrix linear_weight(const Matrix& x, const WeightMatrix& w, const RowVector& b);
+void linear_into_weight(const Matrix& x, const WeightMatrix& w, const RowVector& b, Matrix& y);
+template <class W>
+  requires std::same_as<W, WeightMatrix>
+Matrix linear(const Matrix& x, const W& w, const RowVector& b) {
+  return linear_weight(x, w, b);
+}
+template <class W>
+  requires std::same_as<W, WeightMatrix>
+void linear_into(const Matrix& x, const W& w, const RowVector& b, Matrix& y) {
+  linear_into_weight(x, w, b, y);
+}
 
 }  // namespace vitattn

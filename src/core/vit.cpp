@@ -221,7 +221,7 @@ void multi_head_attention(const VitModel& model, const EncoderBlock& block, cons
 // x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
 // Without layer scale the product lands on x directly (gemm accumulating onto x + b): no
 // branch matrix, no separate residual pass.
-void add_branch(Matrix& x, const Matrix& u, ConstMatrixView w, const RowVector& b, const RowVector& layer_scale,
+void add_branch(Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVector& b, const RowVector& layer_scale,
                 Matrix& branch) {
   if (layer_scale.size() == 0) {
     if (b.size() > 0) x.rowwise() += b;

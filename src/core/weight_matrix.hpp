@@ -11,11 +11,13 @@
 // cares what holds them). Copies share the values, which no one writes.
 //
 // To change values, assign a new Matrix (m.w_patch = m.w_patch * 0.5f): the model is built,
-// then read.
+// then read. The GEMM's panels of the values (packed_panels.hpp) are cached beside them, made
+// when read again and shared by the copies; new values get a new, empty cache.
 #include <memory>
 #include <new>
 #include <utility>
 
+#include "packed_panels.hpp"
 #include "tensor.hpp"
 
 namespace vitattn {
@@ -32,9 +34,12 @@ class WeightMatrix : public Eigen::Map<const Matrix> {
       : View(data, rows, cols), owner_(std::move(owner)) {}
 
   WeightMatrix(const WeightMatrix& other)
-      : View(other.data(), other.rows(), other.cols()), owner_(other.owner_), owned_(other.owned_) {}
+      : View(other.data(), other.rows(), other.cols()), owner_(other.owner_), owned_(other.owned_), panels_(other.panels_) {}
   WeightMatrix& operator=(const WeightMatrix& other) {
-    if (this != &other) point_at(other.data(), other.rows(), other.cols(), other.owner_, other.owned_);
+    if (this != &other) {
+      point_at(other.data(), other.rows(), other.cols(), other.owner_, other.owned_);
+      panels_ = other.panels_;
+    }
     return *this;
   }
   WeightMatrix& operator=(Matrix values) {
@@ -45,6 +50,9 @@ class WeightMatrix : public Eigen::Map<const Matrix> {
 
   // Whether the values live in a storage of their own, not in the holder's (a test's question).
   bool owned() const { return owned_; }
+
+  // The GEMM's panels of these values (gemm.cpp fills them when the values are read again; thread-safe).
+  PanelCache& panels() const { return *panels_; }
 
  private:
   void own(Matrix values) {
@@ -58,10 +66,12 @@ class WeightMatrix : public Eigen::Map<const Matrix> {
     new (self) View(data, rows, cols);
     owner_ = std::move(owner);
     owned_ = owned;
+    panels_ = std::make_shared<PanelCache>();  // new values: nothing packed yet
   }
 
   std::shared_ptr<const void> owner_;
   bool owned_ = false;
+  std::shared_ptr<PanelCache> panels_ = std::make_shared<PanelCache>();
 };
 
 }  // namespace vitattn

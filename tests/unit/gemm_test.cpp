@@ -11,7 +11,9 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -92,6 +94,17 @@ Matrix product(const Matrix& c0, const Matrix& a, const Matrix& b, bool transpos
   const Accumulate acc = accumulate ? Accumulate::yes : Accumulate::no;
   if (transposed) gemm_abt(c, a, b, alpha, acc);
   else gemm_ab(c, a, b, alpha, acc);
+  return c;
+}
+
+// The same through a model's weight (a WeightMatrix: its panels packed once and kept).
+Matrix product(const Matrix& c0, const Matrix& a, const WeightMatrix& w, bool transposed, float alpha, bool accumulate) {
+  const Eigen::Index n = transposed ? w.rows() : w.cols();
+  Matrix c = c0;
+  if (!accumulate) c = Matrix::Constant(a.rows(), n, std::numeric_limits<float>::quiet_NaN());
+  const Accumulate acc = accumulate ? Accumulate::yes : Accumulate::no;
+  if (transposed) gemm_abt(c, a, w, alpha, acc);
+  else gemm_ab(c, a, w, alpha, acc);
   return c;
 }
 
@@ -207,6 +220,77 @@ TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
       EXPECT_TRUE(same_bits(product(c0, a, w, true, 1.0f, true), reference)) << gemm_kernel_name(k) << ", " << threads;
     }
   }
+}
+
+// A weight's kept panels (packed once, on first use) feed the same chain: every FMA kernel, both
+// orientations (x·Wᵀ of the forward, d·W of the gradient), every awkward shape, 1/2/3/7 threads,
+// the first product (packed for itself), the second (which packs the kept panels) and the later
+// ones (which read them).
+TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
+  int fma_kernels = 0;
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    if (!is_fma_kernel(kernel)) continue;
+    ++fma_kernels;
+    set_gemm_kernel(kernel);
+    for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
+                      bool accumulate) {
+      const Matrix reference = fma_chain(c0, a, b, transposed, alpha, accumulate);
+      const WeightMatrix w = b;  // a fresh weight: nothing packed yet
+      for (int threads : {1, 2, 3, 7}) {
+        set_gemm_threads(threads);
+        EXPECT_TRUE(same_bits(product(c0, a, w, transposed, alpha, accumulate), reference))
+            << label(kernel, s, transposed, alpha, accumulate) << ", kept panels, " << threads << " threads";
+      }
+    });
+  }
+  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
+}
+
+// The panel layout depends on the kernel (nr): one weight used under each kernel in turn, and
+// back, gives each kernel's own bytes (the portable kernel included), as an unkept view does.
+TEST_F(GemmTest, AWeightsPanelsFollowTheKernelInUse) {
+  const Matrix a = random_matrix(197, 300, 41), b_nk = random_matrix(230, 300, 42), c0 = random_matrix(197, 230, 43);
+  const Matrix b_kn = b_nk.transpose();
+  const WeightMatrix w_nk = b_nk, w_kn = b_kn;  // read as a·Wᵀ (forward) and as a·W (gradient)
+  std::vector<GemmKernel> order = available_gemm_kernels();
+  const std::vector<GemmKernel> there = order;
+  order.insert(order.end(), there.rbegin(), there.rend());  // each kernel, then back again
+  for (GemmKernel kernel : order) {
+    set_gemm_kernel(kernel);
+    EXPECT_TRUE(same_bits(product(c0, a, w_nk, true, 1.0f, true), product(c0, a, b_nk, true, 1.0f, true)))
+        << gemm_kernel_name(kernel) << " a·Wᵀ";
+    EXPECT_TRUE(same_bits(product(c0, a, w_kn, false, 1.0f, true), product(c0, a, b_kn, false, 1.0f, true)))
+        << gemm_kernel_name(kernel) << " a·W";
+  }
+}
+
+// New values get new panels: a weight assigned after a product must not be read from the old ones.
+TEST_F(GemmTest, NewValuesAreNotReadFromOldPanels) {
+  const Matrix a = random_matrix(40, 70, 51), b1 = random_matrix(50, 70, 52), b2 = random_matrix(50, 70, 53);
+  WeightMatrix w = b1;
+  for (int use = 0; use < 3; ++use)  // the second product keeps the panels, the third reads them
+    EXPECT_TRUE(same_bits(product(Matrix(), a, w, true, 1.0f, false), product(Matrix(), a, b1, true, 1.0f, false)));
+  w = b2;
+  for (int use = 0; use < 3; ++use)
+    EXPECT_TRUE(same_bits(product(Matrix(), a, w, true, 1.0f, false), product(Matrix(), a, b2, true, 1.0f, false)));
+  WeightMatrix copy = w;  // a copy shares the values, and the panels
+  EXPECT_TRUE(same_bits(product(Matrix(), a, copy, true, 1.0f, false), product(Matrix(), a, b2, true, 1.0f, false)));
+}
+
+// Values read in place at an address with float alignment only (a mapping's tensor), packed
+// by several threads' first products at once: each gets the right bytes (std::call_once).
+TEST_F(GemmTest, AWeightReadInPlaceIsPackedOnceUnderConcurrentFirstUse) {
+  const Matrix a = random_matrix(120, 384, 61), b = random_matrix(200, 384, 62);
+  auto storage = std::make_shared<std::vector<float>>(static_cast<std::size_t>(b.size()) + 1);
+  std::memcpy(storage->data() + 1, b.data(), static_cast<std::size_t>(b.size()) * sizeof(float));
+  const WeightMatrix w(storage->data() + 1, b.rows(), b.cols(), storage);
+  const Matrix expected = product(Matrix(), a, b, true, 1.0f, false);
+  std::vector<Matrix> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = product(Matrix(), a, w, true, 1.0f, false); });
+  for (std::thread& t : threads) t.join();
+  for (const Matrix& g : got) EXPECT_TRUE(same_bits(g, expected));
 }
 
 TEST_F(GemmTest, StridedBlocksAreReadAndWrittenInPlace) {

@@ -1,0 +1,65 @@
+// vitattn_fma_peak: the FMA peak of one core of this CPU, measured (a benchmark helper for
+// bench/run_packing_bench.py, not a test): independent chains of vector FMAs, enough of them to
+// hide the latency, for AVX2 (8 lanes) and, where the CPU has it, AVX-512 (16 lanes).
+// Prints one JSON line: GFLOP/s per core (2 flops per lane per FMA) for each width.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+constexpr long kIterations = 100'000'000;
+
+template <class F>
+double best_seconds(F f) {
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// 12 accumulators × 8 lanes per iteration; the sum is printed so nothing is optimised away.
+__attribute__((target("avx2,fma"))) float avx2_chains(float seed) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < kIterations / 12; ++it)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  float out = 0.0f;
+  for (int i = 0; i < 12; ++i) out += _mm256_cvtss_f32(acc[i]);
+  return out;
+}
+
+__attribute__((target("avx512f"))) float avx512_chains(float seed) {
+  __m512 acc[24];
+  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(seed + static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < kIterations / 24; ++it)
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  float out = 0.0f;
+  for (int i = 0; i < 24; ++i) out += _mm512_cvtss_f32(acc[i]);
+  return out;
+}
+
+}  // namespace
+
+int main() {
+  volatile float sink = 0.0f;
+  __builtin_cpu_init();
+  const double flops_per_run = 2.0 * static_cast<double>(kIterations / 12 * 12);
+  const double avx2 = 8 * flops_per_run / best_seconds([&] { sink = sink + avx2_chains(1.0f); }) / 1e9;
+  double avx512 = 0.0;
+  if (__builtin_cpu_supports("avx512f")) {
+    const double flops512 = 2.0 * static_cast<double>(kIterations / 24 * 24);
+    avx512 = 16 * flops512 / best_seconds([&] { sink = sink + avx512_chains(1.0f); }) / 1e9;
+  }
+  std::printf("{\"avx2_gflops_per_core\": %.2f, \"avx512_gflops_per_core\": %.2f}\n", avx2, avx512);
+  return 0;
+}
