@@ -10,13 +10,28 @@
 namespace vitattn::serve {
 namespace {
 
+// A request's text as a message shows it: one line, printable ASCII, at most 64 characters.
+// Anything else (a newline decoded from %0A, a byte ≥ 0x80) as \xNN; longer text cut with "…".
+// The message is logged: a parameter must not forge a second log line.
+std::string shown(const std::string& text) {
+  constexpr std::size_t kMost = 64;
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < kMost; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02X}", c);
+  }
+  if (text.size() > kMost) out += "…";
+  return out;
+}
+
 // A decimal integer in [lo, hi], the whole text: no sign but '-', no spaces, no "1.5".
 int integer(const std::string& name, const std::string& text, int lo, int hi) {
   int value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
-    throw Error(fmt::format("{}={}: expected an integer in {}…{}", name, text, lo, hi));
+    throw Error(fmt::format("{}={}: expected an integer in {}…{}", name, shown(text), lo, hi));
   return value;
 }
 
@@ -39,13 +54,13 @@ void set_method(MapQuery& q, const std::string& text) {
       q.method = m;
       return;
     }
-  throw Error(fmt::format("method={}: expected attention, rollout, chefer, grad-rollout, legrad or gradcam", text));
+  throw Error(fmt::format("method={}: expected attention, rollout, chefer, grad-rollout, legrad or gradcam", shown(text)));
 }
 
 void set_format(MapQuery& q, const std::string& text) {
   if (text == "npy") q.format = MapFormat::npy;
   else if (text == "png") q.format = MapFormat::png;
-  else throw Error(fmt::format("format={}: expected npy or png", text));
+  else throw Error(fmt::format("format={}: expected npy or png", shown(text)));
 }
 
 }  // namespace
@@ -54,7 +69,7 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) 
   MapQuery q;
   for (auto it = params.begin(); it != params.end(); ++it) {
     const auto& [name, value] = *it;
-    if (params.count(name) > 1 && it != params.lower_bound(name)) throw Error(fmt::format("{}: given more than once", name));
+    if (params.count(name) > 1 && it != params.lower_bound(name)) throw Error(fmt::format("{}: given more than once", shown(name)));
     if (name == "token") continue;  // the access check's (access.hpp)
     if (name == "model") q.model = static_cast<std::size_t>(integer(name, value, 0, 1023));
     else if (name == "layer") q.layer = integer(name, value, -4096, 4095);
@@ -62,7 +77,7 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) 
     else if (name == "method") set_method(q, value);
     else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
     else if (name == "format") set_format(q, value);
-    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, format)", name));
+    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, format)", shown(name)));
   }
   return q;
 }

@@ -135,5 +135,27 @@ TEST(ServeMapQuery, RefusesWithTheParameterNamed) {
   EXPECT_THROW(parse({{"layer", "1"}, {"layer", "2"}}), Error);
 }
 
+// A message is logged as one line: a name or value decoded with a newline (%0A) or other
+// bytes outside printable ASCII is shown with \xNN, and long text is cut.
+TEST(ServeMapQuery, AMessageShowsTheRequestTextOnOneLine) {
+  for (const auto& [name, value] : std::multimap<std::string, std::string>{
+           {"x\nHost: evil", "1"}, {"layer", "1\r\nforged: line"}, {"method", std::string(200, 'a') + "\n"},
+           {"format", "\xC3\xA9"}}) {
+    try {
+      parse({{name, value}});
+      ADD_FAILURE() << "taken";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.find_first_of("\r\n"), std::string::npos) << m;
+      EXPECT_LT(m.size(), 200u) << m;
+    }
+  }
+  try {
+    parse({{"layer", "1\n2"}});
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("layer=1\\x0A2: ", 0), 0u) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vitattn::serve
