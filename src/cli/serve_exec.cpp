@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "files/companion.hpp"
 #include "serve_command.hpp"
 
 namespace vitattn::cli {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr const char* kServerName = "vitattn-serve";
 
 // This process's arguments as the kernel holds them (NUL-separated /proc/self/cmdline).
@@ -37,13 +37,6 @@ std::vector<std::string> own_arguments() {
   return args;
 }
 
-std::vector<fs::path> server_candidates() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path dir = ec ? fs::path() : exe.parent_path();
-  return {dir / kServerName, dir / ".." / "lib" / "vitattn" / kServerName};
-}
-
 }  // namespace
 
 int run_serve(const ServeOptions&, int) {
@@ -53,7 +46,7 @@ int run_serve(const ServeOptions&, int) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string tried;
-  for (const fs::path& server : server_candidates()) {
+  for (const std::filesystem::path& server : io::companion_candidates(kServerName)) {
     args.front() = server.string();
     argv.front() = args.front().data();
     ::execv(server.c_str(), argv.data());  // returns only when it failed

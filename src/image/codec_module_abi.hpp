@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "image/module_status.hpp"
+
 namespace cv {
 class Mat;
 }
@@ -20,10 +22,8 @@ inline constexpr int kVersion = 1;
 inline constexpr const char* kFileName = "libvitattn_codecs.so";
 inline constexpr const char* kEntryPoint = "vitattn_codec_module";
 
-// Why a call failed, when OpenCV said (its exception text), else empty.
-struct Status {
-  char message[512] = {};
-};
+// Why a call failed (module_status.hpp).
+using Status = ModuleStatus;
 
 struct Table {
   int version;  // kVersion; first, so that any module's version can be read

@@ -3,37 +3,21 @@
 // function catches at the boundary and says why in a Status. What libjpeg, libpng and OpenCV's
 // logger print while it decodes is caught by the binary's decoder_messages.cpp (the binary's
 // jpeg_std_error and png_create_read_struct come first in the dynamic linker's lookup).
-#include <cstdio>
-#include <exception>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
 
 #include "image/codec_module_abi.hpp"
+#include "image/module_guard.hpp"
 
 namespace {
 using vitattn::io::codec_abi::Status;
 using vitattn::io::codec_abi::Table;
-
-void say(Status* status, const char* what) { std::snprintf(status->message, sizeof status->message, "%s", what); }
-
-template <class F>
-int guarded(Status* status, F&& f) {
-  try {
-    return f();
-  } catch (const cv::Exception& e) {
-    say(status, e.err.c_str());
-  } catch (const std::exception& e) {
-    say(status, e.what());
-  } catch (...) {
-    say(status, "unknown exception in the codec module");
-  }
-  return 0;
-}
+using vitattn::io::guarded;
 
 int decode_color(const std::uint8_t* bytes, std::size_t size, cv::Mat* bgr, Status* status) {
-  return guarded(status, [&] {
+  return guarded(status, 0, "codec module", [&] {
     // A non-owning Mat over the caller's bytes: no copy.
     const cv::Mat buf(1, static_cast<int>(size), CV_8U, const_cast<std::uint8_t*>(bytes));
     *bgr = cv::imdecode(buf, cv::IMREAD_COLOR);
@@ -43,7 +27,7 @@ int decode_color(const std::uint8_t* bytes, std::size_t size, cv::Mat* bgr, Stat
 
 int encode(const char* ext, const cv::Mat* image, int quality, void (*sink)(void*, const std::uint8_t*, std::size_t),
            void* ctx, Status* status) {
-  return guarded(status, [&] {
+  return guarded(status, 0, "codec module", [&] {
     const int flag = std::string(ext) == ".webp" ? cv::IMWRITE_WEBP_QUALITY : cv::IMWRITE_JPEG_QUALITY;
     std::vector<std::uint8_t> out;
     if (!cv::imencode(ext, *image, out, {flag, quality})) return 0;

@@ -7,6 +7,8 @@
 // binary turns into vitattn::Error naming the file.
 #include <cstdint>
 
+#include "image/module_status.hpp"
+
 namespace cv {
 class Mat;
 }
@@ -18,10 +20,8 @@ inline constexpr int kVersion = 1;
 inline constexpr const char* kFileName = "libvitattn_video.so";
 inline constexpr const char* kEntryPoint = "vitattn_video_module";
 
-// Why a call failed, when the library said (else message stays empty).
-struct Status {
-  char message[512] = {};
-};
+// Why a call failed (module_status.hpp).
+using Status = ModuleStatus;
 
 struct Table {
   int version;  // kVersion; first, so that any module's version can be read
