@@ -16,6 +16,7 @@
 #include "image/image_loader.hpp"
 #include "page_cache.hpp"
 #include "report/report_page.hpp"
+#include "report/serve_page.hpp"
 #include "report_job.hpp"
 
 namespace vitattn::serve {
@@ -199,7 +200,8 @@ class Service {
       res.set_content(body, "application/json");
     });
     svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("vitattn serve: POST an image to /api/map (docs/serve.md)\n", "text/plain; charset=utf-8");
+      res.set_header("Content-Security-Policy", io::serve_page_csp());
+      res.set_content(io::serve_page_html(), "text/html; charset=utf-8");
     });
     svr.Post("/api/map", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       upload(req, res, reader, QueryKind::map);
