@@ -291,7 +291,7 @@ class Service {
         return answer_error(res, pixels ? 413 : 400, e.what());
       }
       if (!cache_.put(id, page))
-        return answer_error(res, 507, fmt::format("the report page takes {:.1f} MB, more than the whole cache (--cache-mb {:.0f})",
+        return answer_error(res, 507, fmt::format("the report page takes {:.1f} MB, more than the whole cache ({:.0f} MB)",
                                                   static_cast<double>(page->html.size()) / 1e6,
                                                   static_cast<double>(settings_.cache_bytes) / (1 << 20)));
     }
