@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -115,3 +116,30 @@ def test_drop_an_image_and_explore_it_as_the_cli_draws_it(driver, server):
     outside = [u for u in browser.network_requests(driver) if not u.startswith(server)]
     assert outside == [], f"requests outside the server: {outside}"
     print(f"\nserve page: {time.monotonic() - start:.1f} s")
+
+
+def test_the_page_opened_with_a_token_sends_it(driver):
+    """A server with --token: the page opened with ?token=T posts with it and opens its frame
+    with it; the same page without the token is refused."""
+    from selenium.webdriver.common.by import By
+    proc = subprocess.Popen([BIN, "serve", "--token", "s3cret", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    url = proc.stdout.readline().strip()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url)
+        assert refused.value.code == 401
+        driver.get(url + "?token=s3cret")
+        wait(driver, "return document.getElementById('model').options.length === 1")
+        driver.find_element(By.ID, "file").send_keys(str(PHOTO))
+        wait(driver, "return !document.getElementById('report').hidden")
+        driver.switch_to.frame(driver.find_element(By.ID, "report"))
+        wait(driver, "return document.body && document.body.dataset.ready === '1'")
+        assert driver.execute_script("return window.vitattn.info().layers") > 0
+        driver.switch_to.default_content()
+        assert browser.console_errors(driver) == [], "console errors"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    harness.check_sanitizers(["serve"], err)
+    assert proc.returncode == 0, err
