@@ -143,3 +143,21 @@ def test_the_page_opened_with_a_token_sends_it(driver):
         _, err = proc.communicate(timeout=30)
     harness.check_sanitizers(["serve"], err)
     assert proc.returncode == 0, err
+
+
+def test_a_file_that_is_no_image_shows_the_servers_message(driver, server):
+    from selenium.webdriver.common.by import By
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Path(tmp) / "notes.png"
+        fake.write_bytes(b"GIF89a, not really an image")
+        driver.get(server)
+        wait(driver, "return document.getElementById('model').options.length === 1")
+        browser.console_errors(driver)  # the page's own log from here on
+        driver.find_element(By.ID, "file").send_keys(str(fake))
+        wait(driver, "return !document.getElementById('error').hidden")
+    message = driver.find_element(By.ID, "error").text
+    assert message.startswith("the upload") and "\n" not in message, message
+    assert driver.execute_script("return document.getElementById('report').hidden"), "no frame for a refused image"
+    # The browser logs the 400 itself (a failed resource load); nothing else.
+    others = [e for e in browser.console_errors(driver) if "status of 400" not in e.get("message", "")]
+    assert others == [], others
