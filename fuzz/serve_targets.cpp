@@ -80,6 +80,22 @@ serve::RequestHead request_head(const std::string& text, std::string& query) {
   return head;
 }
 
+// The same parameters as a report's query (name instead of format): a name taken holds no
+// control byte and no path separator, and the cache key built from it stays one line.
+Outcome report_outcome(const std::multimap<std::string, std::string>& params) {
+  try {
+    const serve::MapQuery q = serve::parse_map_query(params, serve::QueryKind::report);
+    check(!q.name.empty() && q.name.size() <= 255, "a report name out of its length");
+    for (const char c : q.name)
+      check(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f && c != '/' && c != '\\', "a report name with a control byte or a separator");
+    check(serve::report_key(q).find('\n') == std::string::npos, "a report key spans several lines");
+    return Outcome::accepted;
+  } catch (const Error& e) {
+    check(std::string(e.what()).find('\n') == std::string::npos, "an error message spans several lines");
+    return Outcome::refused;
+  }
+}
+
 }  // namespace
 
 Outcome serve_request_input(const std::uint8_t* data, std::size_t size) {
@@ -101,10 +117,11 @@ Outcome serve_request_input(const std::uint8_t* data, std::size_t size) {
     const serve::MapQuery q = serve::parse_map_query(params);
     check(q.model < 1024 && q.layer >= -4096 && q.layer <= 4095, "a model or layer out of the parser's range");
     check(same(serve::parse_map_query(as_params(q)), q), "the query written back parses to another query");
+    report_outcome(params);
     return Outcome::accepted;
   } catch (const Error& e) {
     check(std::string(e.what()).find('\n') == std::string::npos, "an error message spans several lines");
-    return Outcome::refused;
+    return report_outcome(params);
   }
 }
 

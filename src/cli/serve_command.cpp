@@ -41,6 +41,7 @@ serve::ServerSettings server_settings(const ServeOptions& o) {
   s.max_upload = static_cast<std::uint64_t>(o.max_upload_mb) << 20;
   s.max_pixels = o.max_pixels;
   s.workers = o.workers;
+  s.cache_bytes = static_cast<std::uint64_t>(o.cache_mb) << 20;
   s.queue = o.queue;
   s.timeout_seconds = o.timeout;
   return s;

@@ -49,6 +49,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o, int& verbosity) {
   serve->add_option("--timeout", o.timeout, "Seconds a request's body may take to arrive (408), and each read or write")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  serve->add_option("--cache-mb", o.cache_mb,
+                    "Memory for the report pages made (MB); the least recently used go first")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   add_verbosity_options(*serve, verbosity);
   return serve;
 }

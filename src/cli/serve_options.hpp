@@ -18,6 +18,7 @@ struct ServeOptions {
   int workers = 1;
   int queue = 8;
   int timeout = 30;                 // seconds
+  int cache_mb = 512;               // the report pages kept (2^20 bytes a MB)
 };
 
 // Declares the `serve` subcommand on `app`, with its own help and examples; its -q and -v

@@ -281,10 +281,11 @@ InputGrid input_grid(const cv::Mat& bgr, const VitModel& model, const EncoderVie
   return {bgr.cols, bgr.rows, width, height, width / model.patch_size, height / model.patch_size};
 }
 
-// --report: the page, with the seeded model's q and k for its step-by-step panel and, for a
-// classifier, every class-specific map of its top classes. drawn: the overlay's map.
-void write_report_page(ReportBuilder& report, const InputJob& job, const cv::Mat& bgr, const ImageTensor& x,
-                       const VitModel& model, const ProcessOptions& options, const InputGrid& g, const Matrix& drawn) {
+// --report: the page's parts that follow the maps: the seeded model's q and k for its
+// step-by-step panel and, for a classifier, every class-specific map of its top classes.
+// `source` names the input in errors.
+void finish_report(ReportBuilder& report, const std::string& source, const ImageTensor& x, const VitModel& model,
+                   const ProcessOptions& options, const InputGrid& g) {
   if (model.n_layers() == 1 && model.n_heads == 1) {  // one block, one head
     const QueryKey qk = query_key(model, x);
     report.add_query_key(qk.q, qk.k, options.scale);
@@ -294,11 +295,22 @@ void write_report_page(ReportBuilder& report, const InputJob& job, const cv::Mat
       add_class_maps(report, model, x, options, g.grid_h, g.grid_w);
     } catch (const Error& e) {  // as attend's: the core's errors name no file
       if (e.subject()) throw;
-      throw Error(display(job.input) + ": " + e.what());
+      throw Error(source + ": " + e.what());
     }
   }
-  report.write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr, drawn,
-               model_summary(model));
+}
+
+// --report's builder for an image on grid g: every layer, the view's layer drawn in full.
+ReportBuilder report_builder(const VitModel& model, const ProcessOptions& options, const InputGrid& g) {
+  const EncoderView& view = options.view;
+  ReportShape shape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
+                    model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
+                    static_cast<int>(std::size(kReportMethods))};
+  shape.dist_token = model.has_dist();
+  shape.probe = model.pooling == Pooling::probe;
+  ReportSettings settings = *options.report;
+  settings.start.query = query_row(model, view.query);  // the page opens on the drawn map's row
+  return ReportBuilder(shape, resolve_layer(view.layer, model.n_layers()), settings);
 }
 
 // --report's Tokens panel: the diagnostics of the forward that drew the maps, with --clean how
@@ -362,16 +374,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   if (options.on_grid) options.on_grid(job, g);
 
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
-  if (options.report) {
-    ReportShape shape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
-                      model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
-                      static_cast<int>(std::size(kReportMethods))};
-    shape.dist_token = model.has_dist();
-    shape.probe = model.pooling == Pooling::probe;
-    ReportSettings settings = *options.report;
-    settings.start.query = query_row(model, view.query);  // the page opens on the drawn map's row
-    report.emplace(shape, resolve_layer(view.layer, model.n_layers()), settings);
-  }
+  if (options.report) report.emplace(report_builder(model, options, g));
   const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
   const Attended attended =
       attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
@@ -383,7 +386,11 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
   if (report) add_token_panel(*report, model, attended, options);
-  if (report) write_report_page(*report, job, bgr, x, model, options, g, named.front().map);
+  if (report) {
+    finish_report(*report, display(job.input), x, model, options, g);
+    report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr,
+                  named.front().map, model_summary(model));
+  }
   if (options.save_attention) write_saved_maps(job, attended.heads, named, masks, view, g);
   if (options.faithfulness && classify)
     write_faithfulness_part(with_suffix(job.output_base, batch_file(&OutputSet::faithfulness).part_suffix), job.input,
@@ -414,6 +421,19 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
   const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, false, g.grid_h, g.grid_w);
   return named_maps(model, attended, options, g.grid_h, g.grid_w);
+}
+
+std::string report_page(const cv::Mat& bgr, const std::string& name, const std::string& source, const VitModel& model,
+                        const ProcessOptions& options) {
+  if (!options.report) throw Error("report_page: the options ask for no report");
+  const InputGrid g = input_grid(bgr, model, options.view);
+  const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  ReportBuilder report = report_builder(model, options, g);
+  const Attended attended = attend(model, x, options, &report, false, g.grid_h, g.grid_w, source);
+  const std::vector<NamedMap> named = named_maps(model, attended, options, g.grid_h, g.grid_w);
+  add_token_panel(report, model, attended, options);
+  finish_report(report, source, x, model, options, g);
+  return report.page_text(name, bgr, named.front().map, model_summary(model));
 }
 
 PatchFeatures image_patch_features(const fs::path& input, const VitModel& model, const ProcessOptions& options) {

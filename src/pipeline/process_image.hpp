@@ -96,6 +96,11 @@ struct NamedMap {
 // all, or one per method and class. `grid`, when given, is told the input's grid.
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
                                  InputGrid* grid = nullptr);
+// The page process_image writes as <name>_report.html (options.report must be set), for an
+// image already decoded (bgr (H, W) 8-bit), as bytes: the same steps, from one place. name:
+// the file name the page shows; source: the input as errors name it.
+std::string report_page(const cv::Mat& bgr, const std::string& name, const std::string& source, const VitModel& model,
+                        const ProcessOptions& options);
 // The maps' titles, in their order.
 std::vector<std::string> titles_of(const std::vector<NamedMap>& maps);
 // The maps blended over bgr (H, W), each with its --threshold outline; `masks` (grid_h, grid_w)

@@ -10,11 +10,15 @@
 
 namespace vitattn::io {
 
-std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields) {
-  const std::string csp = fmt::format(
+std::string page_csp(const PageTemplate& page) {
+  return fmt::format(
       "default-src 'none'; img-src data:; style-src 'sha256-{}'; script-src 'sha256-{}'; base-uri 'none'; "
       "form-action 'none'",
       page.css_sha256, page.js_sha256);
+}
+
+std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields) {
+  const std::string csp = page_csp(page);
   if (page.html.find("{{GENERATOR}}") == std::string_view::npos)
     throw Error("page template: no {{GENERATOR}}: a page without vitattn's mark could never be replaced");
   std::string out;

@@ -23,6 +23,10 @@ struct PageTemplate {
 // template without {{GENERATOR}}, which must come within io::kPageMarkWithin bytes.
 std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields);
 
+// The Content-Security-Policy render_page puts in the page's meta tag: a server sends it as a
+// header too (a header can also say frame-ancestors, which a meta tag cannot).
+std::string page_csp(const PageTemplate& page);
+
 // Text for an HTML element or a quoted attribute: & < > " ' escaped.
 std::string html_escape(std::string_view text);
 

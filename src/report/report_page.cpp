@@ -371,8 +371,16 @@ std::string ReportBuilder::budget_note() const {
   return note;
 }
 
+std::string report_csp() { return page_csp(report_template()); }
+
 void ReportBuilder::write(const fs::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
                           const std::string& model) const {
+  const std::string html = page_text(name, bgr, drawn_map, model);
+  write_file_atomic(page, html.data(), html.size());
+}
+
+std::string ReportBuilder::page_text(const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
+                                     const std::string& model) const {
   const ReportStart& start = settings_.start;
   json data;
   data["name"] = name;
@@ -464,10 +472,9 @@ void ReportBuilder::write(const fs::path& page, const std::string& name, const c
                         {"layers", shape_.layers},
                         {"heads", shape_.heads},
                         {"tokens", shape_.tokens()}};
-  const std::string html = render_page(report_template(), {{"TITLE", html_escape(name + " — vitattn report")},
-                                                           {"SUMMARY", script_safe_json(summary.dump())},
-                                                           {"DATA", script_safe_json(data.dump())}});
-  write_file_atomic(page, html.data(), html.size());
+  return render_page(report_template(), {{"TITLE", html_escape(name + " — vitattn report")},
+                                         {"SUMMARY", script_safe_json(summary.dump())},
+                                         {"DATA", script_safe_json(data.dump())}});
 }
 
 void write_report_index(const fs::path& index, const std::vector<fs::path>& pages) {

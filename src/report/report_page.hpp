@@ -122,8 +122,12 @@ class ReportBuilder {
   // the PCA step, not here). Shown in the Tokens panel; throws Error on another size.
   void add_pca(std::vector<std::uint8_t> rgb);
 
-  // Writes the page (temporary file, then rename). bgr: the decoded image; drawn_map
-  // (grid_h, grid_w): the map of the overlay, for the gallery's entropy; model: one line.
+  // The page's bytes. name: the image's file name, shown as its title. bgr: the decoded image;
+  // drawn_map (grid_h, grid_w): the map of the overlay, for the gallery's entropy; model: one line.
+  std::string page_text(const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
+                        const std::string& model) const;
+
+  // page_text written to `page` (temporary file, then rename).
   void write(const std::filesystem::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
              const std::string& model) const;
 
@@ -174,6 +178,9 @@ class ReportBuilder {
 // the gallery's folder. Reads each page's
 // summary block; a page that has none is listed without a thumbnail, a missing page (its image
 // failed) is left out.
+// The Content-Security-Policy of every report page (the one in its meta tag).
+std::string report_csp();
+
 void write_report_index(const std::filesystem::path& index, const std::vector<std::filesystem::path>& pages);
 
 }  // namespace vitattn::io

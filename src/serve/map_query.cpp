@@ -1,5 +1,6 @@
 #include "map_query.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -63,9 +64,27 @@ void set_format(MapQuery& q, const std::string& text) {
   else throw Error(fmt::format("format={}: expected npy or png", shown(text)));
 }
 
+// The upload's file name: shown in the page and naming its download, so nothing that could
+// break a line or name another folder.
+void set_name(MapQuery& q, const std::string& text) {
+  const bool bad_byte = std::any_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b < 0x20 || b == 0x7f || c == '/' || c == '\\';
+  });
+  if (text.empty() || text.size() > 255 || bad_byte)
+    throw Error(fmt::format("name={}: expected a file name of 1 to 255 bytes, no control character, / or \\", shown(text)));
+  q.name = text;
+}
+
 }  // namespace
 
-MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) {
+std::string report_key(const MapQuery& q) {
+  return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={}", q.model, q.layer,
+                     static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion), pipeline::method_name(q.method),
+                     q.class_index ? *q.class_index : -1, q.name);
+}
+
+MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind) {
   MapQuery q;
   for (auto it = params.begin(); it != params.end(); ++it) {
     const auto& [name, value] = *it;
@@ -76,8 +95,10 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params) 
     else if (name == "head") set_head(q, value);
     else if (name == "method") set_method(q, value);
     else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
-    else if (name == "format") set_format(q, value);
-    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, format)", shown(name)));
+    else if (name == "format" && kind == QueryKind::map) set_format(q, value);
+    else if (name == "name" && kind == QueryKind::report) set_name(q, value);
+    else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, {})", shown(name),
+                                 kind == QueryKind::map ? "format" : "name"));
   }
   return q;
 }

@@ -16,6 +16,10 @@ namespace vitattn::serve {
 
 enum class MapFormat { npy, png };
 
+// Which endpoint's query: a map's (POST /api/map: `format`) or a report's (POST /api/report:
+// `name`, the upload's file name, which the page shows as its title and the download is named by).
+enum class QueryKind { map, report };
+
 struct MapQuery {
   std::size_t model = 0;  // index into the server's models, in the order given
   int layer = -1;
@@ -25,12 +29,18 @@ struct MapQuery {
   pipeline::MapMethod method = pipeline::MapMethod::attention;
   std::optional<int> class_index;
   MapFormat format = MapFormat::npy;
+  std::string name = "upload";  // QueryKind::report: 1…255 bytes, no control character, '/' or '\\'
 };
 
 // The parameters as cpp-httplib decoded them (name → value; a repeated name: the first).
 // `token` is no map parameter and is passed over. Throws Error with a one-line message
-// naming the parameter for an unknown parameter, a repeated one, or a value out of its form
-// (not a decimal integer in range, not one of the names).
-MapQuery parse_map_query(const std::multimap<std::string, std::string>& params);
+// naming the parameter for an unknown parameter (`format` is the map's only, `name` the
+// report's), a repeated one, or a value out of its form (not a decimal integer in range, not
+// one of the names, a name with a control character or a path separator).
+MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind = QueryKind::map);
+
+// A key naming every field of the query that changes a report page (model, layer, head,
+// method, class, name), one line: two queries with the same key make the same page of an image.
+std::string report_key(const MapQuery& query);
 
 }  // namespace vitattn::serve

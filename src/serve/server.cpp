@@ -14,6 +14,10 @@
 #include "access.hpp"
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
+#include "page_cache.hpp"
+#include "report/report_page.hpp"
+#include "report/serve_page.hpp"
+#include "report_job.hpp"
 
 namespace vitattn::serve {
 namespace {
@@ -162,7 +166,7 @@ int read_body(const httplib::ContentReader& reader, std::uint64_t max, Clock::ti
 class Service {
  public:
   Service(const std::vector<ServedModel>& models, const ServerSettings& s, const Events& events)
-      : models_(models), settings_(s), events_(events), admission_(s.workers, s.queue) {}
+      : models_(models), settings_(s), events_(events), admission_(s.workers, s.queue), cache_(s.cache_bytes) {}
 
   void install(httplib::Server& svr) {
     // A refusal answered before the body is read leaves the body unread, and closing a socket
@@ -178,7 +182,8 @@ class Service {
         return httplib::Server::HandlerResponse::Handled;
       }
       const auto refusal = access_refusal(rule_, head);
-      if (!refusal || (head.method == "POST" && req.path == "/api/map")) return httplib::Server::HandlerResponse::Unhandled;
+      const bool upload = head.method == "POST" && (req.path == "/api/map" || req.path == "/api/report");
+      if (!refusal || upload) return httplib::Server::HandlerResponse::Unhandled;
       refuse(res, *refusal);
       return httplib::Server::HandlerResponse::Handled;
     });
@@ -195,10 +200,17 @@ class Service {
       res.set_content(body, "application/json");
     });
     svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("vitattn serve: POST an image to /api/map (docs/serve.md)\n", "text/plain; charset=utf-8");
+      res.set_header("Content-Security-Policy", io::serve_page_csp());
+      res.set_content(io::serve_page_html(), "text/html; charset=utf-8");
     });
     svr.Post("/api/map", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-      map(req, res, reader);
+      upload(req, res, reader, QueryKind::map);
+    });
+    svr.Post("/api/report", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      upload(req, res, reader, QueryKind::report);
+    });
+    svr.Get(R"(/api/report/([0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+      report_page(req, res);
     });
     svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // our own answer
@@ -223,7 +235,9 @@ class Service {
     if (refusal.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   }
 
-  void map(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  // POST /api/map and /api/report: the same checks, limits and queue; then the map, or the
+  // report page (from the cache when the same bytes and options were sent before).
+  void upload(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader, QueryKind kind) {
     const auto deadline = Clock::now() + std::chrono::seconds(settings_.timeout_seconds);
     if (const auto refusal = access_refusal(rule_, request_head(req))) {  // the pre-routing handler let it through
       std::vector<std::uint8_t> dropped;
@@ -234,7 +248,7 @@ class Service {
       return answer_error(res, 415, "send the image's bytes as the body, not a multipart form");
     MapQuery query;
     try {
-      query = parse_map_query(req.params);
+      query = parse_map_query(req.params, kind);
     } catch (const Error& e) {
       return answer_error(res, 400, e.what());
     }
@@ -250,6 +264,7 @@ class Service {
       return answer_error(res, refusal, refusal == 413 ? "the body is over the upload limit"
                                         : refusal == 408 ? "the body took longer than the request timeout"
                                                          : "the body ended before its Content-Length");
+    if (kind == QueryKind::report) return report(res, body, query);
     const Working working(admission_);
     try {
       const MapAnswer answer = compute_map(body, "the upload", models_[query.model], query, settings_.max_pixels);
@@ -260,10 +275,57 @@ class Service {
     }
   }
 
+  // The page of an upload: found in the cache (no worker taken), or made and kept. Answers
+  // {"id", "name", "bytes", "cached"}; the page is then GET /api/report/<id>.
+  void report(httplib::Response& res, const std::vector<std::uint8_t>& body, const MapQuery& query) {
+    const std::string id = report_id(body, query);
+    std::shared_ptr<const CachedPage> page = cache_.find(id);
+    const bool cached = page != nullptr;
+    if (!page) {
+      const Working working(admission_);
+      try {
+        page = std::make_shared<const CachedPage>(
+            CachedPage{query.name, compute_report(body, "the upload", models_[query.model], query, settings_.max_pixels)});
+      } catch (const Error& e) {
+        const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
+        return answer_error(res, pixels ? 413 : 400, e.what());
+      }
+      if (!cache_.put(id, page))
+        return answer_error(res, 507, fmt::format("the report page takes {:.1f} MB, more than the whole cache ({:.0f} MB)",
+                                                  static_cast<double>(page->html.size()) / 1e6,
+                                                  static_cast<double>(settings_.cache_bytes) / (1 << 20)));
+    }
+    std::string answer =
+        nlohmann::json{{"id", id}, {"name", page->name}, {"bytes", page->html.size()}, {"cached", cached}}.dump();
+    answer += '\n';
+    res.set_content(answer, "application/json");
+  }
+
+  // GET /api/report/<id>[?download=1]: the page, with its CSP as a header too (and only this
+  // server may frame it); 404 when the cache no longer holds it (the drop page then posts again).
+  void report_page(const httplib::Request& req, httplib::Response& res) {
+    for (const auto& [name, value] : req.params)
+      if (name != "token" && !(name == "download" && value == "1"))
+        return answer_error(res, 400, "a report page takes download=1 and token only");
+    const std::shared_ptr<const CachedPage> page = cache_.find(req.matches[1].str());
+    if (!page) return answer_error(res, 404, "no such report: it was never made, or the cache let it go; post the image again");
+    std::string csp = io::report_csp();
+    csp += "; frame-ancestors 'self'";
+    res.set_header("Content-Security-Policy", csp);
+    if (req.has_param("download")) {
+      std::string disposition = "attachment; filename=\"";
+      disposition += report_file_name(page->name);
+      disposition += '"';
+      res.set_header("Content-Disposition", disposition);
+    }
+    res.set_content(page->html, "text/html; charset=utf-8");
+  }
+
   const std::vector<ServedModel>& models_;
   const ServerSettings& settings_;
   const Events& events_;
   Admission admission_;
+  PageCache cache_;
   AccessRule rule_;
 };
 

@@ -8,8 +8,10 @@
 // the typed reading of the query (map_query.hpp, fuzzed in fuzz/) and the access rules
 // (access.hpp), on top of it.
 //
-// Endpoints (docs/serve.md): GET /api/models, POST /api/map?model=&layer=&head=&method=&class=&format=.
-// Every other path answers 404; no path names a file on disk.
+// Endpoints (docs/serve.md): GET /api/models, POST /api/map?model=&layer=&head=&method=&class=&format=,
+// POST /api/report?model=&layer=&head=&method=&class=&name= (→ JSON naming the page's id),
+// GET /api/report/<id>[?download=1] (the page, from the cache). Every other path answers 404;
+// no path names a file on disk.
 //
 // Nothing here logs: each refused or failed request is said through Events::log as one line
 // (method, path without the query, status, reason), never with the token.
@@ -31,6 +33,7 @@ struct ServerSettings {
   int workers = 1;                        // maps computed at once
   int queue = 8;                          // requests waiting for a worker; one more: 503 with Retry-After
   int timeout_seconds = 30;               // reading a request's body, and each read and write
+  std::uint64_t cache_bytes = 512u << 20; // the report pages kept (page_cache.hpp)
 };
 
 struct Events {

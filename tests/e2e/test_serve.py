@@ -322,3 +322,151 @@ def test_full_queue_answers_503_and_shutdown_finishes_requests_in_hand():
         s.close()
     _, server.stderr = server.proc.communicate(timeout=30)
     assert server.proc.returncode == 0, server.stderr
+
+
+def cli_reports(model_args, option_args, folder, out):
+    """One batch run of the image command with --report: {stem: page bytes}."""
+    p = subprocess.run([BIN, *model_args, *option_args, "--report", "-o", str(out), str(folder)],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    check_sanitizers(["cli"], p.stderr)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return {q.name[:-len("_report.html")]: q.read_bytes() for q in out.glob("*_report.html")}
+
+
+def post_report(server, path_query, image, headers=None):
+    """POST /api/report, then GET its page: (JSON answer, page headers, page bytes)."""
+    st, _, body = server.request("POST", f"/api/report?{path_query}", image, headers)
+    assert st == 200, (path_query, st, body[:300])
+    answer = __import__("json").loads(body)
+    st, h, page = server.request("GET", f"/api/report/{answer['id']}", headers=headers)
+    assert st == 200 and h.get("Content-Type") == "text/html; charset=utf-8", (st, page[:300])
+    assert len(page) == answer["bytes"]
+    return answer, h, page
+
+
+REPORT_CASES = [
+    ("", []),
+    ("layer=1&head=2", ["--layer", "1", "--head", "2"]),
+    ("method=chefer&class=3", ["--method", "chefer", "--class", "3"]),
+    ("method=rollout&head=max", ["--method", "rollout", "--head", "max"]),
+]
+
+
+def test_report_is_the_page_the_cli_writes_and_is_cached():
+    shown = [PHOTOS[1], PHOTOS[3]]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        photos = tmp / "photos"
+        photos.mkdir()
+        for p in shown:
+            (photos / p.name).write_bytes(p.read_bytes())
+        server = Server("--model", MODEL)
+        seeded = Server("--token", "s3cret")
+        try:
+            for i, (query, options) in enumerate(REPORT_CASES):
+                expected = cli_reports(["--model", str(MODEL)], options, photos, tmp / f"cli{i}")
+                for p in shown:
+                    answer, h, page = post_report(server, f"name={p.name}&{query}", p.read_bytes())
+                    assert page == expected[p.stem], f"{p.name} {query}: the page is the CLI's _report.html"
+                    assert answer["name"] == p.name and answer["cached"] is False
+                    meta = re.search(rb'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1).decode()
+                    assert h.get("Content-Security-Policy") == meta + "; frame-ancestors 'self'"
+            # The same bytes and options again: found, not made again; another option: another page.
+            image = shown[0].read_bytes()
+            again, _, _ = post_report(server, f"name={shown[0].name}", image)
+            assert again["cached"] is True
+            other, _, _ = post_report(server, f"name={shown[0].name}&layer=0", image)
+            assert other["cached"] is False and other["id"] != again["id"]
+            st, h, body = server.request("GET", f"/api/report/{again['id']}?download=1")
+            assert st == 200 and h.get("Content-Disposition") == 'attachment; filename="chelsea_report.html"'
+            refusals = {
+                "unknown id": (server.request("GET", "/api/report/" + "0" * 64)[0], 404),
+                "id not hex": (server.request("GET", "/api/report/" + "Z" * 64)[0], 404),
+                "path in name": (server.request("POST", "/api/report?name=../x.png", image)[0], 400),
+                "format": (server.request("POST", "/api/report?format=png", image)[0], 400),
+                "other parameter": (server.request("GET", f"/api/report/{again['id']}?x=1")[0], 400),
+                "foreign Origin": (server.request("POST", "/api/report", image, {"Origin": "http://evil.example"})[0], 403),
+                "not an image": (server.request("POST", "/api/report", b"GIF89a no")[0], 400),
+            }
+            assert all(got == want for got, want in refusals.values()), refusals
+            # The seeded model, behind a token: the page needs it too.
+            expected = cli_reports([], [], photos, tmp / "seeded")
+            auth = {"Authorization": "Bearer s3cret"}
+            answer, _, page = post_report(seeded, f"name={shown[1].name}", shown[1].read_bytes(), auth)
+            assert page == expected[shown[1].stem]
+            assert seeded.request("GET", f"/api/report/{answer['id']}")[0] == 401
+            assert seeded.request("GET", f"/api/report/{answer['id']}?token=s3cret")[0] == 200
+        finally:
+            assert server.stop() == 0
+            assert seeded.stop() == 0
+
+
+def test_report_load_the_cache_stays_within_its_budget():
+    """8 clients, 200 different images to /api/report with --cache-mb 2. Each page (~180 KB) is
+    fetched by the client that posted it and must be its own (its name; every 8th byte for byte
+    the CLI's). Memory: the peak after the first 16 uploads (every worker warm, the cache
+    full) is the baseline; the other 184 pages (about 33 MB of them) may add only the pages in
+    flight (at most one per connection thread, 14 × 0.2 MB, twice: the response copies it) and allocator slack (per-thread
+    arenas): 16 MB, half of what keeping every page would add."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "in").mkdir()
+        (tmp / "some").mkdir()
+        paths = small_images(tmp / "in", 200)
+        for p in paths[::8]:
+            (tmp / "some" / p.name).write_bytes(p.read_bytes())
+        expected = cli_reports(["--model", str(MODEL)], [], tmp / "some", tmp / "cli")
+        server = Server("--model", MODEL, "--workers", "2", "--queue", "8", "--cache-mb", "2")
+        errors, got, lost = [], {}, []
+        lock = threading.Lock()
+
+        def client(batch):
+            c = http.client.HTTPConnection(server.host, server.port, timeout=60)
+            for p in batch:
+                for _ in range(40):  # 503: retry; 404: the page went before it was fetched: post again
+                    c = http.client.HTTPConnection(server.host, server.port, timeout=60)
+                    c.request("POST", f"/api/report?name={p.name}", p.read_bytes())
+                    r = c.getresponse()
+                    body = r.read()
+                    if r.status == 503:
+                        time.sleep(0.1)
+                        continue
+                    if r.status != 200:
+                        break
+                    c = http.client.HTTPConnection(server.host, server.port, timeout=60)
+                    c.request("GET", f"/api/report/{__import__('json').loads(body)['id']}")
+                    r = c.getresponse()
+                    body = r.read()
+                    if r.status != 404:
+                        break
+                    with lock:
+                        lost.append(p.name)
+                with lock:
+                    if r.status != 200:
+                        errors.append((p.name, r.status, body[:200]))
+                    got[p.stem] = body
+
+        def run(batch):
+            threads = [threading.Thread(target=client, args=(batch[k::8],)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        start = time.monotonic()
+        run(paths[:16])
+        warm = server.vm_hwm_mb()
+        run(paths[16:])
+        seconds = time.monotonic() - start
+        hwm = server.vm_hwm_mb()
+        assert server.stop() == 0
+        assert not errors, errors[:5]
+        assert len(got) == 200
+        swapped = [s for s, page in got.items() if f"<title>{s}.png — vitattn report</title>".encode() not in page]
+        assert not swapped, f"pages that are not their client's image: {swapped[:5]}"
+        wrong = [s for s in expected if got[s] != expected[s]]
+        assert not wrong, f"pages that are not the CLI's: {wrong[:5]}"
+        print(f"\nreport load: 200 uploads from 8 clients in {seconds:.2f} s; VmHWM {warm:.0f} MB after 16, "
+              f"{hwm:.0f} MB after 200; {len(lost)} pages evicted before their GET, posted again")
+        if "ASAN_OPTIONS" not in os.environ:  # ASan's shadow memory and quarantine are not the server's
+            assert hwm - warm < 16, f"the peak grew by {hwm - warm:.1f} MB past a full 2 MB cache"

@@ -1,0 +1,123 @@
+// `vitattn serve`'s report cache (serve/page_cache.hpp): least recently used out within a byte
+// budget, a page larger than the whole budget not kept, and found pages outliving eviction.
+// Plus the report query's own parameters (serve/map_query.hpp: name, not format).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "serve/map_query.hpp"
+#include "serve/page_cache.hpp"
+
+namespace vitattn::serve {
+namespace {
+
+// A page whose cost (id + name + html) is exactly `cost` bytes under a 2-byte id.
+std::shared_ptr<const CachedPage> page_of(std::size_t cost, char fill = 'x') {
+  return std::make_shared<const CachedPage>(CachedPage{"n", std::string(cost - 3, fill)});
+}
+
+TEST(PageCache, LeastRecentlyUsedGoesFirstWithinTheBudget) {
+  PageCache cache(100);
+  ASSERT_TRUE(cache.put("aa", page_of(40)));
+  ASSERT_TRUE(cache.put("bb", page_of(40)));
+  EXPECT_EQ(cache.bytes(), 80u);
+  ASSERT_NE(cache.find("aa"), nullptr);  // aa is now the most recently used: bb goes first
+  ASSERT_TRUE(cache.put("cc", page_of(40)));
+  EXPECT_EQ(cache.find("bb"), nullptr);
+  EXPECT_NE(cache.find("aa"), nullptr);
+  EXPECT_NE(cache.find("cc"), nullptr);
+  EXPECT_EQ(cache.bytes(), 80u);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(PageCache, AsManyGoAsTheNewPageNeeds) {
+  PageCache cache(100);
+  for (const char* id : {"aa", "bb", "cc", "dd"}) ASSERT_TRUE(cache.put(id, page_of(25)));
+  EXPECT_EQ(cache.bytes(), 100u);  // exactly the budget: nothing went
+  ASSERT_TRUE(cache.put("ee", page_of(60)));  // needs 85 bytes freed of 100: aa, bb, cc go
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.find("cc"), nullptr);
+  EXPECT_NE(cache.find("dd"), nullptr);
+  EXPECT_EQ(cache.bytes(), 85u);
+}
+
+TEST(PageCache, APageLargerThanTheWholeBudgetIsNotKeptAndEvictsNothing) {
+  PageCache cache(100);
+  ASSERT_TRUE(cache.put("aa", page_of(50)));
+  EXPECT_FALSE(cache.put("bb", page_of(101)));
+  EXPECT_EQ(cache.find("bb"), nullptr);
+  EXPECT_NE(cache.find("aa"), nullptr);
+  EXPECT_EQ(cache.bytes(), 50u);
+  EXPECT_TRUE(cache.put("cc", page_of(100)));  // exactly the budget: kept, the rest out
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(PageCache, PuttingTheSameIdAgainReplacesItsBytes) {
+  PageCache cache(100);
+  ASSERT_TRUE(cache.put("aa", page_of(60, 'x')));
+  ASSERT_TRUE(cache.put("aa", page_of(70, 'y')));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), 70u);
+  EXPECT_EQ(cache.find("aa")->html[0], 'y');
+}
+
+TEST(PageCache, AFoundPageOutlivesItsEviction) {
+  PageCache cache(50);
+  ASSERT_TRUE(cache.put("aa", page_of(40, 'a')));
+  const auto held = cache.find("aa");
+  ASSERT_TRUE(cache.put("bb", page_of(40, 'b')));
+  EXPECT_EQ(cache.find("aa"), nullptr);
+  EXPECT_EQ(held->html, std::string(37, 'a'));  // still whole for the answer being sent
+}
+
+TEST(PageCache, ThreadsSeeTheirOwnPagesAndTheBudgetHolds) {
+  PageCache cache(4000);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const std::string id = std::to_string(t) + "-" + std::to_string(i % 50);
+        const auto page = std::make_shared<const CachedPage>(CachedPage{id, std::string(100, static_cast<char>('a' + t))});
+        cache.put(id, page);
+        if (const auto found = cache.find(id); found && found->name != id) ++wrong;
+        if (cache.bytes() > cache.budget()) ++wrong;
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LE(cache.bytes(), 4000u);
+}
+
+TEST(ReportQuery, TakesANameAndNoFormat) {
+  const MapQuery q = parse_map_query({{"name", "cat photo.jpg"}, {"layer", "1"}}, QueryKind::report);
+  EXPECT_EQ(q.name, "cat photo.jpg");
+  EXPECT_EQ(q.layer, 1);
+  EXPECT_THROW(parse_map_query({{"format", "png"}}, QueryKind::report), Error);
+  EXPECT_THROW(parse_map_query({{"name", "x.png"}}, QueryKind::map), Error);
+  for (const char* bad : {"", "../x.png", "a\\b", "a\nb", "a\x7f"})
+    EXPECT_THROW(parse_map_query({{"name", bad}}, QueryKind::report), Error) << bad;
+  EXPECT_THROW(parse_map_query({{"name", std::string(256, 'a')}}, QueryKind::report), Error);
+}
+
+TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
+  const std::multimap<std::string, std::string> base{{"name", "a.png"}};
+  const std::string key = report_key(parse_map_query(base, QueryKind::report));
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"model", "1"}, {"layer", "0"}, {"head", "2"}, {"head", "max"}, {"method", "rollout"}, {"class", "3"}}) {
+    auto params = base;
+    params.emplace(name, value);
+    EXPECT_NE(report_key(parse_map_query(params, QueryKind::report)), key) << name << "=" << value;
+  }
+  EXPECT_NE(report_key(parse_map_query({{"name", "b.png"}}, QueryKind::report)), key);
+  EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"token", "t"}}, QueryKind::report)), key);
+}
+
+}  // namespace
+}  // namespace vitattn::serve
