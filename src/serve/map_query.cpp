@@ -79,9 +79,9 @@ void set_name(MapQuery& q, const std::string& text) {
 }  // namespace
 
 std::string report_key(const MapQuery& q) {
-  return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={}", q.model, q.layer,
+  return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={} top={} pca={}", q.model, q.layer,
                      static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion), pipeline::method_name(q.method),
-                     q.class_index ? *q.class_index : -1, q.name);
+                     q.class_index ? *q.class_index : -1, q.name, q.top.value_or(3), q.pca ? 1 : 0);
 }
 
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind) {
@@ -97,8 +97,10 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, 
     else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
     else if (name == "format" && kind == QueryKind::map) set_format(q, value);
     else if (name == "name" && kind == QueryKind::report) set_name(q, value);
+    else if (name == "top" && kind == QueryKind::report) q.top = integer(name, value, 1, 1 << 20);
+    else if (name == "pca" && kind == QueryKind::report) q.pca = integer(name, value, 0, 1) == 1;
     else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, {})", shown(name),
-                                 kind == QueryKind::map ? "format" : "name"));
+                                 kind == QueryKind::map ? "format" : "name, top, pca"));
   }
   return q;
 }

@@ -17,7 +17,8 @@ namespace vitattn::serve {
 enum class MapFormat { npy, png };
 
 // Which endpoint's query: a map's (POST /api/map: `format`) or a report's (POST /api/report:
-// `name`, the upload's file name, which the page shows as its title and the download is named by).
+// `name`, the upload's file name, which the page shows as its title and the download is named by;
+// `top`, how many of the most likely classes the page holds maps of; `pca`, 0 or 1).
 enum class QueryKind { map, report };
 
 struct MapQuery {
@@ -30,17 +31,19 @@ struct MapQuery {
   std::optional<int> class_index;
   MapFormat format = MapFormat::npy;
   std::string name = "upload";  // QueryKind::report: 1…255 bytes, no control character, '/' or '\\'
+  std::optional<int> top;       // QueryKind::report: the classes the page holds maps of (the CLI's --top; none: 3)
+  bool pca = false;             // QueryKind::report: the PCA picture in the Tokens panel (the CLI's --pca)
 };
 
 // The parameters as cpp-httplib decoded them (name → value; a repeated name: the first).
 // `token` is no map parameter and is passed over. Throws Error with a one-line message
-// naming the parameter for an unknown parameter (`format` is the map's only, `name` the
-// report's), a repeated one, or a value out of its form (not a decimal integer in range, not
+// naming the parameter for an unknown parameter (`format` is the map's only, `name`, `top`
+// and `pca` the report's), a repeated one, or a value out of its form (not a decimal integer in range, not
 // one of the names, a name with a control character or a path separator).
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind = QueryKind::map);
 
 // A key naming every field of the query that changes a report page (model, layer, head,
-// method, class, name), one line: two queries with the same key make the same page of an image.
+// method, class, name, top, pca), one line: two queries with the same key make the same page of an image.
 std::string report_key(const MapQuery& query);
 
 }  // namespace vitattn::serve

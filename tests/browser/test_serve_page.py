@@ -109,6 +109,22 @@ def test_drop_an_image_and_explore_it_as_the_cli_draws_it(driver, server):
         assert np.abs(browser.row(driver) - got).max() > 10 * js("return window.vitattn.mapError()"), \
             "another class draws another map"
 
+        # Every class: the page asks for all ten, and the least likely one's map is the CLI's.
+        driver.switch_to.default_content()
+        before = js("return window.vitattnServe.current().id")
+        top = driver.find_element(By.ID, "top")
+        assert top.get_attribute("max") == "10"
+        top.clear()
+        top.send_keys("10\t")
+        wait(driver, f"const c = window.vitattnServe.current(); return c && c.id !== '{before}'")
+        driver.switch_to.frame(driver.find_element(By.ID, "report"))
+        wait(driver, "return document.body && document.body.dataset.ready === '1' && "
+                     "window.vitattn.info().classes.length === 10")
+        last_class = js("return window.vitattn.info()")["classes"][9]["index"]
+        _, least = cli_npy(Path(tmp) / "least", "--method", "chefer", "--class", str(last_class))
+        browser.select(driver, method="chefer", **{"class": last_class})
+        np.testing.assert_allclose(browser.row(driver), least.reshape(-1), atol=js("return window.vitattn.mapError()"))
+
     driver.switch_to.default_content()
     save = driver.find_element(By.ID, "save").get_attribute("href")
     assert re.match(re.escape(server) + r"api/report/[0-9a-f]{64}\?download=1$", save), save

@@ -349,6 +349,7 @@ REPORT_CASES = [
     ("layer=1&head=2", ["--layer", "1", "--head", "2"]),
     ("method=chefer&class=3", ["--method", "chefer", "--class", "3"]),
     ("method=rollout&head=max", ["--method", "rollout", "--head", "max"]),
+    ("top=10&pca=1", ["--top", "10", "--pca"]),
 ]
 
 
@@ -384,6 +385,7 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
                 "id not hex": (server.request("GET", "/api/report/" + "Z" * 64)[0], 404),
                 "path in name": (server.request("POST", "/api/report?name=../x.png", image)[0], 400),
                 "format": (server.request("POST", "/api/report?format=png", image)[0], 400),
+                "top out of range": (server.request("POST", "/api/report?top=0", image)[0], 400),
                 "other parameter": (server.request("GET", f"/api/report/{again['id']}?x=1")[0], 400),
                 "foreign Origin": (server.request("POST", "/api/report", image, {"Origin": "http://evil.example"})[0], 403),
                 "not an image": (server.request("POST", "/api/report", b"GIF89a no")[0], 400),
@@ -396,6 +398,9 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
             assert page == expected[shown[1].stem]
             assert seeded.request("GET", f"/api/report/{answer['id']}")[0] == 401
             assert seeded.request("GET", f"/api/report/{answer['id']}?token=s3cret")[0] == 200
+            # No classifier, no classes to list.
+            st, _, body = seeded.request("POST", "/api/report?top=5", shown[1].read_bytes(), auth)
+            assert st == 400 and b"no classifier" in body, (st, body)
         finally:
             assert server.stop() == 0
             assert seeded.stop() == 0

@@ -106,17 +106,39 @@ TEST(ReportQuery, TakesANameAndNoFormat) {
   EXPECT_THROW(parse_map_query({{"name", std::string(256, 'a')}}, QueryKind::report), Error);
 }
 
+TEST(ReportQuery, TakesTopAndPcaWhichAMapDoesNot) {
+  const MapQuery q = parse_map_query({{"top", "10"}, {"pca", "1"}}, QueryKind::report);
+  EXPECT_EQ(q.top, 10);
+  EXPECT_TRUE(q.pca);
+  const MapQuery defaults = parse_map_query({}, QueryKind::report);
+  EXPECT_FALSE(defaults.top);
+  EXPECT_FALSE(defaults.pca);
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"top", "0"}, {"top", "-1"}, {"top", "all"}, {"pca", "2"}, {"pca", "yes"}}) {
+    try {
+      parse_map_query({{name, value}}, QueryKind::report);
+      ADD_FAILURE() << name << "=" << value << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(name, 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_map_query({{"top", "3"}}, QueryKind::map), Error);
+  EXPECT_THROW(parse_map_query({{"pca", "1"}}, QueryKind::map), Error);
+}
+
 TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
   const std::multimap<std::string, std::string> base{{"name", "a.png"}};
   const std::string key = report_key(parse_map_query(base, QueryKind::report));
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
-           {"model", "1"}, {"layer", "0"}, {"head", "2"}, {"head", "max"}, {"method", "rollout"}, {"class", "3"}}) {
+           {"model", "1"}, {"layer", "0"}, {"head", "2"}, {"head", "max"}, {"method", "rollout"}, {"class", "3"},
+           {"top", "5"}, {"pca", "1"}}) {
     auto params = base;
     params.emplace(name, value);
     EXPECT_NE(report_key(parse_map_query(params, QueryKind::report)), key) << name << "=" << value;
   }
   EXPECT_NE(report_key(parse_map_query({{"name", "b.png"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"token", "t"}}, QueryKind::report)), key);
+  EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"top", "3"}}, QueryKind::report)), key);  // the default
 }
 
 }  // namespace
