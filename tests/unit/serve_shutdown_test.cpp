@@ -20,17 +20,23 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// run_server on a thread; false when it has not returned within `limit` (the thread is then
-// left hanging, and the test process ends without joining it).
-bool returns_within(const ServerSettings& settings, const Events& events, std::chrono::seconds limit) {
-  static const std::vector<ServedModel> no_models;
+// run_server on a thread, joined when it returned within `limit`; when it did not, the process
+// ends at once (the hung thread still uses settings and events, and cannot be joined).
+void returns_within(int round, const ServerSettings& settings, const Events& events, std::chrono::seconds limit) {
+  const std::vector<ServedModel> no_models;
   std::promise<void> returned;
   std::future<void> done = returned.get_future();
-  std::thread([&settings, &events, r = std::move(returned)]() mutable {
+  std::thread server([&] {
     run_server(no_models, settings, events);
-    r.set_value();
-  }).detach();
-  return done.wait_for(limit) == std::future_status::ready;
+    returned.set_value();
+  });
+  if (done.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "round %d: run_server did not return within %lld s of a stop asked before it listened\n", round,
+                 static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  server.join();
 }
 
 TEST(ServeShutdown, AStopAskedBeforeListeningEndsTheServer) {
@@ -39,14 +45,7 @@ TEST(ServeShutdown, AStopAskedBeforeListeningEndsTheServer) {
   settings.port = 0;  // any free port
   Events events;
   events.stop_requested = [] { return true; };
-  for (int round = 0; round < 40; ++round) {
-    if (!returns_within(settings, events, 10s)) {
-      // A hung run_server still uses settings and events: end the process, not just the test.
-      std::fprintf(stderr, "round %d: run_server did not return within 10 s of a stop asked before it listened\n", round);
-      std::fflush(stderr);
-      std::_Exit(1);
-    }
-  }
+  for (int round = 0; round < 40; ++round) returns_within(round, settings, events, 10s);
 }
 
 }  // namespace
