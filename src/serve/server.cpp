@@ -344,6 +344,10 @@ void run_server(const std::vector<ServedModel>& models, const ServerSettings& se
   // keeps idle connections from holding the pool's threads and delaying a shutdown.
   svr.set_keep_alive_max_count(1);
   svr.set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
+  // The listening thread waits in poll for at most 100 ms before accept, not in accept alone.
+  // Ctrl-C/SIGTERM go to that thread (the process's first); ThreadSanitizer (GCC 12's) holds a
+  // signal that lands in accept until accept returns, so an idle server never heard it.
+  svr.set_idle_interval(0, 100'000);
   Service service(models, settings, events);
   service.install(svr);
 
@@ -356,7 +360,9 @@ void run_server(const std::vector<ServedModel>& models, const ServerSettings& se
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load()) {
-      if (events.stop_requested && events.stop_requested()) {
+      // httplib's stop() does nothing until listen has begun (is_running): a stop asked for
+      // before that is asked again on the next round, not lost.
+      if (events.stop_requested && events.stop_requested() && svr.is_running()) {
         svr.stop();  // no new connection; the pool finishes the requests in hand before listen returns
         return;
       }
