@@ -184,12 +184,14 @@ def main():
                         if way == "pytorch":  # its own JSON line: the seconds before its first photo
                             with open(os.path.join(work, "pytorch.log")) as f:
                                 res = json.loads(f.read().strip().splitlines()[-1])
-                                setup.append((res["setup_seconds"], res["forward_seconds"]))
+                                setup.append((res["setup_seconds"], res["forward_seconds"],
+                                              res["forward_cpu_seconds"] / len(stems)))
                     line.append(f"{way} {got[way][-1][0]:.2f} s (CPU {got[way][-1][1]:.2f} s)")
                 print(f"  round {rnd + 1}: " + ", ".join(line), flush=True)
             print(f"{label}: load average after {os.getloadavg()[0]:.2f}; vitattn's GEMM kernel: {kernel}; "
-                  f"the script, medians: imports (torch, cv2) {statistics.median(s for s, _ in setup):.2f} s, "
-                  f"its forwards (batch 8) {statistics.median(f for _, f in setup):.2f} s",
+                  f"the script, medians: imports (torch, cv2) {statistics.median(s for s, _, _ in setup):.2f} s, "
+                  f"its forwards (batch 8) {statistics.median(f for _, f, _ in setup):.2f} s, "
+                  f"their CPU per photo {1000 * statistics.median(c for _, _, c in setup):.0f} ms",
                   flush=True)
             med = {w: (statistics.median(s for s, _ in v), statistics.median(c for _, c in v)) for w, v in got.items()}
             rows.append((label, med))

@@ -19,7 +19,7 @@ libblas.so.3), OpenMP waiting passively (busy-waiting OpenMP threads fight OpenB
 cores; the passive setting is PyTorch's faster one here, see docs/performance.md).
 `--save-maps`: the maps before drawing, [grid_h, grid_w] float32 per photo stem, for the check
 against vitattn's `--save-attention`. Prints one JSON line (photos, seconds and CPU seconds from
-the model load to the last PNG, the seconds before it, the forwards' own seconds).
+the model load to the last PNG, the seconds before it, the forwards' own wall and CPU seconds).
 """
 import argparse
 import json
@@ -140,15 +140,16 @@ def main():
     side = grid * patch
     os.makedirs(ARGS.out, exist_ok=True)
     paths = sorted(os.path.join(ARGS.photos, f) for f in os.listdir(ARGS.photos) if f.lower().endswith(EXTENSIONS))
-    maps, forward_seconds = {}, 0.0
+    maps, forward_seconds, forward_cpu = {}, 0.0, 0.0
     with torch.inference_mode():
         for start in range(0, len(paths), ARGS.batch):
             chunk = paths[start:start + ARGS.batch]
             images = [cv2.imread(p, cv2.IMREAD_COLOR) for p in chunk]
             batch = torch.stack([preprocess(img, side) for img in images])  # (B, 3, S, S)
-            f0 = time.perf_counter()
+            f0, fc0 = time.perf_counter(), time.process_time()
             model(batch)
             forward_seconds += time.perf_counter() - f0
+            forward_cpu += time.process_time() - fc0
             cls = model.blocks[-1].attn.attn[:, :, 0, 1:].mean(1)        # (B, N-1)
             for p, img, row in zip(chunk, images, cls):
                 stem = os.path.splitext(os.path.basename(p))[0]
@@ -160,7 +161,7 @@ def main():
         np.savez(ARGS.save_maps, **maps)
     print(json.dumps({"way": "pytorch", "photos": len(paths), "seconds": time.perf_counter() - t0,
                       "cpu_seconds": time.process_time() - c0, "setup_seconds": t0 - T_START,
-                      "forward_seconds": forward_seconds,
+                      "forward_seconds": forward_seconds, "forward_cpu_seconds": forward_cpu,
                       "torch": torch.__version__, "threads": torch.get_num_threads(), "batch": ARGS.batch,
                       "omp_wait_policy": os.environ["OMP_WAIT_POLICY"]}))
 
