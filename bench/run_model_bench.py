@@ -88,6 +88,17 @@ def check_blas():
             print(f"  {var}={os.environ[var]} in the environment (each way sets its own thread count)")
 
 
+def use_openblas_own_kernels():
+    """Drops OPENBLAS_CORETYPE for every child (a forced older core, such as Haswell on an AVX-512
+    CPU, would be a slow baseline) and prints the core OpenBLAS then picks (OPENBLAS_VERBOSE=2)."""
+    forced = os.environ.pop("OPENBLAS_CORETYPE", None)
+    probe = subprocess.run([PY, "-c", "import numpy"], capture_output=True, text=True,
+                           env=dict(os.environ, OPENBLAS_VERBOSE="2"))
+    core = [l for l in probe.stdout.splitlines() + probe.stderr.splitlines() if l.startswith("Core:")]
+    dropped = f" (OPENBLAS_CORETYPE={forced} dropped)" if forced else ""
+    print(f"OpenBLAS kernels of the baselines: {core[0] if core else 'not reported'}{dropped}")
+
+
 def build_release():
     """Configures the release preset when needed and brings it up to date (a no-op when it is)."""
     binary = os.environ.get("VITATTN_FORWARD_BENCH")

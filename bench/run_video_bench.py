@@ -13,8 +13,10 @@ round, runs four ways on that clip, in rotating order so that drift and other lo
 
 Each writes a video with the codec vitattn writes (the floor and the PyTorch loop copy
 vitattn's container: H.264 in .mp4, else MJPG in .avi). The first round is a warm-up and is not
-counted. Prints the median frames per second of each way, vits16 fps / pytorch fps (goal >= 2)
-and seeded seconds / floor seconds (goal <= 1.5), with the CPU seconds (getrusage) beside them.
+counted. Prints the median frames per second of each way, vits16 fps / pytorch fps (goal >= 1.5,
+an older target >= 2) and seeded seconds / floor seconds (goal <= 1.5), with the CPU seconds
+(getrusage) beside them. The PyTorch loop and the floor run without OPENBLAS_CORETYPE, so
+OpenBLAS picks its kernels for this CPU (printed).
 vitattn is timed as a whole process (start, model load, every frame, exit); the PyTorch loop
 and the floor from their first frame read to their writer's release (their `import torch` and
 model build are left out), so the ratios are if anything against vitattn.
@@ -43,12 +45,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 TARGET_VITS16_OVER_PYTORCH = 2.0   # target: >= 2x the PyTorch loop's fps on a ViT-S/16 at 224
+GOAL_VITS16_OVER_PYTORCH = 1.5     # the speed issue's goal: >= 1.5x DINO's video loop with ViT-S/16
 TARGET_SEEDED_OVER_FLOOR = 1.5     # target: <= 1.5x the codec-only floor with the seeded head
 WAYS = ("seeded", "vits16", "pytorch", "floor")
 
 sys.path.insert(0, HERE)
 from make_clip import write_clip  # noqa: E402
-from run_model_bench import check_blas  # noqa: E402
+from run_model_bench import check_blas, use_openblas_own_kernels  # noqa: E402
 
 
 def die(msg):
@@ -187,6 +190,7 @@ def main():
     args = ap.parse_args()
 
     check_blas()
+    use_openblas_own_kernels()
     vitattn = build_release()
     print(f"vitattn: {vitattn}")
     load = os.getloadavg()[0]
@@ -249,7 +253,7 @@ def main():
         if "vits16" in got:
             r1, r2 = med["pytorch"] / med["vits16"], med["seeded"] / med["floor"]
             print(f"\nvitattn ViT-S/16 fps / PyTorch loop fps: **{r1:.2f}×** "
-                  f"(target >= {TARGET_VITS16_OVER_PYTORCH:g}); "
+                  f"(goal >= {GOAL_VITS16_OVER_PYTORCH:g}; the older target >= {TARGET_VITS16_OVER_PYTORCH:g}); "
                   f"CPU seconds: {cpu['pytorch'] / cpu['vits16']:.2f}×")
             print(f"vitattn seeded seconds / codec floor seconds: **{r2:.2f}** "
                   f"(target <= {TARGET_SEEDED_OVER_FLOOR:g}); "
