@@ -1,5 +1,6 @@
 // vitattn serve's drop page: an image (file input, drop or paste) is posted to
-// /api/report with the chosen model; the answer names the page, which the frame then opens
+// /api/report with the chosen model, the number of classes the report holds maps of (a
+// classifier's) and whether it holds the PCA picture; the answer names the page, which the frame then opens
 // (GET /api/report/<id>: a navigation of its own, under the report's own CSP). Every other
 // choice (layer, head, method, class, token) is the report's. Errors are the server's
 // one-line messages. A token the page was opened with (?token=T) goes with every request.
@@ -16,6 +17,7 @@
   };
   let upload = null;  // {bytes: ArrayBuffer, name}
   let current = null; // the answer of the last post: {id, name, bytes, cached}
+  let models = [];     // GET /api/models
 
   function showError(text) {
     $('error').textContent = text;
@@ -35,6 +37,8 @@
     showError('');
     $('status').textContent = 'computing ' + upload.name + '…';
     const query = new URLSearchParams({ model: $('model').value || '0', name: upload.name });
+    if (!$('serve-top-label').hidden) query.set('top', $('serve-top').value);
+    if ($('serve-pca').checked) query.set('pca', '1');
     const response = await fetch('/api/report?' + query, { method: 'POST', headers: auth, body: upload.bytes });
     if (!response.ok) {
       $('status').textContent = '';
@@ -71,7 +75,18 @@
   });
 
   $('file').addEventListener('change', () => take($('file').files[0]));
-  $('model').addEventListener('change', post);
+  // The classes field is for a model with a classifier, up to its number of classes.
+  function fitClasses() {
+    const m = models[Number($('model').value || 0)];
+    const classes = m ? m.classes : 0;
+    $('serve-top-label').hidden = classes === 0;
+    $('serve-top').max = String(Math.max(1, classes));
+    $('serve-top').value = String(Math.min(Math.max(1, Number($('serve-top').value) || 3), Math.max(1, classes)));
+  }
+
+  $('model').addEventListener('change', () => { fitClasses(); post(); });
+  $('serve-top').addEventListener('change', () => { fitClasses(); post(); });
+  $('serve-pca').addEventListener('change', post);
   const drop = $('drop');
   document.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
   document.addEventListener('dragleave', () => drop.classList.remove('over'));
@@ -87,13 +102,15 @@
 
   fetch('/api/models', { headers: auth }).then(async (response) => {
     if (!response.ok) return showError(await errorText(response));
-    for (const m of await response.json()) {
+    models = await response.json();
+    for (const m of models) {
       const option = document.createElement('option');
       option.value = m.index;
       option.textContent = m.name + ' (' + m.layers + ' layers, ' + m.heads + ' heads' +
         (m.classes > 0 ? ', ' + m.classes + ' classes' : '') + ')';
       $('model').append(option);
     }
+    fitClasses();
   });
 
   // For scripts and tests: the answer of the last post (null before one).

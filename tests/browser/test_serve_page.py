@@ -112,7 +112,7 @@ def test_drop_an_image_and_explore_it_as_the_cli_draws_it(driver, server):
         # Every class: the page asks for all ten, and the least likely one's map is the CLI's.
         driver.switch_to.default_content()
         before = js("return window.vitattnServe.current().id")
-        top = driver.find_element(By.ID, "top")
+        top = driver.find_element(By.ID, "serve-top")
         assert top.get_attribute("max") == "10"
         top.clear()
         top.send_keys("10\t")
