@@ -158,18 +158,13 @@ class VisionTransformer(nn.Module):
 def load_vit(path):
     """A timm-layout safetensors file → (model, image size). Heads from __metadata__ num_heads, else D/64."""
     tensors, meta = safetensors_io.read(path, only=("F32",))
-    dim = tensors["cls_token"].shape[-1]
-    patch = tensors["patch_embed.proj.weight"].shape[-1]
-    depth = 1 + max(int(k.split(".")[1]) for k in tensors if k.startswith("blocks."))
-    hidden = tensors["blocks.0.mlp.fc1.weight"].shape[0]
-    n_patches = tensors["pos_embed"].shape[1] - 1
-    heads = int(meta.get("num_heads", dim // 64))
-    model = VisionTransformer(patch, dim, depth, heads, hidden, n_patches)
+    s = safetensors_io.timm_vit_shape(tensors, meta)
+    model = VisionTransformer(s["patch"], s["dim"], s["depth"], s["heads"], s["hidden"], s["n_patches"])
     state = {k: torch.from_numpy(v.copy()) for k, v in tensors.items() if not k.startswith("head.")}
     model.load_state_dict(state, strict=True)
     for p in model.parameters():
         p.requires_grad = False
-    side = int(round(n_patches ** 0.5)) * patch
+    side = int(round(s["n_patches"] ** 0.5)) * s["patch"]
     return model.eval(), side
 
 

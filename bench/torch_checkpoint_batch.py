@@ -107,15 +107,10 @@ class ViT(nn.Module):
 
 def load(path):
     tensors, meta = safetensors_io.read(path, only=("F32",))
-    dim = tensors["cls_token"].shape[-1]
-    patch = tensors["patch_embed.proj.weight"].shape[-1]
-    depth = 1 + max(int(k.split(".")[1]) for k in tensors if k.startswith("blocks."))
-    hidden = tensors["blocks.0.mlp.fc1.weight"].shape[0]
-    n_patches = tensors["pos_embed"].shape[1] - 1
-    model = ViT(patch, dim, depth, int(meta.get("num_heads", dim // 64)), hidden, n_patches,
-                tensors["head.weight"].shape[0])
+    s = safetensors_io.timm_vit_shape(tensors, meta)
+    model = ViT(s["patch"], s["dim"], s["depth"], s["heads"], s["hidden"], s["n_patches"], tensors["head.weight"].shape[0])
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()}, strict=True)
-    return model.eval(), patch, int(round(n_patches ** 0.5))
+    return model.eval(), s["patch"], int(round(s["n_patches"] ** 0.5))
 
 
 def preprocess(bgr, side):

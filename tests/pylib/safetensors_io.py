@@ -162,3 +162,17 @@ def read(path, only=None):
             raise ValueError(f"{path}: tensor {name}: bad data_offsets {begin},{end}")
         tensors[name] = _decode(memoryview(data)[begin:end], dtype, shape)  # a view, not a copy
     return tensors, metadata
+
+
+def timm_vit_shape(tensors, metadata):
+    """The shape of a timm-layout ViT's tensors (bench/make_vit.py's files): patch, dim, depth,
+    heads (from __metadata__ num_heads, else dim/64), MLP hidden width, patches."""
+    dim = tensors["cls_token"].shape[-1]
+    return {
+        "patch": tensors["patch_embed.proj.weight"].shape[-1],
+        "dim": dim,
+        "depth": 1 + max(int(k.split(".")[1]) for k in tensors if k.startswith("blocks.")),
+        "heads": int(metadata.get("num_heads", dim // 64)),
+        "hidden": tensors["blocks.0.mlp.fc1.weight"].shape[0],
+        "n_patches": tensors["pos_embed"].shape[1] - 1,
+    }
