@@ -123,13 +123,19 @@ CASES = [
 ]
 
 
+def photo_folder(tmp, photos):
+    """A folder of copies of `photos` for one CLI batch run: tmp/photos."""
+    folder = tmp / "photos"
+    folder.mkdir()
+    for p in photos:
+        (folder / p.name).write_bytes(p.read_bytes())
+    return folder
+
+
 def test_api_answers_what_the_cli_writes():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        photos = tmp / "photos"
-        photos.mkdir()
-        for p in PHOTOS:
-            (photos / p.name).write_bytes(p.read_bytes())
+        photos = photo_folder(tmp, PHOTOS)
         server = Server("--model", MODEL)
         seeded = Server()
         try:
@@ -357,10 +363,7 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
     shown = [PHOTOS[1], PHOTOS[3]]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        photos = tmp / "photos"
-        photos.mkdir()
-        for p in shown:
-            (photos / p.name).write_bytes(p.read_bytes())
+        photos = photo_folder(tmp, shown)
         server = Server("--model", MODEL)
         seeded = Server("--token", "s3cret")
         try:
