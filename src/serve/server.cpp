@@ -37,6 +37,14 @@ void answer_error(httplib::Response& res, int status, const std::string& message
   t_reason = message;
 }
 
+// An upload the map or page could not be made of: 413 for an image over the pixel limit
+// (found from its header, before decoding), else 400 (no image the CLI reads, a view the model
+// does not have).
+void answer_upload_error(httplib::Response& res, const Error& e) {
+  const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
+  answer_error(res, pixels ? 413 : 400, e.what());
+}
+
 // A request's path as the log shows it: bytes outside printable ASCII percent-encoded (a
 // hostile path cannot break the log's lines or its encoding).
 std::string loggable(const std::string& path) {
@@ -270,8 +278,7 @@ class Service {
       const MapAnswer answer = compute_map(body, "the upload", models_[query.model], query, settings_.max_pixels);
       res.set_content(reinterpret_cast<const char*>(answer.bytes.data()), answer.bytes.size(), answer.content_type.c_str());
     } catch (const Error& e) {
-      const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
-      answer_error(res, pixels ? 413 : 400, e.what());
+      answer_upload_error(res, e);
     }
   }
 
@@ -287,8 +294,7 @@ class Service {
         page = std::make_shared<const CachedPage>(
             CachedPage{query.name, compute_report(body, "the upload", models_[query.model], query, settings_.max_pixels)});
       } catch (const Error& e) {
-        const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
-        return answer_error(res, pixels ? 413 : 400, e.what());
+        return answer_upload_error(res, e);
       }
       if (!cache_.put(id, page))
         return answer_error(res, 507, fmt::format("the report page takes {:.1f} MB, more than the whole cache ({:.0f} MB)",
