@@ -306,3 +306,44 @@ def test_views_are_shown_on_the_seeded_head():
             seeded |= set(opts)
     missing = [o for o in ("--layer", "--head", "--rollout", "--keep-aspect", "--img-size", "--pos-interp") if o not in seeded]
     assert not missing, f"README.md shows {missing} only with --model; they work on the seeded head too"
+
+
+def readme_command(readme_text, name):
+    """scripts/readme_command.sh NAME run on a README with `readme_text`, as .ci/run runs it."""
+    root = Path(tempfile.mkdtemp(prefix="vitattn-readme-"))
+    try:
+        (root / "scripts").mkdir()
+        shutil.copy(harness.REPO / "scripts/readme_command.sh", root / "scripts")
+        (root / "README.md").write_text(readme_text)
+        return subprocess.run(["bash", str(root / "scripts/readme_command.sh"), name], capture_output=True, text=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["set-up", "test"])
+def test_ci_runs_the_commands_the_readme_shows(name):
+    """.ci/run takes the README's set-up and test commands from the README through
+    scripts/readme_command.sh: it must print the first line of the ```sh block after the
+    marker, which is also what a reader copies."""
+    text = README.read_text()
+    marker = f"<!-- readme-command: {name} -->"
+    lines = text.splitlines()
+    assert lines.count(marker) == 1, f"README.md must mark its {name} command once with {marker}"
+    after = lines[lines.index(marker) + 1:]
+    assert after[0] == "```sh", f"the line after {marker} must open a ```sh block"
+    got = readme_command(text, name)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == after[1] + "\n"
+    run = (harness.REPO / ".ci/run").read_text()
+    assert f"scripts/readme_command.sh {name})" in run, ".ci/run no longer takes this command from the README"
+
+
+def test_a_readme_without_its_command_fails_ci():
+    """A README whose marker went missing, or whose marker is not followed by a command, is an
+    error, never an empty command that CI would 'run' and pass."""
+    for text in ("# vitattn\n\n```sh\nbash scripts/test.sh\n```\n",
+                 "<!-- readme-command: test -->\n\nsome prose\n```sh\nbash scripts/test.sh\n```\n",
+                 "<!-- readme-command: test -->\n```sh\n```\n"):
+        got = readme_command(text, "test")
+        assert got.returncode == 2 and got.stdout == "", (text, got)
+        assert "README.md has no" in got.stderr
