@@ -8,9 +8,9 @@
 // copy of every weight at load if it were packed there, and a version query, a layout check or a
 // model whose forward never runs would pay it for nothing. The first product packs into a
 // buffer of its own, reused by the next products (no new pages): the kept copy is fresh memory,
-// whose page faults and zeroing cost a one-image run about as much as its products save
-// (measured: +0.2 s of CPU for ViT-S/16 when kept on first use), so only a weight read again,
-// a second image's forward, is kept. Then once, whichever thread gets there first; the others
+// whose page faults and zeroing cost a one-image run more than its products save
+// (docs/performance.md, "Weights packed once"), so only a weight read again, a second image's
+// forward, is kept. Then once, whichever thread gets there first; the others
 // wait for it.
 //
 // The panel layout depends on the kernel (its nr) and on which way the product reads the
