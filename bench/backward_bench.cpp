@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
     Timing forward_t, taped_t, backward_t;
     float checksum = 0.0f;
     // One tape for every run, as a worker keeps one for its images: its matrices keep their
-    // storage from one forward to the next (a fresh tape each time adds the page faults of
-    // ~95 MB of new memory per ViT-B/16 forward).
+    // storage from one forward to the next (a fresh tape each time adds the page faults of a
+    // whole tape of new memory per forward; its size: vit.hpp's ForwardTape).
     vitattn::ForwardTape tape;
     for (int i = 0; i < args.warmup + args.repeat; ++i) {
       const bool timed = i >= args.warmup;

@@ -10,8 +10,8 @@ module, loaded for videos and for formats other than JPEG, need them).
     /usr/bin/python3 bench/startup_bench.py BASE_BINARY NEW_BINARY [N]   (N = 25)
 
 The processes are started with posix_spawn (vfork: the child's CPU before exec is not
-Python's page tables being copied, ~15 ms with fork). Figures, not a test: read them beside
-the load average (other builds inflate them).
+Python's page tables being copied, as it would be with fork; docs/performance.md). Figures,
+not a test: read them beside the load average (other builds inflate them).
 """
 import glob
 import os

@@ -31,8 +31,8 @@ def main():
     # pool ignores torch.set_num_threads: pin it too, before torch loads it, so T means T.
     os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
     # With set_num_threads(2), torch's OpenMP workers spin between parallel regions (GNU
-    # OpenMP's default) and fight OpenBLAS's own threads for the 2 cores: on this machine a
-    # ViT-S forward went from 0.15 s to 0.7-1.8 s. Passive waiting is PyTorch at its best, the
+    # OpenMP's default) and fight OpenBLAS's own threads for the 2 cores: a forward then takes
+    # several times as long (docs/performance.md). Passive waiting is PyTorch at its best, the
     # honest baseline; --omp-wait-policy ACTIVE (or the environment) restores the default.
     os.environ.setdefault("OMP_WAIT_POLICY", args.omp_wait_policy)
     import torch

@@ -12,10 +12,12 @@ namespace {
 
 #if defined(__GLIBC__)
 // The first 128 MiB of the main heap in transparent huge pages (madvise mode, Debian's
-// default). On this project's VM a first touch of a 4 KiB page costs ~28 µs: the ~2,400 pages a
-// seeded run on a 0.3 MP photo touches (weights, image, maps) were ~60 ms of its CPU, one fault
-// per 2 MiB instead makes that ~3 ms. The heap is reserved ahead (M_TOP_PAD) so that it has an
-// area to advise; only what is touched becomes resident, 2 MiB at a time.
+// default). The first touch of each 4 KiB page is a page fault, which a virtual machine makes
+// dear; a short run (a seeded run on one small photo) touches thousands of pages (weights,
+// image, maps), and their faults were a large share of its CPU. One fault per 2 MiB instead
+// removes nearly all of them (docs/performance.md, start-up). The heap is reserved ahead
+// (M_TOP_PAD) so that it has an area to advise; only what is touched becomes resident, 2 MiB
+// at a time.
 void heap_in_huge_pages() {
   constexpr std::size_t kReserve = std::size_t{128} << 20;
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;

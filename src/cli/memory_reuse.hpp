@@ -2,11 +2,11 @@
 
 namespace vitattn::cli {
 
-// Lets malloc keep the large buffers a batch frees (decoded image, upsampled map, overlay,
-// PNG stream) and hand them to the next image, instead of returning them to the kernel and
-// faulting fresh zeroed pages in for every image: that page-fault work was about a third of a
-// seeded batch's CPU time (bench/run_bench.sh). A worker's memory stays at its largest image,
-// as before; nothing else changes. Call once, before any thread starts.
+// Lets malloc keep the large buffers a batch frees (decoded image, upsampled map, overlay, PNG
+// stream) and hand them to the next image, instead of returning them to the kernel and faulting
+// fresh zeroed pages in for every image: that page-fault work was a large share of a seeded batch's
+// CPU time (bench/run_bench.sh; the figures are in docs/performance.md). A worker's memory stays at
+// its largest image, as before; nothing else changes. Call once, before any thread starts.
 void reuse_freed_memory();
 
 }  // namespace vitattn::cli

@@ -1,10 +1,10 @@
 // run_serve for the `vitattn` binary: the server lives in a second executable, vitattn-serve,
-// beside it (or in <bin>/../lib/vitattn), which this replaces the process with, same arguments
-// and environment. Why: cpp-httplib is Debian's compiled library, which links OpenSSL, zlib and
-// brotli; every start of vitattn would open them (about 11 ms of CPU a start here, a quarter of
-// `vitattn --version`'s budget) for a command most runs never use. The options were parsed and
-// checked here already (serve_options.cpp, the same rules in both binaries), so a bad flag is
-// refused before the exec; after it, the server is the process (Ctrl-C, the exit status).
+// beside it (or in <bin>/../lib/vitattn), which this replaces the process with, same arguments and
+// environment. Why: cpp-httplib is Debian's compiled library, which links OpenSSL, zlib and brotli;
+// every start of vitattn would open and relocate them in the dynamic loader (CPU paid by every run,
+// docs/performance.md) for a command most runs never use. The options were parsed and checked here
+// already (serve_options.cpp, the same rules in both binaries), so a bad flag is refused before the
+// exec; after it, the server is the process (Ctrl-C, the exit status).
 #include <unistd.h>
 
 #include <cerrno>

@@ -3,15 +3,14 @@
 // the weights (weight_matrix.hpp) so every product of every image reads the same panels
 // instead of packing them again per row tile.
 //
-// Packed lazily, on the second product that reads the weight in a given form, under
-// std::call_once: a checkpoint whose weights are read in place from a file mapping would pay a
-// copy of every weight at load if it were packed there, and a version query, a layout check or a
-// model whose forward never runs would pay it for nothing. The first product packs into a
-// buffer of its own, reused by the next products (no new pages): the kept copy is fresh memory,
-// whose page faults and zeroing cost a one-image run about as much as its products save
-// (measured: +0.2 s of CPU for ViT-S/16 when kept on first use), so only a weight read again,
-// a second image's forward, is kept. Then once, whichever thread gets there first; the others
-// wait for it.
+// Packed lazily, on the second product that reads the weight in a given form, under std::call_once:
+// a checkpoint whose weights are read in place from a file mapping would pay a copy of every weight
+// at load if it were packed there, and a version query, a layout check or a model whose forward
+// never runs would pay it for nothing. The first product packs into a buffer of its own, reused by
+// the next products (no new pages): the kept copy is fresh memory, whose page faults and zeroing
+// cost a one-image run more than its products save (docs/performance.md, "Weights packed once"), so
+// only a weight read again, a second image's forward, is kept. Then once, whichever thread gets
+// there first; the others wait for it.
 //
 // The panel layout depends on the kernel (its nr) and on which way the product reads the
 // matrix (x·Wᵀ in the forward, d·W in the gradient), so the cache keeps one form per

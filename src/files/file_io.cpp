@@ -74,7 +74,8 @@ struct TempSlot {
 };
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 // constinit: zeros in .bss, untouched until used. Without it GCC initialised all 4 MB in a
-// static constructor at every start (1024 page faults, ~18 % of the CPU of `vitattn --version`).
+// static constructor at every start: a page fault for every page of the table, in every run,
+// though most runs never hold more than a few temporaries (docs/performance.md, start-up).
 constinit TempSlot g_temp_slots[kTempSlots];
 
 TempSlot* claim_temp_slot(const fs::path& tmp) {

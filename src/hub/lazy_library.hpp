@@ -1,11 +1,11 @@
 #pragma once
-// libcurl and libcrypto loaded on first use instead of at every start. Linked, they and what
-// they pull in (GnuTLS, Kerberos, LDAP, …: about 30 libraries) cost ~25 ms of CPU in the dynamic
-// loader at each start of vitattn, though only a hub download or a sha256 check (hub) and the
-// report's base64 (report) call them. lazy_curl.cpp and lazy_crypto.cpp define the few functions
-// vitattn calls, with hidden visibility (never seen by any other library in the process: GDAL
-// in the codec module has its own libcurl), each forwarding to the library's own, found by
-// dlopen of its run-time name and dlsym on the first call.
+// libcurl and libcrypto loaded on first use instead of at every start. Linked, they and what they
+// pull in (GnuTLS, Kerberos, LDAP, …: about 30 libraries) cost every start of vitattn their mapping
+// and relocation in the dynamic loader (docs/performance.md, start-up), though only a hub download
+// or a sha256 check (hub) and the report's base64 (report) call them. lazy_curl.cpp and
+// lazy_crypto.cpp define the few functions vitattn calls, with hidden visibility (never seen by any
+// other library in the process: GDAL in the codec module has its own libcurl), each forwarding to
+// the library's own, found by dlopen of its run-time name and dlsym on the first call.
 namespace vitattn::hub {
 
 // The address of `symbol` in the shared library `soname` (dlopen'ed once, never closed), or

@@ -1,7 +1,7 @@
 #pragma once
 // The boundary between vitattn and libvitattn_codecs.so, the module that holds OpenCV's
 // imgcodecs. imgcodecs links GDAL, GDCM, OpenEXR, libtiff, OpenJPEG, … (about 120 shared
-// libraries, ~0.15 s of CPU at every start), though vitattn decodes JPEG itself
+// libraries, whose loading would be most of every start's CPU), though vitattn decodes JPEG itself
 // (jpeg_decoder.hpp) and writes PNG itself (png_writer.hpp). The binary loads the module
 // (codec_module.cpp) only when it meets another format (PNG, WebP, BMP, TIFF, PNM/PFM, Sun
 // raster, HDR, JPEG 2000) or writes JPEG/WebP, so a run on JPEGs never pays for it.

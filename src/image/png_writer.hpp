@@ -1,9 +1,12 @@
 #pragma once
 // vitattn's own PNG encoder: row filters, a zlib stream from libdeflate, and the chunks
 // (IHDR, IDAT, IEND). OpenCV's imencode (libpng's adaptive filters + zlib) was most of a
-// batch's time; on the benchmark's overlays this one takes about 0.55× its CPU time for 6 %
-// fewer bytes (bench/run_png_bench.sh). The output is a plain 8-bit PNG any decoder reads,
-// and the same image gives the same bytes every time (for a given libdeflate version).
+// batch's time: its deflate searches for repeated strings, which the filtered rows of a photo
+// seldom hold, so the search costs most of the time and saves few bytes. This one codes the
+// filtered rows with Huffman codes alone by default (PngOptions), in less CPU time than imencode
+// for fewer bytes on the benchmark's overlays (bench/run_png_bench.sh; the figures are in
+// docs/performance.md). The output is a plain 8-bit PNG any decoder reads, and the same image
+// gives the same bytes every time (for a given libdeflate version).
 #include <cstddef>
 #include <cstdint>
 #include <opencv2/core.hpp>

@@ -60,10 +60,10 @@ Matrix encoder_map(const VitModel& model, const std::vector<Matrix>& heads, cons
   return query_token_map(fuse_heads(heads, view.fusion), row, first, grid_h, grid_w);
 }
 
-// What a backward reads (vit.hpp's ForwardTape), one per worker thread, kept from one image to
-// the next: a forward recording into it reuses its storage instead of faulting in ~95 MB of
-// fresh pages per ViT-B/16 image (docs/relevance.md measures both). It holds the last image's
-// activations until the worker ends; nothing reads them after that image's maps are made.
+// What a backward reads (vit.hpp's ForwardTape), one per worker thread, kept from one image to the
+// next: a forward recording into it reuses its storage instead of faulting in a whole tape of fresh
+// pages per image (its size: ForwardTape; docs/relevance.md measures both). It holds the last
+// image's activations until the worker ends; nothing reads them after that image's maps are made.
 ForwardTape& worker_tape() {
   thread_local ForwardTape tape;
   return tape;

@@ -38,19 +38,26 @@ ENV_NAME = re.compile(r"(?<!@)\b(?:SLURM_\w+|HF_\w+|HUGGING_FACE_\w+|VITATTN_\w+
 ENV_CALL = re.compile(r"\b(?:secure_getenv|getenv|setenv|unsetenv|putenv|environ)\b")
 
 
-def lex(text):
+def lex(text, comments=None):
     """(code, literals) of C++ source `text`: the code with comments and literals blanked out
-    (lines kept), and every string literal's contents as (line number, text)."""
+    (lines kept), and every string literal's contents as (line number, text). When `comments`
+    is a list, every comment's text (without // or /* */) is appended to it as (line number,
+    text): test_source_figures.py reads them."""
     code, literals = [], []
     i, n, line = 0, len(text), 1
     while i < n:
         c = text[i]
         if text.startswith("//", i):  # to the end of the line
             j = text.find("\n", i)
-            i = n if j < 0 else j
+            j = n if j < 0 else j
+            if comments is not None:
+                comments.append((line, text[i + 2:j]))
+            i = j
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
+            if comments is not None:
+                comments.append((line, text[i + 2:j - 2]))
             code.append("\n" * text.count("\n", i, j))
             line += text.count("\n", i, j)
             i = j
