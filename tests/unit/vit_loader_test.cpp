@@ -194,6 +194,47 @@ TEST(VitLoader, OverridesAndMetadataDefaults) {
             "encoder.layers.encoder_layer_0.ln_1.weight)");
 }
 
+// A family asked for by name reads the file by that family's layout, which must then read what
+// the file holds: tensors other families read (positions, a classifier, registers, a
+// distillation token) left over are one error naming the file, the family and the tensors.
+// Before, a timm ViT read as DINOv3 ran without its positions and had no classifier.
+TEST(VitLoader, AFamilyAskedForMustReadWhatOtherFamiliesWould) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const auto asked = [](const std::string& family) {
+    VitOverrides o;
+    o.family = family;
+    return o;
+  };
+  Tensors vit = timm(false, 0);
+  linear(vit, "head", 4, D);
+  EXPECT_EQ(load_vit(vit.parse(meta), asked("timm")).family, "timm");  // its own family, and dino's names alike
+  EXPECT_EQ(load_vit(vit.parse(meta), asked("dino")).model.w_head.rows(), 4);
+  EXPECT_EQ(error_of([&] { load_vit(vit.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a dinov3 model: it holds head.bias, head.weight, pos_embed, which other families read "
+            "and a dinov3 model does not (a file of another family?)");
+  const Tensors dinov2 = timm(true, 4);
+  EXPECT_EQ(load_vit(dinov2.parse(meta)).family, "dinov2");
+  EXPECT_EQ(error_of([&] { load_vit(dinov2.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a dinov3 model: it holds pos_embed, register_tokens, which other families read and a "
+            "dinov3 model does not (a file of another family?)");
+  // A distilled DeiT read as timm would lose its distillation token and second head.
+  Tensors deit = timm(false, 0);
+  for (auto& n : deit.list)
+    if (n.name == "pos_embed") n.shape = {1, 2 + G * G, D}, n.values.resize((2 + G * G) * D);
+  deit.add("dist_token", {1, 1, D});
+  linear(deit, "head", 4, D);
+  linear(deit, "head_dist", 4, D);
+  EXPECT_EQ(load_vit(deit.parse(meta)).family, "deit-distilled");
+  EXPECT_EQ(error_of([&] { load_vit(deit.parse(meta), asked("timm")); }),
+            "m.safetensors: not a timm model: it holds dist_token, head_dist.bias, head_dist.weight, which other "
+            "families read and a timm model does not (a file of another family?)");
+  // With a tensor missing too, both are said.
+  std::erase_if(vit.list, [](const NamedTensor& n) { return n.name == "norm.bias"; });
+  EXPECT_EQ(error_of([&] { load_vit(vit.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a complete dinov3 model: missing norm.bias; it holds head.bias, head.weight, pos_embed, "
+            "which other families read and a dinov3 model does not (a file of another family?)");
+}
+
 TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
   const std::map<std::string, std::string> meta{{"num_heads", "2"}};
   Tensors t = timm(false, 0);
