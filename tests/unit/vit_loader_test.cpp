@@ -235,6 +235,28 @@ TEST(VitLoader, AFamilyAskedForMustReadWhatOtherFamiliesWould) {
             "which other families read and a dinov3 model does not (a file of another family?)");
 }
 
+// -v's summary says what the position table's leading rows are for: the distillation token's
+// (distilled DeiT), the registers' (some timm models), or both.
+TEST(VitLoader, TheSummaryNamesWhatTheExtraPositionsAreFor) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const auto with_positions = [](Tensors t, std::uint64_t leading) {
+    for (auto& n : t.list)
+      if (n.name == "pos_embed") n.shape = {1, leading + G * G, D}, n.values.resize((leading + G * G) * D);
+    return t;
+  };
+  Tensors deit = with_positions(timm(false, 0), 2);
+  deit.add("dist_token", {1, 1, D});
+  linear(deit, "head", 4, D);
+  linear(deit, "head_dist", 4, D);
+  const std::string distilled = load_vit(deit.parse(meta)).summary();
+  EXPECT_NE(distilled.find("grid 2x2 (positions for the distillation token), 0 registers"), std::string::npos)
+      << distilled;
+  const std::string registers = load_vit(with_positions(timm(true, 2), 3).parse(meta)).summary();
+  EXPECT_NE(registers.find("grid 2x2 (positions for the registers), 2 registers"), std::string::npos) << registers;
+  const std::string plain = load_vit(timm(true, 4).parse(meta)).summary();
+  EXPECT_NE(plain.find("grid 2x2, 4 registers"), std::string::npos) << plain;
+}
+
 TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
   const std::map<std::string, std::string> meta{{"num_heads", "2"}};
   Tensors t = timm(false, 0);
