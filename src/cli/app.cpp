@@ -218,6 +218,25 @@ void log_grid(const Options& o, const VitModel& model, pipeline::ProcessOptions&
   }
 }
 
+// Fewer patches than this a side and a map is a few cells, which say little about where the
+// model looks (a 1×1 grid is one cell): drawn, but said.
+constexpr int kUsefulGridSide = 4;
+
+// --img-size on a checkpoint that leaves a grid (its shorter side, with --keep-aspect) below
+// kUsefulGridSide patches: one warning naming the grid and the size that gives a useful one.
+void warn_small_grid(const Options& o, const VitModel& model) {
+  if (o.model.file.empty() || !o.model.img_size_given) return;  // the seeded model is made at --img-size
+  const int p = model.patch_size, side = o.model.shape.img_size / p;
+  if (side >= kUsefulGridSide) return;
+  const std::string grid =
+      o.keep_aspect ? fmt::format("a shorter side of {}", io::counted(static_cast<std::size_t>(side), "patch", "patches"))
+                    : fmt::format("a {0}x{0} grid", side);
+  const int own = model.grid_h * p;  // a RoPE model's default input
+  spdlog::warn("--img-size {}: {} px patches make {}, too few for a map; give --img-size {} or more{}",
+               o.model.shape.img_size, p, grid, kUsefulGridSide * p,
+               own >= kUsefulGridSide * p ? fmt::format(" (the model's own input is {} px)", own) : std::string());
+}
+
 bool has_video(const pipeline::BatchPlan& plan) {
   return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const pipeline::InputJob& j) { return j.video; });
 }
@@ -332,6 +351,7 @@ ImageRun plan_run(const Options& o) {
   const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
   choose_maps(o, r.model, r.labels, model_name, r.process.view);
   pipeline::check_view(r.model, r.process.view, model_name);
+  warn_small_grid(o, r.model);
   log_grid(o, r.model, r.process);
   if (o.clean && o.verbosity >= 1)
     r.process.on_clean = [](const pipeline::InputJob& job, int layer, std::size_t left_out) {

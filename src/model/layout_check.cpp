@@ -19,6 +19,44 @@ std::string name_list(const std::vector<std::string>& names) {
   return s;
 }
 
+std::vector<std::string> norm_names(const std::string& stem) {
+  if (stem.empty()) return {};
+  return {stem + ".weight", stem + ".bias"};
+}
+
+std::vector<std::string> linear_names(const std::string& stem) {
+  if (stem.empty()) return {};
+  return {weight_of(stem), bias_of(stem)};
+}
+
+// The classifier's and the joint-embedding projection's names, which a family reads under its
+// prefix or at the top of the file.
+std::vector<std::string> top_role_names(const CheckpointFamily& f) {
+  std::vector<std::string> names = linear_names(f.head);
+  for (const std::string& name : linear_names(f.head_dist)) names.push_back(name);
+  if (!f.embed.empty()) names.push_back(f.embed);
+  return names;
+}
+
+// Every tensor a family reads outside its blocks, relative to its prefix: the patch embedding,
+// the leading tokens and positions, the norms around the blocks, the heads.
+std::vector<std::string> role_names(const CheckpointFamily& f) {
+  std::vector<std::string> names = linear_names(f.patch_embed);
+  for (const std::string& one : {f.cls_token, f.pos_embed, f.dist_token, f.rope_periods})
+    if (!one.empty()) names.push_back(one);
+  for (const std::string& r : f.registers) names.push_back(r);
+  for (const std::string& norm : {f.norm_pre, f.final_norm, f.fc_norm})
+    for (const std::string& name : norm_names(norm)) names.push_back(name);
+  for (const std::string& name : top_role_names(f)) names.push_back(name);
+  if (!f.probe_head.empty()) {
+    const std::string h = f.probe_head + ".";
+    names.push_back(h + "probe");
+    for (const char* part : {"attention.in_proj_", "attention.out_proj", "layernorm", "mlp.fc1", "mlp.fc2"})
+      for (const std::string& name : linear_names(h + part)) names.push_back(name);
+  }
+  return names;
+}
+
 class LayoutCheck {
  public:
   LayoutCheck(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix)
@@ -45,12 +83,15 @@ class LayoutCheck {
     classifier();
     embedding_projection();
     probe_head();
-    std::vector<std::string> unused;
+    std::vector<std::string> unused, foreign;
+    const std::set<std::string> others = read_by_any_family();
     for (const auto& entry : st_.tensors()) {
       if (used_.contains(entry.first)) continue;
-      (in_encoder_names(entry.first) ? unused : out.outside).push_back(entry.first);
+      if (in_encoder_names(entry.first)) unused.push_back(entry.first);
+      else if (others.contains(entry.first)) foreign.push_back(entry.first);
+      else out.outside.push_back(entry.first);
     }
-    refuse(unused);
+    refuse(unused, foreign);
     return out;
   }
 
@@ -227,12 +268,32 @@ class LayoutCheck {
     return std::any_of(spaces.begin(), spaces.end(), [&](const std::string& s) { return name.starts_with(s); });
   }
 
-  void refuse(const std::vector<std::string>& unused) const {
-    if (missing_.empty() && unused.empty()) return;
-    std::string what = st_.source() + ": not a complete " + f_.name + " model:";
-    if (!missing_.empty()) what += " missing " + name_list(missing_);
-    if (!missing_.empty() && !unused.empty()) what += ";";
-    if (!unused.empty()) what += " not of the " + f_.name + " layout (misnamed, or from another model?): " + name_list(unused);
+  // What any family reads outside its blocks (role_names), under this prefix, and a classifier
+  // or a projection also at the top, where Hugging Face keeps them. A file holding one that this
+  // family does not read was made for another family (its positions, its classifier, its tokens),
+  // and read as this one it would draw without them; a family's own names are used_ by then.
+  std::set<std::string> read_by_any_family() const {
+    std::set<std::string> names;
+    for (const CheckpointFamily& other : checkpoint_families()) {
+      for (const std::string& name : role_names(other)) names.insert(prefix_ + name);
+      if (!prefix_.empty())
+        for (const std::string& name : top_role_names(other)) names.insert(name);
+    }
+    return names;
+  }
+
+  void refuse(const std::vector<std::string>& unused, const std::vector<std::string>& foreign) const {
+    if (missing_.empty() && unused.empty() && foreign.empty()) return;
+    std::vector<std::string> parts;
+    if (!missing_.empty()) parts.push_back("missing " + name_list(missing_));
+    if (!unused.empty())
+      parts.push_back("not of the " + f_.name + " layout (misnamed, or from another model?): " + name_list(unused));
+    if (!foreign.empty())
+      parts.push_back("it holds " + name_list(foreign) + ", which other families read and a " + f_.name +
+                      " model does not (a file of another family?)");
+    std::string what = st_.source() + ": not a " + (missing_.empty() && unused.empty() ? "" : "complete ") + f_.name +
+                       " model:";
+    for (std::size_t i = 0; i < parts.size(); ++i) what += (i ? "; " : " ") + parts[i];
     throw Error(what);
   }
 

@@ -18,9 +18,12 @@
 //     whole (weight and bias).
 // A tensor under the encoder's own names that the layout does not use (a block after a gap, a
 // misnamed or unsupported tensor inside a block, an extra part of the patch embedding or of the
-// final norm) is an error too. Tensors outside the encoder's names (DINO's projection head
-// `head.mlp.*`, an HF pooler, a mask token, an optimizer's state) are returned for -v and left
-// alone.
+// final norm) is an error too, and so is a tensor that another family reads outside its blocks
+// and this one does not (`pos_embed`, `cls_token`, `register_tokens`, `head.weight`, … in any
+// family's naming, under the same prefix): a file of another family, read as this one (a family
+// asked for by name), would draw without its positions, tokens or classifier. Other tensors
+// outside the encoder's names (DINO's projection head `head.mlp.*`, an HF pooler, a mask token,
+// an optimizer's state) are returned for -v and left alone.
 #include <string>
 #include <vector>
 
@@ -35,7 +38,8 @@ struct Layout {
 };
 
 // Throws Error "PATH: …" naming the tensors: "no blocks.5.* (the blocks go up to blocks.11.)"
-// for a gap, else "not a complete timm model: missing …; not of the layout …: …".
+// for a gap, else "not a complete timm model: missing …; not of the layout …: …; it holds …,
+// which other families read …" (only the last: "not a timm model: it holds …").
 Layout check_layout(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix);
 
 }  // namespace vitattn::io

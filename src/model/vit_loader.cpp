@@ -533,6 +533,17 @@ const char* pooling_note(Pooling p) {
   }
   return "";
 }
+
+// What the position table's leading rows are for, beside the grid's: nothing said for the class
+// token's alone (the usual table).
+std::string positions_note(const VitModel& m) {
+  if (m.rope.present()) return " (RoPE: any grid)";
+  if (m.pos_prefix == 0) return " (no class position)";
+  if (m.pos_prefix == 1) return "";
+  const bool dist = m.has_dist(), registers = m.pos_prefix > (dist ? 2 : 1);
+  return std::string(" (positions for ") + (dist ? "the distillation token" : "") + (dist && registers ? " and " : "") +
+         (registers ? "the registers" : "") + ")";
+}
 }  // namespace
 
 std::string LoadedVit::summary() const {
@@ -543,7 +554,7 @@ std::string LoadedVit::summary() const {
                 "LayerNorm eps %g, GELU %s, %s, classifier %s, positions resampled %s, mean %g,%g,%g std %g,%g,%g",
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
-                m.rope.present() ? " (RoPE: any grid)" : m.pos_prefix == 1 ? "" : m.pos_prefix == 0 ? " (no class position)" : " (positions for the registers)", m.n_registers(), static_cast<double>(m.eps),
+                positions_note(m).c_str(), m.n_registers(), static_cast<double>(m.eps),
                 gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").append(pooling_note(m.pooling)).c_str() : "none",
                 m.rope.present() ? "never" : pos_interp_name(m.pos_interp),

@@ -66,12 +66,11 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
       throw Error({roles::class_choice, std::to_string(c.index)},
                   n_classes == 0 ? source + " has no classifier" + no_classifier_note(model)
                                  : fmt::format("{} has classes 0…{}", source, n_classes - 1));
-  if (draws(view, MapMethod::legrad)) {
-    const int n = model.n_layers(), from = view.legrad_from < 0 ? n + view.legrad_from : view.legrad_from;
-    if (from < 0 || from >= n)
-      throw Error({roles::legrad_from, std::to_string(view.legrad_from)},
-                  fmt::format("the model has layers 0…{} (or −1…−{} from the end)", n - 1, n));
-  }
+  // −K is the last K layers, every layer on a model of fewer (relevance.hpp: the default −2 on
+  // one block): only a first layer past the last one is refused.
+  if (draws(view, MapMethod::legrad) && view.legrad_from >= model.n_layers())
+    throw Error({roles::legrad_from, std::to_string(view.legrad_from)},
+                fmt::format("the model has layers 0…{} (negative values count from the end)", model.n_layers() - 1));
 }
 
 }  // namespace

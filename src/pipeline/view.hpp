@@ -82,7 +82,8 @@ int resolve_layer(int layer, int n_layers);
 // that does not fit the model: a layer or head it does not have, an input size that is not a
 // multiple of its patch size or that makes more than kMaxPatches patches (its own grid too,
 // when img_size is 0), a class-specific method without a classifier, a class the classifier
-// does not have. `source` names the model in messages.
+// does not have, a LeGrad first layer past the last (−K on a model of fewer layers is all of
+// them). `source` names the model in messages.
 void check_view(const VitModel& model, const EncoderView& view, const std::string& source);
 
 // The model input (width, height) for an image of (width, height): S×S, or with keep_aspect

@@ -207,6 +207,28 @@ class Checkpoints(TmpCase):
         self.assertEqual(cls.shape, (4, 6))
         np.testing.assert_allclose(np.load(self.out / "img_attn.npy").sum(-1), 1, atol=1e-5)
 
+    def test_an_img_size_below_a_useful_grid_is_a_warning(self):
+        # --img-size 16 on a /16 model drew a 1×1 grid without a word: one warning now, naming the
+        # grid and a size that gives 4×4 patches; from 4×4 on, nothing is said.
+        warnings = lambda err: [ln for ln in err.splitlines() if ln.startswith("warning:")]  # noqa: E731
+        for size, grid in (("8", "1x1"), ("24", "3x3")):
+            with self.subTest(size=size):
+                _, cls, err = self.draw("--img-size", size)
+                n = int(size) // P
+                self.assertEqual(cls.shape, (n, n))
+                said = warnings(err)
+                self.assertEqual(len(said), 1, err)
+                self.assertIn(f"--img-size {size}: ", said[0])
+                self.assertIn(f"a {grid} grid", said[0])
+                self.assertIn(f"--img-size {4 * P} or more", said[0])
+        _, _, err = self.draw("--img-size", "16", "--keep-aspect")  # 70×45: a shorter side of 2 patches
+        said = warnings(err)
+        self.assertEqual(len(said), 1, err)
+        self.assertIn("a shorter side of 2 patches", said[0])
+        for args in (["--img-size", str(4 * P)], ["--img-size", str(4 * P), "--keep-aspect"], []):
+            with self.subTest(args=args):
+                self.assertEqual(warnings(self.draw(*args)[2]), [])
+
     def test_registers_are_skipped_and_the_family_is_reported(self):
         model = self.dir / "reg.safetensors"
         timm_checkpoint(model, registers=3)

@@ -206,6 +206,34 @@ class Layouts(TmpCase):
         self.assertIn("family dino:", err)
         self.assertIn("head.last_layer.weight_g", err)
 
+    # --- a family asked for by name ------------------------------------------------------------
+    def test_a_family_asked_for_must_read_what_other_families_would(self):
+        # --family dinov3 on a timm ViT ran without its positions and said, under --top, that the
+        # model had no classifier; on a DINOv2 file, without positions and registers. Each is one
+        # error naming the file, the family asked for and the tensors it would leave unread.
+        vit = timm_tensors(D, P, GRID, LAYERS, MLP, classes=5)
+        dinov2 = family_tensors("dinov2")
+        deit = dict(vit, dist_token=np.ones((1, 1, D), np.float32), **{
+            "pos_embed": np.ones((1, 2 + GRID * GRID, D), np.float32),
+            "head_dist.weight": np.ones((5, D), np.float32), "head_dist.bias": np.ones(5, np.float32)})
+        cases = {  # file, family asked for → the tensors named
+            ("vit", "dinov3"): (vit, ["pos_embed", "head.weight", "head.bias"]),
+            ("dinov2", "dinov3"): (dinov2, ["pos_embed", "register_tokens"]),
+            ("deit", "timm"): (deit, ["dist_token", "head_dist.weight", "head_dist.bias"]),
+            ("deit", "dino"): (deit, ["dist_token", "head_dist.weight", "head_dist.bias"]),
+        }
+        for (name, family), (t, names) in cases.items():
+            with self.subTest(file=name, family=family):
+                model = self.write_model(t, f"{name}.safetensors")
+                line = self.refused(model, *names, extra=("--family", family, "--top", "3"))
+                self.assertIn(f"not a {family} model", line)
+                self.assertNotIn("--top", line)
+        # Control: the family each file is recognised as, asked for by name, draws.
+        for name, t, family in (("vit", vit, "timm"), ("dinov2", dinov2, "dinov2"), ("deit", deit, "deit-distilled")):
+            with self.subTest(file=name, family=family):
+                self.assertIn(f"family {family}:", self.draws(self.write_model(t, f"{name}.safetensors"), "-v",
+                                                             "--family", family))
+
     # --- what the file is, by its bytes --------------------------------------------------------
     def test_safetensors_named_pth_loads(self):
         (self.dir / "m.pth").write_bytes(safetensors_io.encode(family_tensors("timm"), {"num_heads": str(HEADS)},

@@ -18,7 +18,8 @@ Environment: VITATTN_BIN. Run: python3 -m pytest tests/e2e/test_relevance_cli.py
 import cv2
 import numpy as np
 
-from harness import TmpCase, files_of, photo_like, run_process, timm_checkpoint
+import safetensors_io
+from harness import TmpCase, files_of, photo_like, run_process, timm_checkpoint, timm_tensors
 
 D, P, GRID, LAYERS, MLP, HEADS, CLASSES = 32, 8, 4, 3, 64, 2, 1000
 GRADIENT_METHODS = ("chefer", "grad-rollout", "legrad", "gradcam")
@@ -152,6 +153,20 @@ class RelevanceCli(TmpCase):
         _, layer2 = self.vitattn("--method", "chefer", "--class", "3", "--layer", "-1", "--save-attention", "in/img0.png")
         self.assertFalse(np.array_equal(self.cls_map(last / "img0_cls.npy"), self.cls_map(from0 / "img0_cls.npy")))
         self.assertFalse(np.array_equal(self.cls_map(layer1 / "img0_cls.npy"), self.cls_map(layer2 / "img0_cls.npy")))
+
+    def test_legrad_at_a_layer_below_its_first_is_that_layers_map(self):
+        # The default first layer is the last two's (1 of 0…2): --layer 0 sums from layer 0, so the
+        # map is layer 0's alone, which a one-block model made of block 0 draws by itself (its
+        # LeGrad sums its only layer, read through the same final norm and classifier).
+        t = timm_tensors(D, P, GRID, LAYERS, MLP, seed=3, classes=CLASSES, scale=0.4)
+        one = {k: v for k, v in t.items() if not k.startswith(("blocks.1.", "blocks.2."))}
+        safetensors_io.write(self.dir / "one.safetensors", one, {"num_heads": str(HEADS)}, dtype="F32")
+        _, layer0 = self.vitattn("--method", "legrad", "--class", "3", "--layer", "0", "--save-attention", "in/img0.png")
+        _, alone = self.vitattn("--model", self.dir / "one.safetensors", "--method", "legrad", "--class", "3",
+                                "--save-attention", "in/img0.png", model=False)
+        got, want = self.cls_map(layer0 / "img0_cls.npy"), self.cls_map(alone / "img0_cls.npy")
+        self.assertGreater(np.ptp(want), 0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7 * np.abs(want).max())
 
     def test_own_outputs_are_not_taken_as_inputs_and_skip_existing_finds_them_all(self):
         args = ("--method", "all", "--class", "1,2", "--save-attention")

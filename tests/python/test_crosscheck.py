@@ -14,10 +14,11 @@ then runs the binary with --save-attention and compares every _attn.npy and
 _cls.npy with the oracle:
   case A  random model files (F32/F16/BF16, with/without biases and metadata)
   case B  the binary's seeded model (saved with --save-model), also with --no-scale
-  case C  --mean/--std override
+  case C  --mean/--std override (over the file's metadata, and over a preprocessor_config.json)
 Each of these is a test; every failed check inside is printed ("FAIL: ...") and listed.
 """
 
+import json
 import math
 import os
 import tempfile
@@ -372,6 +373,24 @@ def case_c(tmp, images):
     out = tmp / "outC"
     if run_binary(label, ["--model", path, *cli, "--save-attention", "-o", out, "-j", "2", *images]):
         compare(label, out, images, model, mean=mean, std=std)
+
+    # A model folder whose preprocessor_config.json gives another normalisation: read without
+    # the flags (the control: the file is read), and the flags win over it.
+    folder = tmp / "modelC_folder"
+    folder.mkdir(exist_ok=True)
+    safetensors_io.write(folder / "model.safetensors", ref.random_model(np.random.default_rng(300), 64, 8, 48, 16),
+                         dtype="F32")
+    config_mean, config_std = (0.6, 0.55, 0.5), (0.3, 0.35, 0.4)
+    (folder / "preprocessor_config.json").write_text(json.dumps({"image_mean": config_mean, "image_std": config_std}))
+    gap = min(np.abs(ref.run(i, model, mean=mean, std=std)[0] - ref.run(i, model, mean=config_mean, std=config_std)[0]).max()
+              for i in images)
+    T.check(gap > 100 * TOL, f"C[preprocessor_config.json]: the flags' and the config's normalisation barely differ ({gap:.3g})")
+    for label, extra, want in (("C[--model (preprocessor_config.json mean/std)]", [], (config_mean, config_std)),
+                               (f"C[--model (preprocessor_config.json mean/std) {' '.join(cli)}]", cli, (mean, std))):
+        out = tmp / ("outC_config" if not extra else "outC_config_flags")
+        if run_binary(label, ["--model", folder / "model.safetensors", *extra, "--save-attention", "-o", out, "-j", "2",
+                              *images]):
+            compare(label, out, images, model, mean=want[0], std=want[1])
 
     label = f"C[--seed 3 --img-size 32 --patch-size 4 --dim 48 --d-k 12 {' '.join(cli)}]"
     saved, out = tmp / "seededC.safetensors", tmp / "outC2"

@@ -15,7 +15,8 @@ that `vitattn forward --class c --method …` reads. Then:
              on A_l and x_l), against <stem>_grad_attention.npy and <stem>_grad_blocks.npy
   methods    each map from its definition (relevance.hpp, the README), written here on
              the autograd gradients: chefer, grad-rollout (discard ratio 0, 0.5, 0.9), legrad
-             (the default first layer and another), gradcam
+             (the default first layer and another; and with --layer below the first layer,
+             through the image command: the sum starts at --layer), gradcam
   reference  LeGrad as the authors' legrad/wrapper.py computes it (compute_legrad_clip) and
              Grad-CAM as pytorch-grad-cam computes it (GradCAM, reshape_transform, target
              layer blocks[-1].norm1), each on hooks like theirs; each difference is said
@@ -294,15 +295,16 @@ def grad_rollout_map(attn, grads, discard_ratio, first, gh, gw):
     return patch_map(r[0], first, gh, gw)
 
 
-def legrad_map(model, image, c, legrad_from, first, gh, gw):
-    """For l = from … L−1: s_l = the class-c logit read from layer l's output through the final
-    norm and the classifier; E_l = mean over heads and query rows of max(0, ∂s_l/∂A_l) at the
-    patch columns. Map = Σ_l E_l. One image: image [1, 3, H, W]."""
+def legrad_map(model, image, c, legrad_from, first, gh, gw, last=None):
+    """For l = from … last (default L−1): s_l = the class-c logit read from layer l's output
+    through the final norm and the classifier; E_l = mean over heads and query rows of
+    max(0, ∂s_l/∂A_l) at the patch columns. Map = Σ_l E_l. One image: image [1, 3, H, W]."""
     model(image)
     layers = len(model.blocks)
+    last = layers - 1 if last is None else last
     start = legrad_from if legrad_from >= 0 else max(0, layers + legrad_from)  # −K: the last K layers, all when fewer
     total = 0
-    for l in range(start, layers):
+    for l in range(start, last + 1):
         s_l = model.logits(model.blocks[l].feat_post_mlp)[0, c]
         (g,) = torch.autograd.grad(s_l, model.blocks[l].attn.attention_map, retain_graph=True)
         total = total + g[0].clamp(min=0).mean(dim=(0, 1))
@@ -491,6 +493,35 @@ def check_family(tmp, fam):
           got["relevance_gradcam"], gradcam_authors(model, image, c, gh, gw))
 
 
+def check_legrad_below_its_first_layer(tmp):
+    """--method legrad with --layer below LeGrad's first layer (the default, the last 2 of 3 layers):
+    the sum starts at --layer, so the map is that layer's E_l alone, against torch. Through the
+    image command (forward has no --layer), on a PNG at the model's own size (no resize) with the
+    normalisation given, so the input is known here: RGB / 255, then (x − mean) / std."""
+    import cv2
+    fam = Family("legrad layer", seed=6)
+    model_path, tensors = write_model(tmp, fam)
+    model = torch_model(tensors, fam)
+    gh, gw = fam.grid
+    bgr = harness.photo_like(gh * P, gw * P, 6)
+    png = tmp / "legrad_layer.png"
+    cv2.imwrite(str(png), bgr)
+    mean, std = (0.45, 0.5, 0.55), (0.25, 0.2, 0.3)
+    rgb = bgr[:, :, ::-1].astype(np.float32) / np.float32(255)
+    x = (rgb - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    image = torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))[None].astype(np.float64))
+    c = 4
+    for layer in (0, 1):
+        out = tmp / f"legrad_layer{layer}"
+        args = ["--model", model_path, png, "-o", out, "--method", "legrad", "--class", str(c), "--layer", str(layer),
+                "--save-attention", "--mean", ",".join(map(str, mean)), "--std", ",".join(map(str, std))]
+        if not harness.run_ok(T, f"legrad --layer {layer}", args):
+            continue
+        got = np.load(out / "legrad_layer_cls.npy")
+        want = legrad_map(model, image, c, layer, model.first_patch, gh, gw, last=layer)
+        check("legrad", f"legrad --layer {layer}: layer {layer}'s E_l alone", got, want)
+
+
 def check_threads(tmp):
     """Every output of a gradient run, byte for byte, at --threads 1 and 2: a model whose
     products are large enough to be cut into tiles and handed to threads (65 tokens, D = 96)."""
@@ -522,6 +553,7 @@ def test_gradients():
         tmp = Path(d)
         for fam in FAMILIES:
             check_family(tmp, fam)
+        check_legrad_below_its_first_layer(tmp)
         check_threads(tmp)
         print("worst max|diff|/max|ref|:")
         for k, v in WORST.items():

@@ -31,19 +31,26 @@ What is checked, and which reference implementation each part follows:
   sinks [N, L, T]        the attention each token receives, token_diagnostics.hpp's
       definition: A_l[h, i, j] averaged over heads h and query rows i (each row sums to 1, so a
       layer's scores sum to 1). From _attention.npy with numpy against the same numbers from
-      torch's attention (the softmax of the reference's own Q·Kᵀ/√d); within 1e-5.
-  register share [N, L]  the class token's row summed over the registers 1 … R, averaged over
-      heads (token_diagnostics.hpp's class_attention_share); the same way, within 1e-5.
-  The core's own values of the last two reach the outside through heads.csv and the report
-  (tested with those); here the check is that what forward writes gives them.
+      torch's attention (the softmax of the reference's own Q·Kᵀ/√d); within 1e-5: what
+      forward writes gives them.
+  register share [L]     the class token's row summed over the registers 1 … R, averaged over
+      heads (token_diagnostics.hpp's class_attention_share): vitattn's own numbers, as --report
+      writes them into its page's data (tokens_panel.register_share; its sinks too), for a PNG
+      at the model's size (no resize) with the normalisation given, against the same
+      definitions in numpy on torch's attention for that input; within 1e-5. (Computed from
+      _attention.npy on both sides, this would check the attention again, not the share.)
 
 Seen red: norms of each block's input instead of its output (every layer off by one; the
 first layer's norms are the embedding's), the norms written one layer late (layer l's from
 block l − 1), the norm summed without the square root, and _tokens.npy holding the last
-block's output without the final norm.
+block's output without the final norm; the register share over tokens 0 … R − 1 (the class
+token's own attention counted, the last register's left out).
 """
 
+import base64
+import json
 import math
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -283,9 +290,6 @@ def check_family(tmp, fam):
         check_relative(f"{label}: _tokens.npy", "tokens", got_tokens, final)
         check_absolute(f"{label}: sinks from _attention.npy", "sinks", sinks_of(got_attention), sinks_of(attention))
         T.check(np.abs(sinks_of(got_attention).sum(axis=-1) - 1).max() < 1e-5, f"{label}: a layer's sinks sum to 1")
-        if fam.registers:
-            check_absolute(f"{label}: register share from _attention.npy", "register share",
-                           register_share_of(got_attention, fam.registers), register_share_of(attention, fam.registers))
         if fam.name == "torchvision" and name == "square":  # the library's own modules as a second reference
             blocks, final, attention = torchvision_reference(t, torch.from_numpy(x.astype(np.float64)))
             check_norms(f"{label}: _norms.npy vs torchvision's modules", got_norms, norms_of(blocks))
@@ -296,6 +300,39 @@ def check_family(tmp, fam):
         T.check(np.abs(np.diff(got_norms, axis=1)).max() > 1e-2, f"{label}: every layer's norms are the same")
 
 
+def report_data(page):
+    """The data a --report page carries for its script, as JSON."""
+    html = Path(page).read_text()
+    return json.loads(re.search(r'<script type="application/json" id="vitattn-data">(.*?)</script>', html, re.S).group(1))
+
+
+def check_report_tokens(tmp, fam):
+    """vitattn's own register share and sinks (the report's tokens panel) for one image, against
+    torch's attention on the same input."""
+    import cv2
+    model_path, t = write_model(tmp, fam)
+    bgr = harness.photo_like(GRID * P, GRID * P, fam.seed)
+    png = tmp / f"{fam.name}_photo.png"
+    cv2.imwrite(str(png), bgr)
+    mean, std = (0.45, 0.5, 0.55), (0.25, 0.2, 0.3)
+    out = tmp / f"report_{fam.name}"
+    p = harness.run_process("--model", model_path, png, "-o", out, "--report", "--mean", ",".join(map(str, mean)),
+                            "--std", ",".join(map(str, std)))
+    if not T.check(p.returncode == 0, f"{fam.name} --report: exit {p.returncode}: {p.stderr.strip()[-1500:]}"):
+        return
+    panel = report_data(out / f"{png.stem}_report.html")["tokens_panel"]
+    rgb = bgr[:, :, ::-1].astype(np.float32) / np.float32(255)
+    x = (rgb - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    _, _, attention = reference(t, fam, torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))[None].astype(np.float64)))
+    label = f"{fam.name}, --report on a {GRID}x{GRID} photo"
+    want = register_share_of(attention, fam.registers)[0]                                     # [L]
+    T.check(want.min() > 1e-3, f"{label}: the registers draw too little attention to test ({want})")
+    check_absolute(f"{label}: tokens_panel.register_share", "register share (report)",
+                   np.asarray(panel["register_share"], np.float64), want)
+    sinks = np.frombuffer(base64.b64decode(panel["sinks"]), "<f4").astype(np.float64)
+    check_absolute(f"{label}: tokens_panel.sinks", "sinks (report)", sinks.reshape(LAYERS, -1), sinks_of(attention)[0])
+
+
 def test_tokens():
     assert BIN.is_file(), f"binary {BIN} not found (build first or set VITATTN_BIN)"
     print(f"torch {torch.__version__}, binary {BIN}", flush=True)
@@ -304,6 +341,8 @@ def test_tokens():
         tmp = Path(d)
         for fam in FAMILIES:
             check_family(tmp, fam)
+            if fam.registers:
+                check_report_tokens(tmp, fam)
         print("worst differences:")
         for k, v in WORST.items():
             print(f"  {k:28s} {v:.3g}")

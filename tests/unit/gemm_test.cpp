@@ -264,6 +264,30 @@ TEST_F(GemmTest, AWeightsPanelsFollowTheKernelInUse) {
   }
 }
 
+// One weight read both ways, as a block's square projection is (x·Wᵀ in the forward, d·W in its
+// gradient): each orientation keeps panels of its own. Square, so that panels kept for one
+// orientation would fit the other's product and be read without a word. x·Wᵀ twice (the second
+// keeps its panels), then a·W three times (packed for itself, kept, read), then each again; every
+// product bit for bit against the scalar chain (the portable kernel: against the same product on
+// a plain Matrix, which keeps nothing).
+TEST_F(GemmTest, OneWeightReadInBothOrientationsKeepsPanelsForEach) {
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    set_gemm_kernel(kernel);
+    for (const Eigen::Index d : {Eigen::Index{64}, Eigen::Index{97}}) {
+      const Matrix a = random_matrix(50, d, 71), b = random_matrix(d, d, 72), c0 = random_matrix(50, d, 73);
+      const WeightMatrix w = b;  // a fresh weight: nothing packed yet
+      int use = 0;
+      for (const bool transposed : {true, true, false, false, false, true, false}) {
+        const Matrix reference = is_fma_kernel(kernel) ? fma_chain(c0, a, b, transposed, 1.0f, true)
+                                                       : product(c0, a, b, transposed, 1.0f, true);
+        EXPECT_TRUE(same_bits(product(c0, a, w, transposed, 1.0f, true), reference))
+            << gemm_kernel_name(kernel) << (transposed ? " a·Wᵀ" : " a·W") << " " << d << "×" << d << ", use " << use;
+        ++use;
+      }
+    }
+  }
+}
+
 // New values get new panels: a weight assigned after a product must not be read from the old ones.
 TEST_F(GemmTest, NewValuesAreNotReadFromOldPanels) {
   const Matrix a = random_matrix(40, 70, 51), b1 = random_matrix(50, 70, 52), b2 = random_matrix(50, 70, 53);

@@ -147,6 +147,28 @@ TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
   EXPECT_TRUE(has_detail(m, "normalisation mean 0.1,0.2,0.3 std 0.5,0.5,0.5"));
 }
 
+// The order of the normalisation's sources: the file's __metadata__, then
+// preprocessor_config.json beside it, then the request (--mean/--std), each over the one before.
+TEST(OpenModel, TheRequestsNormalisationWinsOverThePreprocessorConfig) {
+  test::TempDir dir;
+  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"mean", "0.7"}, {"std", "0.9"}});
+  write_text(dir / "preprocessor_config.json", R"({"image_mean": [0.4, 0.5, 0.6], "image_std": [0.2, 0.25, 0.3]})");
+  const OpenedModel from_config = open_model(request_for(dir / "m.safetensors"));
+  EXPECT_EQ(from_config.model.norm.mean, (std::array<float, 3>{0.4f, 0.5f, 0.6f}));  // over the file's
+  EXPECT_EQ(from_config.model.norm.std, (std::array<float, 3>{0.2f, 0.25f, 0.3f}));
+  ModelRequest r = request_for(dir / "m.safetensors");
+  r.mean = std::array<float, 3>{0.1f, 0.2f, 0.3f};
+  r.std = std::array<float, 3>{0.35f, 0.45f, 0.55f};
+  const OpenedModel asked = open_model(r);
+  EXPECT_EQ(asked.model.norm.mean, r.mean);
+  EXPECT_EQ(asked.model.norm.std, r.std);
+  EXPECT_TRUE(has_detail(asked, "normalisation mean 0.1,0.2,0.3 std 0.35,0.45,0.55"));
+  r.std.reset();  // each of the two on its own: the mean asked for, the config's std
+  const OpenedModel mean_only = open_model(r);
+  EXPECT_EQ(mean_only.model.norm.mean, r.mean);
+  EXPECT_EQ(mean_only.model.norm.std, (std::array<float, 3>{0.2f, 0.25f, 0.3f}));
+}
+
 TEST(OpenModel, ANonFiniteWeightIsRefusedNamingTheFileAndTheTensor) {
   test::TempDir dir;
   std::vector<NamedTensor> t = timm_tensors(0);

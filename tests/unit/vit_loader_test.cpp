@@ -194,6 +194,69 @@ TEST(VitLoader, OverridesAndMetadataDefaults) {
             "encoder.layers.encoder_layer_0.ln_1.weight)");
 }
 
+// A family asked for by name reads the file by that family's layout, which must then read what
+// the file holds: tensors other families read (positions, a classifier, registers, a
+// distillation token) left over are one error naming the file, the family and the tensors.
+// Before, a timm ViT read as DINOv3 ran without its positions and had no classifier.
+TEST(VitLoader, AFamilyAskedForMustReadWhatOtherFamiliesWould) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const auto asked = [](const std::string& family) {
+    VitOverrides o;
+    o.family = family;
+    return o;
+  };
+  Tensors vit = timm(false, 0);
+  linear(vit, "head", 4, D);
+  EXPECT_EQ(load_vit(vit.parse(meta), asked("timm")).family, "timm");  // its own family, and dino's names alike
+  EXPECT_EQ(load_vit(vit.parse(meta), asked("dino")).model.w_head.rows(), 4);
+  EXPECT_EQ(error_of([&] { load_vit(vit.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a dinov3 model: it holds head.bias, head.weight, pos_embed, which other families read "
+            "and a dinov3 model does not (a file of another family?)");
+  const Tensors dinov2 = timm(true, 4);
+  EXPECT_EQ(load_vit(dinov2.parse(meta)).family, "dinov2");
+  EXPECT_EQ(error_of([&] { load_vit(dinov2.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a dinov3 model: it holds pos_embed, register_tokens, which other families read and a "
+            "dinov3 model does not (a file of another family?)");
+  // A distilled DeiT read as timm would lose its distillation token and second head.
+  Tensors deit = timm(false, 0);
+  for (auto& n : deit.list)
+    if (n.name == "pos_embed") n.shape = {1, 2 + G * G, D}, n.values.resize((2 + G * G) * D);
+  deit.add("dist_token", {1, 1, D});
+  linear(deit, "head", 4, D);
+  linear(deit, "head_dist", 4, D);
+  EXPECT_EQ(load_vit(deit.parse(meta)).family, "deit-distilled");
+  EXPECT_EQ(error_of([&] { load_vit(deit.parse(meta), asked("timm")); }),
+            "m.safetensors: not a timm model: it holds dist_token, head_dist.bias, head_dist.weight, which other "
+            "families read and a timm model does not (a file of another family?)");
+  // With a tensor missing too, both are said.
+  std::erase_if(vit.list, [](const NamedTensor& n) { return n.name == "norm.bias"; });
+  EXPECT_EQ(error_of([&] { load_vit(vit.parse(meta), asked("dinov3")); }),
+            "m.safetensors: not a complete dinov3 model: missing norm.bias; it holds head.bias, head.weight, pos_embed, "
+            "which other families read and a dinov3 model does not (a file of another family?)");
+}
+
+// -v's summary says what the position table's leading rows are for: the distillation token's
+// (distilled DeiT), the registers' (some timm models), or both.
+TEST(VitLoader, TheSummaryNamesWhatTheExtraPositionsAreFor) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const auto with_positions = [](Tensors t, std::uint64_t leading) {
+    for (auto& n : t.list)
+      if (n.name == "pos_embed") n.shape = {1, leading + G * G, D}, n.values.resize((leading + G * G) * D);
+    return t;
+  };
+  Tensors deit = with_positions(timm(false, 0), 2);
+  deit.add("dist_token", {1, 1, D});
+  linear(deit, "head", 4, D);
+  linear(deit, "head_dist", 4, D);
+  const std::string distilled = load_vit(deit.parse(meta)).summary();
+  EXPECT_NE(distilled.find("grid 2x2 (positions for the distillation token), 0 registers"), std::string::npos)
+      << distilled;
+  const std::string registers = load_vit(with_positions(timm(true, 2), 3).parse(meta)).summary();
+  EXPECT_NE(registers.find("grid 2x2 (positions for the registers), 2 registers"), std::string::npos) << registers;
+  const std::string plain = load_vit(timm(true, 4).parse(meta)).summary();
+  EXPECT_NE(plain.find("grid 2x2, 4 registers"), std::string::npos) << plain;
+}
+
 TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
   const std::map<std::string, std::string> meta{{"num_heads", "2"}};
   Tensors t = timm(false, 0);
