@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "access.hpp"
+#include "download_name.hpp"
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
 #include "page_cache.hpp"
@@ -318,12 +319,7 @@ class Service {
     std::string csp = io::report_csp();
     csp += "; frame-ancestors 'self'";
     res.set_header("Content-Security-Policy", csp);
-    if (req.has_param("download")) {
-      std::string disposition = "attachment; filename=\"";
-      disposition += report_file_name(page->name);
-      disposition += '"';
-      res.set_header("Content-Disposition", disposition);
-    }
+    if (req.has_param("download")) res.set_header("Content-Disposition", report_disposition(page->name));
     res.set_content(page->html, "text/html; charset=utf-8");
   }
 

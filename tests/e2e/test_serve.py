@@ -382,7 +382,14 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
             other, _, _ = post_report(server, f"name={shown[0].name}&layer=0", image)
             assert other["cached"] is False and other["id"] != again["id"]
             st, h, body = server.request("GET", f"/api/report/{again['id']}?download=1")
-            assert st == 200 and h.get("Content-Disposition") == 'attachment; filename="chelsea_report.html"'
+            assert st == 200 and h.get("Content-Disposition") == \
+                "attachment; filename=\"chelsea_report.html\"; filename*=UTF-8''chelsea_report.html"
+            # A name outside ASCII: UTF-8 in filename* (RFC 5987), an ASCII fallback in filename=.
+            accented = post_report(server, "name=%C3%BCn%C3%AF%20c%C3%B8d%C3%A9.png", image)[0]
+            assert accented["name"] == "ünï cødé.png"
+            st, h, body = server.request("GET", f"/api/report/{accented['id']}?download=1")
+            assert st == 200 and h.get("Content-Disposition") == \
+                "attachment; filename=\"uni_code_report.html\"; filename*=UTF-8''%C3%BCn%C3%AF%20c%C3%B8d%C3%A9_report.html"
             refusals = {
                 "unknown id": (server.request("GET", "/api/report/" + "0" * 64)[0], 404),
                 "id not hex": (server.request("GET", "/api/report/" + "Z" * 64)[0], 404),
