@@ -19,6 +19,7 @@
 #include "report/report_page.hpp"
 #include "report/serve_page.hpp"
 #include "report_job.hpp"
+#include "upload_body.hpp"
 
 namespace vitattn::serve {
 namespace {
@@ -155,21 +156,9 @@ nlohmann::json models_json(const std::vector<ServedModel>& models) {
   return list;
 }
 
-// The body, up to `max` bytes and until `deadline`: a client that sends it a byte at a time
-// is cut off when the deadline passes (each read has its own timeout too). 0 when read, else
-// the status to refuse with.
-int read_body(const httplib::ContentReader& reader, std::uint64_t max, Clock::time_point deadline,
-              std::vector<std::uint8_t>& body) {
-  int refusal = 0;
-  const bool read = reader([&](const char* data, std::size_t n) {
-    if (body.size() + n > max) refusal = 413;
-    else if (Clock::now() > deadline) refusal = 408;
-    if (refusal) return false;
-    body.insert(body.end(), data, data + n);
-    return true;
-  });
-  if (!read && refusal == 0) refusal = 400;  // cut short: the connection ended or a read timed out
-  return refusal;
+// The body's chunks as httplib reads them (upload_body.hpp's source).
+ChunkSource chunks_of(const httplib::ContentReader& reader) {
+  return [&reader](const ChunkSink& sink) { return reader(sink); };
 }
 
 class Service {
@@ -250,7 +239,7 @@ class Service {
     const auto deadline = Clock::now() + std::chrono::seconds(settings_.timeout_seconds);
     if (const auto refusal = access_refusal(rule_, request_head(req))) {  // the pre-routing handler let it through
       std::vector<std::uint8_t> dropped;
-      read_body(reader, settings_.max_upload, deadline, dropped);
+      read_body(chunks_of(reader), settings_.max_upload, deadline, dropped);
       return refuse(res, *refusal);
     }
     if (req.is_multipart_form_data())
@@ -269,7 +258,7 @@ class Service {
     }
     const Admitted admitted{admission_};
     std::vector<std::uint8_t> body;
-    if (const int refusal = read_body(reader, settings_.max_upload, deadline, body))
+    if (const int refusal = read_body(chunks_of(reader), settings_.max_upload, deadline, body))
       return answer_error(res, refusal, refusal == 413 ? "the body is over the upload limit"
                                         : refusal == 408 ? "the body took longer than the request timeout"
                                                          : "the body ended before its Content-Length");

@@ -237,6 +237,48 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
     assert "s3cret" not in secret.stderr, "the token is never logged"
 
 
+def png_padded_to(png, size):
+    """`png` made `size` bytes long by a private ancillary chunk before IEND, which decoders
+    pass over: the same pixels."""
+    pad = size - len(png) - 12
+    assert pad >= 0, (len(png), size)
+    kind, data = b"paDd", b"\0" * pad
+    chunk = struct.pack(">I", pad) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    iend = png.rindex(b"IEND") - 4
+    return png[:iend] + chunk + png[iend:]
+
+
+def test_an_upload_of_exactly_the_cap_is_taken_one_byte_more_is_not():
+    """--max-upload-mb 1 is 2^20 bytes. An upload of exactly that passes both checks of the cap,
+    the declared Content-Length's (before the body is read) and the body reader's (as it is
+    read), to /api/map and /api/report; a Content-Length one byte over is refused with 413
+    before the body is read. (The body reader never sees more than the declared length, and a
+    chunked body is refused with 411: its own refusal one byte over is the unit test's,
+    ServeAccess.BodyReadWithinTheCapExactlyAsDeclared.)"""
+    cap = 1 << 20
+    image = PHOTOS[1].read_bytes()
+    exact = png_padded_to(image, cap)
+    assert len(exact) == cap
+    server = Server("--model", MODEL, "--max-upload-mb", "1")
+    try:
+        host = f"{server.host}:{server.port}"
+        st, _, want = server.request("POST", "/api/map", image)
+        assert st == 200
+        for path in ("/api/map", "/api/report?name=exact.png"):
+            try:
+                st, _, body = server.request("POST", path, exact)
+            except (BrokenPipeError, ConnectionResetError) as e:  # refused from its Content-Length, unread
+                raise AssertionError(f"{path}: the upload of exactly the cap was cut off while it was sent ({e})")
+            assert st == 200, (path, st, body[:200])
+            if path == "/api/map":
+                assert body == want, "the same pixels: the same map"
+        for path in ("/api/map", "/api/report"):
+            got = status_of(server.raw(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {cap + 1}\r\n\r\n".encode()))
+            assert got == 413, (path, got)
+    finally:
+        assert server.stop() == 0
+
+
 def small_images(folder, n):
     rng = np.random.default_rng(7)
     paths = []
