@@ -184,6 +184,16 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
             "foreign Origin": server.request("POST", "/api/map", image, {"Origin": "http://evil.example"})[0],
             "Origin of another port": server.request("POST", "/api/map", image,
                                                      {"Origin": f"http://{server.host}:{server.port + 1}"})[0],
+            # Foreign origins that hold the server's own: the whole value must match, not a part.
+            "Origin with ours as its prefix": server.request("POST", "/api/map", image,
+                                                             {"Origin": f"http://{host}.evil.example"})[0],
+            "Origin with our host in its path": server.request("POST", "/api/map", image,
+                                                               {"Origin": f"http://evil/{host}"})[0],
+            "Origin ending with ours": server.request("POST", "/api/report", image,
+                                                      {"Origin": f"http://evil.example/http://{host}"})[0],
+            "Origin with ours as its prefix, Expect: 100-continue": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}.evil.example\r\n"
+                f"Expect: 100-continue\r\nContent-Length: {len(image)}\r\n\r\n".encode())),
             "body over the cap": status_of(server.raw(
                 f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nExpect: 100-continue\r\nContent-Length: {1 << 20 | 1}\r\n\r\n".encode())),
             "foreign Origin, Expect: 100-continue": status_of(server.raw(
@@ -222,6 +232,8 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
         assert hostile["Content-Length 1 GB"] == 413 and hostile["body over the cap"] == 413
         assert hostile["one byte a second"] == 408 and hostile["no token"] == 401
         assert hostile["decompression bomb"] == 413 and hostile["unknown model"] == 404
+        origins = {k: v for k, v in hostile.items() if "Origin" in k}
+        assert set(origins.values()) == {403}, origins
         st, h, body = server.request("POST", "/api/map", image)
         assert st == 200 and "Access-Control-Allow-Origin" not in h, "still serving, and no CORS"
         assert server.request("POST", "/api/map", image, {"Origin": f"http://{host}"})[0] == 200, "its own Origin"

@@ -52,6 +52,12 @@ TEST(ServeAccess, OriginIsTheServersOwnOrNone) {
   EXPECT_EQ(status(rule(), h), 403);
   h.origin = "null";  // a sandboxed frame or a file: page
   EXPECT_EQ(status(rule(), h), 403);
+  // The whole value, not a part of it: foreign origins that hold the server's.
+  for (const char* foreign : {"http://127.0.0.1:8642.evil.example", "http://127.0.0.1:86420", "http://evil/127.0.0.1:8642",
+                              "http://evil.example/http://127.0.0.1:8642", "xhttp://127.0.0.1:8642", "http://127.0.0.1:864"}) {
+    h.origin = foreign;
+    EXPECT_EQ(status(rule(), h), 403) << foreign;
+  }
 }
 
 TEST(ServeAccess, TokenByHeaderOrQueryNeverInTheMessage) {
