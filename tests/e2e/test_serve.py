@@ -291,6 +291,35 @@ def test_an_upload_of_exactly_the_cap_is_taken_one_byte_more_is_not():
         assert server.stop() == 0
 
 
+def test_report_cache_tells_apart_uploads_that_differ_only_in_the_head():
+    """head=0, then head=1, of the same bytes and name: two pages, neither from the cache, each
+    the CLI's page for its --head and opening on that head (the pages differ there, and in the
+    summary drawn from that head's map)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        photo = PHOTOS[1]
+        folder = photo_folder(tmp, [photo])
+        expected = [cli_reports(["--model", str(MODEL)], ["--head", str(h)], folder, tmp / f"cli{h}")[photo.stem]
+                    for h in (0, 1)]
+        assert expected[0] != expected[1], "the CLI's pages for --head 0 and --head 1 differ"
+        server = Server("--model", MODEL)
+        try:
+            image = photo.read_bytes()
+            answers = []
+            for h in (0, 1):
+                answer, _, page = post_report(server, f"name={photo.name}&head={h}", image)
+                assert answer["cached"] is False, f"head={h}: the page of another head was served from the cache"
+                assert page == expected[h], f"head={h}: the page is the CLI's --head {h} page"
+                start = re.search(rb'"start":\{[^}]*"head":"([^"]*)"', page)
+                assert start and start.group(1) == str(h).encode(), f"head={h}: the page opens on head {start}"
+                answers.append(answer)
+            assert answers[0]["id"] != answers[1]["id"]
+            again, _, page = post_report(server, f"name={photo.name}&head=1", image)
+            assert again["cached"] is True and again["id"] == answers[1]["id"] and page == expected[1]
+        finally:
+            assert server.stop() == 0
+
+
 def small_images(folder, n):
     rng = np.random.default_rng(7)
     paths = []

@@ -139,6 +139,9 @@ TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
     params.emplace(name, value);
     EXPECT_NE(report_key(parse_map_query(params, QueryKind::report)), key) << name << "=" << value;
   }
+  // Two heads by index: the same choice, another head (the index is part of the key).
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"head", "0"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"head", "1"}}, QueryKind::report)));
   EXPECT_NE(report_key(parse_map_query({{"name", "b.png"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"token", "t"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"top", "3"}}, QueryKind::report)), key);  // the default
