@@ -433,9 +433,9 @@ void add_view_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 1 << 20))
       ->group("Checkpoints");
   auto* faithfulness = app.add_flag("--faithfulness", o.faithfulness,
-                                    "Score each drawn map and a random baseline for the top-1 class by deletion and "
-                                    "insertion AUC (RISE) into <out>/faithfulness.csv (needs a classifier; "
-                                    "docs/faithfulness.md)")
+                                    "Score each drawn map and a random baseline for the class the map is drawn for "
+                                    "(--class's, else the top-1) by deletion and insertion AUC (RISE) into "
+                                    "<out>/faithfulness.csv (needs a classifier; docs/faithfulness.md)")
                            ->group("Checkpoints");
   app.add_option("--faithfulness-steps", o.faithfulness_steps,
                  "Faithfulness: steps K of the curves, each a forward per curve (2·(K+1) per map)")

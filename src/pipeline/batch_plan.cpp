@@ -110,6 +110,31 @@ void walk_folder(const fs::path& dir, const fs::path& out_canonical, bool recurs
   found.insert(found.end(), here.begin(), here.end());
 }
 
+bool is_link(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_symlink(fs::symlink_status(p, ec));
+}
+
+// The same file reached by several names (named twice, or a symlink beside the file it leads
+// to) is done once, under the name that is not a symlink (the file's own), else the first; it
+// keeps that name's place in the order. Each name dropped gets a warning naming the one kept.
+std::vector<Candidate> once_per_file(const std::vector<Candidate>& reached, std::vector<std::string>& warnings) {
+  std::vector<fs::path> file(reached.size());
+  std::map<fs::path, std::size_t> kept;  // the file itself → the index of the name it is done under
+  for (std::size_t i = 0; i < reached.size(); ++i) {
+    file[i] = canonical_or_self(reached[i].input);
+    const auto [k, fresh] = kept.emplace(file[i], i);
+    if (!fresh && is_link(reached[k->second].input) && !is_link(reached[i].input)) k->second = i;
+  }
+  std::vector<Candidate> once;
+  for (std::size_t i = 0; i < reached.size(); ++i) {
+    const std::size_t k = kept.at(file[i]);
+    if (k == i) once.push_back(reached[i]);
+    else warnings.push_back(display(reached[i].input) + ": skipped, the same file as " + display(reached[k].input) + " (done once)");
+  }
+  return once;
+}
+
 }  // namespace
 
 fs::path with_suffix(const fs::path& base, const char* suffix) {
@@ -129,15 +154,7 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
     const fs::path dir = canonical_or_self(fs::absolute(p, ec).parent_path());
     return is_output_name(p) && (dir == out_canonical || !below(out_canonical, dir).empty());
   };
-  std::vector<Candidate> found;
-  std::map<fs::path, fs::path> seen;  // the file itself → the name it was first found by
-  // The same file reached twice (named twice, or through a second symlink) is done once, and
-  // the user hears which name was dropped.
-  auto add = [&](Candidate c) {
-    const auto [first, fresh] = seen.emplace(canonical_or_self(c.input), c.input);
-    if (fresh) found.push_back(std::move(c));
-    else plan.warnings.push_back(display(c.input) + ": skipped, the same file as " + display(first->second) + " (done once)");
-  };
+  std::vector<Candidate> reached;
   for (const auto& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
@@ -145,12 +162,13 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
       walk_folder(in, out_canonical, recursive, from_dir, plan);
       for (auto& c : from_dir) {
         if (own_output(c.input)) plan.own_outputs.push_back(c.input);
-        else add(std::move(c));
+        else reached.push_back(std::move(c));
       }
     } else {
-      add({in, {}, in.lexically_normal()});
+      reached.push_back({in, {}, in.lexically_normal()});
     }
   }
+  const std::vector<Candidate> found = once_per_file(reached, plan.warnings);
 
   // Name every output "<stem>", then resolve collisions deterministically.
   std::vector<fs::path> base(found.size());

@@ -44,7 +44,9 @@ struct BatchPlan {
 // in one output folder become "<stem>_<ext>", and any collision left after that gets "-2",
 // "-3", … in input order. A file found in a folder that lies in the output tree and is named
 // like an output (is_output_name) is an earlier run's output: it is left out (own_outputs), so
-// that running the same command twice leaves the same files as running it once. An input
+// that running the same command twice leaves the same files as running it once. A file
+// reached by several names (named twice, a symlink beside it) is one job, under the name that
+// is no symlink, else the first; each other name is a warning. An input
 // named on the command line that is where an output goes is not refused here: the caller
 // hands the plan to an OutputGuard (output_guard.hpp), with the run's other files. Every
 // other entry passed over gets a line in `warnings` or `skipped`.

@@ -55,9 +55,11 @@ struct ProcessOptions {
   // handed to on_top, when set, once the image's outputs are written.
   std::optional<TopRequest> top;
   std::function<void(const InputJob&, std::vector<ClassScore> classes)> on_top;
-  // When set, a model with a classifier runs every block, and each image's drawn maps and the
-  // random baseline are scored for its top-1 class (faithfulness_part.hpp), written as its part
-  // of faithfulness.csv (<name>_faithfulness.csv, before the overlay).
+  // When set, a model with a classifier runs every block, and each image's drawn maps are scored
+  // for the class each is drawn for (a class-specific map's own, --class's or the top-1;
+  // attention and rollout for the top-1), beside the random baseline for each of those classes
+  // (faithfulness_part.hpp), written as its part of faithfulness.csv (<name>_faithfulness.csv,
+  // before the overlay).
   std::optional<FaithfulnessRequest> faithfulness;
   // The token diagnostics (core/token_diagnostics.hpp): every layer's token norms, the
   // artifacts they flag, sinks, the register share and per-head statistics. Made, from the

@@ -39,6 +39,8 @@ std::vector<std::string> host_values(const std::string& address, int port) {
   return hosts;
 }
 
+bool over_upload_limit(std::uint64_t bytes, std::uint64_t max) { return bytes > max; }
+
 std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& head) {
   if (head.transfer_encoding) return Refusal{411, "a chunked body is not taken: send Content-Length"};
   if (!head.content_length) return Refusal{411, "a POST needs a Content-Length"};
@@ -47,7 +49,7 @@ std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& h
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
     return Refusal{400, "Content-Length is no number"};
-  if (length > rule.max_upload)
+  if (over_upload_limit(length, rule.max_upload))
     return Refusal{413, fmt::format("the body of {} bytes is over the upload limit of {} bytes", length, rule.max_upload)};
   return std::nullopt;
 }

@@ -42,6 +42,10 @@ struct Refusal {
 // the cap (413). The token is compared in constant time.
 std::optional<Refusal> access_refusal(const AccessRule& rule, const RequestHead& head);
 
+// The upload cap, one comparison for the declared Content-Length and the bytes read alike: a
+// body of exactly `max` bytes is taken, one byte more is over.
+bool over_upload_limit(std::uint64_t bytes, std::uint64_t max);
+
 // The part of access_refusal about a POST's body alone: 411, 400 or 413 as there, else nullopt.
 std::optional<Refusal> body_refusal(const AccessRule& rule, const RequestHead& head);
 

@@ -61,15 +61,4 @@ std::string report_id(const std::vector<std::uint8_t>& image, const MapQuery& qu
   return sha256_hex(key.data(), key.size());
 }
 
-std::string report_file_name(const std::string& name) {
-  const std::size_t dot = name.rfind('.');
-  std::string stem = dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
-  for (char& c : stem) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  stem += "_report.html";
-  return stem;
-}
-
 }  // namespace vitattn::serve

@@ -26,8 +26,4 @@ std::string compute_report(const std::vector<std::uint8_t>& image, const std::st
 // bytes with the same options: the same id (the cache's key).
 std::string report_id(const std::vector<std::uint8_t>& image, const MapQuery& query);
 
-// The download's file name for an upload named `name`: its stem (up to the last '.'), each
-// byte outside [A-Za-z0-9._-] as '_', then "_report.html", as the CLI names the page.
-std::string report_file_name(const std::string& name);
-
 }  // namespace vitattn::serve

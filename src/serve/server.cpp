@@ -12,12 +12,14 @@
 #include <thread>
 
 #include "access.hpp"
+#include "download_name.hpp"
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
 #include "page_cache.hpp"
 #include "report/report_page.hpp"
 #include "report/serve_page.hpp"
 #include "report_job.hpp"
+#include "upload_body.hpp"
 
 namespace vitattn::serve {
 namespace {
@@ -154,21 +156,9 @@ nlohmann::json models_json(const std::vector<ServedModel>& models) {
   return list;
 }
 
-// The body, up to `max` bytes and until `deadline`: a client that sends it a byte at a time
-// is cut off when the deadline passes (each read has its own timeout too). 0 when read, else
-// the status to refuse with.
-int read_body(const httplib::ContentReader& reader, std::uint64_t max, Clock::time_point deadline,
-              std::vector<std::uint8_t>& body) {
-  int refusal = 0;
-  const bool read = reader([&](const char* data, std::size_t n) {
-    if (body.size() + n > max) refusal = 413;
-    else if (Clock::now() > deadline) refusal = 408;
-    if (refusal) return false;
-    body.insert(body.end(), data, data + n);
-    return true;
-  });
-  if (!read && refusal == 0) refusal = 400;  // cut short: the connection ended or a read timed out
-  return refusal;
+// The body's chunks as httplib reads them (upload_body.hpp's source).
+ChunkSource chunks_of(const httplib::ContentReader& reader) {
+  return [&reader](const ChunkSink& sink) { return reader(sink); };
 }
 
 class Service {
@@ -249,7 +239,7 @@ class Service {
     const auto deadline = Clock::now() + std::chrono::seconds(settings_.timeout_seconds);
     if (const auto refusal = access_refusal(rule_, request_head(req))) {  // the pre-routing handler let it through
       std::vector<std::uint8_t> dropped;
-      read_body(reader, settings_.max_upload, deadline, dropped);
+      read_body(chunks_of(reader), settings_.max_upload, deadline, dropped);
       return refuse(res, *refusal);
     }
     if (req.is_multipart_form_data())
@@ -268,7 +258,7 @@ class Service {
     }
     const Admitted admitted{admission_};
     std::vector<std::uint8_t> body;
-    if (const int refusal = read_body(reader, settings_.max_upload, deadline, body))
+    if (const int refusal = read_body(chunks_of(reader), settings_.max_upload, deadline, body))
       return answer_error(res, refusal, refusal == 413 ? "the body is over the upload limit"
                                         : refusal == 408 ? "the body took longer than the request timeout"
                                                          : "the body ended before its Content-Length");
@@ -318,12 +308,7 @@ class Service {
     std::string csp = io::report_csp();
     csp += "; frame-ancestors 'self'";
     res.set_header("Content-Security-Policy", csp);
-    if (req.has_param("download")) {
-      std::string disposition = "attachment; filename=\"";
-      disposition += report_file_name(page->name);
-      disposition += '"';
-      res.set_header("Content-Disposition", disposition);
-    }
+    if (req.has_param("download")) res.set_header("Content-Disposition", report_disposition(page->name));
     res.set_content(page->html, "text/html; charset=utf-8");
   }
 

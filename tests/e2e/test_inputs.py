@@ -7,9 +7,9 @@ found in a folder is skipped in silence.
   message libjpeg gives for it (the oracle is cv2.imread in a process of its own, whose stderr
   holds only that file's message).
 - A damaged JPEG that still decodes is a warning and is drawn; with --strict it fails.
-- In a folder: a second name for the same file, a FIFO named x.jpg, refused formats (EXR,
-  GIF) and a symlinked sub-folder under -r each get a warning naming the entry; .pam and .pfm
-  are read; other files stay quiet unless -v.
+- In a folder: a second name for the same file (a symlink, not the file it leads to), a FIFO
+  named x.jpg, refused formats (EXR, GIF) and a symlinked sub-folder under -r each get a
+  warning naming the entry; .pam and .pfm are read; other files stay quiet unless -v.
 
 Uses tests/pylib/harness.py. Run: python3 -m pytest tests/e2e/test_inputs.py
 """
@@ -181,6 +181,19 @@ class FolderScan(Base):
             self.assertEqual(lines_naming(err, self.dir / "in/b_link.jpg"),
                              [f"warning: {self.dir / 'in/b_link.jpg'}: skipped, the same file as "
                               f"{self.dir / 'in/a_link.jpg'} (done once)"], err)
+
+    def test_a_symlink_beside_its_file_is_the_name_dropped(self):
+        # alias.jpg sorts before photo.jpg: the file's own name is kept all the same.
+        self.write("in/photo.jpg", photo_like(40, 60))
+        (self.dir / "in/alias.jpg").symlink_to("photo.jpg")
+        rc, _, err = run(self.dir / "in", "-o", self.dir / "out")
+        self.assertEqual(rc, 0, err)
+        self.assert_own_lines(err)
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["photo_attn.png"])
+        self.assertEqual(lines_naming(err, self.dir / "in/alias.jpg"),
+                         [f"warning: {self.dir / 'in/alias.jpg'}: skipped, the same file as "
+                          f"{self.dir / 'in/photo.jpg'} (done once)"], err)
+        self.assertEqual(lines_naming(err, self.dir / "in/photo.jpg"), [], "the file itself is not warned about")
 
     def test_a_name_holding_a_newline_is_one_quoted_line_not_two(self):
         # Unquoted, "evil\nerror: fake.png: …" would print as a second line that reads like

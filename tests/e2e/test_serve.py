@@ -184,6 +184,16 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
             "foreign Origin": server.request("POST", "/api/map", image, {"Origin": "http://evil.example"})[0],
             "Origin of another port": server.request("POST", "/api/map", image,
                                                      {"Origin": f"http://{server.host}:{server.port + 1}"})[0],
+            # Foreign origins that hold the server's own: the whole value must match, not a part.
+            "Origin with ours as its prefix": server.request("POST", "/api/map", image,
+                                                             {"Origin": f"http://{host}.evil.example"})[0],
+            "Origin with our host in its path": server.request("POST", "/api/map", image,
+                                                               {"Origin": f"http://evil/{host}"})[0],
+            "Origin ending with ours": server.request("POST", "/api/report", image,
+                                                      {"Origin": f"http://evil.example/http://{host}"})[0],
+            "Origin with ours as its prefix, Expect: 100-continue": status_of(server.raw(
+                f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}.evil.example\r\n"
+                f"Expect: 100-continue\r\nContent-Length: {len(image)}\r\n\r\n".encode())),
             "body over the cap": status_of(server.raw(
                 f"POST /api/map HTTP/1.1\r\nHost: {host}\r\nExpect: 100-continue\r\nContent-Length: {1 << 20 | 1}\r\n\r\n".encode())),
             "foreign Origin, Expect: 100-continue": status_of(server.raw(
@@ -222,6 +232,8 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
         assert hostile["Content-Length 1 GB"] == 413 and hostile["body over the cap"] == 413
         assert hostile["one byte a second"] == 408 and hostile["no token"] == 401
         assert hostile["decompression bomb"] == 413 and hostile["unknown model"] == 404
+        origins = {k: v for k, v in hostile.items() if "Origin" in k}
+        assert set(origins.values()) == {403}, origins
         st, h, body = server.request("POST", "/api/map", image)
         assert st == 200 and "Access-Control-Allow-Origin" not in h, "still serving, and no CORS"
         assert server.request("POST", "/api/map", image, {"Origin": f"http://{host}"})[0] == 200, "its own Origin"
@@ -235,6 +247,77 @@ def test_hostile_requests_are_refused_and_the_server_goes_on():
     lines = [ln for ln in server.stderr.splitlines() if " → 4" in ln]
     assert len(lines) >= 15, f"one log line per refusal:\n{server.stderr}"
     assert "s3cret" not in secret.stderr, "the token is never logged"
+
+
+def png_padded_to(png, size):
+    """`png` made `size` bytes long by a private ancillary chunk before IEND, which decoders
+    pass over: the same pixels."""
+    pad = size - len(png) - 12
+    assert pad >= 0, (len(png), size)
+    kind, data = b"paDd", b"\0" * pad
+    chunk = struct.pack(">I", pad) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    iend = png.rindex(b"IEND") - 4
+    return png[:iend] + chunk + png[iend:]
+
+
+def test_an_upload_of_exactly_the_cap_is_taken_one_byte_more_is_not():
+    """--max-upload-mb 1 is 2^20 bytes. An upload of exactly that passes both checks of the cap,
+    the declared Content-Length's (before the body is read) and the body reader's (as it is
+    read), to /api/map and /api/report; a Content-Length one byte over is refused with 413
+    before the body is read. (The body reader never sees more than the declared length, and a
+    chunked body is refused with 411: its own refusal one byte over is the unit test's,
+    ServeAccess.BodyReadWithinTheCapExactlyAsDeclared.)"""
+    cap = 1 << 20
+    image = PHOTOS[1].read_bytes()
+    exact = png_padded_to(image, cap)
+    assert len(exact) == cap
+    server = Server("--model", MODEL, "--max-upload-mb", "1")
+    try:
+        host = f"{server.host}:{server.port}"
+        st, _, want = server.request("POST", "/api/map", image)
+        assert st == 200
+        for path in ("/api/map", "/api/report?name=exact.png"):
+            try:
+                st, _, body = server.request("POST", path, exact)
+            except (BrokenPipeError, ConnectionResetError) as e:  # refused from its Content-Length, unread
+                raise AssertionError(f"{path}: the upload of exactly the cap was cut off while it was sent ({e})")
+            assert st == 200, (path, st, body[:200])
+            if path == "/api/map":
+                assert body == want, "the same pixels: the same map"
+        for path in ("/api/map", "/api/report"):
+            got = status_of(server.raw(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {cap + 1}\r\n\r\n".encode()))
+            assert got == 413, (path, got)
+    finally:
+        assert server.stop() == 0
+
+
+def test_report_cache_tells_apart_uploads_that_differ_only_in_the_head():
+    """head=0, then head=1, of the same bytes and name: two pages, neither from the cache, each
+    the CLI's page for its --head and opening on that head (the pages differ there, and in the
+    summary drawn from that head's map)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        photo = PHOTOS[1]
+        folder = photo_folder(tmp, [photo])
+        expected = [cli_reports(["--model", str(MODEL)], ["--head", str(h)], folder, tmp / f"cli{h}")[photo.stem]
+                    for h in (0, 1)]
+        assert expected[0] != expected[1], "the CLI's pages for --head 0 and --head 1 differ"
+        server = Server("--model", MODEL)
+        try:
+            image = photo.read_bytes()
+            answers = []
+            for h in (0, 1):
+                answer, _, page = post_report(server, f"name={photo.name}&head={h}", image)
+                assert answer["cached"] is False, f"head={h}: the page of another head was served from the cache"
+                assert page == expected[h], f"head={h}: the page is the CLI's --head {h} page"
+                start = re.search(rb'"start":\{[^}]*"head":"([^"]*)"', page)
+                assert start and start.group(1) == str(h).encode(), f"head={h}: the page opens on head {start}"
+                answers.append(answer)
+            assert answers[0]["id"] != answers[1]["id"]
+            again, _, page = post_report(server, f"name={photo.name}&head=1", image)
+            assert again["cached"] is True and again["id"] == answers[1]["id"] and page == expected[1]
+        finally:
+            assert server.stop() == 0
 
 
 def small_images(folder, n):
@@ -382,7 +465,14 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
             other, _, _ = post_report(server, f"name={shown[0].name}&layer=0", image)
             assert other["cached"] is False and other["id"] != again["id"]
             st, h, body = server.request("GET", f"/api/report/{again['id']}?download=1")
-            assert st == 200 and h.get("Content-Disposition") == 'attachment; filename="chelsea_report.html"'
+            assert st == 200 and h.get("Content-Disposition") == \
+                "attachment; filename=\"chelsea_report.html\"; filename*=UTF-8''chelsea_report.html"
+            # A name outside ASCII: UTF-8 in filename* (RFC 5987), an ASCII fallback in filename=.
+            accented = post_report(server, "name=%C3%BCn%C3%AF%20c%C3%B8d%C3%A9.png", image)[0]
+            assert accented["name"] == "ünï cødé.png"
+            st, h, body = server.request("GET", f"/api/report/{accented['id']}?download=1")
+            assert st == 200 and h.get("Content-Disposition") == \
+                "attachment; filename=\"uni_code_report.html\"; filename*=UTF-8''%C3%BCn%C3%AF%20c%C3%B8d%C3%A9_report.html"
             refusals = {
                 "unknown id": (server.request("GET", "/api/report/" + "0" * 64)[0], 404),
                 "id not hex": (server.request("GET", "/api/report/" + "Z" * 64)[0], 404),

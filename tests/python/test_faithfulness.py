@@ -148,16 +148,22 @@ def setup(tmp_path_factory):
     return tmp, model, path, images
 
 
-def check_image(model, image, cls_map, rows, steps, method):
-    x = tc.preprocess(image, SIZE, SIZE, tc.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
+def model_input(image):
+    return tc.preprocess(image, SIZE, SIZE, tc.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
+
+
+def check_image(model, image, cls_map, rows, steps, method, c=None):
+    """The image's rows: the map's and random's, each scored for class c (None: torch's top-1)."""
+    x = model_input(image)
     blurred = gaussian_blur(x, P)
-    c = int(torch.argmax(model(torch.from_numpy(x)[None])[0]))
+    top1 = int(torch.argmax(model(torch.from_numpy(x)[None])[0]))
+    c = top1 if c is None else c
     got = {r[1]: r for r in rows if r[0] == str(image)}
     assert list(got) == [method, "random"], f"{image}: rows {rows}"
     worst = 0.0
     for name, m in ((method, cls_map), ("random", splitmix64_map(*cls_map.shape))):
         r = got[name]
-        assert int(r[2]) == c, f"{image} {name}: class {r[2]}, torch's top-1 is {c}"
+        assert int(r[2]) == c, f"{image} {name}: class {r[2]}, want {c} (torch's top-1 is {top1})"
         assert int(r[5]) == steps
         fr, dele, ins = curves(model, x, blurred, m, c, steps)
         assert abs(dele[0] - ins[-1]) < 1e-6  # the sharp image at both ends (torch batches differ in the last bits)
@@ -185,6 +191,25 @@ def test_curves_against_numpy_torch(setup, view, steps):
     cls_map = np.load(out / f"{images[0].stem}_cls.npy")
     worst = check_image(model, images[0], cls_map, rows, steps, method)
     print(f"faithfulness {' '.join(view) or 'attention'} K={steps}: max |AUC - numpy/torch| {worst:.2g}", flush=True)
+
+
+def test_a_class_specific_map_is_scored_for_the_class_given(setup):
+    """--method chefer --class A, then --class B: each run's rows (the map's and random's) are for
+    the class given, and their AUCs are torch's curves for that class. A and B are torch's 2nd
+    and 3rd most likely classes, so scoring the top-1 instead cannot pass."""
+    tmp, model, path, images = setup
+    logits = model(torch.from_numpy(model_input(images[0]))[None])[0]
+    second, third = (int(i) for i in torch.argsort(logits, descending=True)[1:3])
+    rows_of = {}
+    for c in (second, third):
+        out = tmp / f"out_class_{c}"
+        run(["--model", path, "--method", "chefer", "--class", c, "--faithfulness", "--faithfulness-steps", 8,
+             "--save-attention", "-o", out, images[0]])
+        rows = read_csv(out / "faithfulness.csv")
+        assert [(r[1], int(r[2])) for r in rows] == [("chefer", c), ("random", c)], rows
+        check_image(model, images[0], np.load(out / f"{images[0].stem}_cls.npy"), rows, 8, "chefer", c)
+        rows_of[c] = rows
+    assert rows_of[second][1][3:5] != rows_of[third][1][3:5], "the same random map scores differently for another class"
 
 
 def test_random_map_is_not_the_attention(setup):

@@ -129,6 +129,41 @@ TEST(BatchPlan, SymlinkLoopsInAWalkEndAndBrokenImageLinksBecomeJobs) {
   EXPECT_EQ(inputs, (std::vector<std::string>{"a.jpg", "dangling.jpg", "loop.png"}));
 }
 
+std::vector<std::string> inputs_of(const BatchPlan& plan, const fs::path& root) {
+  std::vector<std::string> inputs;
+  for (const auto& j : plan.jobs) inputs.push_back(j.input.lexically_relative(root).string());
+  return inputs;
+}
+
+// A file reached by several names is done once, under its own name: a symlink sorted before
+// it (alias.jpg < photo.jpg), or named before it, is the name dropped, with a warning.
+TEST(BatchPlan, TheSameFileTwiceKeepsTheNameThatIsNoSymlink) {
+  test::TempDir d;
+  touch(d / "in/photo.jpg");
+  touch(d / "in/other.jpg");
+  fs::create_symlink("photo.jpg", d / "in/alias.jpg");
+  fs::create_symlink(d / "in/photo.jpg", d / "in/zlink.jpg");
+  const BatchPlan plan = plan_batch({d / "in"}, d / "out", false);
+  EXPECT_EQ(inputs_of(plan, d / "in"), (std::vector<std::string>{"other.jpg", "photo.jpg"}));
+  EXPECT_EQ(outputs(plan, d / "out"), (std::vector<std::string>{"other_attn.png", "photo_attn.png"}));
+  const std::string kept = (d / "in/photo.jpg").string();
+  EXPECT_EQ(plan.warnings, (std::vector<std::string>{(d / "in/alias.jpg").string() + ": skipped, the same file as " + kept + " (done once)",
+                                                     (d / "in/zlink.jpg").string() + ": skipped, the same file as " + kept + " (done once)"}));
+  // Named on the command line, the link first: the same.
+  const BatchPlan named = plan_batch({d / "in/alias.jpg", d / "in/photo.jpg"}, d / "out", false);
+  EXPECT_EQ(inputs_of(named, d / "in"), (std::vector<std::string>{"photo.jpg"}));
+  ASSERT_EQ(named.warnings.size(), 1u);
+  EXPECT_EQ(named.warnings[0].rfind((d / "in/alias.jpg").string() + ": skipped", 0), 0u) << named.warnings[0];
+  // Every name a link: the first is kept.
+  fs::create_directories(d / "links");
+  fs::create_symlink(d / "in/other.jpg", d / "links/b.jpg");
+  fs::create_symlink(d / "in/other.jpg", d / "links/a.jpg");
+  const BatchPlan links = plan_batch({d / "links"}, d / "out", false);
+  EXPECT_EQ(inputs_of(links, d / "links"), (std::vector<std::string>{"a.jpg"}));
+  ASSERT_EQ(links.warnings.size(), 1u);
+  EXPECT_EQ(links.warnings[0].rfind((d / "links/b.jpg").string() + ": skipped", 0), 0u) << links.warnings[0];
+}
+
 TEST(BatchPlan, FinishedJobsAreDroppedOnlyWhenEveryOutputIsAFile) {
   test::TempDir d;
   for (const char* f : {"in/done.png", "in/half.png", "in/todo.png", "in/linked.png"}) touch(d / f);

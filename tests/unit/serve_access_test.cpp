@@ -1,13 +1,17 @@
-// `vitattn serve`'s own request parsing: the access rules (serve/access.hpp) and the map query
-// (serve/map_query.hpp). The HTTP side is tests/e2e/test_serve.py's.
+// `vitattn serve`'s own request parsing: the access rules (serve/access.hpp), the body read
+// within the cap (serve/upload_body.hpp) and the map query (serve/map_query.hpp). The HTTP side
+// is tests/e2e/test_serve.py's.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "serve/access.hpp"
 #include "serve/map_query.hpp"
+#include "serve/upload_body.hpp"
 
 namespace vitattn::serve {
 namespace {
@@ -48,6 +52,12 @@ TEST(ServeAccess, OriginIsTheServersOwnOrNone) {
   EXPECT_EQ(status(rule(), h), 403);
   h.origin = "null";  // a sandboxed frame or a file: page
   EXPECT_EQ(status(rule(), h), 403);
+  // The whole value, not a part of it: foreign origins that hold the server's.
+  for (const char* foreign : {"http://127.0.0.1:8642.evil.example", "http://127.0.0.1:86420", "http://evil/127.0.0.1:8642",
+                              "http://evil.example/http://127.0.0.1:8642", "xhttp://127.0.0.1:8642", "http://127.0.0.1:864"}) {
+    h.origin = foreign;
+    EXPECT_EQ(status(rule(), h), 403) << foreign;
+  }
 }
 
 TEST(ServeAccess, TokenByHeaderOrQueryNeverInTheMessage) {
@@ -83,6 +93,38 @@ TEST(ServeAccess, PostBodyDeclaredWithinTheCap) {
   h.content_length = "10";
   h.transfer_encoding = "chunked";
   EXPECT_EQ(status(rule(), h), 411);
+}
+
+// A body of `sizes` chunks, read with a cap of 1000 bytes and a deadline an hour away.
+int read_chunks(const std::vector<std::size_t>& sizes, std::vector<std::uint8_t>& body, bool cut_short = false) {
+  const ChunkSource source = [&](const ChunkSink& sink) {
+    for (const std::size_t n : sizes)
+      if (!sink(std::string(n, 'x').data(), n)) return false;
+    return !cut_short;
+  };
+  return read_body(source, rule().max_upload, std::chrono::steady_clock::now() + std::chrono::hours(1), body);
+}
+
+// The cap is one rule for the declared length and the bytes read: exactly the cap is taken, one
+// byte more is not, whichever way the body comes in chunks.
+TEST(ServeAccess, BodyReadWithinTheCapExactlyAsDeclared) {
+  EXPECT_FALSE(over_upload_limit(1000, 1000));
+  EXPECT_TRUE(over_upload_limit(1001, 1000));
+  for (const auto& sizes : std::vector<std::vector<std::size_t>>{{1000}, {999, 1}, {500, 499, 1}, {1, 999}}) {
+    std::vector<std::uint8_t> body;
+    EXPECT_EQ(read_chunks(sizes, body), 0) << sizes.size() << " chunks";
+    EXPECT_EQ(body.size(), 1000u);
+  }
+  for (const auto& sizes : std::vector<std::vector<std::size_t>>{{1001}, {1000, 1}, {999, 2}, {500, 500, 1}}) {
+    std::vector<std::uint8_t> body;
+    EXPECT_EQ(read_chunks(sizes, body), 413) << sizes.size() << " chunks";
+    EXPECT_LE(body.size(), 1000u) << "nothing past the cap is kept";
+  }
+  std::vector<std::uint8_t> body;
+  EXPECT_EQ(read_chunks({10}, body, true), 400) << "cut short";
+  const ChunkSource late = [](const ChunkSink& sink) { return sink("x", 1); };
+  body.clear();
+  EXPECT_EQ(read_body(late, 1000, std::chrono::steady_clock::now() - std::chrono::seconds(1), body), 408);
 }
 
 TEST(ServeAccess, Loopback) {

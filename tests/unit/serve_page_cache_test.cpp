@@ -1,8 +1,10 @@
 // `vitattn serve`'s report cache (serve/page_cache.hpp): least recently used out within a byte
 // budget, a page larger than the whole budget not kept, and found pages outliving eviction.
-// Plus the report query's own parameters (serve/map_query.hpp: name, not format).
+// Plus the report query's own parameters (serve/map_query.hpp: name, not format) and the name
+// its download is saved under (serve/download_name.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "serve/download_name.hpp"
 #include "serve/map_query.hpp"
 #include "serve/page_cache.hpp"
 
@@ -136,9 +139,51 @@ TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
     params.emplace(name, value);
     EXPECT_NE(report_key(parse_map_query(params, QueryKind::report)), key) << name << "=" << value;
   }
+  // Two heads by index: the same choice, another head (the index is part of the key).
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"head", "0"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"head", "1"}}, QueryKind::report)));
   EXPECT_NE(report_key(parse_map_query({{"name", "b.png"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"token", "t"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"top", "3"}}, QueryKind::report)), key);  // the default
+}
+
+// The download's header, whole: the UTF-8 name percent-encoded in filename* (RFC 5987), an
+// ASCII one in filename= (letters without their marks, anything else one '_'). The expected
+// encodings are Python's urllib.parse.quote(name, safe="!#$&+-.^_`|~"), written out.
+TEST(ReportDownload, UnicodeNamesKeepTheirNameAndGetAnAsciiOne) {
+  EXPECT_EQ(report_disposition("chelsea.png"),
+            "attachment; filename=\"chelsea_report.html\"; filename*=UTF-8''chelsea_report.html");
+  EXPECT_EQ(report_disposition("\u00fcn\u00ef c\u00f8d\u00e9.png"),  // ünï cødé.png
+            "attachment; filename=\"uni_code_report.html\"; filename*=UTF-8''%C3%BCn%C3%AF%20c%C3%B8d%C3%A9_report.html");
+  EXPECT_EQ(report_disposition("\u00df \u0152 \u0142 \u00d7.jpg"),  // ß Œ ł ×: two letters, one, none
+            "attachment; filename=\"ss_OE_l___report.html\"; filename*=UTF-8''%C3%9F%20%C5%92%20%C5%82%20%C3%97_report.html");
+  EXPECT_EQ(report_disposition("\u732b.jpg"),  // 猫: no ASCII letter for it
+            "attachment; filename=\"__report.html\"; filename*=UTF-8''%E7%8C%AB_report.html");
+  EXPECT_EQ(report_disposition("u\u0308ber.png"),  // über in NFD: the mark is dropped, not a '_'
+            "attachment; filename=\"uber_report.html\"; filename*=UTF-8''u%CC%88ber_report.html");
+  EXPECT_EQ(report_disposition("a\"b;c%d.png"),  // what would end the quoted name or the parameter
+            "attachment; filename=\"a_b_c_d_report.html\"; filename*=UTF-8''a%22b%3Bc%25d_report.html");
+  EXPECT_EQ(report_disposition("a!#$&+^`|~b.png"),  // RFC 5987's attr-chars stay as they are
+            "attachment; filename=\"a_________b_report.html\"; filename*=UTF-8''a!#$&+^`|~b_report.html");
+  EXPECT_EQ(report_disposition(".hidden"), "attachment; filename=\".hidden_report.html\"; filename*=UTF-8''.hidden_report.html");
+}
+
+TEST(ReportDownload, NoSeparatorControlOrBrokenUtf8InEitherName) {
+  // Not UTF-8 (a lone 0xFF, a lead byte cut short, an overlong '/', a surrogate): '_' per byte.
+  EXPECT_EQ(report_file_name("\xFF\xC3x.png"), "__x_report.html");
+  EXPECT_EQ(report_file_name("\xC0\xAF.png"), "___report.html");
+  EXPECT_EQ(report_file_name("\xED\xA0\x80.png"), "____report.html");
+  // Control characters (C0, DEL, C1), separators and a right-to-left override.
+  EXPECT_EQ(report_file_name("a\tb\x7F\u0085c/d\\e\u202Egnp.png"), "a_b__c_d_e_gnp_report.html");
+  EXPECT_EQ(report_disposition("a\tb\u202E.png"), "attachment; filename=\"a_b__report.html\"; filename*=UTF-8''a_b__report.html");
+  for (const std::string name : {"\xFF\\\"\n.png", "\u00e9/\u202E\x01.png", "x\xC3"}) {
+    const std::string header = report_disposition(name);
+    for (const char c : header) {
+      const auto b = static_cast<unsigned char>(c);
+      EXPECT_TRUE(b >= 0x20 && b < 0x7F && c != '\\' && c != '/') << header;  // one line of printable ASCII
+    }
+    EXPECT_EQ(std::count(header.begin(), header.end(), '"'), 2) << header;
+  }
 }
 
 }  // namespace
