@@ -4,8 +4,8 @@
 Encodes the benchmark's overlays (bench/make_photos.py's ~24 photos of 0.3-2 MP, drawn as
 vitattn draws them) with OpenCV's imencode at its default (level 1, RLE strategy), at an
 explicit level 1, and with vitattn's encoder, alternating them in rounds (vitattn_png_bench);
-prints the medians and the ratios against imencode's default next to the goal (>= 3x its
-throughput, files no larger). Throughput is per CPU second of the one encoding thread; the
+prints the medians and each encoder's ratios to imencode's default (throughput and bytes).
+Throughput is per CPU second of the one encoding thread; the
 wall-clock figure is printed too (on a busy machine it counts the other jobs).
 Helper from env VITATTN_PNG_BENCH (default build/release/vitattn_png_bench).
 """
@@ -16,7 +16,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GOAL_SPEED = 3.0
 
 
 def main():
@@ -39,8 +38,7 @@ def main():
               f"{r['mp_per_cpu_s'] / base['mp_per_cpu_s']:16.2f}x {r['bytes'] / base['bytes']:15.3f}x")
     ours = rows["vitattn"]
     speed, size = ours["mp_per_cpu_s"] / base["mp_per_cpu_s"], ours["bytes"] / base["bytes"]
-    print(f"vitattn / imencode default: {speed:.2f}x throughput (target >= {GOAL_SPEED:g}x), "
-          f"{size:.3f}x size (target <= 1)")
+    print(f"vitattn / imencode default: {speed:.2f}x throughput (CPU), {size:.3f}x size")
 
 
 if __name__ == "__main__":

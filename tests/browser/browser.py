@@ -1,4 +1,7 @@
-"""One headless Debian Chromium per test file, driven by chromedriver through python3-selenium.
+"""One headless Debian Chromium per test file, driven by chromedriver through python3-selenium,
+and the helpers every browser test shares: running vitattn (run), waiting on the page, the
+page's window.vitattn contract, and a Session for the files that keep their Chromium in a
+module global (the others take the `driver` fixture and pass it to the functions here).
 
 Chromium gets a fresh --user-data-dir and the flags that keep it off the network
 (no background networking, component updates or sync): a page under test must make no
@@ -45,6 +48,15 @@ def stop(driver, profile):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def run(*args):
+    """Runs vitattn with args (harness.run) and fails the test unless it exits 0, naming the
+    command and its stderr; returns (stdout, stderr)."""
+    rc, out, err = harness.run(*args)
+    if rc != 0:
+        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
+    return out, err
+
+
 @pytest.fixture(scope="module")
 def driver():
     """One Chromium for a test file (import this fixture into it): started on first use,
@@ -60,14 +72,21 @@ def assert_clean(driver):
     assert network_requests(driver) == [], "network requests"
 
 
+READY = "return document.body && document.body.dataset.ready === '1'"  # the page's script has run
+
+
+def wait_for(driver, script, timeout=30):
+    """Waits until the JavaScript `script` returns a true value in the current page."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(script))
+
+
 def open_page(driver, url, ready_timeout=30):
     """Loads url (leaving the page first, so that a fragment-only change reloads) and waits for
     the page's script to set body[data-ready]."""
-    from selenium.webdriver.support.ui import WebDriverWait
     driver.get("about:blank")
     driver.get(url)
-    WebDriverWait(driver, ready_timeout).until(
-        lambda d: d.execute_script("return document.body && document.body.dataset.ready === '1'"))
+    wait_for(driver, READY, ready_timeout)
 
 
 def console_errors(driver):
@@ -105,3 +124,47 @@ def fuse(a, head):
     if isinstance(head, int):
         return a[head]
     return {"mean": a.mean(0), "max": a.max(0), "min": a.min(0)}[head]
+
+
+def patch_distances(grid_h, grid_w, patch):
+    """Pixels between patch centres, patches in raster order: patch j at row j // grid_w."""
+    import numpy as np
+    ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
+
+
+class Session:
+    """A test file's one Chromium, held in a module global: created at import, started by the
+    file's setup_module (setUpModule) and stopped by its teardown, so that the file's helpers,
+    not only its tests, reach the page. The methods are the functions above on its driver."""
+
+    def __init__(self):
+        self.driver = self._profile = None
+
+    def start(self):
+        self.driver, self._profile = start()
+
+    def stop(self):
+        if self.driver is not None:
+            stop(self.driver, self._profile)
+            self.driver = self._profile = None
+
+    def js(self, script, *args):
+        """The value of the JavaScript `script` (arguments[i] = args[i]) in the current page."""
+        return self.driver.execute_script(script, *args)
+
+    def open(self, page, fragment=""):
+        """Opens page (a Path or a URL, plus fragment) as open_page does; returns its
+        window.vitattn.info(), None on a page without window.vitattn."""
+        url = page.as_uri() if isinstance(page, Path) else page
+        open_page(self.driver, url + fragment)
+        return self.js("return window.vitattn ? window.vitattn.info() : null")
+
+    def select(self, **kw):
+        return select(self.driver, **kw)
+
+    def row(self):
+        return row(self.driver)
+
+    def assert_clean(self):
+        assert_clean(self.driver)

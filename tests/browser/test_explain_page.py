@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import BIN, run
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
+from browser import run  # noqa: E402
 
-DRIVER = PROFILE = None
+SESSION = browser.Session()  # this file's one Chromium, started by setUpModule
 NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 
 
@@ -60,27 +59,25 @@ class ExplainPage(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="vitattn-explain-")
         cls.page = Path(cls.tmp.name) / "explain.html"
-        rc, stdout, err = run("explain", "--html", cls.page)
-        assert rc == 0, f"{BIN} explain --html exited {rc}: {err}"
-        cls.stdout = stdout
-        cls.printed = printed_matrices(stdout)
+        cls.stdout, _ = run("explain", "--html", cls.page)
+        cls.printed = printed_matrices(cls.stdout)
 
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
     def table(self, label):
-        return DRIVER.execute_script(
+        return SESSION.js(
             "const t = document.querySelector(`table[data-label='${arguments[0]}']`);"
             "return t ? Array.from(t.tBodies[0].rows).map(r => Array.from(r.querySelectorAll('td')).map(c => c.textContent)) : null;", label)
 
     def test_numbers_are_explains(self):
-        browser.open_page(DRIVER, self.page.as_uri())
+        SESSION.open(self.page)
         compared = 0
         for example in ("a", "b", "d"):
-            DRIVER.execute_script("window.vitattnExplain.choose(arguments[0])", example)
-            printed = DRIVER.execute_script("return window.vitattnExplain.printed(arguments[0])", example)
-            ours = DRIVER.execute_script("return window.vitattnExplain.compute(arguments[0])", example)
+            SESSION.js("window.vitattnExplain.choose(arguments[0])", example)
+            printed = SESSION.js("return window.vitattnExplain.printed(arguments[0])", example)
+            ours = SESSION.js("return window.vitattnExplain.compute(arguments[0])", example)
             for p in printed:
                 matches = [rows for label, rows in self.printed[example] if label.startswith(p["label"])]
                 self.assertEqual(len(matches), 1, f"({example}) {p['label']}: {[l for l, _ in self.printed[example]]}")
@@ -91,34 +88,33 @@ class ExplainPage(unittest.TestCase):
                 np.testing.assert_allclose(np.array(ours[key]), np.array(p["values"]), atol=1e-6)
                 compared += 1
         self.assertEqual(compared, 10)
-        why = DRIVER.execute_script(
+        why = SESSION.js(
             "return ['small', 'large'].map(k => Array.from(document.querySelectorAll(`table[data-label='softmax ${k}'] td`)).map(td => Number(td.textContent)))")
         for got, want in zip(why, softmax_lines(self.stdout)):
             np.testing.assert_allclose(got, want, rtol=1e-9)
-        self.assertEqual(browser.console_errors(DRIVER), [])
-        self.assertEqual(browser.network_requests(DRIVER), [])
+        SESSION.assert_clean()
 
     def test_variance_table_is_explains(self):
         """(c): Var(q·k) grows with d_k and ÷√d_k brings it back to ~1; the page shows explain's numbers."""
-        browser.open_page(DRIVER, self.page.as_uri())
+        SESSION.open(self.page)
         printed = variance_lines(self.stdout)
         self.assertEqual([r[0] for r in printed], ["4", "16", "64", "256"])
-        shown = DRIVER.execute_script(
+        shown = SESSION.js(
             "return Array.from(document.querySelectorAll(\"table[data-label='variance'] tbody tr\"))"
             ".map(r => Array.from(r.cells).map(c => c.textContent))")
         self.assertEqual([tuple(r) for r in shown], printed)
         for d_k, var, scaled in printed:  # what the table argues, within 20000 pairs' sampling error
             self.assertAlmostEqual(float(var) / int(d_k), 1.0, delta=0.05)
             self.assertAlmostEqual(float(scaled), 1.0, delta=0.05)
-        self.assertEqual(browser.console_errors(DRIVER), [])
+        self.assertEqual(browser.console_errors(SESSION.driver), [])
 
     def test_edit_and_mask(self):
-        browser.open_page(DRIVER, self.page.as_uri())
-        DRIVER.execute_script("window.vitattnExplain.choose('b')")
-        inputs = DRIVER.execute_script("return document.querySelectorAll(\"table[data-label='input q'] input\").length")
+        SESSION.open(self.page)
+        SESSION.js("window.vitattnExplain.choose('b')")
+        inputs = SESSION.js("return document.querySelectorAll(\"table[data-label='input q'] input\").length")
         self.assertEqual(inputs, 16)
         from selenium.webdriver.common.by import By
-        cell = DRIVER.find_elements(By.CSS_SELECTOR, "table[data-label='input q'] input")[0]
+        cell = SESSION.driver.find_elements(By.CSS_SELECTOR, "table[data-label='input q'] input")[0]
         cell.clear()
         cell.send_keys("3")
         q = np.array([[3, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]], float)
@@ -129,23 +125,22 @@ class ExplainPage(unittest.TestCase):
             e = np.exp(s - s.max(1, keepdims=True))
             return e / e.sum(1, keepdims=True)
         w = softmax(q @ k.T / 2)
-        got = DRIVER.execute_script("return window.vitattnExplain.compute('b')")
+        got = SESSION.js("return window.vitattnExplain.compute('b')")
         np.testing.assert_allclose(got["weights"], w, atol=1e-12)
         np.testing.assert_allclose(got["output"], w @ v, atol=1e-12)
-        DRIVER.execute_script("window.vitattnExplain.frame(2)")
+        SESSION.js("window.vitattnExplain.frame(2)")
         shown = np.array(self.table("weights"), dtype=float)
         np.testing.assert_allclose(shown, w, atol=0.5e-4 + 1e-12)
-        DRIVER.find_element(By.ID, "mask").click()
+        SESSION.driver.find_element(By.ID, "mask").click()
         masked = np.array(self.table("masked weights"), dtype=float)
         self.assertTrue(np.all(np.triu(masked, 1) == 0))
         np.testing.assert_allclose(masked, softmax(np.where(np.triu(np.ones((4, 4)), 1) > 0, -np.inf, q @ k.T / 2)), atol=0.5e-4 + 1e-12)
-        self.assertEqual(browser.console_errors(DRIVER), [])
+        self.assertEqual(browser.console_errors(SESSION.driver), [])
 
 
 def setUpModule():
-    global DRIVER, PROFILE
-    DRIVER, PROFILE = browser.start()
+    SESSION.start()
 
 
 def tearDownModule():
-    browser.stop(DRIVER, PROFILE)
+    SESSION.stop()

@@ -40,23 +40,15 @@ from harness import photo_like
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
+from browser import run  # noqa: E402
+
+SESSION = browser.Session()  # this file's one Chromium, started by setup_module
 
 D, P, GRID, LAYERS, MLP, HEADS = 32, 8, 4, 3, 64, 2
 LABELS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 T, N = 1 + GRID * GRID, GRID * GRID
 METHODS = ["chefer", "grad-rollout", "legrad", "gradcam"]
 LAYER = 1  # --layer of the budget runs: the layer whose full matrices are kept
-
-
-def run(*args):
-    rc, out, err = harness.run(*args)
-    if rc != 0:
-        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
-    return out, err
-
-
-def js(script, *args):
-    return DRIVER.execute_script(script, *args)
 
 
 def page_data(html_path):
@@ -116,24 +108,6 @@ def made():
     tmp.cleanup()
 
 
-def open_page(path, fragment=""):
-    browser.open_page(DRIVER, Path(path).as_uri() + fragment)
-    return js("return window.vitattn.info()")
-
-
-def select(**kw):
-    return browser.select(DRIVER, **kw)
-
-
-def row():
-    return browser.row(DRIVER)
-
-
-def assert_clean():
-    assert browser.console_errors(DRIVER) == [], "console errors"
-    assert browser.network_requests(DRIVER) == [], "network requests"
-
-
 def predictions_csv(made, k):
     out = made["dir"] / f"top{k}csv"
     run("--model", made["model"], "--top", k, made["img"], "-o", out, "-q")
@@ -143,7 +117,7 @@ def predictions_csv(made, k):
 
 @pytest.mark.parametrize("page,k", [("u8", 3), ("top5", 5)])
 def test_picker_lists_the_top_classes(made, page, k):
-    info = open_page(made[page])
+    info = SESSION.open(made[page])
     classes = info["classes"]
     assert len(classes) == k
     p = [c["probability"] for c in classes]
@@ -156,19 +130,19 @@ def test_picker_lists_the_top_classes(made, page, k):
     assert np.allclose(p, [q for _, _, q in want], atol=1e-9), (p, want)
     assert info["methods"] == ["attention", "rollout", *METHODS]
     # What the user sees: the pickers and the list of predictions.
-    assert js("return document.getElementById('picker').hidden") is False
-    options = js("return Array.from(document.querySelectorAll('#class option')).map((o) => [o.value, o.textContent, o.disabled])")
+    assert SESSION.js("return document.getElementById('picker').hidden") is False
+    options = SESSION.js("return Array.from(document.querySelectorAll('#class option')).map((o) => [o.value, o.textContent, o.disabled])")
     assert [int(v) for v, _, _ in options] == [c["index"] for c in classes]
     for (_, text, disabled), c in zip(options, classes):
         assert c["label"] in text and f"{c['probability'] * 100:.2f} %" in text and not disabled
-    assert js("return document.querySelectorAll('#predictions li').length") == k
-    methods = js("return Array.from(document.querySelectorAll('#method option')).map((o) => o.value)")
+    assert SESSION.js("return document.querySelectorAll('#predictions li').length") == k
+    methods = SESSION.js("return Array.from(document.querySelectorAll('#method option')).map((o) => o.value)")
     assert methods == ["attention", "rollout", *METHODS]
-    assert_clean()
+    SESSION.assert_clean()
 
 
 def test_rows_are_the_embedded_maps(made):
-    info = open_page(made["u8"])
+    info = SESSION.open(made["u8"])
     data, data16 = page_data(made["u8"]), page_data(made["f16"])
     embedded = {(m["method"], m["class"]): m for m in data["relevance"]["maps"]}
     embedded16 = {(m["method"], m["class"]): m for m in data16["relevance"]["maps"]}
@@ -176,14 +150,14 @@ def test_rows_are_the_embedded_maps(made):
     rows = {}
     for method in METHODS:
         for c in info["classes"]:
-            state = select(method=method, **{"class": c["index"]})
+            state = SESSION.select(method=method, **{"class": c["index"]})
             assert (state["method"], state["class"]) == (method, c["index"])
-            got = row()
+            got = SESSION.row()
             assert got.shape == (N,)
             m = embedded[(method, c["index"])]
             # Decoded here: the page's decoder adds only float32 rounding.
             assert np.abs(got - decoded(m)).max() <= m["scale"] * 2.0 ** -23, (method, c)
-            assert js("return window.vitattn.mapError()") == m["max_error"]
+            assert SESSION.js("return window.vitattn.mapError()") == m["max_error"]
             assert 0 < m["max_error"] <= m["scale"] * (1 / 510 + 2.0 ** -24) * (1 + 1e-9)
             assert got.min() >= 0 and got.max() > 0, (method, c)
             # The same float32 map stored at 8 bits and in fp16: each within its bound of it.
@@ -191,37 +165,37 @@ def test_rows_are_the_embedded_maps(made):
             assert np.abs(got - decoded(m16)).max() <= m["max_error"] + m16["max_error"], (method, c)
             rows[(method, c["index"])] = got
     print(f"relevance maps: {len(rows)} rows = the embedded maps; u8 and f16 pages within their bounds")
-    assert_clean()
+    SESSION.assert_clean()
 
 
 def test_rows_are_the_command_line_maps(made):
     """The page's maps are the ones `--method M --class c --save-attention` writes (_cls.npy), within
     the page's own quantisation bound: the report and the command line draw the same thing."""
-    info = open_page(made["u8"])
+    info = SESSION.open(made["u8"])
     for method in METHODS:
         for c in info["classes"]:
             out = made["dir"] / f"cli-{method}-{c['index']}"
             run("--model", made["model"], "--method", method, "--class", c["index"], "--save-attention", made["img"],
                 "-o", out, "-q")
             want = np.load(out / "img_cls.npy").astype(np.float64).ravel()
-            select(method=method, **{"class": c["index"]})
-            got = np.asarray(row(), np.float64)
+            SESSION.select(method=method, **{"class": c["index"]})
+            got = np.asarray(SESSION.row(), np.float64)
             assert got.shape == want.shape, (method, c, got.shape, want.shape)
-            bound = js("return window.vitattn.mapError()")
+            bound = SESSION.js("return window.vitattn.mapError()")
             assert np.abs(got - want).max() <= bound + 1e-7, (method, c, np.abs(got - want).max(), bound)
-    assert_clean()
+    SESSION.assert_clean()
 
 
 def test_selection_changes_the_map_and_the_drawing(made):
-    info = open_page(made["u8"])
-    attention = row()
+    info = SESSION.open(made["u8"])
+    attention = SESSION.row()
     assert attention.shape == (T,)
     seen, canvases = {}, {}
     for method in METHODS:
         for c in info["classes"]:
-            select(method=method, **{"class": c["index"]})
-            seen[(method, c["index"])] = row()
-            canvases[(method, c["index"])] = js("return document.getElementById('view').toDataURL()")
+            SESSION.select(method=method, **{"class": c["index"]})
+            seen[(method, c["index"])] = SESSION.row()
+            canvases[(method, c["index"])] = SESSION.js("return document.getElementById('view').toDataURL()")
     keys = list(seen)
     for i, a in enumerate(keys):
         for b in keys[i + 1:]:
@@ -229,31 +203,31 @@ def test_selection_changes_the_map_and_the_drawing(made):
             assert np.abs(seen[a] - seen[b]).max() > 0.01 * scale, (a, b)
             assert canvases[a] != canvases[b], (a, b)
     # The class-agnostic views keep today's meaning: the class token's row over the T tokens.
-    state = select(method="attention")
+    state = SESSION.select(method="attention")
     assert (state["method"], state["rollout"]) == ("attention", False)
-    assert np.array_equal(row(), attention)
-    assert select(method="rollout")["rollout"] is True and row().shape == (T,)
+    assert np.array_equal(SESSION.row(), attention)
+    assert SESSION.select(method="rollout")["rollout"] is True and SESSION.row().shape == (T,)
     # A class by its label, any case.
     second = info["classes"][1]
-    assert select(method="legrad", **{"class": second["label"].upper()})["class"] == second["index"]
-    assert np.array_equal(row(), seen[("legrad", second["index"])])
+    assert SESSION.select(method="legrad", **{"class": second["label"].upper()})["class"] == second["index"]
+    assert np.array_equal(SESSION.row(), seen[("legrad", second["index"])])
     # Refused, and nothing changed: a class the page has no maps of, a method it lacks.
     outside = next(i for i in range(len(LABELS)) if i not in [c["index"] for c in info["classes"]])
     for bad in ({"method": "chefer", "class": outside}, {"method": "saliency"}):
         with pytest.raises(Exception, match="vitattn.select"):
-            select(**bad)
-        assert np.array_equal(row(), seen[("legrad", second["index"])])
-    browser.console_errors(DRIVER)  # the refusals are logged as errors by the driver's calls; not the page's
+            SESSION.select(**bad)
+        assert np.array_equal(SESSION.row(), seen[("legrad", second["index"])])
+    browser.console_errors(SESSION.driver)  # the refusals are logged as errors by the driver's calls; not the page's
     # A link to a map opens on it; a click on a prediction picks its class.
     third = info["classes"][2]
-    open_page(made["u8"], f"#layer=2&head=mean&query=0&view=query&method=gradcam&class={third['index']}")
-    state = js("return window.vitattn.state()")
+    SESSION.open(made["u8"], f"#layer=2&head=mean&query=0&view=query&method=gradcam&class={third['index']}")
+    state = SESSION.js("return window.vitattn.state()")
     assert (state["method"], state["class"]) == ("gradcam", third["index"])
-    assert np.array_equal(row(), seen[("gradcam", third["index"])])
-    DRIVER.find_element("css selector", f"#predictions li[data-index='{second['index']}']").click()
-    state = js("return window.vitattn.state()")
+    assert np.array_equal(SESSION.row(), seen[("gradcam", third["index"])])
+    SESSION.driver.find_element("css selector", f"#predictions li[data-index='{second['index']}']").click()
+    state = SESSION.js("return window.vitattn.state()")
     assert (state["method"], state["class"]) == ("gradcam", second["index"])
-    assert_clean()
+    SESSION.assert_clean()
 
 
 @pytest.mark.parametrize("name", ["all", "attention first", "two classes", "tiny"])
@@ -273,33 +247,33 @@ def test_budget_drops_attention_then_the_least_likely_maps(made, name):
         assert f"the {4 - kept} least likely class" in said and ", ".join(dropped) in said, said
     else:
         assert "relevance maps of the" not in said, said
-    info = open_page(path)
+    info = SESSION.open(path)
     assert len(info["classes"]) == 4  # every prediction is listed; only the kept ones can be picked
-    disabled = js("return Array.from(document.querySelectorAll('#class option')).map((o) => o.disabled)")
+    disabled = SESSION.js("return Array.from(document.querySelectorAll('#class option')).map((o) => o.disabled)")
     assert disabled == [False] * kept + [True] * (4 - kept)
     for c in data["classes"]:
         if c["maps"]:
-            select(method="chefer", **{"class": c["index"]})
+            SESSION.select(method="chefer", **{"class": c["index"]})
         else:
             with pytest.raises(Exception, match="maps this page holds"):
-                select(method="chefer", **{"class": c["index"]})
-    browser.console_errors(DRIVER)
-    assert browser.network_requests(DRIVER) == []
+                SESSION.select(method="chefer", **{"class": c["index"]})
+    browser.console_errors(SESSION.driver)
+    assert browser.network_requests(SESSION.driver) == []
 
 
 def test_model_without_classifier_has_no_picker(made):
-    info = open_page(made["dino"])
+    info = SESSION.open(made["dino"])
     assert info["classes"] == [] and info["methods"] == ["attention", "rollout"]
-    assert js("return document.getElementById('picker').hidden") is True
+    assert SESSION.js("return document.getElementById('picker').hidden") is True
     assert page_data(made["dino"])["relevance"]["maps"] == []
-    state = js("return window.vitattn.state()")
+    state = SESSION.js("return window.vitattn.state()")
     assert state["method"] == "attention" and state["class"] is None
-    assert row().shape == (T,)
+    assert SESSION.row().shape == (T,)
     for bad in ({"method": "chefer"}, {"class": 0}):
         with pytest.raises(Exception, match="vitattn.select"):
-            select(**bad)
-    browser.console_errors(DRIVER)
-    assert browser.network_requests(DRIVER) == []
+            SESSION.select(**bad)
+    browser.console_errors(SESSION.driver)
+    assert browser.network_requests(SESSION.driver) == []
 
 
 def test_one_layer_classifier(made):
@@ -314,12 +288,8 @@ def test_one_layer_classifier(made):
 
 
 def setup_module():
-    global DRIVER, PROFILE
-    DRIVER, PROFILE = browser.start()
+    SESSION.start()
 
 
 def teardown_module():
-    browser.stop(DRIVER, PROFILE)
-
-
-DRIVER = PROFILE = None
+    SESSION.stop()

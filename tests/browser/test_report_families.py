@@ -38,6 +38,9 @@ from harness import photo_like
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
+from browser import run  # noqa: E402
+
+SESSION = browser.Session()  # this file's one Chromium, started by setup_module
 
 D, P, LAYERS, MLP = 32, 8, 2, 64
 IMAGE_H, IMAGE_W = 32, 40          # --keep-aspect at the models' 32 px: a 4 × 5 grid of 8 px patches
@@ -54,25 +57,6 @@ F16_FAMILY = "dinov2"
 
 def renamed(t, family):
     return harness.renamed_from_timm(t, family, D, LAYERS)
-
-
-def run(*args):
-    rc, _, err = harness.run(*args)
-    if rc != 0:
-        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
-    return err
-
-
-def js(script, *args):
-    return DRIVER.execute_script(script, *args)
-
-
-def select(**kw):
-    return browser.select(DRIVER, **kw)
-
-
-def row():
-    return browser.row(DRIVER)
 
 
 fuse = browser.fuse
@@ -102,7 +86,7 @@ def made():
         safetensors_io.write(model, renamed(t, family),
                              {"num_heads": str(heads)}, dtype="F32")
         f = d / family
-        err = run("-v", "--model", model, "--keep-aspect", "--report", "--save-attention", "--layer", LAYER, d / "img.png", "-o", f / "page")
+        _, err = run("-v", "--model", model, "--keep-aspect", "--report", "--save-attention", "--layer", LAYER, d / "img.png", "-o", f / "page")
         assert f"family {family}" in err, err
         tokens = 1 + registers + GRID[0] * GRID[1]
         # Between one layer's full matrices and every layer's: --layer keeps its matrices, the other its
@@ -117,15 +101,10 @@ def made():
     tmp.cleanup()
 
 
-def assert_clean():
-    assert browser.console_errors(DRIVER) == [], "console errors"
-    assert browser.network_requests(DRIVER) == [], "network requests"
-
-
 def rows_of(selections):
     """select() each of `selections` and read row(), in one call to the browser."""
-    got = js("return arguments[0].map((s) => { window.vitattn.select(s); return Array.from(window.vitattn.row()); })",
-             selections)
+    got = SESSION.js("return arguments[0].map((s) => { window.vitattn.select(s); return Array.from(window.vitattn.row()); })",
+                     selections)
     return [np.array(r, dtype=np.float64) for r in got]
 
 
@@ -150,8 +129,8 @@ def test_every_family(made, family, heads, registers):
     d, pages = made
     m = pages[family]
     tokens = 1 + registers + GRID[0] * GRID[1]
-    browser.open_page(DRIVER, m["page"])
-    info = js("return window.vitattn.info()")
+    SESSION.open(m["page"])
+    info = SESSION.js("return window.vitattn.info()")
     assert (info["layers"], info["heads"], info["tokens"], info["grid"], info["first_patch"]) == \
         (LAYERS, heads, tokens, list(GRID), 1 + registers)
     assert info["quantisation"] == "u8-row"
@@ -164,36 +143,30 @@ def test_every_family(made, family, heads, registers):
 
     # The strip beside the image: the class token, then each register, picked with a real click.
     from selenium.webdriver.common.by import By
-    buttons = DRIVER.find_elements(By.CSS_SELECTOR, "#strip button")
+    buttons = SESSION.driver.find_elements(By.CSS_SELECTOR, "#strip button")
     assert [b.get_attribute("title") for b in buttons] == ["class token"] + [f"register {r}" for r in range(registers)]
-    select(layer=0, head="mean", query=tokens - 1, view="query")
+    SESSION.select(layer=0, head="mean", query=tokens - 1, view="query")
     for t in list(range(1, 1 + registers)) + [0]:
         buttons[t].click()
-        state = js("return window.vitattn.state()")
+        state = SESSION.js("return window.vitattn.state()")
         assert state["query"] == t and state["pinned"]
-        assert np.abs(row() - m["npy"][0].mean(0)[t]).max() <= info["max_error"]
-    assert_clean()
+        assert np.abs(SESSION.row() - m["npy"][0].mean(0)[t]).max() <= info["max_error"]
+    SESSION.assert_clean()
 
     # The budget's fallback: --layer keeps its matrices, the other layer the class token's rows.
-    browser.open_page(DRIVER, m["small"])
-    small = js("return window.vitattn.info()")
+    SESSION.open(m["small"])
+    small = SESSION.js("return window.vitattn.info()")
     assert small["full_layers"] == [SMALL_LAYER]
-    assert f"every layer but layer {SMALL_LAYER}" in js("return document.getElementById('left-out').textContent")
+    assert f"every layer but layer {SMALL_LAYER}" in SESSION.js("return document.getElementById('left-out').textContent")
     check_rows(m["npy"], heads, registers, small["max_error"], layers=[SMALL_LAYER])
     for layer in range(LAYERS):
-        select(layer=layer, head="max", query=0, view="query")
-        assert np.abs(row() - m["npy"][layer].max(0)[0]).max() <= small["max_error"]
+        SESSION.select(layer=layer, head="max", query=0, view="query")
+        assert np.abs(SESSION.row() - m["npy"][layer].max(0)[0]).max() <= small["max_error"]
     with pytest.raises(Exception):
-        select(layer=LAYER, head=0, query=tokens - 1, view="query")
+        SESSION.select(layer=LAYER, head=0, query=tokens - 1, view="query")
     with pytest.raises(Exception):
-        select(layer=LAYER, head=0, query=0, view="key")
-    assert_clean()
-
-
-def patch_distances(grid_h, grid_w, patch):
-    """Pixels between patch centres, patches in raster order: patch j at row j // grid_w."""
-    ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
-    return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
+        SESSION.select(layer=LAYER, head=0, query=0, view="key")
+    SESSION.assert_clean()
 
 
 @pytest.mark.parametrize("family,heads,registers", FAMILIES)
@@ -202,9 +175,9 @@ def test_stats_and_patches_on_the_non_square_grid(made, family, heads, registers
     with the sides swapped, lands on other patches."""
     d, pages = made
     m, first = pages[family], 1 + registers
-    browser.open_page(DRIVER, m["page"])
-    stats = js("return window.vitattn.stats()")
-    dist = patch_distances(*GRID, P)
+    SESSION.open(m["page"])
+    stats = SESSION.js("return window.vitattn.stats()")
+    dist = browser.patch_distances(*GRID, P)
     for layer in range(LAYERS):
         a = m["npy"][layer].astype(np.float64)  # (H, T, T)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -217,19 +190,19 @@ def test_stats_and_patches_on_the_non_square_grid(made, family, heads, registers
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    select(layer=LAYER, head="mean", query=0, view="query")
-    canvas = DRIVER.find_element(By.ID, "view")
+    SESSION.select(layer=LAYER, head="mean", query=0, view="query")
+    canvas = SESSION.driver.find_element(By.ID, "view")
     w, h = canvas.size["width"], canvas.size["height"]
     gh, gw = GRID
     row_, col = 2, 3
-    ActionChains(DRIVER).move_to_element_with_offset(canvas, int((col + 0.5) * w / gw - w / 2),
-                                                     int((row_ + 0.5) * h / gh - h / 2)).click().perform()
-    assert js("return window.vitattn.state().query") == first + row_ * gw + col
+    ActionChains(SESSION.driver).move_to_element_with_offset(canvas, int((col + 0.5) * w / gw - w / 2),
+                                                             int((row_ + 0.5) * h / gh - h / 2)).click().perform()
+    assert SESSION.js("return window.vitattn.state().query") == first + row_ * gw + col
     for key, (r, c) in ((Keys.ARROW_DOWN, (3, 3)), (Keys.ARROW_DOWN, (3, 3)), (Keys.ARROW_RIGHT, (3, 4)),
                         (Keys.ARROW_RIGHT, (3, 4)), (Keys.ARROW_UP, (2, 4))):
-        ActionChains(DRIVER).send_keys(key).perform()
-        assert js("return window.vitattn.state().query") == first + r * gw + c, key
-    assert_clean()
+        ActionChains(SESSION.driver).send_keys(key).perform()
+        assert SESSION.js("return window.vitattn.state().query") == first + r * gw + c, key
+    SESSION.assert_clean()
 
 
 def test_f16_precision(made):
@@ -238,8 +211,8 @@ def test_f16_precision(made):
     m, tokens = pages[family], 1 + registers + GRID[0] * GRID[1]
     run("--model", m["model"], "--keep-aspect", "--report", "--report-precision", "f16", "--layer", LAYER, d / "img.png",
         "-o", d / "f16", "-q")
-    browser.open_page(DRIVER, (d / "f16" / "img_report.html").as_uri())
-    info = js("return window.vitattn.info()")
+    SESSION.open((d / "f16" / "img_report.html").as_uri())
+    info = SESSION.js("return window.vitattn.info()")
     assert info["quantisation"] == "f16"
     assert info["full_layers"] == list(range(LAYERS))
     # Half precision rounds to 11 significant bits: at most 2⁻¹¹ of the largest weight (plus float32's 2⁻²⁴).
@@ -247,8 +220,8 @@ def test_f16_precision(made):
     assert abs(info["max_error"] - (largest * 2 ** -11 + 2 ** -24)) <= 1e-6 * info["max_error"], info["max_error"]
     worst, n = check_rows(m["npy"], heads, registers, info["max_error"])
     print(f"f16: {n} rows within {worst:.2e} (stated {info['max_error']:.2e}, 8-bit would state about {largest / 510:.2e})")
-    assert "fp16" in js("return document.getElementById('quant').textContent")
-    assert_clean()
+    assert "fp16" in SESSION.js("return document.getElementById('quant').textContent")
+    SESSION.assert_clean()
 
     # 2 bytes a weight: a budget that holds every layer at 8 bits holds only --layer in fp16.
     budget = (u8_mb(LAYERS, heads, tokens) + f16_mb(LAYERS, heads, tokens)) / 2
@@ -256,18 +229,14 @@ def test_f16_precision(made):
     for precision, kept in (("u8", list(range(LAYERS))), ("f16", [LAYER])):  # --layer LAYER
         run("--model", m["model"], "--keep-aspect", "--report", "--report-precision", precision, "--report-max-mb", f"{budget:.6f}",
             "--layer", LAYER, d / "img.png", "-o", d / f"budget_{precision}", "-q")
-        browser.open_page(DRIVER, (d / f"budget_{precision}" / "img_report.html").as_uri())
-        assert js("return window.vitattn.info().full_layers") == kept, precision
-    assert_clean()
+        SESSION.open((d / f"budget_{precision}" / "img_report.html").as_uri())
+        assert SESSION.js("return window.vitattn.info().full_layers") == kept, precision
+    SESSION.assert_clean()
 
 
 def setup_module():
-    global DRIVER, PROFILE
-    DRIVER, PROFILE = browser.start()
+    SESSION.start()
 
 
 def teardown_module():
-    browser.stop(DRIVER, PROFILE)
-
-
-DRIVER = PROFILE = None
+    SESSION.stop()

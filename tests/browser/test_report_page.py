@@ -33,40 +33,17 @@ from harness import REPO, photo_like
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
+from browser import run  # noqa: E402
 
 CIFAR = REPO / "models" / "vit_cifar10_tintn.safetensors"
-DRIVER = PROFILE = None
-
-
-def run(*args):
-    rc, _, err = harness.run(*args)
-    if rc != 0:
-        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
+SESSION = browser.Session()  # this file's one Chromium, started by setUpModule
 
 
 def photo(path, h, w, seed):
     cv2.imwrite(str(path), photo_like(h, w, seed))
 
 
-def js(script, *args):
-    return DRIVER.execute_script(script, *args)
-
-
-def select(**kw):
-    return browser.select(DRIVER, **kw)
-
-
-def row():
-    return browser.row(DRIVER)
-
-
 fuse = browser.fuse
-
-
-def patch_distances(grid_h, grid_w, patch):
-    """Pixels between patch centres, patches in raster order: patch j at row j // grid_w."""
-    ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
-    return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
 
 
 def head_stats(a, dist, first_patch=1):
@@ -84,8 +61,8 @@ def click_patch(canvas, grid_h, grid_w, row, col):
     """A real mouse click on the centre of patch (row, col) of the page's view."""
     from selenium.webdriver.common.action_chains import ActionChains
     w, h = canvas.size["width"], canvas.size["height"]
-    ActionChains(DRIVER).move_to_element_with_offset(canvas, int((col + 0.5) * w / grid_w - w / 2),
-                                                     int((row + 0.5) * h / grid_h - h / 2)).click().perform()
+    ActionChains(SESSION.driver).move_to_element_with_offset(canvas, int((col + 0.5) * w / grid_w - w / 2),
+                                                             int((row + 0.5) * h / grid_h - h / 2)).click().perform()
 
 
 def rollout_cls(layers, head):
@@ -131,16 +108,8 @@ class ReportPage(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def open(self, url):
-        browser.open_page(DRIVER, url)
-        return js("return window.vitattn.info()")
-
-    def assertClean(self):
-        self.assertEqual(browser.console_errors(DRIVER), [], "console errors")
-        self.assertEqual(browser.network_requests(DRIVER), [], "network requests")
-
     def test_rows_match_saved_attention(self):
-        info = self.open(self.page)
+        info = SESSION.open(self.page)
         self.assertEqual((info["layers"], info["heads"], info["tokens"], info["grid"]), (4, 4, 65, [8, 8]))
         self.assertEqual(info["quantisation"], "u8-row")
         err = info["max_error"]
@@ -151,39 +120,39 @@ class ReportPage(unittest.TestCase):
             for head in (0, 1, 3, "mean", "max", "min"):
                 for query in (0, 1, 27, 64):
                     for view in ("query", "key"):
-                        select(layer=layer, head=head, query=query, view=view)
+                        SESSION.select(layer=layer, head=head, query=query, view=view)
                         want = fuse(a, head)[query] if view == "query" else fuse(a, head)[:, query]
-                        diff = np.abs(row() - want).max()
+                        diff = np.abs(SESSION.row() - want).max()
                         worst = max(worst, diff)
                         self.assertLessEqual(diff, err, f"layer {layer} head {head} query {query} {view}")
                         checked += 1
         print(f"report rows: {checked} rows/columns within {worst:.2e} of the .npy (stated {err:.2e})")
-        self.assertClean()
+        SESSION.assert_clean()
 
     def test_rollout_and_stats(self):
-        self.open(self.page)
-        select(layer=2, head="mean", query=0, view="query", rollout=True)
-        got = row()[1:].reshape(8, 8)
+        SESSION.open(self.page)
+        SESSION.select(layer=2, head="mean", query=0, view="query", rollout=True)
+        got = SESSION.row()[1:].reshape(8, 8)
         want = np.load(self.dir / "roll" / "cat_cls.npy")
         own = rollout_cls([self.npy[l] for l in range(3)], "mean")[1:].reshape(8, 8)
         self.assertLess(np.abs(own - want).max(), 1e-5)  # the numpy rollout is vitattn's
         # Three layers of 8-bit rows, each within 1/510 of its weight: the class row stays within 1e-3.
         self.assertLess(np.abs(got - want).max(), 1e-3)
-        stats = js("return window.vitattn.stats()")
-        dist = patch_distances(8, 8, 4)  # patch 4 px at 32×32
+        stats = SESSION.js("return window.vitattn.stats()")
+        dist = browser.patch_distances(8, 8, 4)  # patch 4 px at 32×32
         for layer in (0, 3):
             ent, mad = head_stats(self.npy[layer], dist)
             np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(stats["distance"][layer], mad, rtol=1e-5, atol=1e-5)
-        self.assertClean()
+        SESSION.assert_clean()
 
     def test_stats_and_patches_on_a_non_square_grid(self):
         # 8 rows of 11 patches: a distance over rows of 8, or a click or arrow key read with the
         # grid's sides swapped, lands elsewhere.
-        info = self.open(self.aspect_page)
+        info = SESSION.open(self.aspect_page)
         self.assertEqual((info["grid"], info["tokens"]), ([8, 11], 1 + 8 * 11))
-        stats = js("return window.vitattn.stats()")
-        dist = patch_distances(8, 11, 4)
+        stats = SESSION.js("return window.vitattn.stats()")
+        dist = browser.patch_distances(8, 11, 4)
         for layer in range(4):
             ent, mad = head_stats(self.aspect_npy[layer], dist)
             np.testing.assert_allclose(stats["entropy"][layer], ent, rtol=1e-5, atol=1e-6, err_msg=f"layer {layer}")
@@ -191,84 +160,84 @@ class ReportPage(unittest.TestCase):
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.by import By
         from selenium.webdriver.common.keys import Keys
-        select(layer=3, head="mean", query=0, view="query")
-        click_patch(DRIVER.find_element(By.ID, "view"), 8, 11, 6, 9)
-        state = js("return window.vitattn.state()")
+        SESSION.select(layer=3, head="mean", query=0, view="query")
+        click_patch(SESSION.driver.find_element(By.ID, "view"), 8, 11, 6, 9)
+        state = SESSION.js("return window.vitattn.state()")
         self.assertEqual(state["query"], 1 + 6 * 11 + 9)
-        np.testing.assert_allclose(row(), fuse(self.aspect_npy[3], "mean")[state["query"]], atol=info["max_error"])
+        np.testing.assert_allclose(SESSION.row(), fuse(self.aspect_npy[3], "mean")[state["query"]], atol=info["max_error"])
         for key, want in ((Keys.ARROW_DOWN, (7, 9)), (Keys.ARROW_DOWN, (7, 9)), (Keys.ARROW_RIGHT, (7, 10)),
                           (Keys.ARROW_RIGHT, (7, 10)), (Keys.ARROW_UP, (6, 10))):
-            ActionChains(DRIVER).send_keys(key).perform()
-            self.assertEqual(js("return window.vitattn.state().query"), 1 + want[0] * 11 + want[1], key)
-        self.assertClean()
+            ActionChains(SESSION.driver).send_keys(key).perform()
+            self.assertEqual(SESSION.js("return window.vitattn.state().query"), 1 + want[0] * 11 + want[1], key)
+        SESSION.assert_clean()
 
     def test_mouse_keys_and_fragment(self):
-        self.open(self.page)
+        SESSION.open(self.page)
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.by import By
         from selenium.webdriver.common.keys import Keys
-        select(layer=self.layer, head="mean", query=0, view="query")
+        SESSION.select(layer=self.layer, head="mean", query=0, view="query")
         gx, gy = 6, 2  # patch (row 2, col 6) → token 1 + 2·8 + 6
-        click_patch(DRIVER.find_element(By.ID, "view"), 8, 8, gy, gx)
-        state = js("return window.vitattn.state()")
+        click_patch(SESSION.driver.find_element(By.ID, "view"), 8, 8, gy, gx)
+        state = SESSION.js("return window.vitattn.state()")
         self.assertEqual(state["query"], 1 + gy * 8 + gx)
         self.assertTrue(state["pinned"])
-        np.testing.assert_allclose(row(), fuse(self.npy[self.layer], "mean")[state["query"]], atol=js("return window.vitattn.info().max_error"))
-        ActionChains(DRIVER).send_keys(Keys.ARROW_LEFT).perform()
-        self.assertEqual(js("return window.vitattn.state().query"), 1 + gy * 8 + gx - 1)
-        ActionChains(DRIVER).send_keys(Keys.ARROW_DOWN).perform()
-        self.assertEqual(js("return window.vitattn.state().query"), 1 + (gy + 1) * 8 + gx - 1)
-        select(layer=3, head=1, query=30, view="key")
-        fragment = js("return location.hash")
-        self.open(self.page + fragment)
-        state = js("return window.vitattn.state()")
+        np.testing.assert_allclose(SESSION.row(), fuse(self.npy[self.layer], "mean")[state["query"]], atol=SESSION.js("return window.vitattn.info().max_error"))
+        ActionChains(SESSION.driver).send_keys(Keys.ARROW_LEFT).perform()
+        self.assertEqual(SESSION.js("return window.vitattn.state().query"), 1 + gy * 8 + gx - 1)
+        ActionChains(SESSION.driver).send_keys(Keys.ARROW_DOWN).perform()
+        self.assertEqual(SESSION.js("return window.vitattn.state().query"), 1 + (gy + 1) * 8 + gx - 1)
+        SESSION.select(layer=3, head=1, query=30, view="key")
+        fragment = SESSION.js("return location.hash")
+        SESSION.open(self.page + fragment)
+        state = SESSION.js("return window.vitattn.state()")
         self.assertEqual((state["layer"], state["head"], state["query"], state["view"]), (3, 1, 30, "key"))
-        self.assertClean()
+        SESSION.assert_clean()
 
     def test_offline_and_csp(self):
-        self.open(self.page)
-        csp = js("return document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
+        SESSION.open(self.page)
+        csp = SESSION.js("return document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
         self.assertIn("default-src 'none'", csp)
         # The policy is in force: a request the page tries is refused by the browser.
-        blocked = DRIVER.execute_async_script("""
+        blocked = SESSION.driver.execute_async_script("""
             const done = arguments[arguments.length - 1];
             let violation = null;
             document.addEventListener('securitypolicyviolation', (e) => { violation = e.violatedDirective; });
             fetch('http://127.0.0.1:9/x').then(() => done('fetched'), () => setTimeout(() => done(violation), 50));""")
         self.assertEqual(blocked, "connect-src")
-        browser.console_errors(DRIVER)  # the refusal itself is logged; nothing else may be
-        browser.network_requests(DRIVER)
-        self.open(self.page)
-        resources = js("return performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith('data:'))")
+        browser.console_errors(SESSION.driver)  # the refusal itself is logged; nothing else may be
+        browser.network_requests(SESSION.driver)
+        SESSION.open(self.page)
+        resources = SESSION.js("return performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith('data:'))")
         self.assertEqual(resources, [])
-        self.assertClean()
+        SESSION.assert_clean()
 
     def test_bad_select_is_refused(self):
-        self.open(self.page)
+        SESSION.open(self.page)
         for bad in ({"layer": 4}, {"head": 4}, {"head": "median"}, {"query": 65}, {"view": "column"}):
             with self.assertRaises(Exception, msg=str(bad)):
-                select(**bad)
-        browser.console_errors(DRIVER)
+                SESSION.select(**bad)
+        browser.console_errors(SESSION.driver)
 
     def test_budget_fallback(self):
         d = self.dir
         run("--model", CIFAR, "--report", "--report-max-mb", "0.03", "--layer", 1, d / "in" / "cat.png", "-o", d / "small", "-q")
-        info = self.open((d / "small" / "cat_report.html").as_uri())
+        info = SESSION.open((d / "small" / "cat_report.html").as_uri())
         self.assertEqual(info["full_layers"], [1])
-        left_out = js("return document.getElementById('left-out').textContent")
+        left_out = SESSION.js("return document.getElementById('left-out').textContent")
         self.assertIn("class token", left_out)
         self.assertIn("every layer but layer 1", left_out)
         for layer in (0, 1, 2, 3):
-            select(layer=layer, head="max", query=0, view="query")
-            self.assertLessEqual(np.abs(row() - self.npy[layer].max(0)[0]).max(), info["max_error"])
-        select(layer=1, head=2, query=40, view="key")
-        self.assertLessEqual(np.abs(row() - self.npy[1][2][:, 40]).max(), info["max_error"])
+            SESSION.select(layer=layer, head="max", query=0, view="query")
+            self.assertLessEqual(np.abs(SESSION.row() - self.npy[layer].max(0)[0]).max(), info["max_error"])
+        SESSION.select(layer=1, head=2, query=40, view="key")
+        self.assertLessEqual(np.abs(SESSION.row() - self.npy[1][2][:, 40]).max(), info["max_error"])
         with self.assertRaises(Exception):
-            select(layer=3, head=2, query=40, view="query")
+            SESSION.select(layer=3, head=2, query=40, view="query")
         size = (d / "small" / "cat_report.html").stat().st_size
         full = (d / "out" / "cat_report.html").stat().st_size
         self.assertLess(size, full)
-        self.assertClean()
+        SESSION.assert_clean()
 
     def test_seeded_step_by_step(self):
         # The seeded model is a one-block, one-head VitModel: the panel's q and k are its qkv rows
@@ -284,27 +253,27 @@ class ReportPage(unittest.TestCase):
         scaled = np.load(d / f"seeded_{tag}" / "cat_attn.npy")
         unscaled = np.load(d / f"noscale_{tag}" / "cat_attn.npy")
         tokens = scaled.shape[-1]
-        info = self.open((d / f"seeded_{tag}" / "cat_report.html").as_uri())
+        info = SESSION.open((d / f"seeded_{tag}" / "cat_report.html").as_uri())
         self.assertEqual((info["layers"], info["heads"], info["tokens"]), (1, 1, tokens))
         self.assertEqual(tokens, 197 if d_k == 64 else 65)
         for query in (0, tokens // 4, tokens - 1):
-            select(layer=0, head=0, query=query, view="query")
-            self.assertLessEqual(np.abs(row() - scaled[query]).max(), info["max_error"])
-            steps = js("return window.vitattn.steps()")
+            SESSION.select(layer=0, head=0, query=query, view="query")
+            self.assertLessEqual(np.abs(SESSION.row() - scaled[query]).max(), info["max_error"])
+            steps = SESSION.js("return window.vitattn.steps()")
             key = steps["key"]
-            self.assertEqual(key, int(np.argmax(row())))
+            self.assertEqual(key, int(np.argmax(SESSION.row())))
             self.assertAlmostEqual(steps["scaled"]["weight"], scaled[query, key], delta=1e-5)
             self.assertAlmostEqual(steps["unscaled"]["weight"], unscaled[query, key], delta=1e-5)
             self.assertAlmostEqual(steps["scaled"]["rowSum"], 1.0, delta=1e-9)
             self.assertAlmostEqual(steps["scaled"]["z"] * np.sqrt(d_k), steps["unscaled"]["z"],
                                    delta=1e-6 * abs(steps["unscaled"]["z"]) + 1e-9)
-        self.assertFalse(js("return document.getElementById('steps-panel').hidden"))
-        self.assertClean()
+        self.assertFalse(SESSION.js("return document.getElementById('steps-panel').hidden"))
+        SESSION.assert_clean()
 
     def test_index_links(self):
         index = self.dir / "out" / "index.html"
-        DRIVER.get(index.as_uri())
-        cards = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => [li.dataset.name, li.dataset.entropy, li.querySelector('a').getAttribute('href'), !!li.querySelector('img')])")
+        SESSION.driver.get(index.as_uri())
+        cards = SESSION.js("return Array.from(document.querySelectorAll('#gallery li')).map(li => [li.dataset.name, li.dataset.entropy, li.querySelector('a').getAttribute('href'), !!li.querySelector('img')])")
         self.assertEqual(sorted(c[0] for c in cards), ["cat.png", "dog one.png"])
         for name, entropy, href, has_thumb in cards:
             target = (index.parent / urllib.parse.unquote(href)).resolve()
@@ -313,26 +282,24 @@ class ReportPage(unittest.TestCase):
             m = np.load(index.parent / (Path(name).stem + "_cls.npy")).astype(np.float64)
             p = m / m.sum()
             self.assertAlmostEqual(float(entropy), float(-(p * np.log(p)).sum()), delta=1e-5)
-        js("document.getElementById('sort-entropy').click()")
-        order = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
+        SESSION.js("document.getElementById('sort-entropy').click()")
+        order = SESSION.js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
         self.assertEqual(order, sorted(order))
-        js("document.getElementById('sort-entropy-desc').click()")
-        order = js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
+        SESSION.js("document.getElementById('sort-entropy-desc').click()")
+        order = SESSION.js("return Array.from(document.querySelectorAll('#gallery li')).map(li => Number(li.dataset.entropy))")
         self.assertEqual(order, sorted(order, reverse=True))
         # Each link opens its page.
         from selenium.webdriver.common.by import By
-        DRIVER.find_element(By.CSS_SELECTOR, "#gallery li a").click()
-        from selenium.webdriver.support.ui import WebDriverWait
-        WebDriverWait(DRIVER, 30).until(lambda dr: dr.execute_script("return document.body && document.body.dataset.ready === '1'"))
-        self.assertTrue(js("return window.vitattn.info().layers") == 4)
-        self.assertClean()
+        SESSION.driver.find_element(By.CSS_SELECTOR, "#gallery li a").click()
+        browser.wait_for(SESSION.driver, browser.READY)
+        self.assertTrue(SESSION.js("return window.vitattn.info().layers") == 4)
+        SESSION.assert_clean()
 
 
 def setUpModule():
-    global DRIVER, PROFILE
     harness.need(CIFAR.exists(), f"missing {CIFAR}")
-    DRIVER, PROFILE = browser.start()
+    SESSION.start()
 
 
 def tearDownModule():
-    browser.stop(DRIVER, PROFILE)
+    SESSION.stop()

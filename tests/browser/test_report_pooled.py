@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "python"))
 import browser  # noqa: E402
-from browser import driver  # noqa: E402,F401  (the fixture)
+from browser import driver, run  # noqa: E402,F401  (driver: the fixture)
 import test_family_deit as deit  # noqa: E402
 import test_family_siglip as siglip  # noqa: E402
 
@@ -51,11 +51,6 @@ def state(driver):
 def strip_buttons(driver):
     from selenium.webdriver.common.by import By
     return driver.find_elements(By.CSS_SELECTOR, "#strip button")
-
-
-def run(*args):
-    p = harness.run_process(*args)
-    assert p.returncode == 0, p.stderr
 
 
 @pytest.fixture(scope="module")

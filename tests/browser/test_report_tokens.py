@@ -40,6 +40,9 @@ from harness import photo_like
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
+from browser import run  # noqa: E402
+
+SESSION = browser.Session()  # this file's one Chromium, started by setup_module
 
 try:
     import torch
@@ -53,17 +56,6 @@ WIDE = (4, 7)        # the --keep-aspect image's grid, rows × columns
 RATIO = 1.2          # --artifact-ratio: low enough that random models flag a few tokens
 MASK_THRESHOLD = 0.6  # heads' mass mask without --threshold
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
-
-def run(*args):
-    rc, out, err = harness.run(*args)
-    if rc != 0:
-        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
-    return out, err
-
-
-def js(script, *args):
-    return DRIVER.execute_script(script, *args)
 
 
 # ---------------------------------------------------------------------------
@@ -129,14 +121,9 @@ def expected_tokens(streams, attention, first_patch, ratio):
     return out
 
 
-def patch_distances(gh, gw):
-    yx = np.array([(i // gw, i % gw) for i in range(gh * gw)], np.float64) * P
-    return np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))    # [n, n] pixels
-
-
 def expected_heads(attention, first_patch, flagged, gh, gw):
     """[layer][head] → (entropy, distance, mask share, flagged share), numpy on the oracle."""
-    dist = patch_distances(gh, gw)
+    dist = browser.patch_distances(gh, gw, P)
     rows = {}
     for l, a in enumerate(attention):
         for h in range(HEADS):
@@ -192,17 +179,8 @@ def made():
     tmp.cleanup()
 
 
-def open_page(path):
-    browser.open_page(DRIVER, Path(path).as_uri())
-
-
 def tokens(layer):
-    return js("return window.vitattn.tokens({layer: arguments[0]})", layer)
-
-
-def assert_clean():
-    assert browser.console_errors(DRIVER) == [], "console errors"
-    assert browser.network_requests(DRIVER) == [], "network requests"
+    return SESSION.js("return window.vitattn.tokens({layer: arguments[0]})", layer)
 
 
 def assert_flags(got, want, norms):
@@ -232,8 +210,8 @@ def check_layer(got, want, first_patch, ratio):
 @pytest.mark.parametrize("name", ["reg", "wide"])
 def test_tokens_are_torchs(made, name):
     m = made["pages"][name]
-    open_page(m["page"])
-    assert js("return window.vitattn.info().grid") == list(m["grid"])
+    SESSION.open(m["page"])
+    assert SESSION.js("return window.vitattn.info().grid") == list(m["grid"])
     flagged_layers = 0
     for layer in range(LAYERS):
         got, want = tokens(layer), m["expected"][layer]
@@ -247,33 +225,33 @@ def test_tokens_are_torchs(made, name):
         assert got["left_out_by_clean"] is None  # no --clean on this page
     assert flagged_layers > 0, "the test needs some flagged tokens: lower RATIO"
     # The default layer is the one shown; a layer outside the model is refused.
-    assert tokens(LAYERS - 1) == js("return window.vitattn.tokens()")
+    assert tokens(LAYERS - 1) == SESSION.js("return window.vitattn.tokens()")
     with pytest.raises(Exception, match="layer must be"):
         tokens(LAYERS)
-    browser.console_errors(DRIVER)  # the refusal is logged by the driver's call; not the page's
-    assert browser.network_requests(DRIVER) == []
+    browser.console_errors(SESSION.driver)  # the refusal is logged by the driver's call; not the page's
+    assert browser.network_requests(SESSION.driver) == []
     print(f"tokens: {LAYERS} layers of norms, flags, sinks and register share = torch's")
 
 
 def test_model_without_registers(made):
     m = made["pages"]["plain"]
-    open_page(m["page"])
+    SESSION.open(m["page"])
     for layer in range(LAYERS):
         check_layer(tokens(layer), m["expected"][layer], 1, 3.0)
-    assert js("return document.getElementById('register-figure').hidden") is True
-    assert js("return document.getElementById('tokens-panel').hidden") is False
-    assert_clean()
+    assert SESSION.js("return document.getElementById('register-figure').hidden") is True
+    assert SESSION.js("return document.getElementById('tokens-panel').hidden") is False
+    SESSION.assert_clean()
 
 
 @pytest.mark.parametrize("name", ["reg", "wide"])
 def test_head_table_is_numpys_and_sorts(made, name):
     m = made["pages"][name]
-    open_page(m["page"])
+    SESSION.open(m["page"])
     flagged = [e["flagged"] for e in m["expected"]]
     want = expected_heads(m["attention"], m["first_patch"], flagged, *m["grid"])
     n = m["grid"][0] * m["grid"][1]
-    cells = js("return Array.from(document.querySelectorAll('#head-table tbody tr')).map("
-               "(tr) => Array.from(tr.cells).map((c) => c.textContent))")
+    cells = SESSION.js("return Array.from(document.querySelectorAll('#head-table tbody tr')).map("
+                       "(tr) => Array.from(tr.cells).map((c) => c.textContent))")
     assert len(cells) == LAYERS * HEADS
     for row in cells:
         l, h = int(row[0]), int(row[1])
@@ -289,29 +267,29 @@ def test_head_table_is_numpys_and_sorts(made, name):
         return r["layer"] if key == "layer" else r["head"] if key == "head" else want[(r["layer"], r["head"])][columns.index(key) - 2]
 
     for key in ("entropy", "flagged", "distance", "layer"):
-        header = DRIVER.find_element("css selector", f"#head-table th[data-key='{key}']")
+        header = SESSION.driver.find_element("css selector", f"#head-table th[data-key='{key}']")
         for direction in (1, -1):
             header.click()
-            order = js("return window.vitattn.headTable()")
+            order = SESSION.js("return window.vitattn.headTable()")
             assert len(order) == LAYERS * HEADS
-            shown = js("return Array.from(document.querySelectorAll('#head-table tbody tr')).map("
-                       "(tr) => ({layer: Number(tr.dataset.layer), head: Number(tr.dataset.head)}))")
+            shown = SESSION.js("return Array.from(document.querySelectorAll('#head-table tbody tr')).map("
+                               "(tr) => ({layer: Number(tr.dataset.layer), head: Number(tr.dataset.head)}))")
             assert shown == order
             values = [value(r, key) for r in order]
             assert all(direction * (b - a) >= -1e-6 for a, b in zip(values, values[1:])), (key, direction, values)
             assert ("sorted-asc" if direction > 0 else "sorted-desc") in header.get_attribute("class").split()
     # A click on a row shows that layer and head.
-    DRIVER.find_element("css selector", "#head-table tbody tr[data-layer='1'][data-head='0']").click()
-    state = js("return window.vitattn.state()")
+    SESSION.driver.find_element("css selector", "#head-table tbody tr[data-layer='1'][data-head='0']").click()
+    state = SESSION.js("return window.vitattn.state()")
     assert (state["layer"], state["head"]) == (1, 0)
-    assert js("return document.getElementById('tokens-layer').textContent") == "1"
-    assert_clean()
+    assert SESSION.js("return document.getElementById('tokens-layer').textContent") == "1"
+    SESSION.assert_clean()
 
 
 def canvas_pixels(canvas_id):
     """The canvas's RGBA pixels, [h, w, 4] uint8."""
-    w, h, data = js(f"const c = document.getElementById('{canvas_id}'), g = c.getContext('2d');"
-                    "return [c.width, c.height, Array.from(g.getImageData(0, 0, c.width, c.height).data)]")
+    w, h, data = SESSION.js(f"const c = document.getElementById('{canvas_id}'), g = c.getContext('2d');"
+                            "return [c.width, c.height, Array.from(g.getImageData(0, 0, c.width, c.height).data)]")
     return np.asarray(data, np.uint8).reshape(h, w, 4)
 
 
@@ -319,9 +297,9 @@ def canvas_pixels(canvas_id):
 def test_token_map_outlines_the_flagged(made, name):
     m = made["pages"][name]
     gh, gw = m["grid"]
-    open_page(m["page"])
+    SESSION.open(m["page"])
     for layer in range(LAYERS):
-        js("window.vitattn.select({layer: arguments[0]})", layer)
+        SESSION.js("window.vitattn.select({layer: arguments[0]})", layer)
         flagged = set(tokens(layer)["flagged"])
         assert_flags(flagged, m["expected"][layer], m["expected"][layer]["norms"])
         px = canvas_pixels("token-map")
@@ -331,22 +309,22 @@ def test_token_map_outlines_the_flagged(made, name):
             x, y = int(p % gw * cw + 2), int(p // gw * ch + ch / 2)
             magenta = np.abs(px[y, x, :3].astype(int) - (0xff, 0x2b, 0xd6)).max() <= 2
             assert magenta == (1 + REGISTERS + p in flagged), (layer, p, px[y, x])
-    assert_clean()
+    SESSION.assert_clean()
 
 
 def test_clean_count_is_said(made):
-    open_page(made["clean"])
+    SESSION.open(made["clean"])
     layer0 = made["reg_expected"][0]
     got = tokens(0)
     assert got["left_out_by_clean"] == len(got["flagged"])
     assert_flags(got["flagged"], layer0, layer0["norms"])
     assert tokens(1)["left_out_by_clean"] is None  # --clean ran at the drawn layer only
-    text = js("const p = document.getElementById('tokens-clean'); return p.hidden ? null : p.textContent")
+    text = SESSION.js("const p = document.getElementById('tokens-clean'); return p.hidden ? null : p.textContent")
     n = len(got["flagged"])
     assert text is not None and f"--clean left {n} token{'' if n == 1 else 's'} out" in text and "layer 0" in text, text
-    open_page(made["reg"])
-    assert js("return document.getElementById('tokens-clean').hidden") is True
-    assert_clean()
+    SESSION.open(made["reg"])
+    assert SESSION.js("return document.getElementById('tokens-clean').hidden") is True
+    SESSION.assert_clean()
 
 
 def test_pca_picture(made):
@@ -356,8 +334,8 @@ def test_pca_picture(made):
     run("--model", d / "reg.safetensors", "--pca", "--interp", "nearest", d / "img.png", "-o", d / "pca", "-q")
     png = cv2.imread(str(d / "pca" / "img_pca.png"), cv2.IMREAD_COLOR)[:, :, ::-1]  # RGB, (GRID·P, GRID·P)
     cells = png[P // 2::P, P // 2::P]  # (GRID, GRID, 3)
-    open_page(made["reg"])
-    assert js("return document.getElementById('pca-figure').hidden") is False
+    SESSION.open(made["reg"])
+    assert SESSION.js("return document.getElementById('pca-figure').hidden") is False
     px = canvas_pixels("pca")
     assert px.shape == (GRID, GRID, 4)
     assert (px[:, :, :3] == cells).all(), "the page's PCA picture is not --pca's"
@@ -368,21 +346,17 @@ def test_pca_picture(made):
     data["tokens_panel"]["pca"] = base64.b64encode(rgb.tobytes()).decode()
     page = made["dir"] / "pca_report.html"
     page.write_text(html[:m.start(2)] + json.dumps(data).replace("</", "<\\/") + html[m.end(2):])
-    open_page(page)
-    assert js("return document.getElementById('pca-figure').hidden") is False
+    SESSION.open(page)
+    assert SESSION.js("return document.getElementById('pca-figure').hidden") is False
     px = canvas_pixels("pca")
     assert px.shape == (GRID, GRID, 4)
     assert (px[:, :, :3] == rgb).all() and (px[:, :, 3] == 255).all()
-    assert_clean()
+    SESSION.assert_clean()
 
 
 def setup_module():
-    global DRIVER, PROFILE
-    DRIVER, PROFILE = browser.start()
+    SESSION.start()
 
 
 def teardown_module():
-    browser.stop(DRIVER, PROFILE)
-
-
-DRIVER = PROFILE = None
+    SESSION.stop()

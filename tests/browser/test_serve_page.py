@@ -27,7 +27,7 @@ from harness import BIN, REPO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
-from browser import driver  # noqa: E402,F401  (the fixture)
+from browser import driver, run, wait_for as wait  # noqa: E402,F401  (driver: the fixture)
 
 MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
 PHOTO = REPO / "images" / "chelsea.png"
@@ -35,8 +35,7 @@ PHOTO = REPO / "images" / "chelsea.png"
 
 def cli_npy(out, *options):
     """The CLI's --save-attention files for PHOTO: (attn (H, T, T) of the drawn layer, cls map)."""
-    rc, _, err = harness.run("--model", MODEL, *options, "--save-attention", "-o", out, PHOTO)
-    assert rc == 0, err
+    run("--model", MODEL, *options, "--save-attention", "-o", out, PHOTO)
     return np.load(Path(out) / "chelsea_attn.npy"), np.load(Path(out) / "chelsea_cls.npy")
 
 
@@ -51,11 +50,6 @@ def server():
     _, err = proc.communicate(timeout=30)
     harness.check_sanitizers(["serve"], err)
     assert proc.returncode == 0, err
-
-
-def wait(driver, script, timeout=30):
-    from selenium.webdriver.support.ui import WebDriverWait
-    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(script))
 
 
 def test_drop_an_image_and_explore_it_as_the_cli_draws_it(driver, server):

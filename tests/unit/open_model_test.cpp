@@ -9,8 +9,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <random>
 
+#include "checkpoint_builder.hpp"
 #include "core/error.hpp"
 #include "tensors/safetensors.hpp"
 #include "test_util.hpp"
@@ -21,30 +21,12 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12;
 
-// One timm block of width d (timm naming, a classifier of `classes` when > 0): small, and
-// its file says nothing about its heads unless its metadata is given.
-std::vector<NamedTensor> timm_tensors(int classes, std::uint64_t d = D) {
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<NamedTensor> t;
-  const auto add = [&](const std::string& name, std::vector<std::uint64_t> shape) {
-    std::size_t n = 1;
-    for (auto s : shape) n *= s;
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    t.push_back({name, std::move(shape), std::move(v)});
-  };
-  add("patch_embed.proj.weight", {d, 3, P, P});
-  add("patch_embed.proj.bias", {d});
-  add("cls_token", {1, 1, d});
-  add("pos_embed", {1, 1 + G * G, d});
-  for (const char* n : {"blocks.0.norm1", "blocks.0.norm2", "norm"}) add(std::string(n) + ".weight", {d}), add(std::string(n) + ".bias", {d});
-  add("blocks.0.attn.qkv.weight", {3 * d, d});
-  add("blocks.0.attn.proj.weight", {d, d});
-  add("blocks.0.mlp.fc1.weight", {MLP, d});
-  add("blocks.0.mlp.fc2.weight", {d, MLP});
-  if (classes > 0) add("head.weight", {static_cast<std::uint64_t>(classes), d}), add("head.bias", {static_cast<std::uint64_t>(classes)});
-  return t;
+// One timm block of width d (a classifier of `classes` when > 0): small, and its file says
+// nothing about its heads unless its metadata is given.
+std::vector<NamedTensor> timm_tensors(std::uint64_t classes, std::uint64_t d = D) {
+  test::CheckpointBuilder b(3);
+  b.add_timm_one_block({.d = d, .patch = P, .grid = G, .mlp = MLP, .classes = classes});
+  return b.list;
 }
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }

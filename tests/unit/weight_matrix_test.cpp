@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "checkpoint_builder.hpp"
 #include "core/gemm.hpp"
 #include "core/vit.hpp"
 #include "files/file_io.hpp"
@@ -57,29 +58,9 @@ constexpr std::uint64_t D = 64, P = 16, G = 8, MLP = 128;
 // A one-block timm ViT of width 64 on an 8×8 grid: big enough that its products run on two
 // threads (gemm.hpp), small enough for a unit test.
 std::vector<NamedTensor> timm_tensors() {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
-  std::vector<NamedTensor> t;
-  const auto add = [&](const std::string& name, std::vector<std::uint64_t> shape) {
-    std::size_t n = 1;
-    for (auto s : shape) n *= s;
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    t.push_back({name, std::move(shape), std::move(v)});
-  };
-  add("patch_embed.proj.weight", {D, 3, P, P});
-  add("patch_embed.proj.bias", {D});
-  add("cls_token", {1, 1, D});
-  add("pos_embed", {1, 1 + G * G, D});
-  for (const char* n : {"blocks.0.norm1", "blocks.0.norm2", "norm"}) add(std::string(n) + ".weight", {D}), add(std::string(n) + ".bias", {D});
-  add("blocks.0.attn.qkv.weight", {3 * D, D});
-  add("blocks.0.attn.qkv.bias", {3 * D});
-  add("blocks.0.attn.proj.weight", {D, D});
-  add("blocks.0.mlp.fc1.weight", {MLP, D});
-  add("blocks.0.mlp.fc2.weight", {D, MLP});
-  add("head.weight", {10, D});
-  add("head.bias", {10});  // a classifier is whole (layout_check.hpp)
-  return t;
+  test::CheckpointBuilder b(5, 0.2f);
+  b.add_timm_one_block({.d = D, .patch = P, .grid = G, .mlp = MLP, .classes = 10, .qkv_bias = true});
+  return b.list;
 }
 
 // The same tensors with the data section `shift` bytes later (spaces after the JSON header):
