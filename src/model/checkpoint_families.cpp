@@ -44,6 +44,14 @@ void add_clip_families(std::vector<CheckpointFamily>& f) {
   f.back().note = "QuickGELU unless config.json's hidden_act says otherwise";
 }
 
+// timm's VisionTransformer(pre_norm=True), its CLIP towers (vit_*_clip_*): norm_pre on every token
+// (class token, registers and patches, positions added) before the first block, CLIP's ln_pre.
+// Most timm models have none (nn.Identity, no tensors). DINO's and DINOv2's own code has none.
+void add_timm_pre_norm(CheckpointFamily& f) {
+  f.norm_pre = "norm_pre";
+  f.norm_pre_optional = true;
+}
+
 const BlockNaming kTimmBlock{"norm1", {"attn.qkv"}, "attn.proj", "ls1.gamma", "norm2", "mlp.fc1", "mlp.fc2", {},
                              "ls2.gamma"};
 
@@ -63,6 +71,7 @@ std::vector<CheckpointFamily> make_families() {
                Gelu::erf, kHalf});
   f.back().pos_interp = PosInterp::antialias;  // timm's resample_abs_pos_embed
   f.back().fc_norm = "fc_norm";                // global_pool='avg': head(fc_norm(mean of the patches)), no "norm"
+  add_timm_pre_norm(f.back());
   f.push_back({"dino", "DINO v1 / DeiT (ImageNet normalisation)", {""}, "patch_embed.proj", "cls_token", "pos_embed",
                {"reg_token", "register_tokens"}, "blocks.{i}.", kTimmBlock, "norm", "head", 1e-6f, Gelu::erf,
                kImageNet});
@@ -79,6 +88,7 @@ std::vector<CheckpointFamily> make_families() {
   f.back().pos_interp = PosInterp::antialias;  // timm's resample_abs_pos_embed, num_prefix_tokens 2
   f.back().dist_token = "dist_token";
   f.back().head_dist = "head_dist";
+  add_timm_pre_norm(f.back());  // VisionTransformerDistilled inherits forward_features, norm_pre included
   f.push_back({"hf-vit", "Hugging Face transformers ViT (ViTModel, ViTForImageClassification)",
                {"vit.", ""}, "embeddings.patch_embeddings.projection", "embeddings.cls_token",
                "embeddings.position_embeddings", {}, "encoder.layer.{i}.",

@@ -54,6 +54,8 @@ struct CheckpointFamily {
   // The class token is [D] and the positions [1 + N, D] (CLIP, HF CLIP), not [1, 1, D], [1, 1 + N, D].
   bool flat_tokens = false;
   std::string norm_pre = {};          // LayerNorm after the embedding, before block 0 (CLIP's ln_pre); empty: none
+  bool norm_pre_optional = false;     // only some of the family's models have it (timm's pre_norm=True): whole
+                                      // or absent; else every model has it
   // The projection into the joint image-text space, a bias-free weight (full tensor name), under the
   // prefix or at the top (HF's visual_projection sits outside vision_model.); empty: none read.
   std::string embed = {};

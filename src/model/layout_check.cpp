@@ -76,7 +76,7 @@ class LayoutCheck {
     for (const auto& name : f_.unread) take(prefix_ + name);
     for (const auto& name : f_.registers) take(prefix_ + name);
     for (const auto& name : f_.ignored) take(prefix_ + name);
-    if (!f_.norm_pre.empty()) norm(prefix_ + f_.norm_pre);
+    pre_block_norm();
     for (int i = 0; i < out.n_blocks; ++i) block(i);
     same_in_every_block(out.n_blocks);
     final_norms();
@@ -210,6 +210,13 @@ class LayoutCheck {
   }
 
   bool has_norm(const std::string& stem) const { return has(stem + ".weight") || has(stem + ".bias"); }
+
+  // The norm before the first block: whole where the family has one in every model (CLIP's
+  // ln_pre), whole or absent where only some have it (timm's norm_pre).
+  void pre_block_norm() {
+    if (f_.norm_pre.empty()) return;
+    if (!f_.norm_pre_optional || has_norm(prefix_ + f_.norm_pre)) norm(prefix_ + f_.norm_pre);
+  }
 
   // The final norm, whole; with fc_norm (timm's global_pool='avg', whose final norm is an
   // Identity) fc_norm whole and the final norm optional.

@@ -14,6 +14,8 @@
 //     none of them; the projection and the MLP's two linears likewise all or none (a model
 //     trained without biases has none); and each bias, like layer scale, in every block or in
 //     none;
+//   - the norm before the first block is there whole where every model of the family has one
+//     (CLIP's ln_pre), whole or absent where some have it (timm's norm_pre);
 //   - the final norm, where the family has one, is there whole; the classifier is optional but
 //     whole (weight and bias).
 // A tensor under the encoder's own names that the layout does not use (a block after a gap, a

@@ -116,13 +116,16 @@ bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string&
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
 const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& prefix) {
+  const CheckpointFamily& timm = *family_by_name("timm");
   if (st.find(prefix + "rope_embed.periods") || st.find(prefix + "storage_tokens")) return *family_by_name("dinov3");
   if (st.find(prefix + "dist_token")) return *family_by_name("deit-distilled");
-  if (st.find(prefix + "fc_norm.weight")) return *family_by_name("timm");  // global_pool='avg'
+  if (st.find(prefix + timm.norm_pre + ".weight") || st.find(prefix + timm.norm_pre + ".bias"))
+    return timm;  // pre_norm=True (the CLIP towers), with a head or without
+  if (st.find(prefix + "fc_norm.weight")) return timm;  // global_pool='avg'
   if (st.find(prefix + "blocks.0.ls1.gamma") || st.find(prefix + "register_tokens") || st.find(prefix + "mask_token"))
     return *family_by_name("dinov2");
   if (!st.find(prefix + "head.weight")) return *family_by_name("dino");  // DINO releases the backbone only
-  return *family_by_name("timm");
+  return timm;
 }
 
 std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, const std::string& wanted,
@@ -492,7 +495,8 @@ LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
   read_positions(r, f, prefix, d, m);
   for (int i = 0; has_block(st, f, prefix, i); ++i) m.blocks.push_back(read_block(r, f, block_prefix(prefix, f, i), d));
   read_final_norm_and_head(r, f, prefix, d, m);
-  if (!f.norm_pre.empty()) m.norm_pre = read_norm(r, prefix + f.norm_pre, d);
+  // Whole when the family always has it, whole or absent when optional (check_layout said which).
+  if (!f.norm_pre.empty() && r.has(prefix + f.norm_pre + ".weight")) m.norm_pre = read_norm(r, prefix + f.norm_pre, d);
   read_embedding_projection(r, f, prefix, d, m);
   read_probe_head(r, f, prefix, d, m);
   choose_heads(st, f, overrides, out);
@@ -544,6 +548,12 @@ std::string positions_note(const VitModel& m) {
   return std::string(" (positions for ") + (dist ? "the distillation token" : "") + (dist && registers ? " and " : "") +
          (registers ? "the registers" : "") + ")";
 }
+
+// The norms around the blocks; the one before them said only where there is one (CLIP, timm's pre_norm).
+std::string norms_note(const VitModel& m) {
+  return std::string(m.norm_pre.present() ? "norm before the blocks, " : "") +
+         (m.final_norm.present() ? "final norm" : "no final norm");
+}
 }  // namespace
 
 std::string LoadedVit::summary() const {
@@ -555,7 +565,7 @@ std::string LoadedVit::summary() const {
                 family.c_str(), prefix.empty() ? "" : " prefix ", prefix.c_str(), m.n_layers(), m.d_model(), m.n_heads,
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
                 positions_note(m).c_str(), m.n_registers(), static_cast<double>(m.eps),
-                gelu_name(m.gelu), m.final_norm.present() ? "final norm" : "no final norm",
+                gelu_name(m.gelu), norms_note(m).c_str(),
                 m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").append(pooling_note(m.pooling)).c_str() : "none",
                 m.rope.present() ? "never" : pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Distilled DeiT, timm's average-pooled classifiers and Hugging Face's Dinov2ForImageClassification
-against torch re-implementations written here from their libraries' code; `--query dist`.
+"""Distilled DeiT, timm's average-pooled classifiers, timm's pre-norm ViTs (norm_pre) and Hugging
+Face's Dinov2ForImageClassification against torch re-implementations written here from their
+libraries' code; `--query dist`.
 
 Run:  /usr/bin/python3 -m pytest tests/python/test_family_deit.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
@@ -11,6 +12,9 @@ family's own names, F32 safetensors. The torch side (float64) follows:
               timm deit.py VisionTransformerDistilled._pos_embed (class and distillation token,
               pos_embed covering both); DINOv2 / HF modeling_dinov2.py Dinov2Embeddings (registers
               after the class token, without positions)
+  pre-norm    timm vision_transformer.py VisionTransformer.forward_features with pre_norm=True:
+              _pos_embed, then norm_pre (a LayerNorm) on every token before the first block; the
+              patch embedding without bias (PatchEmbed(bias=not pre_norm)), as timm's CLIP towers
   positions   on another grid: timm layers/pos_embed.py resample_abs_pos_embed (bicubic,
               antialias, align_corners=False, the leading rows kept); DINOv2's
               interpolate_pos_encoding (scale factor (n + 0.1) / n_trained) for HF Dinov2
@@ -21,8 +25,8 @@ family's own names, F32 safetensors. The torch side (float64) follows:
               Identity); modeling_dinov2.py Dinov2ForImageClassification.forward:
               classifier(cat[cls, mean of sequence_output[:, 1:]]) and
               modeling_dinov2_with_registers.py: the mean over sequence_output[:, 1 + registers:]
-Checks, at the native 4x4 grid and a 3x5 one: logits within 1e-4, every layer's attention within
-1e-5, ∂y_c/∂A_l and ∂y_c/∂x_l (vitattn forward --class) against torch.autograd within 1e-4; --top's
+Checks, at the native 4x4 grid and a 3x5 one: logits and the final tokens within 1e-4, every layer's
+attention within 1e-5, ∂y_c/∂A_l and ∂y_c/∂x_l (vitattn forward --class) against torch.autograd within 1e-4; --top's
 probabilities within 1e-4 of torch's softmax on the same preprocessed 32x32 image; --query dist's
 _cls.npy (attention, rollout, --head all) against the torch attention's distillation row;
 Chefer's and gradient rollout's maps read from the rows of R the pooled head reads (numpy on torch's
@@ -76,6 +80,16 @@ def timm_avg(seed=2, registers=0):
     return t
 
 
+def with_norm_pre(t, seed):
+    """timm pre_norm=True: norm_pre.weight / .bias, and no patch embedding bias (timm's CLIP towers)."""
+    t = dict(t)
+    rng = np.random.default_rng(seed + 70)
+    t["norm_pre.weight"] = (1 + rng.standard_normal(D) * 0.3).astype(np.float32)
+    t["norm_pre.bias"] = (rng.standard_normal(D) * 0.3).astype(np.float32)
+    del t["patch_embed.proj.bias"]
+    return t
+
+
 def hf_dinov2_classifier(seed=3, registers=0):
     """HF Dinov2ForImageClassification (Dinov2WithRegisters… with registers): dinov2.* (or
     dinov2_with_registers.*) and classifier [C, 2D]."""
@@ -110,7 +124,9 @@ def resample(pos, n_in, gh, gw, offset):
 
 
 class Ref:
-    """One family's forward in float64. kind: distilled | avg | hf_cls. t: timm-named tensors."""
+    """One family's forward in float64. kind: token (timm's class-token head) | distilled | avg |
+    hf_cls. t: timm-named tensors; with norm_pre.* the pre-norm applies (timm pre_norm=True).
+    After forward, self.tokens holds the final tokens (after the final norm)."""
 
     def __init__(self, kind, t, eps=1e-6, extra=None):
         self.kind, self.t, self.eps, self.extra = kind, {k: T64(v) for k, v in t.items()}, eps, extra or {}
@@ -124,7 +140,7 @@ class Ref:
     def embed(self, img):  # img [3, H, W] float64
         t = self.t
         gh, gw = img.shape[1] // P, img.shape[2] // P
-        x = F.conv2d(img[None], t["patch_embed.proj.weight"], t["patch_embed.proj.bias"], stride=P)
+        x = F.conv2d(img[None], t["patch_embed.proj.weight"], t.get("patch_embed.proj.bias"), stride=P)
         x = x.flatten(2).transpose(1, 2)[0]  # [N, D]
         pos = t["pos_embed"][0]
         lead = pos[:self.lead]
@@ -135,6 +151,8 @@ class Ref:
         x = torch.cat([torch.stack(tokens).reshape(-1, D) + lead, x])
         if self.registers:  # DINOv2: after the class token, no positions
             x = torch.cat([x[:1], t["register_tokens"][0], x[1:]])
+        if "norm_pre.weight" in t:  # forward_features: _pos_embed, patch_drop (eval: none), norm_pre
+            x = self.ln(x, "norm_pre")
         return x
 
     def forward(self, img, keep=False):
@@ -162,7 +180,10 @@ class Ref:
             x = x + (m * t[b + "ls2.gamma"] if b + "ls2.gamma" in t else m)
         if "norm.weight" in t:
             x = self.ln(x, "norm")
-        if self.kind == "distilled":
+        self.tokens = x
+        if self.kind == "token":  # none for a backbone
+            logits = x[0] @ t["head.weight"].T + t["head.bias"] if "head.weight" in t else None
+        elif self.kind == "distilled":
             logits = ((x[0] @ t["head.weight"].T + t["head.bias"]) + (x[1] @ t["head_dist.weight"].T + t["head_dist.bias"])) / 2
         elif self.kind == "avg":
             logits = self.ln(x[self.first:].mean(0), "fc_norm") @ t["head.weight"].T + t["head.bias"]
@@ -176,7 +197,7 @@ def gradients(ref, img, c):
     logits, attn, inputs = ref.forward(img, keep=True)
     logits[c].backward()
     return (np.stack([a.grad.numpy() for a in attn]), np.stack([x.grad.numpy() for x in inputs]),
-            logits.detach().numpy(), np.stack([a.detach().numpy() for a in attn]))
+            logits.detach().numpy(), np.stack([a.detach().numpy() for a in attn]), ref.tokens.detach().numpy())
 
 
 # ---------------------------------------------------------------------------- running vitattn
@@ -196,11 +217,13 @@ def relative(got, ref):
 
 def readout(ref, n):
     """The rows of Chefer's R the pooled head reads, as weights over the n tokens (relevance.hpp):
-    ½(e_0 + e_1) distilled; the patch rows 1/n_p each for timm's avg pool; ½e_0 and the patch
+    e_0 for a class-token head; ½(e_0 + e_1) distilled; the patch rows 1/n_p each for timm's avg pool; ½e_0 and the patch
     rows ½/n_p each for HF's [class token, patch mean]."""
     w = np.zeros(n)
     n_p = n - ref.first
-    if ref.kind == "distilled":
+    if ref.kind == "token":
+        w[0] = 1.0
+    elif ref.kind == "distilled":
         w[0] = w[1] = 0.5
     elif ref.kind == "avg":
         w[ref.first:] = 1.0 / n_p
@@ -233,8 +256,8 @@ def grad_rollout_readout(attn, grads, w, first, gh, gw):
 
 
 def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
-    """vitattn forward --class c on one random input: logits, attention, ∂y/∂A_l, ∂y/∂x_l vs torch,
-    and Chefer's map read from the rows the pooled head reads."""
+    """vitattn forward --class c on one random input: logits, final tokens, attention, ∂y/∂A_l,
+    ∂y/∂x_l vs torch, and Chefer's map read from the rows the pooled head reads."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal((1, 3, gh * P, gw * P)).astype(np.float32)
     xp = tmp / f"{name}_{gh}x{gw}.npy"
@@ -242,23 +265,25 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     out = tmp / f"out_{name}_{gh}x{gw}"
     run("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer,grad-rollout")
     got = {p.name[len(xp.stem) + 1:-4]: np.load(p) for p in out.glob(f"{xp.stem}_*.npy")}
-    g_attn, g_x, logits, attn = gradients(ref, T64(x[0]), c)
+    g_attn, g_x, logits, attn, tokens = gradients(ref, T64(x[0]), c)
     at = f"{name} {gh}x{gw}"
     assert relative(got["logits"][0], logits) <= 1e-4, f"{at}: logits {got['logits'][0]} vs torch {logits}"
+    assert relative(got["tokens"][0], tokens) <= 1e-4, f"{at}: final tokens differ by {relative(got['tokens'][0], tokens)}"
     a = got["attention"].reshape(attn.shape)
     for l in range(LAYERS):
         assert np.abs(a[l] - attn[l]).max() <= 1e-5, f"{at}: layer {l} attention differs by {np.abs(a[l] - attn[l]).max()}"
         assert relative(got["grad_attention"][0, l], g_attn[l]) <= 1e-4, f"{at}: ∂y/∂A_{l}"
         assert relative(got["grad_blocks"][0, l], g_x[l]) <= 1e-4, f"{at}: ∂y/∂x_{l}"
     n = np.asarray(attn[0]).shape[-1]
+    pooled = ref.kind != "token"  # a head that reads more than the class token's row
     want = chefer_readout(attn, g_attn, readout(ref, n), ref.first, gh, gw)
     assert relative(got["relevance_chefer"][0], want) <= 1e-4, f"{at}: chefer from the head's rows"
     row0 = chefer_readout(attn, g_attn, np.eye(n)[0], ref.first, gh, gw)
-    assert relative(want, row0) > 1e-3, f"{at}: the head's rows and the class token's alike: the check cannot tell"
+    assert not pooled or relative(want, row0) > 1e-3, f"{at}: the head's rows and the class token's alike: the check cannot tell"
     want = grad_rollout_readout(attn, g_attn, readout(ref, n), ref.first, gh, gw)
     assert relative(got["relevance_grad-rollout"][0], want) <= 1e-4, f"{at}: grad-rollout from the head's rows"
     row0 = grad_rollout_readout(attn, g_attn, np.eye(n)[0], ref.first, gh, gw)
-    assert relative(want, row0) > 1e-3, f"{at}: grad-rollout: the head's rows and the class token's alike"
+    assert not pooled or relative(want, row0) > 1e-3, f"{at}: grad-rollout: the head's rows and the class token's alike"
     return attn
 
 
@@ -377,6 +402,47 @@ def test_timm_avg_pool():
                 check_forward(tmp, f"avg{registers}", path, ref, gh, gw)
             p = check_top(tmp, f"avg{registers}", path, ref, HALF)
             assert family_of(p.stderr) == "timm", p.stderr
+
+
+def test_timm_pre_norm():
+    """timm's pre_norm=True ViTs (its CLIP towers, vit_*_clip_*): norm_pre on the tokens before the
+    first block, with a class-token head, distilled, and as a backbone (no head: timm, not DINO)."""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t = with_norm_pre(harness.timm_tensors(D, P, GRID, LAYERS, MLP, seed=6, classes=CLASSES), seed=6)
+        path = tmp / "prenorm.safetensors"
+        write(path, t)
+        ref = Ref("token", t)
+        # norm_pre must change what is compared, or the check could not tell it was applied.
+        without = Ref("token", {k: v for k, v in t.items() if not k.startswith("norm_pre.")})
+        img = T64(np.random.default_rng(8).standard_normal((3, GRID * P, GRID * P)))
+        assert relative(without.forward(img)[0].detach(), ref.forward(img)[0].detach()) > 0.1
+        for gh, gw in ((GRID, GRID), (3, 5)):
+            check_forward(tmp, "prenorm", path, ref, gh, gw)
+        p = check_top(tmp, "prenorm", path, ref, HALF)
+        assert family_of(p.stderr) == "timm", p.stderr
+        assert "norm before the blocks" in p.stderr and "outside the encoder" not in p.stderr, p.stderr
+        # Distilled DeiT: the same forward_features, so the same norm_pre.
+        dt = with_norm_pre(deit_distilled(seed=7), seed=7)
+        write(tmp / "deit_prenorm.safetensors", dt)
+        check_forward(tmp, "deit_prenorm", tmp / "deit_prenorm.safetensors", Ref("distilled", dt), GRID, GRID)
+        # A backbone (num_classes=0): timm's, read with its norm_pre; every layer's attention and the tokens.
+        backbone = {k: v for k, v in t.items() if not k.startswith("head.")}
+        write(tmp / "backbone.safetensors", backbone)
+        x = np.random.default_rng(9).standard_normal((1, 3, GRID * P, GRID * P)).astype(np.float32)
+        np.save(tmp / "xb.npy", x)
+        p = run("forward", "--model", tmp / "backbone.safetensors", tmp / "xb.npy", "-o", tmp / "out_backbone", "-v")
+        assert family_of(p.stderr) == "timm", p.stderr
+        bref = Ref("token", backbone)
+        _, attn, _ = bref.forward(T64(x[0]))
+        got = np.load(tmp / "out_backbone" / "xb_attention.npy")[0]
+        for l in range(LAYERS):
+            assert np.abs(got[l] - attn[l].detach().numpy()).max() <= 1e-5, f"backbone: layer {l} attention"
+        assert relative(np.load(tmp / "out_backbone" / "xb_tokens.npy")[0], bref.tokens.detach().numpy()) <= 1e-4
+        # Read as DINO (whose code has no norm_pre) it would draw without it: refused, naming it.
+        p = run("--model", path, "--family", "dino", "-o", tmp / "as_dino", tmp / "prenorm.png", expect=2)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "norm_pre.bias, norm_pre.weight" in lines[0] and "dino" in lines[0], p.stderr
 
 
 def hf_folder(path):

@@ -86,6 +86,20 @@ TEST(LayoutCheck, EncoderNamesLeftUnusedAreNamedOthersReturned) {
   EXPECT_EQ(ok.outside, (std::vector<std::string>{"head.mlp.0.weight", "mask_token", "optimizer.lr"}));
 }
 
+// timm's norm_pre (pre_norm=True) is read: whole or absent. DINO's and DINOv2's code has none, so
+// read as either it is another family's tensor, an error, not a norm left out of the forward.
+TEST(LayoutCheck, TimmsNormPreIsWholeOrAbsent) {
+  EXPECT_TRUE(check(timm(2).linear("norm_pre")).outside.empty());
+  EXPECT_EQ(error_of([&] { check(timm(2).add("norm_pre.weight")); }),
+            "m.safetensors: not a complete timm model: missing norm_pre.bias");
+  EXPECT_EQ(error_of([&] { check(timm(2).add("norm_pre.bias")); }),
+            "m.safetensors: not a complete timm model: missing norm_pre.weight");
+  for (const char* family : {"dino", "dinov2"})
+    EXPECT_EQ(error_of([&] { check(timm(2).linear("norm_pre"), family); }),
+              std::string("m.safetensors: not a ") + family + " model: it holds norm_pre.bias, norm_pre.weight, which "
+                  "other families read and a " + family + " model does not (a file of another family?)");
+}
+
 TEST(LayoutCheck, SeparateQueryKeyValueBiasesComeTogether) {
   Names n;
   n.linear("embeddings.patch_embeddings.projection").add("embeddings.cls_token").add("embeddings.position_embeddings");

@@ -235,6 +235,42 @@ TEST(VitLoader, AFamilyAskedForMustReadWhatOtherFamiliesWould) {
             "which other families read and a dinov3 model does not (a file of another family?)");
 }
 
+// timm's pre_norm=True models (its CLIP towers) hold norm_pre, applied to the tokens before the
+// first block: read into the model's pre-block norm, in timm and distilled DeiT, with a head or
+// without (a backbone with it is timm's, not DINO's), and said by -v. Before, it was listed as
+// outside the encoder and the forward ran without it.
+TEST(VitLoader, TimmsNormPreIsTheNormBeforeTheBlocks) {
+  const std::map<std::string, std::string> meta{{"num_heads", "2"}};
+  const auto bias = [](const LayerNorm& n) { return std::vector<float>(n.bias.data(), n.bias.data() + n.bias.size()); };
+  Tensors backbone = timm(false, 0);
+  norm(backbone, "norm_pre");
+  const LoadedVit v = load_vit(backbone.parse(meta));
+  EXPECT_EQ(v.family, "timm");
+  EXPECT_TRUE(v.outside.empty());
+  ASSERT_TRUE(v.model.norm_pre.present());
+  EXPECT_EQ(bias(v.model.norm_pre), find(backbone, "norm_pre.bias").values);
+  const auto& w = find(backbone, "norm_pre.weight").values;
+  EXPECT_EQ(std::vector<float>(v.model.norm_pre.weight.data(), v.model.norm_pre.weight.data() + D), w);
+  EXPECT_NE(v.summary().find("norm before the blocks, final norm"), std::string::npos) << v.summary();
+  Tensors classifier = backbone;
+  linear(classifier, "head", 4, D);
+  EXPECT_EQ(bias(load_vit(classifier.parse(meta)).model.norm_pre), find(backbone, "norm_pre.bias").values);
+  Tensors deit = timm(false, 0);
+  for (auto& n : deit.list)
+    if (n.name == "pos_embed") n.shape = {1, 2 + G * G, D}, n.values.resize((2 + G * G) * D);
+  deit.add("dist_token", {1, 1, D});
+  norm(deit, "norm_pre");
+  linear(deit, "head", 4, D);
+  linear(deit, "head_dist", 4, D);
+  const LoadedVit distilled = load_vit(deit.parse(meta));
+  EXPECT_EQ(distilled.family, "deit-distilled");
+  EXPECT_EQ(bias(distilled.model.norm_pre), find(deit, "norm_pre.bias").values);
+  // Without it (most timm models) there is none, and -v says nothing of it.
+  const LoadedVit plain = load_vit(timm(false, 0).parse(meta));
+  EXPECT_FALSE(plain.model.norm_pre.present());
+  EXPECT_EQ(plain.summary().find("norm before"), std::string::npos) << plain.summary();
+}
+
 // -v's summary says what the position table's leading rows are for: the distillation token's
 // (distilled DeiT), the registers' (some timm models), or both.
 TEST(VitLoader, TheSummaryNamesWhatTheExtraPositionsAreFor) {
