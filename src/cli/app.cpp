@@ -575,6 +575,25 @@ void check_nothing_before(const CLI::App& app, const CLI::App& sub) {
   }
 }
 
+// The command a usage error is about, as its help is asked for: "vitattn serve" when a
+// subcommand was reached (each has its own --help), else "vitattn".
+std::string command_name(const CLI::App& app) {
+  const std::vector<CLI::App*> subs = app.get_subcommands();  // those parsed, the first one reached first
+  return subs.empty() ? "vitattn" : "vitattn " + subs.front()->get_name();
+}
+
+// CLI11's message, but for arguments left over: CLI11 2.1 lists them last first ("3 --heads");
+// here they are in the order given ("--heads 3"), from every command that has some.
+std::string usage_error_text(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return e.what();
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return e.what();
+  std::string listed;
+  for (const std::string& a : extras) listed += (listed.empty() ? "" : " ") + a;
+  return (extras.size() > 1 ? "The following arguments were not expected: " : "The following argument was not expected: ") +
+         listed;
+}
+
 // The command line into `options`; nothing when it goes on, else the exit status (0 after
 // --help and --version, 2 after a usage error, said in one line).
 std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options, CLI::App& explain, CLI::App& forward,
@@ -596,10 +615,10 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options,
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
     // One line, like every other error, instead of CLI11's message and usage.
-    std::string what = e.what();
+    std::string what = usage_error_text(app, e);
     for (char& c : what)
       if (c == '\n') c = ' ';
-    std::cerr << "error: " << what << " (see vitattn --help)\n";
+    std::cerr << "error: " << what << " (see " << command_name(app) << " --help)\n";
     return kExitUsage;
   }
   return std::nullopt;
