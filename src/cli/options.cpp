@@ -262,7 +262,7 @@ void add_method_options(CLI::App& app, Options& o) {
                  "class). A label matches exactly, else in any case, else as one of its comma-separated names "
                  "(\"puma\" for \"cougar, puma, catamount\"); two classes matching alike are refused, with their "
                  "indices. A value that is exactly one label with commas is that label, whole. Spaces around "
-                 "items are ignored")
+                 "items are ignored; the overlay of a class's map is captioned with its name")
       ->expected(1)
       ->allow_extra_args(false)  // one word a time: `--class 3 img.png` leaves the image an input
       ->take_all()   // --class 3 --class 5 is --class 3,5

@@ -66,7 +66,8 @@ MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string&
   }
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
   if (query.format == MapFormat::npy) return {io::encode_npy(map), "application/octet-stream"};
-  const cv::Mat overlay = pipeline::draw_overlays(bgr, {map}, options).front();  // (H, W) BGR
+  // (H, W) BGR, with the class's caption as the CLI's overlay file has it
+  const cv::Mat overlay = pipeline::captioned(pipeline::draw_overlays(bgr, {map}, options).front(), maps.front());
   return {io::encode_image(overlay, options.format), "image/png"};
 }
 

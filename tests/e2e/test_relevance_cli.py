@@ -240,6 +240,18 @@ HF_LABELS = {CARDIGAN_CORGI: "Cardigan, Cardigan Welsh corgi",
 BUNDLED = Path(__file__).resolve().parents[2] / "models" / "vit_cifar10_tintn.safetensors"  # CIFAR-10: cat is 3
 
 
+def caption_mask(shape, text, level):
+    """Where draw_label's white text lies on an image of `shape` (overlay.hpp: white on a black
+    outline at the top left, the font 1/400 of the height, at least 0.3): the pixels of the text
+    drawn alone on black at or above `level` in every channel."""
+    canvas = np.zeros(shape, np.uint8)
+    font = max(0.3, shape[0] / 400.0)
+    at = (4, int(18 * font / 0.5))
+    cv2.putText(canvas, text, at, cv2.FONT_HERSHEY_SIMPLEX, font, (0, 0, 0), 3, cv2.LINE_AA)
+    cv2.putText(canvas, text, at, cv2.FONT_HERSHEY_SIMPLEX, font, (255, 255, 255), 1, cv2.LINE_AA)
+    return (canvas >= level).all(axis=2)
+
+
 class LabelledClasses(TmpCase):
     """--class against ImageNet-like models: one with the built-in names (where "Cardigan" and
     "cardigan" are two classes), one whose labels come from an id2label beside it; and forward's
@@ -257,7 +269,7 @@ class LabelledClasses(TmpCase):
         (self.dir / "builtin").mkdir()  # the same weights, no config.json: the built-in names
         self.builtin = self.dir / "builtin" / "vit.safetensors"
         self.builtin.write_bytes(self.model.read_bytes())
-        self.image = self.write("wide.png", photo_like(200, 360, 4))
+        self.image = self.write("wide.png", photo_like(200, 360, 4))  # a caption of 22 characters fits
         self.n = 0
 
     def vitattn(self, *args, ok=True):
@@ -283,6 +295,14 @@ class LabelledClasses(TmpCase):
         drawn = np.load(out / "wide_cls.npy")
         self.assertTrue(np.array_equal(drawn, by_index[CARDIGAN_SWEATER]), "--class cardigan is class 474")
         self.assertFalse(np.array_equal(drawn, by_index[CARDIGAN_CORGI]), "not 264, the corgi")
+        # The overlay carries the class's caption, and only it: white text where the caption's text is.
+        overlay = cv2.imread(str(out / "wide_attn.png"))
+        white = (overlay >= 200).all(axis=2)  # a blend with jet never reaches 200 in all three channels
+        core, halo = (caption_mask(overlay.shape, f"chefer: cardigan ({CARDIGAN_SWEATER})", t) for t in (230, 150))
+        self.assertGreater(core.sum(), 50)
+        self.assertTrue((white >= core).all() and (white <= halo).all(), "the caption names the class drawn")
+        corgi = caption_mask(overlay.shape, f"chefer: Cardigan ({CARDIGAN_CORGI})", 230)
+        self.assertFalse((white >= corgi).all(), "not the corgi's caption")
 
     def test_labels_with_synonyms_lists_and_whole_labels(self):
         cases = {
