@@ -7,8 +7,11 @@ What is checked here is the command line's side: every method writes its overlay
 bytes as naming that class); a comma list gives one file per class, each the map that class
 alone gives; --method all gives one file per method, each the map that method alone gives;
 videos; every bad input refused in one `error:` line, exit 2, before any file is written; the
-maps byte-identical whatever -j. (The maps' values against torch autograd and re-implementations
-of each method are tests/python/test_gradients.py's.)
+maps byte-identical whatever -j. LabelledClasses: how --class names a class (exact label, any
+case, a synonym of Hugging Face's id2label, a whole label with commas, spaces, ambiguity), the
+caption on a class's overlay, and forward taking the same --class and --method words. (The maps'
+values against torch autograd and re-implementations of each method are
+tests/python/test_gradients.py's.)
 
 The model: a random timm classifier with 1000 classes (so the built-in ImageNet names label
 it), D=32, 2 heads, 3 blocks, 8-pixel patches of 32×32 inputs (a 4×4 grid).
