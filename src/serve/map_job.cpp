@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "pipeline/class_choice.hpp"
 #include "image/image_loader.hpp"
 #include "image/image_writer.hpp"
+#include "pipeline/class_choice.hpp"
 #include "pipeline/process_image.hpp"
 #include "tensors/npy.hpp"
 
