@@ -40,17 +40,15 @@ std::multimap<std::string, std::string> as_params(const serve::MapQuery& q) {
   std::multimap<std::string, std::string> p{{"model", std::to_string(q.model)}, {"layer", std::to_string(q.layer)},
                                             {"method", pipeline::method_name(q.method)},
                                             {"format", q.format == serve::MapFormat::png ? "png" : "npy"}};
-  static const char* const kFusions[] = {"mean", "max", "min"};
-  p.emplace("head", q.head == pipeline::HeadChoice::index ? std::to_string(q.head_index)
-                                                          : kFusions[static_cast<int>(q.fusion)]);
-  if (q.class_index) p.emplace("class", std::to_string(*q.class_index));
+  p.emplace("head", pipeline::head_text({q.head, q.head_index, q.fusion}));
+  if (q.classes) p.emplace("class", *q.classes);
   return p;
 }
 
 bool same(const serve::MapQuery& a, const serve::MapQuery& b) {
   return a.model == b.model && a.layer == b.layer && a.head == b.head && a.fusion == b.fusion &&
          (a.head != pipeline::HeadChoice::index || a.head_index == b.head_index) && a.method == b.method &&
-         a.class_index == b.class_index && a.format == b.format;
+         a.classes == b.classes && a.format == b.format;
 }
 
 // Lines up to the first empty one: "METHOD" then "Name: value" headers; the rest: the query.

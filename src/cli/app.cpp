@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "batch_runner.hpp"
-#include "class_choice.hpp"
 #include "environment.hpp"
 #include "forward_command.hpp"
 #include "model_request.hpp"
@@ -26,6 +25,7 @@
 #include "explain_command.hpp"
 #include "forward_options.hpp"
 #include "image/image_loader.hpp"
+#include "pipeline/class_choice.hpp"
 #include "pipeline/view.hpp"
 #include "interrupt.hpp"
 #include "files/file_io.hpp"
@@ -123,7 +123,7 @@ io::ReportSettings report_settings(const Options& o) {
   r.max_mb = o.report_max_mb;
   r.precision = o.report_precision;
   r.start.layer = o.layer;
-  r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : to_string(o.head);
+  r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : pipeline::head_text(o.head);
   r.start.rollout = o.rollout || o.method == "rollout";
   // A class-specific --method opens the page on that method's map (of the most likely class).
   if (o.method != "attention" && o.method != "rollout" && o.method != "all") r.start.method = o.method;
@@ -270,7 +270,7 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
     pipeline::check_view(model, view, model_name);
     throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_note(model)));
   }
-  if (!o.classes.empty()) view.classes = resolve_classes(o.classes, labels, n_classes, model_name);
+  if (!o.classes.empty()) view.classes = pipeline::resolve_classes(o.classes, labels, n_classes, model_name);
   view.class_names = labels.names;
   if (o.method == "all" && n_classes == 0)
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
@@ -531,6 +531,8 @@ int run_images(const Options& o) {
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   ImageRun r = plan_run(o);
   check_run(o, r);
+  // Which classes --class named, once the run is known to go ahead (an error stays one line).
+  if (!r.process.view.classes.empty()) spdlog::info("--class: the maps of {}", pipeline::class_names(r.process.view.classes));
   // The log first: a log that cannot be opened stops the run (exit 2) before anything is written.
   std::optional<RunLog> log;
   if (r.batch && !o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, r.outputs);
@@ -595,6 +597,25 @@ void check_nothing_before(const CLI::App& app, const CLI::App& sub) {
   }
 }
 
+// The command a usage error is about, as its help is asked for: "vitattn serve" when a
+// subcommand was reached (each has its own --help), else "vitattn".
+std::string command_name(const CLI::App& app) {
+  const std::vector<CLI::App*> subs = app.get_subcommands();  // those parsed, the first one reached first
+  return subs.empty() ? "vitattn" : "vitattn " + subs.front()->get_name();
+}
+
+// CLI11's message, but for arguments left over: CLI11 2.1 lists them last first ("3 --heads");
+// here they are in the order given ("--heads 3"), from every command that has some.
+std::string usage_error_text(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return e.what();
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return e.what();
+  std::string listed;
+  for (const std::string& a : extras) listed += (listed.empty() ? "" : " ") + a;
+  return (extras.size() > 1 ? "The following arguments were not expected: " : "The following argument was not expected: ") +
+         listed;
+}
+
 // The command line into `options`; nothing when it goes on, else the exit status (0 after
 // --help and --version, 2 after a usage error, said in one line).
 std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options, CLI::App& explain, CLI::App& forward,
@@ -616,10 +637,10 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options,
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
     // One line, like every other error, instead of CLI11's message and usage.
-    std::string what = e.what();
+    std::string what = usage_error_text(app, e);
     for (char& c : what)
       if (c == '\n') c = ' ';
-    std::cerr << "error: " << what << " (see vitattn --help)\n";
+    std::cerr << "error: " << what << " (see " << command_name(app) << " --help)\n";
     return kExitUsage;
   }
   return std::nullopt;

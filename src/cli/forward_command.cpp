@@ -11,6 +11,7 @@
 #include "files/file_io.hpp"
 #include "hub/hf_cache.hpp"
 #include "model_request.hpp"
+#include "pipeline/class_choice.hpp"
 #include "pipeline/forward_job.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/threads.hpp"
@@ -18,33 +19,36 @@
 namespace vitattn::cli {
 namespace {
 
-pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o) {
+// The request, with --class's classes (resolved against the model: resolve_classes).
+pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const std::vector<pipeline::ChosenClass>& classes) {
   pipeline::ForwardRequest r;
   r.inputs.assign(o.tensors.begin(), o.tensors.end());
   r.output = o.output;
   if (!io::is_hf_model(o.model.file)) r.model_file = o.model.file;  // a hub model is in the cache, far from any output
   r.scale = !o.no_scale;
-  r.class_index = o.class_index;
-  for (RelevanceMethod m : o.methods)  // each once: "chefer,chefer" writes one file
-    if (std::find(r.methods.begin(), r.methods.end(), m) == r.methods.end()) r.methods.push_back(m);
+  for (const pipeline::ChosenClass& c : classes) r.classes.push_back(c.index);
+  r.methods = chosen_relevance_methods(o.methods);
   r.discard_ratio = static_cast<float>(o.discard_ratio);
   r.legrad_from = o.legrad_from;
   return r;
 }
 
-// Before any input: --class needs a classifier that has the class, --legrad-from a layer the
-// model has. One line each, exit 2 (run_reporting_errors).
+// Before any input: --class by the image command's rules (pipeline/class_choice.hpp) against
+// the model's classifier and class names. One line, exit 2 (run_reporting_errors).
+std::vector<pipeline::ChosenClass> resolve_forward_classes(const io::OpenedModel& opened, const ForwardCommandOptions& o) {
+  if (o.classes.empty()) return {};
+  if (opened.model.w_head.size() == 0)
+    throw Error("--class: " + o.model.file + " has no classifier: there is no class logit to take the gradient of" +
+                no_classifier_note(opened.model));
+  return pipeline::resolve_classes(o.classes, opened.labels, static_cast<int>(opened.model.w_head.rows()), o.model.file);
+}
+
+// Before any input: --legrad-from a layer the model has. One line, exit 2.
 void check_gradient_options(const VitModel& model, const ForwardCommandOptions& o) {
-  if (!o.class_index) return;
-  const std::string c = std::to_string(*o.class_index);
-  if (model.w_head.size() == 0)
-    throw Error("--class " + c + ": " + o.model.file + " has no classifier: there is no class logit to take the gradient of" +
-                no_classifier_note(model));
-  const auto classes = static_cast<int>(model.w_head.rows());
-  if (*o.class_index >= classes)
-    throw Error(fmt::format("--class {}: the model has {} classes, 0…{}", c, classes, classes - 1));
+  if (o.classes.empty()) return;
   const int layers = model.n_layers();
-  const bool legrad = std::find(o.methods.begin(), o.methods.end(), RelevanceMethod::legrad) != o.methods.end();
+  const std::vector<RelevanceMethod> methods = chosen_relevance_methods(o.methods);
+  const bool legrad = std::find(methods.begin(), methods.end(), RelevanceMethod::legrad) != methods.end();
   if (legrad && o.legrad_from >= layers)  // −K past the first layer means every layer (relevance.hpp)
     throw Error(fmt::format("--legrad-from {}: the model has layers 0…{} (negative values count from the end)",
                             o.legrad_from, layers - 1));
@@ -53,10 +57,13 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
 }  // namespace
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
-  const pipeline::ForwardRequest request = forward_request(o);
-  pipeline::check_forward_outputs(request);
-  const io::OpenedModel opened = open_model(o.model, verbosity);  // `forward` needs --model (check_forward)
+  // `forward` needs --model (check_forward); the class names for --class's labels
+  const io::OpenedModel opened = open_model(o.model, verbosity, !o.classes.empty());
+  const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
+  const pipeline::ForwardRequest request = forward_request(o, classes);
+  pipeline::check_forward_outputs(request);
+  if (!classes.empty()) spdlog::info("--class: the gradients of {}", pipeline::class_names(classes));
   pipeline::prepare_output_folder(request.output);
   pipeline::set_library_threads(o.threads > 0 ? o.threads
                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -1,44 +1,46 @@
 #include "forward_options.hpp"
 
-#include <utility>
+#include <algorithm>
 
 namespace vitattn::cli {
 namespace {
 
-// --method's choices: each relevance method by its name (relevance.hpp).
-std::vector<std::pair<std::string, RelevanceMethod>> method_choices() {
-  std::vector<std::pair<std::string, RelevanceMethod>> out;
-  for (RelevanceMethod m : relevance_methods()) out.emplace_back(relevance_method_name(m), m);
+// --method's choices: each relevance method by its name (relevance.hpp), and all.
+std::vector<std::string> method_list() {
+  std::vector<std::string> out;
+  for (RelevanceMethod m : relevance_methods()) out.emplace_back(relevance_method_name(m));
+  out.emplace_back("all");
   return out;
 }
 
-std::vector<std::string> method_list() {
-  std::vector<std::string> out;
-  for (const auto& choice : method_choices()) out.push_back(choice.first);
-  return out;
-}
+// --class: each value indices or labels, never empty.
+const CLI::Validator kClassValue([](std::string& s) -> std::string { return s.empty() ? "empty class" : std::string(); },
+                                 "", "class");
 
 // --class, --method, --discard-ratio, --legrad-from: the backward pass of one class's logit.
 void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
   const std::string group = "Gradients (models with a classifier)";
   CLI::Option* cls =
       forward
-          .add_option("--class", o.class_index,
+          .add_option("--class", o.classes,
                       "Class c: also write ∂y_c/∂A_l of every layer (<stem>_grad_attention.npy [N, L, H, T, T]) and "
                       "∂y_c/∂(block l's input) (<stem>_grad_blocks.npy [N, L, T, D]); y_c is the logit, before the "
-                      "softmax")
-          ->check(CLI::Range(0, 1 << 24))
-          ->type_name("INDEX")
+                      "softmax. By index or label, a comma list for several (each class's files then end in _c<C>), "
+                      "as the image command's --class takes them (see vitattn --help)")
+          ->expected(1)
+          ->allow_extra_args(false)  // one word a time: `--class 3 x.npy` leaves the tensor an input
+          ->take_all()               // --class 3 --class 5 is --class 3,5
+          ->check(kClassValue)
+          ->type_name("C[,C...]")
           ->group(group);
   CLI::Option* method =
       forward
           .add_option("--method", o.methods,
                       "Comma list of class-specific maps of class c, each written as <stem>_relevance_<method>.npy "
-                      "[N, grid_h, grid_w] before any display scaling (the README defines each)")
+                      "[N, grid_h, grid_w] before any display scaling (the README defines each); all: every one")
           ->allow_extra_args(false)  // one list per --method: the inputs after it are not methods
           ->delimiter(',')
-          ->transform(CLI::CheckedTransformer(method_choices(), CLI::ignore_case).description(""))
-          ->transform(CLI::IsMember(method_list(), CLI::ignore_case))  // runs first: "foo not in {chefer, …}"
+          ->transform(CLI::IsMember(method_list(), CLI::ignore_case))  // "foo not in {chefer, …}"; the name's own case
           ->type_name("LIST")
           ->needs(cls)
           ->group(group);
@@ -95,6 +97,16 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
 
 void check_forward(const CLI::App& forward) {
   if (forward.count("--model") == 0) throw CLI::ValidationError("forward requires --model");
+}
+
+std::vector<RelevanceMethod> chosen_relevance_methods(const std::vector<std::string>& names) {
+  std::vector<RelevanceMethod> methods;
+  for (const std::string& name : names)
+    for (RelevanceMethod m : relevance_methods())
+      if ((name == "all" || name == relevance_method_name(m)) &&  // each once: "chefer,chefer" writes one file
+          std::find(methods.begin(), methods.end(), m) == methods.end())
+        methods.push_back(m);
+  return methods;
 }
 
 }  // namespace vitattn::cli

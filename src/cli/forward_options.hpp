@@ -17,9 +17,11 @@ struct ForwardCommandOptions {
   std::string output = "vitattn-out";
   bool no_scale = false;
   int threads = 0;                   // --threads: the products' threads; 0: every core
-  // Gradients of the logit y_c: --class c, the maps of --method, their settings.
-  std::optional<int> class_index;
-  std::vector<RelevanceMethod> methods;
+  // Gradients of the logit y_c: --class c (indices or labels, as the image command's: resolved
+  // against the model by pipeline/class_choice.hpp), the maps of --method ("all": every one),
+  // their settings.
+  std::vector<std::string> classes;
+  std::vector<std::string> methods;
   double discard_ratio = 0.0;        // grad-rollout's
   int legrad_from = -2;              // LeGrad's first layer; negative counts from the end
 };
@@ -30,5 +32,8 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& options, int
 
 // After parsing: `forward` needs --model (a CLI::ValidationError "forward requires --model").
 void check_forward(const CLI::App& forward);
+
+// --method's names → the methods, each once, in order; "all": every one (relevance.hpp's order).
+std::vector<RelevanceMethod> chosen_relevance_methods(const std::vector<std::string>& names);
 
 }  // namespace vitattn::cli

@@ -45,36 +45,6 @@ void check_seeded_shape(const SeededShape& s) {
 
 }  // namespace
 
-std::optional<HeadArg> parse_head(std::string_view text) {
-  static const std::pair<const char*, HeadFusion> fusions[] = {
-      {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
-  const std::string lower = io::lower_case(text);
-  if (lower == "all") return HeadArg{pipeline::HeadChoice::all, 0, HeadFusion::mean};
-  for (const auto& [name, fusion] : fusions)
-    if (lower == name) return HeadArg{pipeline::HeadChoice::fuse, 0, fusion};
-  // An index: digits only (no sign, no "nan", no "1.5"), at most 5 of them: heads are few.
-  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string_view::npos)
-    return std::nullopt;
-  return HeadArg{pipeline::HeadChoice::index, std::stoi(std::string(text)), HeadFusion::mean};
-}
-
-std::string to_string(const HeadArg& head) {
-  switch (head.choice) {
-    case pipeline::HeadChoice::index: return std::to_string(head.index);
-    case pipeline::HeadChoice::all: return "all";
-    case pipeline::HeadChoice::fuse: break;
-  }
-  return head.fusion == HeadFusion::max ? "max" : head.fusion == HeadFusion::min ? "min" : "mean";
-}
-
-std::istream& operator>>(std::istream& in, HeadArg& head) {
-  std::string text;
-  in >> text;
-  if (const auto parsed = parse_head(text)) head = *parsed;
-  else in.setstate(std::ios::failbit);
-  return in;
-}
-
 std::istream& operator>>(std::istream& in, Rgb& rgb) {
   std::string text;
   std::getline(in, text);
@@ -107,7 +77,7 @@ void check_method(const CLI::App& app, const Options& o) {
   const auto is = [&method](pipeline::MapMethod m) { return method == pipeline::method_name(m); };
   if ((is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
     throw CLI::ValidationError(fmt::format("{} fuses heads with --head mean, max or min, not \"{}\"",
-                                           all ? "--method all draws rollout, which" : "--rollout", to_string(o.head)));
+                                           all ? "--method all draws rollout, which" : "--rollout", pipeline::head_text(o.head)));
   if (!is(pipeline::MapMethod::attention) && o.head.choice == pipeline::HeadChoice::all)
     throw CLI::ValidationError(fmt::format("--head all draws one map per head of --method attention, not of --method {}", method));
   const bool class_specific = all || !(is(pipeline::MapMethod::attention) || is(pipeline::MapMethod::rollout));
@@ -223,8 +193,8 @@ CLI::Validator rgb_triplet(bool positive) {
 // --head: a head index or one of mean|max|min|all (parse_head).
 const CLI::Validator kHeadChoice(
     [](std::string& s) -> std::string {
-      if (parse_head(s)) return {};
-      return fmt::format("expected a head index (0, 1, …) or mean, max, min, all; got \"{}\"", s);
+      if (pipeline::parse_head(s)) return {};
+      return fmt::format("expected {}; got \"{}\"", pipeline::kHeadSyntax, s);
     },
     "", "head choice");
 
@@ -266,7 +236,7 @@ std::vector<std::pair<std::string, PosInterp>> pos_interps() {
   return out;
 }
 
-// --class: each value an index (digits) or a label, never empty.
+// --class: each value indices or labels (pipeline/class_choice.hpp splits it), never empty.
 const CLI::Validator kClassChoice([](std::string& s) -> std::string { return s.empty() ? "empty class" : std::string(); },
                                   "", "class");
 
@@ -287,10 +257,12 @@ void add_method_options(CLI::App& app, Options& o) {
               methods, {{"grad_rollout", "grad-rollout"}, {"gradrollout", "grad-rollout"}, {"grad-cam", "gradcam"},
                         {"grad_cam", "gradcam"}, {"attn", "attention"}});
   app.add_option("--class", o.classes,
-                 "Class-specific methods: the class C, by index or label (any case); a comma list draws one map per "
-                 "class, <name>_attn_c<C>.png each beside a sheet of them (default: each image's or frame's most likely "
-                 "class)")
-      ->delimiter(',')
+                 "Class-specific methods: the class C, by index or label; a comma list draws one map per class, "
+                 "<name>_attn_c<C>.png each beside a sheet of them (default: each image's or frame's most likely "
+                 "class). A label matches exactly, else in any case, else as one of its comma-separated names "
+                 "(\"puma\" for \"cougar, puma, catamount\"); two classes matching alike are refused, with their "
+                 "indices. A value that is exactly one label with commas is that label, whole. Spaces around "
+                 "items are ignored; the overlay of a class's map is captioned with its name")
       ->expected(1)
       ->allow_extra_args(false)  // one word a time: `--class 3 img.png` leaves the image an input
       ->take_all()   // --class 3 --class 5 is --class 3,5
@@ -451,7 +423,7 @@ void add_view_options(CLI::App& app, Options& o) {
       ->group(group);
   app.add_option("--head", o.head,
                  "Head index, or mean|max|min over heads, or all (one overlay per head + a sheet of all)")
-      ->default_str(to_string(o.head))
+      ->default_str(pipeline::head_text(o.head))
       ->check(kHeadChoice)
       ->type_name("h|mean|max|min|all")
       ->group(group);

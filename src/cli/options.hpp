@@ -19,16 +19,8 @@
 
 namespace vitattn::cli {
 
-// --head: one head by index, the heads fused (mean|max|min), or all of them.
-struct HeadArg {
-  pipeline::HeadChoice choice = pipeline::HeadChoice::fuse;
-  int index = 0;                         // with HeadChoice::index
-  HeadFusion fusion = HeadFusion::mean;  // with HeadChoice::fuse
-};
-// "3", "mean", "MAX", "all" → HeadArg; nullopt for anything else (a sign, "nan", "1.5", 6+ digits).
-std::optional<HeadArg> parse_head(std::string_view text);
-std::string to_string(const HeadArg& head);  // as --head takes it: "3", "mean", "all"
-std::istream& operator>>(std::istream& in, HeadArg& head);  // how CLI11 converts (parse_head)
+// --head: pipeline::HeadSpec, parsed by pipeline::parse_head (the syntax serve's head= takes too).
+using HeadArg = pipeline::HeadSpec;
 
 // --mean/--std: three finite numbers "r,g,b".
 struct Rgb {

@@ -82,6 +82,13 @@ void draw_mask_outline(cv::Mat& bgr, const Matrix& mask) {
   cv::drawContours(bgr, contours, -1, cv::Scalar(255, 255, 255), thickness, cv::LINE_8);  // patch edges are axis-aligned
 }
 
+void draw_label(cv::Mat& bgr, const std::string& text) {
+  const double font = std::max(0.3, bgr.rows / 400.0);
+  const cv::Point at(4, static_cast<int>(18 * font / 0.5));
+  cv::putText(bgr, text, at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(0, 0, 0), 3, cv::LINE_AA);
+  cv::putText(bgr, text, at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
+}
+
 cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::string>& labels, int tile) {
   const int n = static_cast<int>(images.size());
   const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
@@ -91,13 +98,10 @@ cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::s
   const cv::Size cell(std::max(1, static_cast<int>(std::lround(src.width * scale))),
                       std::max(1, static_cast<int>(std::lround(src.height * scale))));
   cv::Mat sheet(rows * cell.height, cols * cell.width, CV_8UC3, cv::Scalar(0, 0, 0));
-  const double font = std::max(0.3, cell.height / 400.0);
   for (int i = 0; i < n; ++i) {
     cv::Mat roi = sheet(cv::Rect((i % cols) * cell.width, (i / cols) * cell.height, cell.width, cell.height));
     cv::resize(images[static_cast<std::size_t>(i)], roi, cell, 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-    const cv::Point at(4, static_cast<int>(18 * font / 0.5));
-    cv::putText(roi, labels[static_cast<std::size_t>(i)], at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(0, 0, 0), 3, cv::LINE_AA);
-    cv::putText(roi, labels[static_cast<std::size_t>(i)], at, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
+    draw_label(roi, labels[static_cast<std::size_t>(i)]);
   }
   return sheet;
 }

@@ -28,7 +28,13 @@ cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOption
 // Draws the outline of a 0/1 patch mask (grid_h, grid_w), laid over the whole image, in place.
 void draw_mask_outline(cv::Mat& bgr, const Matrix& mask);
 
-// Tiles images (each scaled to fit `tile` pixels) in a near-square grid, each with its label.
+// Writes `text` in its top-left corner, white on a black outline, in place: a sheet's tile
+// and a class's lone overlay carry their names alike. The font scales with the height
+// (0.3 at least, then 1/400 of it).
+void draw_label(cv::Mat& bgr, const std::string& text);
+
+// Tiles images (each scaled to fit `tile` pixels) in a near-square grid, each with its label
+// (draw_label).
 cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::string>& labels, int tile);
 
 // A map alone as a coloured image, each cell `cell` pixels wide (used by explain).

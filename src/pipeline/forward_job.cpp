@@ -10,6 +10,7 @@
 #include "core/token_diagnostics.hpp"
 #include "core/vit_backward.hpp"
 #include "files/file_io.hpp"
+#include "pipeline/job_outputs.hpp"
 #include "pipeline/output_guard.hpp"
 #include "tensors/npy.hpp"
 
@@ -48,21 +49,25 @@ struct Arrays {
   std::vector<float> probe_attention;  // [N, heads, T] when the model pools with a probe
   std::vector<float> tokens;  // [N, T, width] every row of ForwardResult::tokens
   std::vector<float> norms;   // [N, layers, T] token_norms of each block's output
-  std::vector<float> grad_attention, grad_blocks;  // with a class only
-  std::vector<std::vector<float>> relevance;       // [method] with a class only
+  struct OfClass {
+    std::vector<float> grad_attention, grad_blocks;
+    std::vector<std::vector<float>> relevance;  // [method]
+  };
+  std::vector<OfClass> classes;  // [the request's class], with classes only
   std::uint64_t n_tokens = 0, width = 0, grid_h = 0, grid_w = 0;
 };
 
 // One backward of y_c through the taped forward: every layer's ∂y_c/∂A_l and ∂y_c/∂x_l, in
 // layer order (the backward hands them out from the last layer down), then the maps.
-void add_gradients(const VitModel& model, const ForwardTape& tape, const ForwardRequest& r, Arrays& out) {
+void add_gradients(const VitModel& model, const ForwardTape& tape, const ForwardRequest& r, int class_index,
+                   const Arrays& shape, Arrays::OfClass& out) {
   const auto layers = static_cast<std::size_t>(model.n_layers());
   const auto tokens = static_cast<std::size_t>(tape.x_out.rows()), width = static_cast<std::size_t>(tape.x_out.cols());
   const std::size_t per_attention = static_cast<std::size_t>(model.n_heads) * tokens * tokens, per_block = tokens * width;
   const std::size_t attention_at = out.grad_attention.size(), blocks_at = out.grad_blocks.size();
   out.grad_attention.resize(attention_at + layers * per_attention);
   out.grad_blocks.resize(blocks_at + layers * per_block);
-  encoder_backward(model, tape, *r.class_index, r.scale, [&](int layer, const BlockGradients& g) {
+  encoder_backward(model, tape, class_index, r.scale, [&](int layer, const BlockGradients& g) {
     const auto l = static_cast<std::size_t>(layer);
     float* a = out.grad_attention.data() + attention_at + l * per_attention;
     for (const Matrix& d : g.d_attention) a = std::copy(d.data(), d.data() + d.size(), a);
@@ -70,12 +75,12 @@ void add_gradients(const VitModel& model, const ForwardTape& tape, const Forward
   });
   if (r.methods.empty()) return;
   RelevanceSettings settings;
-  settings.class_index = *r.class_index;
+  settings.class_index = class_index;
   settings.legrad_from = r.legrad_from;
   settings.discard_ratio = r.discard_ratio;
   settings.scale = r.scale;
-  const std::vector<Matrix> maps = relevance_maps(model, tape, r.methods, settings, static_cast<int>(out.grid_h),
-                                                  static_cast<int>(out.grid_w));
+  const std::vector<Matrix> maps = relevance_maps(model, tape, r.methods, settings, static_cast<int>(shape.grid_h),
+                                                  static_cast<int>(shape.grid_w));
   out.relevance.resize(maps.size());
   for (std::size_t m = 0; m < maps.size(); ++m)
     out.relevance[m].insert(out.relevance[m].end(), maps[m].data(), maps[m].data() + maps[m].size());
@@ -104,7 +109,7 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   fo.keep_from_layer = 0;
   fo.scale = r.scale;
   ForwardTape tape;
-  if (r.class_index) fo.tape = &tape;
+  if (!r.classes.empty()) fo.tape = &tape;
   NormsOfBlocks norms(model.n_layers());
   fo.on_block_output = [&norms](int layer, const Matrix& stream) { norms.hear(layer, stream); };
   const ForwardResult result = forward(model, x, fo);
@@ -121,7 +126,8 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   out.embedding.insert(out.embedding.end(), result.embedding.data(), result.embedding.data() + result.embedding.size());
   for (const Matrix& a : result.probe_attention)  // (1, n_tokens) a head
     out.probe_attention.insert(out.probe_attention.end(), a.data(), a.data() + a.size());
-  if (r.class_index) add_gradients(model, tape, r, out);
+  out.classes.resize(r.classes.size());
+  for (std::size_t c = 0; c < r.classes.size(); ++c) add_gradients(model, tape, r, r.classes[c], out, out.classes[c]);
 }
 
 ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f) {
@@ -146,14 +152,19 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   if (model.w_head.size() == 0) return written;
   io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
   written.logits = f.logits;
-  if (f.grad_attention.empty()) return written;
-  io::write_npy(f.grad_attention, a.grad_attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
-  written.grad_attention = f.grad_attention;
-  io::write_npy(f.grad_blocks, a.grad_blocks.data(), {n, layers, a.n_tokens, a.width});
-  written.grad_blocks = f.grad_blocks;
-  for (std::size_t m = 0; m < f.relevance.size(); ++m) {
-    io::write_npy(f.relevance[m], a.relevance[m].data(), {n, a.grid_h, a.grid_w});
-    written.relevance.push_back(f.relevance[m]);
+  for (std::size_t c = 0; c < f.classes.size(); ++c) {
+    const ClassOutputs& names = f.classes[c];
+    const Arrays::OfClass& arrays = a.classes[c];
+    ClassOutputs& done = written.classes.emplace_back();
+    done.class_index = names.class_index;
+    io::write_npy(names.grad_attention, arrays.grad_attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
+    done.grad_attention = names.grad_attention;
+    io::write_npy(names.grad_blocks, arrays.grad_blocks.data(), {n, layers, a.n_tokens, a.width});
+    done.grad_blocks = names.grad_blocks;
+    for (std::size_t m = 0; m < names.relevance.size(); ++m) {
+      io::write_npy(names.relevance[m], arrays.relevance[m].data(), {n, a.grid_h, a.grid_w});
+      done.relevance.push_back(names.relevance[m]);
+    }
   }
   return written;
 }
@@ -187,18 +198,27 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.logits = named("logits");
   f.embedding = named("embedding");
   f.probe_attention = named("probe_attention");
-  if (!r.class_index) return f;
-  f.grad_attention = named("grad_attention");
-  f.grad_blocks = named("grad_blocks");
-  for (RelevanceMethod m : r.methods) f.relevance.push_back(named(std::string("relevance_") + relevance_method_name(m)));
+  for (int c : r.classes) {
+    // One class: the plain names; several: each class's tagged as the image command tags its maps.
+    const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt);
+    ClassOutputs& o = f.classes.emplace_back();
+    o.class_index = c;
+    o.grad_attention = named("grad_attention" + tag);
+    o.grad_blocks = named("grad_blocks" + tag);
+    for (RelevanceMethod m : r.methods) o.relevance.push_back(named(std::string("relevance_") + relevance_method_name(m) + tag));
+  }
   return f;
 }
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, grad_attention, grad_blocks})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention})
     if (!p.empty()) out.push_back(p);
-  out.insert(out.end(), relevance.begin(), relevance.end());
+  for (const ClassOutputs& c : classes) {
+    for (const fs::path& p : {c.grad_attention, c.grad_blocks})
+      if (!p.empty()) out.push_back(p);
+    out.insert(out.end(), c.relevance.begin(), c.relevance.end());
+  }
   return out;
 }
 

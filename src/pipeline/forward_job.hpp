@@ -19,11 +19,13 @@
 //                                 model that pools with a probe (its x_features row 0 is the first patch's)
 // T = 1 + registers + grid_h·grid_w, in the model's token order (class, registers, patches
 // row-major). The norms and the tokens let the token diagnostics be checked from outside.
-// and with a class c (ForwardRequest::class_index), from one backward pass of the logit y_c
+// and with a class c (ForwardRequest::classes), from one backward pass of the logit y_c
 // (core/vit_backward.hpp) and the relevance maps on it (core/relevance.hpp):
 //   x_grad_attention.npy     [N, layers, heads, T, T]  ∂y_c/∂A_l, A_l layer l's attention probabilities
 //   x_grad_blocks.npy        [N, layers, T, width]     ∂y_c/∂x_l, x_l the input of block l
 //   x_relevance_<method>.npy [N, grid_h, grid_w]       one per method asked, before any display scaling
+// With several classes, each class's files carry its index, as the image command's do:
+// x_grad_attention_c<C>.npy, x_grad_blocks_c<C>.npy, x_relevance_<method>_c<C>.npy.
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -40,21 +42,28 @@ struct ForwardRequest {
   std::filesystem::path output;               // the folder the outputs go to
   std::filesystem::path model_file;           // the weights read, never replaced; empty: none
   bool scale = true;                          // attention scores divided by √d_head
-  // The gradients of the logit y_c, c = class_index; none when unset. A model without a
-  // classifier, a c it does not have, a LeGrad layer it does not have: each input fails with
-  // the core's Error (the CLI refuses them before any input).
-  std::optional<int> class_index;
+  // The gradients of the logit y_c for each c, in this order (distinct); none when empty. A
+  // model without a classifier, a c it does not have, a LeGrad layer it does not have: each
+  // input fails with the core's Error (the CLI refuses them before any input).
+  std::vector<int> classes;
   std::vector<RelevanceMethod> methods;       // the maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
 };
 
-// What forward writes for one input, named in one place. The gradients' and the maps' names
-// are there only when the request has a class (relevance: one per method, in its order).
-struct ForwardOutputs {
-  std::filesystem::path attention, features, tokens, norms, logits, grad_attention, grad_blocks;
-  std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
+// What forward writes for one class of one input (relevance: one per method, in its order).
+struct ClassOutputs {
+  int class_index = 0;
+  std::filesystem::path grad_attention, grad_blocks;
   std::vector<std::filesystem::path> relevance;
+};
+
+// What forward writes for one input, named in one place. The gradients' and the maps' names
+// are there only when the request has classes: one ClassOutputs each, in the request's order.
+struct ForwardOutputs {
+  std::filesystem::path attention, features, tokens, norms, logits;
+  std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
+  std::vector<ClassOutputs> classes;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
 ForwardOutputs forward_outputs(const ForwardRequest& request, const std::filesystem::path& input);

@@ -186,7 +186,9 @@ std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const
     else if (slot.class_slot >= 0) map = a.relevance.map(static_cast<std::size_t>(slot.class_slot), slot.method);
     else map = encoder_map(model, a.heads, a.rollout, view, slot.method, grid_h, grid_w);
     if (!left_out.empty()) map = without_tokens(map, left_out, model.first_patch_token());
-    maps.push_back({slot.tag, map_title(slot, a.relevance), std::move(map)});
+    std::string title = map_title(slot, a.relevance);
+    std::string caption = slot.class_slot >= 0 ? title : std::string();
+    maps.push_back({slot.tag, std::move(title), std::move(caption), std::move(map)});
   }
   return maps;
 }
@@ -350,18 +352,20 @@ void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, con
   if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, named.size() > 1 || per_head);
 }
 
-// The overlays: one as <name>_attn.png, or each under its tag and then the labelled sheet of
-// them as <name>_attn.png, written last: when it exists, the others do too.
+// The overlays, each captioned: one as <name>_attn.png, or each under its tag and then the
+// labelled sheet of them (uncaptioned: the sheet labels each) as <name>_attn.png, written
+// last: when it exists, the others do too.
 void write_overlays(const InputJob& job, const std::vector<cv::Mat>& overlays, const std::vector<NamedMap>& named,
                     const ProcessOptions& options) {
   const std::string ext = extension(options.format.format);
   if (overlays.size() == 1) {
-    write_image_atomic(with_suffix(job.output_base, overlay_suffix(ext).c_str()), overlays.front(), options.format);
+    write_image_atomic(with_suffix(job.output_base, overlay_suffix(ext).c_str()), captioned(overlays.front(), named.front()),
+                       options.format);
     return;
   }
   for (std::size_t i = 0; i < overlays.size(); ++i)
-    write_image_atomic(with_suffix(job.output_base, map_overlay_suffix(named[i].tag, ext).c_str()), overlays[i],
-                       options.format);
+    write_image_atomic(with_suffix(job.output_base, map_overlay_suffix(named[i].tag, ext).c_str()),
+                       captioned(overlays[i], named[i]), options.format);
   write_image_atomic(with_suffix(job.output_base, overlay_suffix(ext).c_str()), map_sheet(overlays, titles_of(named)),
                      options.format);
 }
@@ -475,6 +479,13 @@ std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>
     if (masks) masks->push_back(mask);
   }
   return overlays;
+}
+
+cv::Mat captioned(const cv::Mat& overlay, const NamedMap& map) {
+  if (map.caption.empty()) return overlay;
+  cv::Mat out = overlay.clone();
+  draw_label(out, map.caption);
+  return out;
 }
 
 cv::Mat map_sheet(const std::vector<cv::Mat>& overlays, const std::vector<std::string>& titles) {

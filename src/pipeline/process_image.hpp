@@ -89,6 +89,9 @@ void process_image(const std::filesystem::path& out_dir, const InputJob& job, co
 struct NamedMap {
   std::string tag;    // its files' tag (job_outputs.hpp): "" when the image gets one map
   std::string title;  // its label on the sheet of several: "head 3", "rollout", "chefer: cougar (287)"
+  // What its own overlay says on it (captioned): a class-specific map's title, which class it
+  // shows (the name of a lone overlay does not); empty for the maps of every class.
+  std::string caption;
   Matrix map;         // (grid_h, grid_w), before display scaling
 };
 
@@ -109,6 +112,10 @@ std::vector<std::string> titles_of(const std::vector<NamedMap>& maps);
 // each, when given, receives the outlined masks.
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
                                    std::vector<Matrix>* masks = nullptr);
+// `overlay`, one of draw_overlays' for `map`, with the map's caption written on it (the sheet's
+// labelling, io::draw_label); as it is without a caption. An image's overlay file, a video's
+// frame of one map and serve's PNG answer all carry it.
+cv::Mat captioned(const cv::Mat& overlay, const NamedMap& map);
 // The sheet of several maps' overlays (--head all, --method all, --class a,b), each labelled
 // with its title.
 cv::Mat map_sheet(const std::vector<cv::Mat>& overlays, const std::vector<std::string>& titles);

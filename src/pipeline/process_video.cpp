@@ -168,7 +168,7 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
           }
           for (const Matrix& m : maps) saved.insert(saved.end(), m.data(), m.data() + m.size());
         }
-        if (!drawn.push({d->index, overlays.size() == 1 ? overlays.front() : map_sheet(overlays, titles_of(named))})) break;
+        if (!drawn.push({d->index, overlays.size() == 1 ? captioned(overlays.front(), named.front()) : map_sheet(overlays, titles_of(named))})) break;
         ++n_drawn;
       }
       decoded.close();  // the encoder gave up: the decoder stops at its next push

@@ -4,12 +4,44 @@
 
 #include <algorithm>
 #include <cmath>
+#include <istream>
 
 #include "core/error.hpp"
 #include "core/vit_head.hpp"
+#include "files/text.hpp"
 #include "job_outputs.hpp"
 
 namespace vitattn::pipeline {
+
+std::optional<HeadSpec> parse_head(std::string_view text) {
+  static const std::pair<const char*, HeadFusion> fusions[] = {
+      {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
+  const std::string lower = io::lower_case(text);
+  if (lower == "all") return HeadSpec{HeadChoice::all, 0, HeadFusion::mean};
+  for (const auto& [name, fusion] : fusions)
+    if (lower == name) return HeadSpec{HeadChoice::fuse, 0, fusion};
+  // An index: digits only (no sign, no "nan", no "1.5"), at most 5 of them: heads are few.
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  return HeadSpec{HeadChoice::index, std::stoi(std::string(text)), HeadFusion::mean};
+}
+
+std::string head_text(const HeadSpec& head) {
+  switch (head.choice) {
+    case HeadChoice::index: return std::to_string(head.index);
+    case HeadChoice::all: return "all";
+    case HeadChoice::fuse: break;
+  }
+  return head.fusion == HeadFusion::max ? "max" : head.fusion == HeadFusion::min ? "min" : "mean";
+}
+
+std::istream& operator>>(std::istream& in, HeadSpec& head) {
+  std::string text;
+  in >> text;
+  if (const auto parsed = parse_head(text)) head = *parsed;
+  else in.setstate(std::ios::failbit);
+  return in;
+}
 
 int resolve_layer(int layer, int n_layers) {
   const int l = layer < 0 ? n_layers + layer : layer;

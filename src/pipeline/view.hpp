@@ -2,8 +2,10 @@
 // What to draw from a model, and whether a request fits it: the layer and head, the model
 // input size, the patch cap. Checked once before any image is read, and per image where the
 // image's shape matters (keep_aspect).
+#include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,23 @@ inline constexpr const char* query = "query token";
 }  // namespace roles
 
 enum class HeadChoice { index, fuse, all };
+
+// A head choice as every front end takes it (the image command's head option, serve's head
+// parameter): one head by index, the heads fused (mean|max|min), or all of them.
+struct HeadSpec {
+  HeadChoice choice = HeadChoice::fuse;
+  int index = 0;                         // with HeadChoice::index
+  HeadFusion fusion = HeadFusion::mean;  // with HeadChoice::fuse
+};
+// "3", "mean", "MAX", "all" → HeadSpec; nullopt for anything else (a sign, "nan", "1.5", 6+
+// digits). Whether the model has the head is check_view's.
+std::optional<HeadSpec> parse_head(std::string_view text);
+// As parse_head takes it: "3", "mean", "all".
+std::string head_text(const HeadSpec& head);
+// The head choices in words, for a message about a text parse_head refused.
+inline constexpr const char* kHeadSyntax = "a head index (0, 1, …), mean, max, min or all";
+// parse_head from a stream (how a command-line parser converts text); failbit when refused.
+std::istream& operator>>(std::istream& in, HeadSpec& head);
 
 // Whose attention row the attention and rollout maps draw: the class token's, or distilled
 // DeiT's distillation token's (a model without one refuses it, check_view).

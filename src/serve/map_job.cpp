@@ -5,10 +5,37 @@
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
 #include "image/image_writer.hpp"
+#include "pipeline/class_choice.hpp"
 #include "pipeline/process_image.hpp"
 #include "tensors/npy.hpp"
 
 namespace vitattn::serve {
+
+namespace {
+
+// head=all: one map per head, which an answer of one map (or a page opening on one) cannot
+// hold; said with the heads it can.
+void check_one_head(const ServedModel& served, const MapQuery& query) {
+  if (query.head != pipeline::HeadChoice::all) return;
+  throw Error({pipeline::roles::head, "all"},
+              fmt::format("the server answers one map, not one per head; {} has heads 0…{}: give one of them, or mean, "
+                          "max or min",
+                          served.name, served.model.n_heads - 1));
+}
+
+// class=: the CLI's syntax, resolved by the CLI's function (pipeline/class_choice.hpp) against
+// the served model; one class, as the answer (or the page's first map) is one map.
+std::vector<pipeline::ChosenClass> chosen_classes(const ServedModel& served, const MapQuery& query) {
+  if (!query.classes) return {};
+  const auto n_classes = static_cast<int>(served.model.w_head.rows());
+  std::vector<pipeline::ChosenClass> classes = pipeline::resolve_classes({*query.classes}, served.labels, n_classes, served.name);
+  if (classes.size() > 1)
+    throw Error({pipeline::roles::class_choice, *query.classes},
+                fmt::format("the server answers one class's map; give one of {}", pipeline::class_names(classes)));
+  return classes;
+}
+
+}  // namespace
 
 pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& query, std::uint64_t max_pixels) {
   pipeline::ProcessOptions options;  // the CLI's defaults: PNG, 1/√d_k, the mean of the last layer's heads
@@ -19,7 +46,8 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
   view.head_index = query.head_index;
   view.fusion = query.fusion;
   view.methods = {query.method};
-  if (query.class_index) view.classes = {{*query.class_index, served.labels.label(*query.class_index)}};
+  check_one_head(served, query);
+  view.classes = chosen_classes(served, query);
   view.class_names = served.labels.names;
   pipeline::check_view(served.model, view, served.name);
   return options;
@@ -38,7 +66,8 @@ MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string&
   }
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
   if (query.format == MapFormat::npy) return {io::encode_npy(map), "application/octet-stream"};
-  const cv::Mat overlay = pipeline::draw_overlays(bgr, {map}, options).front();  // (H, W) BGR
+  // (H, W) BGR, with the class's caption as the CLI's overlay file has it
+  const cv::Mat overlay = pipeline::captioned(pipeline::draw_overlays(bgr, {map}, options).front(), maps.front());
   return {io::encode_image(overlay, options.format), "image/png"};
 }
 

@@ -28,8 +28,8 @@ struct MapAnswer {
 
 // The query's view as pipeline options, with the CLI's defaults for everything the query does
 // not name. Throws Error (with a Subject: pipeline/view.hpp's roles) when the view does not
-// fit the model: a layer or head it has not, a class-specific method without a classifier, a
-// class out of its range.
+// fit the model: a layer or head it has not, head=all (one map per head: the answer is one
+// map), a class-specific method without a classifier, a class it does not have or several.
 pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& query, std::uint64_t max_pixels);
 
 // image: the upload's bytes (JPEG, PNG, WebP…), named `source` in errors. Throws Error

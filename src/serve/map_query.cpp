@@ -36,17 +36,30 @@ int integer(const std::string& name, const std::string& text, int lo, int hi) {
   return value;
 }
 
+// The CLI's --head syntax (pipeline::parse_head); whether the model has the head, and whether
+// the answer can be one map of it, is map_options'.
 void set_head(MapQuery& q, const std::string& text) {
-  static const std::pair<const char*, HeadFusion> kFusions[] = {
-      {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
-  for (const auto& [name, fusion] : kFusions)
-    if (text == name) {
-      q.head = pipeline::HeadChoice::fuse;
-      q.fusion = fusion;
-      return;
-    }
-  q.head = pipeline::HeadChoice::index;
-  q.head_index = integer("head", text, 0, 4095);
+  const std::optional<pipeline::HeadSpec> head = pipeline::parse_head(text);
+  if (!head) throw Error(fmt::format("head={}: expected {}", shown(text), pipeline::kHeadSyntax));
+  q.head = head->choice;
+  q.head_index = head->index;
+  q.fusion = head->fusion;
+}
+
+bool has_control_byte(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b < 0x20 || b == 0x7f;
+  });
+}
+
+// Indices or labels, as the CLI's --class takes them: kept as text, resolved against the
+// model's classes by map_options. Its messages quote it, so no control byte (a log line).
+void set_classes(MapQuery& q, const std::string& text) {
+  if (text.empty() || text.size() > 4096 || has_control_byte(text))
+    throw Error(fmt::format("class={}: expected class indices or labels (1 to 4096 bytes, no control character)",
+                            shown(text)));
+  q.classes = text;
 }
 
 void set_method(MapQuery& q, const std::string& text) {
@@ -67,10 +80,7 @@ void set_format(MapQuery& q, const std::string& text) {
 // The upload's file name: shown in the page and naming its download, so nothing that could
 // break a line or name another folder.
 void set_name(MapQuery& q, const std::string& text) {
-  const bool bad_byte = std::any_of(text.begin(), text.end(), [](char c) {
-    const auto b = static_cast<unsigned char>(c);
-    return b < 0x20 || b == 0x7f || c == '/' || c == '\\';
-  });
+  const bool bad_byte = has_control_byte(text) || text.find_first_of("/\\") != std::string::npos;
   if (text.empty() || text.size() > 255 || bad_byte)
     throw Error(fmt::format("name={}: expected a file name of 1 to 255 bytes, no control character, / or \\", shown(text)));
   q.name = text;
@@ -81,7 +91,7 @@ void set_name(MapQuery& q, const std::string& text) {
 std::string report_key(const MapQuery& q) {
   return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={} top={} pca={}", q.model, q.layer,
                      static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion), pipeline::method_name(q.method),
-                     q.class_index ? *q.class_index : -1, q.name, q.top.value_or(3), q.pca ? 1 : 0);
+                     q.classes ? "\"" + *q.classes + "\"" : "-", q.name, q.top.value_or(3), q.pca ? 1 : 0);
 }
 
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind) {
@@ -94,7 +104,7 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, 
     else if (name == "layer") q.layer = integer(name, value, -4096, 4095);
     else if (name == "head") set_head(q, value);
     else if (name == "method") set_method(q, value);
-    else if (name == "class") q.class_index = integer(name, value, 0, 1 << 24);
+    else if (name == "class") set_classes(q, value);
     else if (name == "format" && kind == QueryKind::map) set_format(q, value);
     else if (name == "name" && kind == QueryKind::report) set_name(q, value);
     else if (name == "top" && kind == QueryKind::report) q.top = integer(name, value, 1, 1 << 20);

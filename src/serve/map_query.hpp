@@ -3,9 +3,11 @@
 // format=png`) → a typed MapQuery: the only request parsing the server writes itself (the
 // HTTP framing is cpp-httplib's). Each parameter optional, with the command line's meanings
 // and defaults: layer −1 (the last; negative counts from the end), head the mean of the heads
-// ("3", "mean", "max", "min"), method attention (rollout, chefer, grad-rollout, legrad,
-// gradcam), class the most likely (an index), format npy (or png: the overlay). Whether the
-// values fit the model (a layer it has…) is check_view's (pipeline/view.hpp), not this file's.
+// (the CLI's syntax, pipeline::parse_head: "3", "mean", "max", "min", "all"), method attention
+// (rollout, chefer, grad-rollout, legrad, gradcam), class the most likely (the CLI's syntax, an
+// index or a label: pipeline/class_choice.hpp), format npy (or png: the overlay). Whether the
+// values fit the model (a layer or head it has, a class it knows, one map) is map_options'
+// (map_job.hpp), not this file's.
 #include <map>
 #include <optional>
 #include <string>
@@ -28,7 +30,7 @@ struct MapQuery {
   int head_index = 0;     // with HeadChoice::index
   HeadFusion fusion = HeadFusion::mean;
   pipeline::MapMethod method = pipeline::MapMethod::attention;
-  std::optional<int> class_index;
+  std::optional<std::string> classes;  // as given: resolved against the model by map_options
   MapFormat format = MapFormat::npy;
   std::string name = "upload";  // QueryKind::report: 1…255 bytes, no control character, '/' or '\\'
   std::optional<int> top;       // QueryKind::report: the classes the page holds maps of (the CLI's --top; none: 3)
@@ -39,7 +41,7 @@ struct MapQuery {
 // `token` is no map parameter and is passed over. Throws Error with a one-line message
 // naming the parameter for an unknown parameter (`format` is the map's only, `name`, `top`
 // and `pca` the report's), a repeated one, or a value out of its form (not a decimal integer in range, not
-// one of the names, a name with a control character or a path separator).
+// one of the names, a name or class with a control character, a name with a path separator).
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind = QueryKind::map);
 
 // A key naming every field of the query that changes a report page (model, layer, head,

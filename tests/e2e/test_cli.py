@@ -84,6 +84,19 @@ class Cli(TmpCase):
         self.assertEqual(rc, 0, err)
         self.assertNotIn("did you mean", err)
 
+    def test_a_usage_error_lists_the_arguments_in_order_and_points_to_its_commands_help(self):
+        model = REPO / "models" / "vit_cifar10_tintn.safetensors"
+        for args, says in (
+                (("serve", "--model", model, "--heads", "3"), "arguments were not expected: --heads 3 (see vitattn serve --help)"),
+                (("forward", "--model", model, "--frobnicate", "x.npy"), "(see vitattn forward --help)"),
+                (("explain", "--colormap", "jet"), "arguments were not expected: --colormap jet (see vitattn explain --help)"),
+                (("--frobnicate", "x.png"), "(see vitattn --help)")):
+            rc, _, err = run(*args, cwd=self.dir)
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertTrue(err.startswith("error: ") and err.strip().endswith(says), err)
+        self.assertEqual(list(self.dir.iterdir()), [], "nothing made")
+
     def test_an_option_before_a_subcommand_is_not_dropped_in_silence(self):
         rc, out, err = run("-o", "elsewhere", "explain", cwd=self.dir)
         self.assertEqual(rc, 2, err)

@@ -7,14 +7,20 @@ What is checked here is the command line's side: every method writes its overlay
 bytes as naming that class); a comma list gives one file per class, each the map that class
 alone gives; --method all gives one file per method, each the map that method alone gives;
 videos; every bad input refused in one `error:` line, exit 2, before any file is written; the
-maps byte-identical whatever -j. (The maps' values against torch autograd and re-implementations
-of each method are tests/python/test_gradients.py's.)
+maps byte-identical whatever -j. LabelledClasses: how --class names a class (exact label, any
+case, a synonym of Hugging Face's id2label, a whole label with commas, spaces, ambiguity), the
+caption on a class's overlay, and forward taking the same --class and --method words. (The maps'
+values against torch autograd and re-implementations of each method are
+tests/python/test_gradients.py's.)
 
 The model: a random timm classifier with 1000 classes (so the built-in ImageNet names label
 it), D=32, 2 heads, 3 blocks, 8-pixel patches of 32×32 inputs (a 4×4 grid).
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
 Environment: VITATTN_BIN. Run: python3 -m pytest tests/e2e/test_relevance_cli.py
 """
+import json
+from pathlib import Path
+
 import cv2
 import numpy as np
 
@@ -239,3 +245,169 @@ class RelevanceCli(TmpCase):
             self.assertEqual(sorted(files), sorted(reference))
             for name, data in reference.items():
                 self.assertTrue(files[name] == data, f"{name} differs at -j {jobs} {env or ''}")
+
+
+# Hugging Face's id2label spells some ImageNet classes with their synonyms (google/vit-base-patch16-224's
+# config.json); the rest here are the built-in names. "Cardigan" the corgi (264) and "cardigan" the
+# sweater (474) differ only in case.
+CARDIGAN_CORGI, CARDIGAN_SWEATER, JAGUAR, LION = 264, 474, 290, 291
+HF_LABELS = {CARDIGAN_CORGI: "Cardigan, Cardigan Welsh corgi",
+             COUGAR: "cougar, puma, catamount, mountain lion, painter, panther, Felis concolor",
+             JAGUAR: "jaguar, panther, Panthera onca, Felis onca",
+             LION: "lion, king of beasts, Panthera leo"}
+BUNDLED = Path(__file__).resolve().parents[2] / "models" / "vit_cifar10_tintn.safetensors"  # CIFAR-10: cat is 3
+
+
+def caption_mask(shape, text, level):
+    """Where draw_label's white text lies on an image of `shape` (overlay.hpp: white on a black
+    outline at the top left, the font 1/400 of the height, at least 0.3): the pixels of the text
+    drawn alone on black at or above `level` in every channel."""
+    canvas = np.zeros(shape, np.uint8)
+    font = max(0.3, shape[0] / 400.0)
+    at = (4, int(18 * font / 0.5))
+    cv2.putText(canvas, text, at, cv2.FONT_HERSHEY_SIMPLEX, font, (0, 0, 0), 3, cv2.LINE_AA)
+    cv2.putText(canvas, text, at, cv2.FONT_HERSHEY_SIMPLEX, font, (255, 255, 255), 1, cv2.LINE_AA)
+    return (canvas >= level).all(axis=2)
+
+
+class LabelledClasses(TmpCase):
+    """--class against ImageNet-like models: one with the built-in names (where "Cardigan" and
+    "cardigan" are two classes), one whose labels come from an id2label beside it; and forward's
+    --class and --method taking the image command's words."""
+
+    def setUp(self):
+        super().setUp()
+        (self.dir / "hf").mkdir()
+        self.model = self.dir / "hf" / "vit.safetensors"
+        timm_checkpoint(self.model, D, P, GRID, LAYERS, MLP, HEADS, seed=3, classes=CLASSES, scale=0.4)
+        names = (Path(__file__).resolve().parents[2] / "data" / "imagenet1k_classes.txt").read_text().splitlines()
+        self.assertEqual((names[CARDIGAN_CORGI], names[CARDIGAN_SWEATER]), ("Cardigan", "cardigan"))
+        id2label = {str(i): HF_LABELS.get(i, name) for i, name in enumerate(names)}
+        (self.dir / "hf" / "config.json").write_text(json.dumps({"id2label": id2label}))
+        (self.dir / "builtin").mkdir()  # the same weights, no config.json: the built-in names
+        self.builtin = self.dir / "builtin" / "vit.safetensors"
+        self.builtin.write_bytes(self.model.read_bytes())
+        self.image = self.write("wide.png", photo_like(200, 360, 4))  # a caption of 22 characters fits
+        self.n = 0
+
+    def vitattn(self, *args, ok=True):
+        self.n += 1
+        out = self.dir / f"out{self.n}"
+        p = run_process(*args, "-o", out, cwd=self.dir)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p, out
+
+    def chefer(self, cls, *more, ok=True, model=None):
+        return self.vitattn("--model", model or self.model, "--method", "chefer", "--class", cls, "--save-attention",
+                            *more, self.image, ok=ok)
+
+    def test_class_cardigan_draws_the_sweater_and_says_so(self):
+        p, out = self.chefer("cardigan", model=self.builtin)
+        self.assertIn(f'info: --class: the maps of "cardigan" ({CARDIGAN_SWEATER})', p.stderr)
+        by_index = {}
+        for c, label in ((CARDIGAN_SWEATER, "cardigan"), (CARDIGAN_CORGI, "Cardigan")):
+            q, alone = self.chefer(str(c), model=self.builtin)
+            self.assertIn(f'info: --class: the maps of "{label}" ({c})', q.stderr)
+            by_index[c] = np.load(alone / "wide_cls.npy")
+        drawn = np.load(out / "wide_cls.npy")
+        self.assertTrue(np.array_equal(drawn, by_index[CARDIGAN_SWEATER]), "--class cardigan is class 474")
+        self.assertFalse(np.array_equal(drawn, by_index[CARDIGAN_CORGI]), "not 264, the corgi")
+        # The overlay carries the class's caption, and only it: white text where the caption's text is.
+        overlay = cv2.imread(str(out / "wide_attn.png"))
+        white = (overlay >= 200).all(axis=2)  # a blend with jet never reaches 200 in all three channels
+        core, halo = (caption_mask(overlay.shape, f"chefer: cardigan ({CARDIGAN_SWEATER})", t) for t in (230, 150))
+        self.assertGreater(core.sum(), 50)
+        self.assertTrue((white >= core).all() and (white <= halo).all(), "the caption names the class drawn")
+        corgi = caption_mask(overlay.shape, f"chefer: Cardigan ({CARDIGAN_CORGI})", 230)
+        self.assertFalse((white >= corgi).all(), "not the corgi's caption")
+
+    def test_labels_with_synonyms_lists_and_whole_labels(self):
+        cases = {
+            "puma": [COUGAR],                                      # a synonym of an id2label entry
+            "cougar, lion": [COUGAR, LION],                        # spaces around items
+            HF_LABELS[COUGAR]: [COUGAR],                           # the whole label, commas and all
+            # The sweater's label exactly, then a synonym of the corgi ("Cardigan" would be the
+            # sweater's label in another case: a label in any case comes before a synonym).
+            "cardigan,Cardigan Welsh corgi": [CARDIGAN_SWEATER, CARDIGAN_CORGI],
+        }
+        for value, classes in cases.items():
+            p, out = self.chefer(value)
+            drawn = sorted(n for n in files_of(out) if n.startswith("wide_cls"))
+            expected = ["wide_cls.npy"] if len(classes) == 1 else sorted(f"wide_cls_c{c}.npy" for c in classes)
+            self.assertEqual(drawn, expected, value)
+            if len(classes) == 1:
+                alone = self.chefer(str(classes[0]))[1]
+                self.assertEqual((out / "wide_cls.npy").read_bytes(), (alone / "wide_cls.npy").read_bytes(), value)
+
+    def test_the_built_in_names_reach_both_cardigans(self):
+        """Without a config.json, a 1000-class model takes the built-in ImageNet names, where the
+        corgi's label is "Cardigan" and the sweater's "cardigan": each exactly."""
+        builtin = self.builtin
+        p, out = self.vitattn("--model", builtin, "--method", "chefer", "--class", "cardigan,Cardigan", self.image)
+        self.assertIn(f'"cardigan" ({CARDIGAN_SWEATER}), "Cardigan" ({CARDIGAN_CORGI})', p.stderr)
+        self.assertEqual(sorted(files_of(out)),
+                         sorted(["wide_attn.png", f"wide_attn_c{CARDIGAN_SWEATER}.png", f"wide_attn_c{CARDIGAN_CORGI}.png"]))
+        p, out = self.vitattn("--model", builtin, "--method", "chefer", "--class", "CARDIGAN", self.image, ok=False)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f'ambiguous: 2 classes of {builtin} have this label in some case: "Cardigan" ({CARDIGAN_CORGI}), '
+                      f'"cardigan" ({CARDIGAN_SWEATER})', p.stderr)
+
+    def test_an_ambiguous_label_is_refused_with_its_candidates(self):
+        p, out = self.chefer("panther", ok=False)  # a synonym of the cougar and of the jaguar
+        self.assertEqual(p.returncode, 2, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertTrue(lines[0].startswith("error: --class panther: ambiguous"), lines[0])
+        self.assertIn(f'"{HF_LABELS[COUGAR]}" ({COUGAR})', lines[0])
+        self.assertIn(f'"{HF_LABELS[JAGUAR]}" ({JAGUAR})', lines[0])
+        self.assertFalse(out.exists())
+
+    # --- forward: the image command's --class and --method words ----------------------------
+    def forward(self, *args, ok=True):
+        x = self.dir / "x.npy"
+        if not x.exists():
+            np.save(x, np.random.default_rng(5).standard_normal((2, 3, 32, 32)).astype(np.float32))
+        self.n += 1
+        out = self.dir / f"fwd{self.n}"
+        p = run_process("forward", *args, x, "-o", out, cwd=self.dir)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p, out
+
+    def test_forward_takes_a_label(self):
+        p, by_label = self.forward("--model", BUNDLED, "--class", "cat", "--method", "chefer")
+        self.assertIn('--class: the gradients of "cat" (3)', p.stderr)
+        _, by_index = self.forward("--model", BUNDLED, "--class", "3", "--method", "chefer")
+        self.assertEqual(files_of(by_label), files_of(by_index))
+        _, other = self.forward("--model", BUNDLED, "--class", "dog", "--method", "chefer")
+        self.assertFalse(np.array_equal(np.load(other / "x_grad_blocks.npy"), np.load(by_index / "x_grad_blocks.npy")))
+        _, sweater = self.forward("--model", self.model, "--class", "cardigan")
+        _, c474 = self.forward("--model", self.model, "--class", str(CARDIGAN_SWEATER))
+        self.assertEqual(files_of(sweater), files_of(c474))
+
+    def test_forward_takes_a_list_of_classes_each_its_own_files(self):
+        _, both = self.forward("--model", BUNDLED, "--class", "3, dog", "--method", "chefer,legrad")
+        grads = ("grad_attention", "grad_blocks", "relevance_chefer", "relevance_legrad")
+        for c in (3, 5):
+            _, alone = self.forward("--model", BUNDLED, "--class", str(c), "--method", "chefer,legrad")
+            for g in grads:
+                self.assertEqual((both / f"x_{g}_c{c}.npy").read_bytes(), (alone / f"x_{g}.npy").read_bytes(), (c, g))
+        self.assertFalse(any(n in files_of(both) for n in (f"x_{g}.npy" for g in grads)), "no untagged gradients")
+
+    def test_forward_method_all_is_every_method(self):
+        _, every = self.forward("--model", BUNDLED, "--class", "cat", "--method", "all")
+        _, listed = self.forward("--model", BUNDLED, "--class", "cat", "--method", ",".join(GRADIENT_METHODS))
+        self.assertEqual(files_of(every), files_of(listed))
+        self.assertEqual(len([n for n in files_of(every) if "_relevance_" in n]), 4)
+
+    def test_forward_refuses_a_class_with_the_models_own_range(self):
+        for value, says in (("10", "0…9"), ("lion", "closest"), ("3,3", "twice")):
+            p, out = self.forward("--model", BUNDLED, "--class", value, ok=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertTrue(lines[0].startswith(f"error: --class {value}: "), lines[0])
+            self.assertIn(says, lines[0])
+            self.assertNotIn("16777216", lines[0])
+            self.assertFalse(out.exists())

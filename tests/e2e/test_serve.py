@@ -10,6 +10,7 @@ and raw sockets where the request must be malformed.
 Run: python3 -m pytest tests/e2e/test_serve.py
 """
 import http.client
+import json
 import os
 import re
 import signal
@@ -162,6 +163,40 @@ def test_api_answers_what_the_cli_writes():
         finally:
             assert server.stop() == 0
             assert seeded.stop() == 0
+
+
+def test_class_and_head_take_the_clis_words_checked_against_the_model():
+    """class= and head= take what --class and --head take (labels, lists, any case, all), resolved
+    by the same function against the served model: a refusal names the model's own classes or
+    heads, never a parser's range."""
+    image = PHOTOS[1].read_bytes()
+    server = Server("--model", MODEL)  # CIFAR-10: cat is 3, dog 5; 4 heads
+    try:
+        def answer(query):
+            st, _, body = server.request("POST", f"/api/map?{query}", image)
+            return st, body
+
+        st, by_label = answer("method=chefer&class=cat&format=png")
+        assert st == 200, by_label[:300]
+        assert (st, by_label) == answer("method=chefer&class=3&format=png"), "class=cat is class 3"
+        assert answer("method=chefer&class=%20Cat%20") == answer("method=chefer&class=3"), "any case, spaces trimmed"
+        assert answer("head=MAX") == answer("head=max")
+        refusals = {
+            "class=lion": ("method=chefer&class=lion", "class lion: no class of", "closest"),
+            "class=10": ("method=chefer&class=10", "class 10: ", "has classes 0…9"),
+            "two classes": ("method=chefer&class=cat,dog", "class cat,dog: ", 'one of "cat" (3), "dog" (5)'),
+            "head=all": ("head=all", "head all: ", "has heads 0…3: give one of them, or mean, max or min"),
+            "head=4": ("head=4", "head 4: ", "heads 0…3"),
+            "head=every": ("head=every", "head=every: expected ", "mean, max, min or all"),
+        }
+        for name, (query, starts, says) in refusals.items():
+            st, body = answer(query)
+            assert st == 400, (name, st, body[:200])
+            message = json.loads(body)["error"]
+            assert message.startswith(starts) and says in message, (name, message)
+            assert not re.search(r"4095|16777216", message), (name, message)
+    finally:
+        assert server.stop() == 0
 
 
 def png_header_only(w, h):

@@ -67,20 +67,41 @@ TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
   r.output = dir.path();
   r.inputs = {dir / "x.npy", dir / "x_grad_blocks.npy", dir / "x_relevance_legrad.npy"};
   EXPECT_NO_THROW(check_forward_outputs(r));
-  EXPECT_TRUE(forward_outputs(r, dir / "x.npy").grad_attention.empty());
-  r.class_index = 3;
+  EXPECT_TRUE(forward_outputs(r, dir / "x.npy").classes.empty());
+  r.classes = {3};
   EXPECT_THROW(check_forward_outputs(r), Error);  // x_grad_blocks.npy is x.npy's output now
   r.inputs = {dir / "x.npy", dir / "x_relevance_legrad.npy"};
   EXPECT_NO_THROW(check_forward_outputs(r));
   r.methods = {RelevanceMethod::grad_rollout, RelevanceMethod::legrad};
   EXPECT_THROW(check_forward_outputs(r), Error);
   const ForwardOutputs f = forward_outputs(r, dir / "x.npy");
-  EXPECT_EQ(f.grad_attention, dir / "x_grad_attention.npy");
-  EXPECT_EQ(f.grad_blocks, dir / "x_grad_blocks.npy");
-  EXPECT_EQ(f.relevance, (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
+  ASSERT_EQ(f.classes.size(), 1u);
+  EXPECT_EQ(f.classes[0].grad_attention, dir / "x_grad_attention.npy");
+  EXPECT_EQ(f.classes[0].grad_blocks, dir / "x_grad_blocks.npy");
+  EXPECT_EQ(f.classes[0].relevance,
+            (std::vector<fs::path>{dir / "x_relevance_grad-rollout.npy", dir / "x_relevance_legrad.npy"}));
   EXPECT_EQ(f.embedding, dir / "x_embedding.npy");              // named always, written when the model has one
   EXPECT_EQ(f.probe_attention, dir / "x_probe_attention.npy");  // likewise, for a probe-pooled model (SigLIP)
   EXPECT_EQ(f.all().size(), 11u);
+}
+
+// Several classes: each class's files carry its index, as the image command's maps do; one
+// class keeps the plain names.
+TEST(ForwardJob, SeveralClassesNameEachClassesFiles) {
+  test::TempDir dir;
+  ForwardRequest r;
+  r.output = dir.path();
+  r.classes = {3, 5};
+  r.methods = {RelevanceMethod::chefer};
+  const ForwardOutputs f = forward_outputs(r, dir / "x.npy");
+  ASSERT_EQ(f.classes.size(), 2u);
+  EXPECT_EQ(f.classes[0].class_index, 3);
+  EXPECT_EQ(f.classes[0].grad_attention, dir / "x_grad_attention_c3.npy");
+  EXPECT_EQ(f.classes[1].grad_blocks, dir / "x_grad_blocks_c5.npy");
+  EXPECT_EQ(f.classes[1].relevance, std::vector<fs::path>{dir / "x_relevance_chefer_c5.npy"});
+  EXPECT_EQ(f.all().size(), 7u + 2u * 3u);
+  r.inputs = {dir / "x.npy", dir / "x_grad_blocks_c5.npy"};  // x.npy's output now
+  EXPECT_THROW(check_forward_outputs(r), Error);
 }
 
 }  // namespace

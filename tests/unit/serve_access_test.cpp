@@ -146,7 +146,7 @@ TEST(ServeMapQuery, DefaultsAreTheCLIs) {
   EXPECT_EQ(q.head, pipeline::HeadChoice::fuse);
   EXPECT_EQ(q.fusion, HeadFusion::mean);
   EXPECT_EQ(q.method, pipeline::MapMethod::attention);
-  EXPECT_FALSE(q.class_index);
+  EXPECT_FALSE(q.classes);
   EXPECT_EQ(q.format, MapFormat::npy);
 }
 
@@ -158,15 +158,23 @@ TEST(ServeMapQuery, EveryParameter) {
   EXPECT_EQ(q.head, pipeline::HeadChoice::index);
   EXPECT_EQ(q.head_index, 5);
   EXPECT_EQ(q.method, pipeline::MapMethod::grad_rollout);
-  EXPECT_EQ(q.class_index, 7);
+  EXPECT_EQ(q.classes, "7");
   EXPECT_EQ(q.format, MapFormat::png);
   EXPECT_EQ(parse({{"head", "max"}}).fusion, HeadFusion::max);
 }
 
+// head= and class= take the CLI's words (pipeline::parse_head, pipeline/class_choice.hpp): any
+// case, all, labels and lists as given; whether they fit the model is map_options'.
+TEST(ServeMapQuery, HeadAndClassTakeTheCLIsWords) {
+  EXPECT_EQ(parse({{"head", "MEAN"}}).fusion, HeadFusion::mean);
+  EXPECT_EQ(parse({{"head", "all"}}).head, pipeline::HeadChoice::all);
+  EXPECT_EQ(parse({{"class", "cougar, lion"}}).classes, "cougar, lion");
+}
+
 TEST(ServeMapQuery, RefusesWithTheParameterNamed) {
   for (const auto& [name, value] : std::multimap<std::string, std::string>{
-           {"layer", "1.5"}, {"layer", " 1"}, {"layer", ""}, {"layer", "99999"}, {"head", "-1"}, {"head", "all"},
-           {"head", "MEAN"}, {"method", "all"}, {"class", "-1"}, {"format", "jpg"}, {"model", "1e3"}, {"path", "/etc"}}) {
+           {"layer", "1.5"}, {"layer", " 1"}, {"layer", ""}, {"layer", "99999"}, {"head", "-1"}, {"head", "1.5"},
+           {"head", "every"}, {"method", "all"}, {"class", ""}, {"class", "3\n4"}, {"format", "jpg"}, {"model", "1e3"}, {"path", "/etc"}}) {
     try {
       parse({{name, value}});
       ADD_FAILURE() << name << "=" << value << " was taken";
