@@ -259,8 +259,8 @@ void add_method_options(CLI::App& app, Options& o) {
   app.add_option("--class", o.classes,
                  "Class-specific methods: the class C, by index or label; a comma list draws one map per class, "
                  "<name>_attn_c<C>.png each beside a sheet of them (default: each image's or frame's most likely "
-                 "class). A label matches exactly, else in any case, else as one of its comma-separated names "
-                 "(\"puma\" for \"cougar, puma, catamount\"); two classes matching alike are refused, with their "
+                 "class). A label matches as typed, whole or as one of its comma-separated names (\"puma\" for "
+                 "\"cougar, puma, catamount\"), else in any case; two classes matching alike are refused, with their "
                  "indices. A value that is exactly one label with commas is that label, whole. Spaces around "
                  "items are ignored; the overlay of a class's map is captioned with its name")
       ->expected(1)

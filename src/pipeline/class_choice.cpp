@@ -67,7 +67,9 @@ bool has_synonym(const std::string& label, const std::function<bool(const std::s
   return std::any_of(synonyms.begin(), synonyms.end(), matches);
 }
 
-// The tiers a label is looked up in, in order; each says what its matches have in common.
+// The tiers a label is looked up in, in order; each says what its matches have in common. The
+// letters as typed come first, a label whole or one of its names ("Cardigan" is the corgi of
+// "Cardigan, Cardigan Welsh corgi" before it is the sweater "cardigan" in another case).
 struct Tier {
   const char* what;  // "… classes of M {what}"
   std::function<bool(const std::string& label, const std::string& text)> matches;
@@ -76,12 +78,12 @@ struct Tier {
 const std::vector<Tier>& label_tiers() {
   static const std::vector<Tier> tiers{
       {"have this label", [](const std::string& label, const std::string& text) { return label == text; }},
-      {"have this label in some case",
-       [](const std::string& label, const std::string& text) { return io::lower_case(label) == io::lower_case(text); }},
       {"have it among their names",
        [](const std::string& label, const std::string& text) {
          return has_synonym(label, [&](const std::string& s) { return s == text; });
        }},
+      {"have this label in some case",
+       [](const std::string& label, const std::string& text) { return io::lower_case(label) == io::lower_case(text); }},
       {"have it among their names in some case",
        [](const std::string& label, const std::string& text) {
          const std::string wanted = io::lower_case(text);

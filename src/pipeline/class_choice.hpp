@@ -10,10 +10,12 @@
 //      id2label spells ImageNet's), which step 2 would cut apart.
 //   2. Else the value is a comma list; each item, trimmed of white space, is
 //      - digits: the class of that index;
-//      - else a label, looked up tier after tier: the label exactly; the label in any case; one
-//        of a label's comma-separated synonyms (each trimmed) exactly; a synonym in any case.
-//        The first tier that names a class decides ("cardigan" is the sweater even where
-//        "Cardigan", the corgi, matches in any case); two classes in that tier are ambiguous.
+//      - else a label, looked up tier after tier: the label exactly; one of a label's
+//        comma-separated synonyms (each trimmed) exactly; the label in any case; a synonym in
+//        any case. The first tier that names a class decides ("cardigan" is the sweater even
+//        where "Cardigan", the corgi, matches in any case; "Cardigan" is the corgi of
+//        "Cardigan, Cardigan Welsh corgi" though the sweater matches in another case); two
+//        classes in that tier are ambiguous.
 // Names are compared as bytes, case folded for ASCII letters only (files/text.hpp).
 #include <string>
 #include <vector>

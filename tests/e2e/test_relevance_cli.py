@@ -327,9 +327,11 @@ class LabelledClasses(TmpCase):
             "puma": [COUGAR],                                      # a synonym of an id2label entry
             "cougar, lion": [COUGAR, LION],                        # spaces around items
             HF_LABELS[COUGAR]: [COUGAR],                           # the whole label, commas and all
-            # The sweater's label exactly, then a synonym of the corgi ("Cardigan" would be the
-            # sweater's label in another case: a label in any case comes before a synonym).
+            # The sweater's label exactly, then a synonym of the corgi.
             "cardigan,Cardigan Welsh corgi": [CARDIGAN_SWEATER, CARDIGAN_CORGI],
+            # A synonym as typed ("Cardigan" of "Cardigan, Cardigan Welsh corgi") comes before the
+            # sweater's label in another case.
+            "Cardigan": [CARDIGAN_CORGI],
         }
         for value, classes in cases.items():
             p, out = self.chefer(value)

@@ -46,11 +46,13 @@ TEST(ClassChoice, ALabelInAnotherCaseMatchesWhenNoneIsExact) {
   EXPECT_EQ(indices({"tabby CAT"}, l), std::vector<int>{0});
 }
 
-TEST(ClassChoice, AWholeLabelBeatsASynonymInAnyCase) {
-  // "Cardigan" is a synonym (in its exact case) of the corgi, but the sweater's label in some case.
+TEST(ClassChoice, TheLettersAsTypedComeBeforeAnyCase) {
+  // "cardigan" is the sweater's label exactly; "Cardigan" is a synonym, in its exact case, of
+  // the corgi, and the sweater's label only in another case: each is the class typed.
   EXPECT_EQ(indices({"cardigan"}, kHf), std::vector<int>{1});
-  EXPECT_EQ(indices({"Cardigan"}, kHf), std::vector<int>{1});
+  EXPECT_EQ(indices({"Cardigan"}, kHf), std::vector<int>{0});
   EXPECT_EQ(indices({"Cardigan Welsh corgi"}, kHf), std::vector<int>{0});
+  EXPECT_EQ(indices({"CARDIGAN"}, labels({"cardigan", "Pembroke, corgi"})), std::vector<int>{0});
 }
 
 TEST(ClassChoice, ASynonymOfALabelNamesItsClass) {
