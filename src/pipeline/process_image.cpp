@@ -18,6 +18,7 @@
 #include "tensors/npy.hpp"
 #include "class_maps.hpp"
 #include "heads_part.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -366,7 +367,9 @@ void write_overlays(const InputJob& job, const std::vector<cv::Mat>& overlays, c
                      options.format);
 }
 
-void process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
+// Writes the job's outputs but its settings record; returns its top classes (with --top and a
+// classifier, else none) for on_top, once the record is written too.
+std::vector<ClassScore> process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const InputGrid g = input_grid(bgr, model, view);
@@ -408,7 +411,7 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                       options.top->labels);
   }
   write_overlays(job, overlays, named, options);
-  if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
+  return classes;
 }
 
 }  // namespace
@@ -491,6 +494,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
   outputs.heads = options.heads_csv;
   outputs.pca = options.pca.has_value();
+  outputs.settings = options.settings;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
   // one per map when several methods or classes are.
   const std::vector<MapSlot> slots = map_slots(options.view, model.n_heads);
@@ -504,7 +508,9 @@ void process_image(const fs::path& out_dir, const InputJob& job, const VitModel&
   check_view(model, options.view, "the model");
   const OutputSet outputs = written_outputs(model, options);
   prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed
-  process(job, model, options);
+  std::vector<ClassScore> classes;
+  commit_job(job, outputs, [&] { classes = process(job, model, options); });
+  if (!classes.empty() && options.on_top) options.on_top(job, std::move(classes));
 }
 
 }  // namespace vitattn::pipeline

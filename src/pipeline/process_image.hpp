@@ -52,7 +52,7 @@ struct ProcessOptions {
   std::function<void(const InputJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
   // When set, a model with a classifier runs every block, and each image's top.k classes are
   // written as its part of predictions.csv (<name>_predictions.csv, before the overlay) and
-  // handed to on_top, when set, once the image's outputs are written.
+  // handed to on_top, when set, once the image's outputs (its settings record too) are written.
   std::optional<TopRequest> top;
   std::function<void(const InputJob&, std::vector<ClassScore> classes)> on_top;
   // When set, a model with a classifier runs every block, and each image's drawn maps and the
@@ -71,6 +71,9 @@ struct ProcessOptions {
   // --pca: <name>_pca.png, the first three principal components of the last layer's patch
   // features (every block then runs; core/pca.hpp, pca_fit.hpp). Images only.
   std::optional<PcaRequest> pca;
+  // The settings record each job writes last, as <name>_settings.txt (OutputSet::settings,
+  // job_record.hpp); empty: none.
+  std::string settings;
 };
 
 // True when the options ask for the token diagnostics (ProcessOptions says which ask).
@@ -79,7 +82,8 @@ bool needs_token_diagnostics(const ProcessOptions& options);
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
-// output_paths(job.output_base, written_outputs(model, options)), no other file.
+// output_paths(job.output_base, written_outputs(model, options)), no other file, as one commit
+// (job_record.hpp: the settings record last; after a failure none of them is left).
 void process_image(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options);
 

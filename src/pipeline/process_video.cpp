@@ -10,6 +10,7 @@
 #include "files/file_io.hpp"
 #include "tensors/npy.hpp"
 #include "video/video_reader.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -114,16 +115,9 @@ std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const 
   }
 }
 
-}  // namespace
-
-fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
-
-void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
-                   const VideoOptions& video) {
-  check_view(model, options.view, "the model");
-  OutputSet outputs = written_outputs(model, options);
-  outputs.video_extension = io::extension(video.codec);
-  prepare_output_path(out_dir, job, outputs);
+// The video's outputs but its settings record (process_video's commit writes that).
+void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions& options, const VideoOptions& video,
+                const OutputSet& outputs) {
   const std::string source = io::display(job.input);
 
   io::VideoReader reader(job.input, options.max_pixels);
@@ -202,6 +196,19 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
     io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);
   }
   writer->commit();  // last: when the video exists, the rest does too
+}
+
+}  // namespace
+
+fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
+
+void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
+                   const VideoOptions& video) {
+  check_view(model, options.view, "the model");
+  OutputSet outputs = written_outputs(model, options);
+  outputs.video_extension = io::extension(video.codec);
+  prepare_output_path(out_dir, job, outputs);
+  commit_job(job, outputs, [&] { draw_video(job, model, options, video, outputs); });
 }
 
 }  // namespace vitattn::pipeline
