@@ -202,7 +202,8 @@ class BatchFiles(TmpCase):
 
 class SettingsAndSharedFolders(TmpCase):
     """--skip-existing against the settings that made the outputs (each image's
-    <name>_settings.txt: the model by content, the options that change outputs)."""
+    <name>_settings.txt: the model by content, the options that change outputs), and two
+    batches into one folder at the same time."""
     tmp_prefix = "vitattn-batch-settings-"
 
     def photos(self, folder, n, prefix, seed=0):
@@ -246,6 +247,31 @@ class SettingsAndSharedFolders(TmpCase):
         err = self.run_ok("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out)
         self.assertIn("4 redone (made with other settings)", err)
         self.assertNotEqual((out / "p00_settings.txt").read_bytes(), fresh["p00_settings.txt"])
+
+    def test_two_batches_at_once_into_one_folder_are_both_in_the_batch_files(self):
+        a, b, out = self.photos("a", 17, "a"), self.photos("b", 17, "b", seed=100), self.dir / "conc"
+        env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
+        draw = [BIN, "--model", str(MODEL), "--top", "3", "--report", "-o", str(out)]
+        procs = [subprocess.Popen([*draw, str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env=env) for folder in (a, b)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            check_sanitizers(["a batch"], err)
+            self.assertEqual(p.returncode, 0, err)
+        got = tree(out)
+        names = [f"{x}{i:02d}" for x in "ab" for i in range(17)]
+        self.assertEqual(sorted(n for n in got if n.endswith("_attn.png")), [f"{n}_attn.png" for n in names])
+        # predictions.csv: the header, then each image's own rows (its part), every image once.
+        rows = got["predictions.csv"].decode().splitlines()
+        self.assertEqual(rows[0], "file,rank,class,label,probability")
+        parts = [line for n in names for line in got[f"{n}_predictions.csv"].decode().splitlines()[1:]]
+        self.assertEqual(len(parts), 3 * 34)
+        self.assertEqual(sorted(rows[1:]), sorted(parts))
+        index = got["index.html"].decode()
+        self.assertEqual(index.count('class="card"'), 34)
+        for n in names:
+            self.assertIn(f'href="{n}_report.html"', index)
+        self.assertFalse((out / ".vitattn-batch-files.lock").exists(), "the lock file is left behind")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 // A job's outputs as one commit (the settings record written last, everything removed when the
-// job fails), what counts as done, and the batch files gathered from the done images only.
+// job fails), what counts as done, and the batch files gathered from the done images only,
+// under a lock shared with other batches into the same folder.
 #include "pipeline/job_record.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
@@ -130,6 +134,61 @@ TEST(BatchFiles, OnlyTheDoneImagesPartsAreGathered) {
   const BatchFilesWritten w = write_batch_files(out, jobs, outputs);
   EXPECT_TRUE(w.errors.empty());
   EXPECT_EQ(read(out / "predictions.csv"), std::string(kHeader) + "\na,1,3,cat,0.9\n");
+  EXPECT_FALSE(fs::exists(out / ".vitattn-batch-files.lock")) << "the lock file is left behind";
+}
+
+TEST(BatchFiles, OtherBatchesInTheFolderFollowByPath) {
+  // This batch: z then a (input order). Another batch with the same settings drew m and sub/k;
+  // a third with other settings drew q. The file: this batch's rows in its order, then the
+  // other batch's by path; q's never.
+  test::TempDir d;
+  const fs::path out = d / "out";
+  const OutputSet outputs = top_outputs("now\n");
+  for (const char* name : {"z", "a", "m", "sub/k"}) drawn(out / name, name, "now\n");
+  drawn(out / "q", "q", "before\n");
+  const std::vector<InputJob> jobs{{d / "z.png", out / "z"}, {d / "a.png", out / "a"}};
+  write_batch_files(out, jobs, outputs);
+  EXPECT_EQ(read(out / "predictions.csv"),
+            std::string(kHeader) + "\nz,1,3,cat,0.9\na,1,3,cat,0.9\nm,1,3,cat,0.9\nsub/k,1,3,cat,0.9\n");
+}
+
+TEST(BatchFiles, AnotherBatchsGatheringIsWaitedFor) {
+  // Another batch into the folder holds the lock (it is between gathering and renaming):
+  // this one gathers only once it is let go, so it sees what the other finished.
+  test::TempDir d;
+  const fs::path out = d / "out";
+  const OutputSet outputs = top_outputs("now\n");
+  drawn(out / "a", "a", "now\n");
+  std::optional<io::LockFile> other(std::in_place, out / ".vitattn-batch-files.lock");
+  std::thread batch([&] { write_batch_files(out, {{d / "a.png", out / "a"}}, outputs); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(fs::exists(out / "predictions.csv")) << "written while another batch held the lock";
+  drawn(out / "b", "b", "now\n");  // the other batch's image, finished before it let go
+  other.reset();
+  batch.join();
+  EXPECT_EQ(read(out / "predictions.csv"), std::string(kHeader) + "\na,1,3,cat,0.9\nb,1,3,cat,0.9\n");
+}
+
+TEST(LockFile, ASecondHolderWaitsAndNoFileIsLeft) {
+  test::TempDir d;
+  const fs::path lock = d / ".lock";
+  std::atomic<int> step{0};
+  std::optional<io::LockFile> first(std::in_place, lock);
+  std::thread second([&] {
+    const io::LockFile l(lock);  // waits for the first
+    EXPECT_EQ(step.load(), 1) << "got the lock while the first held it";
+    step = 2;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(step.load(), 0);
+  step = 1;
+  first.reset();
+  second.join();
+  EXPECT_EQ(step.load(), 2);
+  EXPECT_FALSE(fs::exists(lock));
+  fs::create_symlink(d / "elsewhere", lock);  // never made through a link
+  EXPECT_THROW(io::LockFile{lock}, Error);
+  EXPECT_FALSE(fs::exists(d / "elsewhere"));
 }
 
 }  // namespace
