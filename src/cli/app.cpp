@@ -235,6 +235,9 @@ void plan_jobs(const Options& o, ImageRun& r) {
   if (io::video_module_loads())  // else each video says it cannot be read, and why
     spdlog::info("videos are written as {}, without sound", io::describe(r.video.codec));
   if (o.report) spdlog::warn("--report: videos get no page (only images do)");
+  if (r.outputs.top)
+    spdlog::info("--top: a video's classes go frame by frame to <name>_predictions.csv (not printed, nor in {})",
+                 pipeline::predictions_name());
   if (o.faithfulness) spdlog::warn("--faithfulness: videos are not scored (only images are)");
   if (r.process.heads_csv) spdlog::warn("heads.csv: videos get no rows (only images do)");
   if (o.pca) spdlog::warn("--pca: videos get no PCA picture (only images do)");

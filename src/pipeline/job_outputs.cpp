@@ -83,6 +83,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
 std::vector<std::string> video_output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{"_attn" + outputs.video_extension};
   if (outputs.save_attention) s.push_back("_cls.npy");
+  if (outputs.top) s.push_back(batch_file(&OutputSet::top).part_suffix);  // its classes frame by frame
   if (!outputs.settings.empty()) s.push_back(settings_suffix());
   return s;
 }

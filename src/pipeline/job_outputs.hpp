@@ -105,8 +105,10 @@ const BatchFile& batch_file(bool OutputSet::*on);
 std::vector<std::string> output_suffixes(const OutputSet& outputs);
 
 // A video job's suffixes: the attention video "_attn.mp4" (or .avi) first, then with
-// save_attention "_cls.npy", the per-frame maps, and the settings record last. (--frames-dir's
-// PNGs go to a folder beside them and are not counted: --skip-existing looks at the video.)
+// save_attention "_cls.npy", the per-frame maps, with top "_predictions.csv", the classes frame
+// by frame (a "frame" column: no part of predictions.csv, which lists images), and the settings
+// record last. (--frames-dir's PNGs go to a folder beside them and are not counted:
+// --skip-existing looks at the video.)
 std::vector<std::string> video_output_suffixes(const OutputSet& outputs);
 
 // output_base + every suffix (a video job's when `video`).

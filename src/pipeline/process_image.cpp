@@ -417,12 +417,14 @@ std::vector<ClassScore> process(const InputJob& job, const VitModel& model, cons
 }  // namespace
 
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                 InputGrid* grid) {
+                                 InputGrid* grid, RowVector* logits) {
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  const bool classify = logits && model.w_head.size() > 0;
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
-  const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, false, g.grid_h, g.grid_w);
+  const Attended attended = attend_steps(model, x, options, nullptr, classify, options.clean, false, g.grid_h, g.grid_w);
+  if (classify) *logits = attended.result.logits;
   return named_maps(model, attended, options, g.grid_h, g.grid_w);
 }
 

@@ -97,9 +97,11 @@ struct NamedMap {
 // The steps of process_image after decoding, for callers that decode themselves (a video's
 // frames, process_video.hpp): the same functions, so a frame's map is the image path's.
 // bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, one per head with --head
-// all, or one per method and class. `grid`, when given, is told the input's grid.
+// all, or one per method and class. `grid`, when given, is told the input's grid. `logits`,
+// when given and the model has a classifier, receives its logits (1, n_classes) from the same
+// forward (every block then runs), as process_image's --top reads them.
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                 InputGrid* grid = nullptr);
+                                 InputGrid* grid = nullptr, RowVector* logits = nullptr);
 // The page process_image writes as <name>_report.html (options.report must be set), for an
 // image already decoded (bgr (H, W) 8-bit), as bytes: the same steps, from one place. name:
 // the file name the page shows; source: the input as errors name it.
