@@ -49,6 +49,7 @@
 #include "run_log.hpp"
 #include "scale_out.hpp"
 #include "serve_command.hpp"
+#include "settings_record.hpp"
 #include "standard_output.hpp"
 #include "top_classes.hpp"
 
@@ -190,7 +191,8 @@ struct ImageRun {
   // The whole batch's jobs, in input order, when this process writes the batch files (not
   // under --shard): they are gathered from these jobs' parts (pipeline/batch_files.hpp).
   std::vector<pipeline::InputJob> batch_jobs;
-  std::size_t total = 0, videos = 0, skipped = 0;  // for the summary: planned, of them videos, already done
+  std::size_t total = 0, videos = 0;  // for the summary: planned, of them videos
+  SkipCounts skips;                   // --skip-existing: already done, and drawn again (other settings)
   bool pca_batch = false;  // --pca-fit batch: a fitting pass over the whole batch before the jobs (fit_batch_pca)
 };
 
@@ -252,6 +254,9 @@ void plan_jobs(const Options& o, ImageRun& r) {
   if (io::video_module_loads())  // else each video says it cannot be read, and why
     spdlog::info("videos are written as {}, without sound", io::describe(r.video.codec));
   if (o.report) spdlog::warn("--report: videos get no page (only images do)");
+  if (r.outputs.top)
+    spdlog::info("--top: a video's classes go frame by frame to <name>_predictions.csv (not printed, nor in {})",
+                 pipeline::predictions_name());
   if (o.faithfulness) spdlog::warn("--faithfulness: videos are not scored (only images are)");
   if (r.process.heads_csv) spdlog::warn("heads.csv: videos get no rows (only images do)");
   if (o.pca) spdlog::warn("--pca: videos get no PCA picture (only images do)");
@@ -364,9 +369,12 @@ ImageRun plan_run(const Options& o) {
   if (o.report && o.top > 10 && r.model.w_head.size() > 0)
     spdlog::warn("--report --top {}: each page holds the class-specific maps of {} classes, one backward pass a class",
                  o.top, std::min<long>(o.top, static_cast<long>(r.model.w_head.rows())));
+  r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
+  // Each job's record of what made its outputs (settings_record.hpp): a batch's only.
+  if (r.batch)
+    r.process.settings = settings_record(o.recorded, opened.file.empty() ? std::nullopt : std::optional(opened.file));
   r.outputs = pipeline::written_outputs(r.model, r.process);
   r.video = video_options(o);
-  r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
   if (r.batch) plan_jobs(o, r);
   if (o.pca) choose_pca_fit(o, r);
   return r;
@@ -422,7 +430,12 @@ void select_jobs(const Options& o, ImageRun& r, RunLog* log) {
   r.total = r.plan.jobs.size();
   r.videos = static_cast<std::size_t>(std::count_if(r.plan.jobs.begin(), r.plan.jobs.end(),
                                                     [](const pipeline::InputJob& j) { return j.video; }));
-  r.skipped = o.skip_existing ? drop_finished_jobs_logged(r.plan, r.outputs, log) : 0;
+  if (!o.skip_existing) return;
+  const pipeline::FinishedJobs finished = drop_finished_jobs_logged(r.plan, r.outputs, log);
+  r.skips = {finished.done, finished.redone.size()};
+  for (const pipeline::InputJob& job : finished.redone)
+    spdlog::debug("{}: drawn again: its outputs are there, but {} is missing or holds other settings",
+                  io::display(job.input), io::display(pipeline::with_suffix(job.output_base, pipeline::settings_suffix().c_str())));
 }
 
 // One job on a worker: an image, or a video with its frames counted on the progress bar.
@@ -511,11 +524,11 @@ int report_run(const Options& o, const ImageRun& r, const BatchResult& result, d
   const bool batch_files_written = write_batch_files(o, r);
   if (const int sig = InterruptGuard::signal_received()) {
     if (log) log->not_started(r.plan.jobs, result.not_started, fmt::format("the run was interrupted by {}", signal_name(sig)));
-    spdlog::warn("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, sig));
+    spdlog::warn("{}", batch_summary(r.total, r.videos, r.skips, result, seconds, out, sig));
     return exit_status_for_signal(sig);
   }
   if (log && result.not_started > 0) log->not_started(r.plan.jobs, result.not_started, "the model's weights were lost");
-  spdlog::info("{}", batch_summary(r.total, r.videos, r.skipped, result, seconds, out, 0));
+  spdlog::info("{}", batch_summary(r.total, r.videos, r.skips, result, seconds, out, 0));
   const bool log_written = !log || !log->failed();
   return result.failed || result.not_started || !r.plan.errors.empty() || !batch_files_written || !log_written ||
                  standard_output_has_failed()
@@ -634,6 +647,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options,
       check_scale_out(app, options.scale_out);
     }
     options.model.img_size_given = app.count("--img-size") > 0;
+    options.recorded = recorded_options(app);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
     // One line, like every other error, instead of CLI11's message and usage.

@@ -65,9 +65,11 @@ static std::string count_inputs(std::size_t total, std::size_t videos) {
   return io::counted(total - videos, "image", "images") + " and " + io::counted(videos, "video", "videos");
 }
 
-std::string batch_summary(std::size_t total, std::size_t videos, std::size_t skipped, const BatchResult& r,
+std::string batch_summary(std::size_t total, std::size_t videos, SkipCounts skips, const BatchResult& r,
                           double seconds, const std::string& out, int signal) {
-  const std::string skip = skipped ? fmt::format(", {} skipped (already done)", skipped) : std::string();
+  const std::string skip =
+      (skips.skipped ? fmt::format(", {} skipped (already done)", skips.skipped) : std::string()) +
+      (skips.redone ? fmt::format(", {} redone (made with other settings)", skips.redone) : std::string());
   if (signal != 0)
     return fmt::format("interrupted by {} after {:.2f} s: {} of {} written to {}, {} failed, {} not started{}",
                        signal_name(signal), seconds, r.written, count_inputs(total, videos), out, r.failed,

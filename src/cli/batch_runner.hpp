@@ -25,11 +25,19 @@ BatchResult run_batch(const std::vector<pipeline::InputJob>& jobs, int workers,
                       const std::function<void(const pipeline::InputJob&)>& work, Progress& progress,
                       const std::function<bool()>& stop = {}, const JobDone& done = {});
 
+// What --skip-existing found: inputs passed over, and inputs drawn again although their outputs
+// were there (made with other settings, pipeline/job_record.hpp).
+struct SkipCounts {
+  std::size_t skipped = 0;
+  std::size_t redone = 0;
+};
+
 // The closing line: "<n> images in <t> s: <w> written to <out>[, <f> failed][, <s> skipped
-// (already done)]", or, after a signal, "interrupted by SIGINT after <t> s: <w> of <n>
-// images written to <out>, <f> failed, <k> not started[, <s> skipped (already done)]".
-// `total` counts the skipped inputs too, and `videos` of them are videos ("2 images and 1 video").
-std::string batch_summary(std::size_t total, std::size_t videos, std::size_t skipped, const BatchResult& result, double seconds,
-                          const std::string& out, int signal);
+// (already done)][, <r> redone (made with other settings)]", or, after a signal, "interrupted
+// by SIGINT after <t> s: <w> of <n> images written to <out>, <f> failed, <k> not started[, …
+// skipped …][, … redone …]". `total` counts the skipped inputs too, and `videos` of them are
+// videos ("2 images and 1 video"); the redone ones are among the written or failed.
+std::string batch_summary(std::size_t total, std::size_t videos, SkipCounts skips, const BatchResult& result,
+                          double seconds, const std::string& out, int signal);
 
 }  // namespace vitattn::cli

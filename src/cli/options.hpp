@@ -16,6 +16,7 @@
 #include "pipeline/process_image.hpp"
 #include "model/vit_loader.hpp"
 #include "scale_out.hpp"
+#include "settings_record.hpp"
 
 namespace vitattn::cli {
 
@@ -86,6 +87,9 @@ struct Options {
   int every = 1;                     // --every N
   std::int64_t max_frames = 0;       // --max-frames M; 0: all
   std::optional<double> smooth;      // --smooth A: EMA weight of the newest map
+  // The options given that may change an output's bytes, as written: for each job's settings
+  // record (settings_record.hpp).
+  std::vector<GivenOption> recorded;
 };
 
 // The option groups, each declared by one function on `app` and bound to its struct, with

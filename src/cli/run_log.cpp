@@ -116,10 +116,11 @@ void RunLog::not_started(const std::vector<pipeline::InputJob>& jobs, std::size_
   write(lines);
 }
 
-std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log) {
+pipeline::FinishedJobs drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs,
+                                                 RunLog* log) {
   if (!log) return pipeline::drop_finished_jobs(plan, outputs);
   const std::vector<pipeline::InputJob> before = plan.jobs;
-  const std::size_t dropped = pipeline::drop_finished_jobs(plan, outputs);
+  pipeline::FinishedJobs finished = pipeline::drop_finished_jobs(plan, outputs);
   // plan.jobs is now a subsequence of `before`: walk both to find what went.
   std::vector<pipeline::InputJob> done;
   std::size_t kept = 0;
@@ -128,7 +129,7 @@ std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline:
     else done.push_back(job);
   }
   log->already_done(done);
-  return dropped;
+  return finished;
 }
 
 }  // namespace vitattn::cli

@@ -59,6 +59,7 @@ class RunLog {
 };
 
 // pipeline::drop_finished_jobs, and a "skipped" line in `log` (when given) for each job it dropped.
-std::size_t drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs, RunLog* log);
+pipeline::FinishedJobs drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs,
+                                                 RunLog* log);
 
 }  // namespace vitattn::cli

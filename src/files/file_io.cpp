@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -193,6 +194,28 @@ void write_file_atomic(const fs::path& path, const void* data, std::size_t size)
     ::unlink(tmp.c_str());
     fail(path, "cannot write: " + errno_text(err));
   }
+}
+
+LockFile::LockFile(const fs::path& path) : path_(path) {
+  for (;;) {
+    Fd f{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644)};
+    if (f.fd < 0) fail(path, "cannot make the lock file: " + errno_text(errno));
+    while (::flock(f.fd, LOCK_EX) != 0)
+      if (errno != EINTR) fail(path, "cannot lock: " + errno_text(errno));
+    // The holder before us removes the file as it lets go: ours must still be the one at `path`.
+    struct stat held {}, named {};
+    if (::fstat(f.fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      fd_ = f.fd;
+      f.fd = -1;
+      return;
+    }
+  }
+}
+
+LockFile::~LockFile() {
+  ::unlink(path_.c_str());  // before the lock goes: a waiter then finds the name gone, and retries
+  ::close(fd_);
 }
 
 TemporaryPath::TemporaryPath(const fs::path& path) : final_(path) {

@@ -41,6 +41,24 @@ class TemporaryPath {
   bool committed_ = false;
 };
 
+// An exclusive lock between processes, held for the object's life: flock(2) on a lock file at
+// `path`, made when missing (never through a symbolic link) and removed when the lock is
+// released, so that none is left behind. The constructor waits for the lock. Removing the file
+// while others wait on it is safe: a waiter that gets the lock of a file no longer at `path`
+// lets it go and locks the one there. On one machine's file systems; on a network file system
+// (NFS, Lustre, CephFS) flock may lock only on this client. Throws Error naming `path`.
+class LockFile {
+ public:
+  explicit LockFile(const std::filesystem::path& path);
+  ~LockFile();
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
 // The temporary name write_file_atomic uses: ".<name>.tmp-<pid>-<n>" in the same folder.
 bool is_temporary_name(const std::filesystem::path& path);
 

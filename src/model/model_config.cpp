@@ -109,9 +109,14 @@ void read_preprocessor(const json& p, const fs::path& file, ModelConfig& out) {
 
 }  // namespace
 
+std::vector<fs::path> model_config_files(const fs::path& dir) {
+  return {dir / "config.json", dir / "preprocessor_config.json"};
+}
+
 ModelConfig read_model_config(const fs::path& dir) {
   ModelConfig out;
-  const fs::path config = dir / "config.json", preprocessor = dir / "preprocessor_config.json";
+  const std::vector<fs::path> files = model_config_files(dir);
+  const fs::path &config = files[0], &preprocessor = files[1];
   if (const auto c = read_json(config)) {
     read_config(*c, config, out);
     out.sources = display(config);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/layers.hpp"
 
@@ -30,6 +31,9 @@ struct ModelConfig {
   std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std
   std::string sources;                        // the files read, for -v; empty when none was there
 };
+
+// The files read_model_config reads in `dir`, there or not: dir/config.json, dir/preprocessor_config.json.
+std::vector<std::filesystem::path> model_config_files(const std::filesystem::path& dir);
 
 // Reads dir/config.json and dir/preprocessor_config.json when present. Throws Error naming the
 // file when one is not JSON or a value has the wrong type or range.

@@ -16,6 +16,7 @@
 #include "files/file_io.hpp"
 #include "image/image_formats.hpp"
 #include "video/video_reader.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -210,15 +211,17 @@ BatchPlan plan_batch(const std::vector<fs::path>& inputs, const fs::path& out_di
 }
 
 bool job_finished(const InputJob& job, const OutputSet& outputs) {
-  const auto paths = output_paths(job.output_base, outputs, job.video);
-  return std::all_of(paths.begin(), paths.end(), [&](const fs::path& p) {
-    std::error_code ec;  // symlink_status: a link at an output name is not a finished output
-    return fs::is_regular_file(fs::symlink_status(p, ec));
-  });
+  return job_state(job.output_base, outputs, job.video) == JobState::done;
 }
 
-std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
-  return std::erase_if(plan.jobs, [&](const InputJob& job) { return job_finished(job, outputs); });
+FinishedJobs drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
+  FinishedJobs finished;
+  finished.done = std::erase_if(plan.jobs, [&](const InputJob& job) {
+    const JobState state = job_state(job.output_base, outputs, job.video);
+    if (state == JobState::stale) finished.redone.push_back(job);
+    return state == JobState::done;
+  });
+  return finished;
 }
 
 }  // namespace vitattn::pipeline

@@ -55,13 +55,19 @@ BatchPlan plan_batch(const std::vector<std::filesystem::path>& inputs, const std
 
 std::filesystem::path with_suffix(const std::filesystem::path& base, const char* suffix);
 
-// True when every output of `job` is there as a regular file (a symlink does not count):
-// outputs are written whole (temporary file, then rename), so an output that exists is complete.
+// True when the job is done (job_record.hpp): every output of `job` is there as a regular file
+// (a symlink does not count), its settings record last, and the record holds this run's
+// settings. Outputs are written whole (temporary file, then rename) and the record after them,
+// so a job whose record is there and right is complete.
 bool job_finished(const InputJob& job, const OutputSet& outputs);
 
-// --skip-existing: removes the jobs whose outputs are all there as regular files (a
-// symlink does not count), and returns how many. Outputs are written whole (temporary
-// file, then rename), so an output that exists is complete.
-std::size_t drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs);
+// --skip-existing: removes the jobs that are done (job_finished) and returns how many, with
+// the jobs it keeps although their outputs are all there: made with other settings, or with no
+// record of them (job_record.hpp's stale), so they are drawn again.
+struct FinishedJobs {
+  std::size_t done = 0;
+  std::vector<InputJob> redone = {};
+};
+FinishedJobs drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs);
 
 }  // namespace vitattn::pipeline

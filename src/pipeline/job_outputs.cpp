@@ -55,6 +55,8 @@ const BatchFile& batch_file(bool OutputSet::*on) {
 
 std::string pca_suffix() { return "_pca.png"; }
 
+std::string settings_suffix() { return "_settings.txt"; }
+
 std::string report_suffix() { return batch_file(&OutputSet::report).part_suffix; }
 
 std::string report_index_name() { return batch_file(&OutputSet::report).name; }
@@ -74,12 +76,15 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   if (outputs.pca) s.push_back(pca_suffix());
   for (const BatchFile& f : batch_files())  // each image's part of a batch file
     if (outputs.*f.on) s.push_back(f.part_suffix);
+  if (!outputs.settings.empty()) s.push_back(settings_suffix());
   return s;
 }
 
 std::vector<std::string> video_output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{"_attn" + outputs.video_extension};
   if (outputs.save_attention) s.push_back("_cls.npy");
+  if (outputs.top) s.push_back(batch_file(&OutputSet::top).part_suffix);  // its classes frame by frame
+  if (!outputs.settings.empty()) s.push_back(settings_suffix());
   return s;
 }
 
@@ -147,6 +152,7 @@ bool is_output_name(const fs::path& file) {
     every.save_attention = true;
     every.mask = true;
     every.pca = true;
+    every.settings = "any";
     for (const BatchFile& f : batch_files()) every.*f.on = true;
     for (const std::string& suffix : output_suffixes(every))
       if (ends_with(suffix)) return true;

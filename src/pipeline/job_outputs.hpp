@@ -32,6 +32,10 @@ struct OutputSet {
   bool pca = false;             // <name>_pca.png: the patch features' first three principal components (--pca)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = ".mp4";
+  // The settings that make these outputs' bytes, as the command line records them
+  // (cli/settings_record.hpp): each job writes them last, as <name>_settings.txt, and a job is
+  // done only when its record is this (job_record.hpp). Empty: no record is written nor asked for.
+  std::string settings{};
 };
 
 // "_report.html": one image's interactive page.
@@ -39,6 +43,9 @@ std::string report_suffix();
 
 // "_pca.png": one image's PCA feature map (always PNG: the colours are the data).
 std::string pca_suffix();
+
+// "_settings.txt": one job's record of the settings that made its outputs (job_record.hpp).
+std::string settings_suffix();
 
 // "index.html": a batch's gallery of report pages, in the output folder itself.
 std::string report_index_name();
@@ -91,13 +98,17 @@ const std::vector<BatchFile>& batch_files();
 // The row of batch_files() that `on` turns on (&OutputSet::top: predictions.csv).
 const BatchFile& batch_file(bool OutputSet::*on);
 
-// The suffixes a job writes after its output base, the overlay "_attn.png" (.jpg, .webp) first (written
-// last, so that when it exists the others do too).
+// The suffixes a job writes after its output base: the overlay "_attn.png" (.jpg, .webp) first,
+// the settings record "_settings.txt" (with `settings`) last. The record is written after all
+// the others, and the overlay after all the others but the record: when the record is there,
+// so is the rest.
 std::vector<std::string> output_suffixes(const OutputSet& outputs);
 
 // A video job's suffixes: the attention video "_attn.mp4" (or .avi) first, then with
-// save_attention "_cls.npy", the per-frame maps. (--frames-dir's PNGs go to a folder beside
-// them and are not counted: --skip-existing looks at the video.)
+// save_attention "_cls.npy", the per-frame maps, with top "_predictions.csv", the classes frame
+// by frame (a "frame" column: no part of predictions.csv, which lists images), and the settings
+// record last. (--frames-dir's PNGs go to a folder beside them and are not counted:
+// --skip-existing looks at the video.)
 std::vector<std::string> video_output_suffixes(const OutputSet& outputs);
 
 // output_base + every suffix (a video job's when `video`).

@@ -30,6 +30,17 @@ std::string predictions_csv(const std::vector<ImagePrediction>& predictions, con
   return csv;
 }
 
+std::string frame_predictions_csv(const std::filesystem::path& input, const std::vector<FramePrediction>& frames,
+                                  const io::ClassLabels& labels) {
+  std::string csv = "file,frame,rank,class,label,probability\n";
+  const std::string file = csv_field(input.string());
+  for (const FramePrediction& f : frames)
+    for (std::size_t r = 0; r < f.top.size(); ++r)
+      csv += fmt::format("{},{},{},{},{},{:.9g}\n", file, f.frame, r + 1, f.top[r].index,
+                         csv_field(labels.label(f.top[r].index)), f.top[r].probability);
+  return csv;
+}
+
 void write_predictions(const std::filesystem::path& path, const std::vector<ImagePrediction>& predictions,
                        const io::ClassLabels& labels) {
   const std::string csv = predictions_csv(predictions, labels);

@@ -18,6 +18,7 @@
 #include "tensors/npy.hpp"
 #include "class_maps.hpp"
 #include "heads_part.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -370,7 +371,9 @@ void write_overlays(const InputJob& job, const std::vector<cv::Mat>& overlays, c
                      options.format);
 }
 
-void process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
+// Writes the job's outputs but its settings record; returns its top classes (with --top and a
+// classifier, else none) for on_top, once the record is written too.
+std::vector<ClassScore> process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const InputGrid g = input_grid(bgr, model, view);
@@ -412,18 +415,20 @@ void process(const InputJob& job, const VitModel& model, const ProcessOptions& o
                       options.top->labels);
   }
   write_overlays(job, overlays, named, options);
-  if (classify && options.top && options.on_top) options.on_top(job, std::move(classes));
+  return classes;
 }
 
 }  // namespace
 
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                 InputGrid* grid) {
+                                 InputGrid* grid, RowVector* logits) {
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
+  const bool classify = logits && model.w_head.size() > 0;
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
-  const Attended attended = attend_steps(model, x, options, nullptr, false, options.clean, false, g.grid_h, g.grid_w);
+  const Attended attended = attend_steps(model, x, options, nullptr, classify, options.clean, false, g.grid_h, g.grid_w);
+  if (classify) *logits = attended.result.logits;
   return named_maps(model, attended, options, g.grid_h, g.grid_w);
 }
 
@@ -502,6 +507,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
   outputs.heads = options.heads_csv;
   outputs.pca = options.pca.has_value();
+  outputs.settings = options.settings;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
   // one per map when several methods or classes are.
   const std::vector<MapSlot> slots = map_slots(options.view, model.n_heads);
@@ -515,7 +521,9 @@ void process_image(const fs::path& out_dir, const InputJob& job, const VitModel&
   check_view(model, options.view, "the model");
   const OutputSet outputs = written_outputs(model, options);
   prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed
-  process(job, model, options);
+  std::vector<ClassScore> classes;
+  commit_job(job, outputs, [&] { classes = process(job, model, options); });
+  if (!classes.empty() && options.on_top) options.on_top(job, std::move(classes));
 }
 
 }  // namespace vitattn::pipeline

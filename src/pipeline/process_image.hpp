@@ -52,7 +52,7 @@ struct ProcessOptions {
   std::function<void(const InputJob&, const InputGrid&)> on_grid;  // told each image's grid, when set
   // When set, a model with a classifier runs every block, and each image's top.k classes are
   // written as its part of predictions.csv (<name>_predictions.csv, before the overlay) and
-  // handed to on_top, when set, once the image's outputs are written.
+  // handed to on_top, when set, once the image's outputs (its settings record too) are written.
   std::optional<TopRequest> top;
   std::function<void(const InputJob&, std::vector<ClassScore> classes)> on_top;
   // When set, a model with a classifier runs every block, and each image's drawn maps are scored
@@ -73,6 +73,9 @@ struct ProcessOptions {
   // --pca: <name>_pca.png, the first three principal components of the last layer's patch
   // features (every block then runs; core/pca.hpp, pca_fit.hpp). Images only.
   std::optional<PcaRequest> pca;
+  // The settings record each job writes last, as <name>_settings.txt (OutputSet::settings,
+  // job_record.hpp); empty: none.
+  std::string settings;
 };
 
 // True when the options ask for the token diagnostics (ProcessOptions says which ask).
@@ -81,7 +84,8 @@ bool needs_token_diagnostics(const ProcessOptions& options);
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
-// output_paths(job.output_base, written_outputs(model, options)), no other file.
+// output_paths(job.output_base, written_outputs(model, options)), no other file, as one commit
+// (job_record.hpp: the settings record last; after a failure none of them is left).
 void process_image(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options);
 
@@ -98,9 +102,11 @@ struct NamedMap {
 // The steps of process_image after decoding, for callers that decode themselves (a video's
 // frames, process_video.hpp): the same functions, so a frame's map is the image path's.
 // bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, one per head with --head
-// all, or one per method and class. `grid`, when given, is told the input's grid.
+// all, or one per method and class. `grid`, when given, is told the input's grid. `logits`,
+// when given and the model has a classifier, receives its logits (1, n_classes) from the same
+// forward (every block then runs), as process_image's --top reads them.
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
-                                 InputGrid* grid = nullptr);
+                                 InputGrid* grid = nullptr, RowVector* logits = nullptr);
 // The page process_image writes as <name>_report.html (options.report must be set), for an
 // image already decoded (bgr (H, W) 8-bit), as bytes: the same steps, from one place. name:
 // the file name the page shows; source: the input as errors name it.

@@ -10,6 +10,7 @@
 #include "files/file_io.hpp"
 #include "tensors/npy.hpp"
 #include "video/video_reader.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
@@ -102,28 +103,21 @@ void make_frames_folder(const fs::path& dir, const InputJob& job) {
 }
 
 // One frame's maps (the class-specific ones for the frame's own top-1 class unless classes are
-// given); the core's errors name no file (activations that became non-finite): the
-// video's and the frame's.
+// given) and, when `logits` is given, the classifier's logits; the core's errors name no file
+// (activations that became non-finite): the video's and the frame's.
 std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const ProcessOptions& options, InputGrid& grid,
-                                 const std::string& source) {
+                                 const std::string& source, RowVector* logits) {
   try {
-    return image_maps(d.bgr, model, options, &grid);
+    return image_maps(d.bgr, model, options, &grid, logits);
   } catch (const Error& e) {
     if (e.subject()) throw;  // a chosen value: the caller says it with its option
     throw Error(fmt::format("{}: frame {}: {}", source, d.index, e.what()));
   }
 }
 
-}  // namespace
-
-fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
-
-void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
-                   const VideoOptions& video) {
-  check_view(model, options.view, "the model");
-  OutputSet outputs = written_outputs(model, options);
-  outputs.video_extension = io::extension(video.codec);
-  prepare_output_path(out_dir, job, outputs);
+// The video's outputs but its settings record (process_video's commit writes that).
+void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions& options, const VideoOptions& video,
+                const OutputSet& outputs) {
   const std::string source = io::display(job.input);
 
   io::VideoReader reader(job.input, options.max_pixels);
@@ -145,6 +139,7 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
   std::vector<float> saved;  // the drawn maps, frame after frame: (frames, [n_maps,] grid_h, grid_w)
   std::vector<std::uint64_t> map_shape;  // (frames, [n_maps,] grid_h, grid_w), set at the first frame
   std::int64_t n_drawn = 0;
+  std::vector<FramePrediction> classes;  // with --top: each drawn frame's, in order
   {
     std::jthread decoder([&] { decode_frames(reader, video, decoded, decode_end); });
     std::jthread encoder(
@@ -155,7 +150,9 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
       for (std::optional<Decoded> d; (d = decoded.pop());) {
         if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
         InputGrid grid;
-        const std::vector<NamedMap> named = frame_maps(*d, model, options, grid, source);
+        RowVector logits;
+        const std::vector<NamedMap> named = frame_maps(*d, model, options, grid, source, outputs.top ? &logits : nullptr);
+        if (outputs.top) classes.push_back({d->index, top_classes(logits, options.top->k)});
         std::vector<Matrix> maps;
         for (const NamedMap& m : named) maps.push_back(m.map);
         if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);
@@ -201,7 +198,24 @@ void process_video(const fs::path& out_dir, const InputJob& job, const VitModel&
     map_shape.front() = static_cast<std::uint64_t>(n_drawn);  // n_drawn > 0 (checked above), so map_shape is set
     io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);
   }
+  if (outputs.top) {
+    const std::string csv = frame_predictions_csv(job.input, classes, options.top->labels);
+    io::write_file_atomic(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), csv.data(), csv.size());
+  }
   writer->commit();  // last: when the video exists, the rest does too
+}
+
+}  // namespace
+
+fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
+
+void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
+                   const VideoOptions& video) {
+  check_view(model, options.view, "the model");
+  OutputSet outputs = written_outputs(model, options);
+  outputs.video_extension = io::extension(video.codec);
+  prepare_output_path(out_dir, job, outputs);
+  commit_job(job, outputs, [&] { draw_video(job, model, options, video, outputs); });
 }
 
 }  // namespace vitattn::pipeline

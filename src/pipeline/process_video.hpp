@@ -36,7 +36,8 @@ std::filesystem::path frames_folder(const InputJob& job);
 // gives the frames decoded before the damage and a warning through options.damage (an Error
 // with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
 // true) for written_outputs(model, options) with outputs.video_extension = extension(video.codec),
-// the video last, and with frames_dir the frames' PNGs.
+// the video last but the settings record (one commit: job_record.hpp), and with frames_dir
+// the frames' PNGs.
 void process_video(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
                    const ProcessOptions& options, const VideoOptions& video);
 

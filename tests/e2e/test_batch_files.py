@@ -8,6 +8,7 @@ The one-machine run is the oracle: its tree is compared file by file with each o
 doing the same batch. Uses the bundled CIFAR-10 model (models/), which has a classifier.
 Environment: VITATTN_BIN.
 """
+import json
 import os
 import shutil
 import signal
@@ -134,6 +135,60 @@ class BatchFiles(TmpCase):
         self.assertIn("16 skipped", self.err)
         self.assert_whole(got, "four shards at once, then the final step")
 
+    def interrupt_midway(self, out, *extra):
+        """Runs the batch into `out` with `extra` options at -j 1 and stops it with SIGTERM
+        after three images; returns the log's lines ({path: status})."""
+        log = self.dir / "interrupted.jsonl"
+        env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
+        p = subprocess.Popen([BIN, *map(str, DRAW), str(self.src), "-o", str(out), "-j", "1", "--log-json", str(log),
+                              *map(str, extra)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=env, preexec_fn=default_sigint)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            if log.exists() and log.read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.002)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        check_sanitizers(["interrupted run"], err)
+        self.assertEqual(p.returncode, 143, f"the run was to be stopped by SIGTERM midway\n{err}")
+        return {json.loads(line)["path"]: json.loads(line)["status"] for line in log.read_text().splitlines()}
+
+    def test_an_image_that_failed_is_in_no_batch_file(self):
+        # The batch again into the same folder after an image became unreadable: that image
+        # failed in this run, so neither its part from the earlier run nor anything else of it is left.
+        shutil.copytree(self.dir / "whole", self.dir / "again")
+        (self.src / "img03.png").write_bytes(b"\x89PNG\r\n\x1a\nno longer an image")
+        got = self.draw("again", expect=1)
+        self.assertIn("img03.png", self.err)
+        self.assertEqual([name for name in got if name.startswith("img03_")], [], "the failed image left files")
+        rows = got["predictions.csv"].decode().splitlines()
+        self.assertEqual(rows, [r for r in self.whole["predictions.csv"].decode().splitlines() if "img03" not in r])
+        self.assertEqual(len(rows), 1 + 2 * 15)
+        self.assertNotIn("img03_report.html", got["index.html"].decode())
+        self.assertEqual(got["index.html"].decode().count('class="card"'), 15)
+
+    def test_an_interrupted_run_with_other_settings_gathers_only_the_images_it_finished(self):
+        # Over the whole batch's outputs, a run with another --layer is stopped midway: the
+        # images it did not draw keep parts made with the earlier settings, which its batch
+        # files must not gather (nor may a later --skip-existing pass them over).
+        shutil.copytree(self.dir / "whole", self.dir / "again")
+        status = self.interrupt_midway(self.dir / "again", "--layer", "0")
+        finished = [Path(path).name for path, s in status.items() if s == "ok"]
+        self.assertTrue(0 < len(finished) < 16, f"{len(finished)} of 16 finished: nothing to check")
+        listed = {row.split(",")[0] for row in (self.dir / "again" / "predictions.csv").read_text().splitlines()[1:]}
+        self.assertEqual(sorted(Path(f).name for f in listed), sorted(finished),
+                         "predictions.csv lists images this run did not finish")
+        index = (self.dir / "again" / "index.html").read_text()
+        self.assertEqual(index.count('class="card"'), len(finished), "index.html links pages of other settings")
+        got = self.draw("again", "--layer", "0", "--skip-existing")
+        self.assertIn(f"{len(finished)} skipped (already done), {16 - len(finished)} redone (made with other settings)",
+                      self.err)
+        fresh = self.draw("fresh", "--layer", "0")
+        self.assertEqual(sorted(got), sorted(fresh))
+        for name, data in fresh.items():
+            self.assertEqual(got[name], data, f"resumed with --layer 0: {name} differs from one run with it")
+
     def test_shards_in_their_own_folders_copied_together(self):
         # Object storage: each task writes its own folder, the folders are copied into one.
         merged = self.dir / "merged"
@@ -143,6 +198,80 @@ class BatchFiles(TmpCase):
         got = self.draw("merged", "--skip-existing")
         self.assertIn("16 skipped", self.err)
         self.assert_whole(got, "two shards' folders copied together, then the final step")
+
+
+class SettingsAndSharedFolders(TmpCase):
+    """--skip-existing against the settings that made the outputs (each image's
+    <name>_settings.txt: the model by content, the options that change outputs), and two
+    batches into one folder at the same time."""
+    tmp_prefix = "vitattn-batch-settings-"
+
+    def photos(self, folder, n, prefix, seed=0):
+        for i in range(n):
+            self.write(f"{folder}/{prefix}{i:02d}.png", photo_like(60, 80, seed=seed + i))
+        return self.dir / folder
+
+    def run_ok(self, *args, expect=0):
+        rc, _, err = run(*args)
+        self.assertEqual(rc, expect, err)
+        return err
+
+    def test_skip_existing_redoes_outputs_made_with_other_settings(self):
+        images, out = self.photos("images", 4, "p"), self.dir / "out"
+        self.run_ok(images, "-o", out)  # the seeded model
+        settings = ["--model", MODEL, "--layer", "3", "--colormap", "inferno"]
+        err = self.run_ok(*settings, "--skip-existing", images, "-o", out)
+        self.assertIn("4 written", err)
+        self.assertIn("4 redone (made with other settings)", err)
+        self.assertNotIn("skipped", err)
+        self.run_ok(*settings, images, "-o", self.dir / "fresh")
+        fresh = tree(self.dir / "fresh")
+        self.assertEqual(tree(out), fresh, "redone: every file as one run with these settings writes it")
+        self.assertIn("--layer 3\n", fresh["p00_settings.txt"].decode())
+        # The same settings: done. -j, -v, --log-json, --shard and the option order change no record.
+        err = self.run_ok("--colormap", "inferno", "--model", MODEL, "--layer", "3", "--skip-existing", "-j", "1", "-v",
+                          "--log-json", self.dir / "log.jsonl", images, "-o", out)
+        self.assertIn("4 skipped (already done)", err)
+        self.assertNotIn("redone", err)
+        err = self.run_ok(*settings, "--skip-existing", "--shard", "1/1", images, "-o", out)
+        self.assertIn("4 skipped (already done)", err)
+        # The model by its content: the same bytes elsewhere are the same model, one byte changed is another.
+        moved = self.dir / "elsewhere" / "m.safetensors"
+        moved.parent.mkdir()
+        shutil.copyfile(MODEL, moved)
+        err = self.run_ok("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out)
+        self.assertIn("4 skipped (already done)", err)
+        data = bytearray(moved.read_bytes())
+        data[-1] ^= 0x01  # the last weight's lowest bits
+        moved.write_bytes(bytes(data))
+        err = self.run_ok("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out)
+        self.assertIn("4 redone (made with other settings)", err)
+        self.assertNotEqual((out / "p00_settings.txt").read_bytes(), fresh["p00_settings.txt"])
+
+    def test_two_batches_at_once_into_one_folder_are_both_in_the_batch_files(self):
+        a, b, out = self.photos("a", 17, "a"), self.photos("b", 17, "b", seed=100), self.dir / "conc"
+        env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
+        draw = [BIN, "--model", str(MODEL), "--top", "3", "--report", "-o", str(out)]
+        procs = [subprocess.Popen([*draw, str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env=env) for folder in (a, b)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            check_sanitizers(["a batch"], err)
+            self.assertEqual(p.returncode, 0, err)
+        got = tree(out)
+        names = [f"{x}{i:02d}" for x in "ab" for i in range(17)]
+        self.assertEqual(sorted(n for n in got if n.endswith("_attn.png")), [f"{n}_attn.png" for n in names])
+        # predictions.csv: the header, then each image's own rows (its part), every image once.
+        rows = got["predictions.csv"].decode().splitlines()
+        self.assertEqual(rows[0], "file,rank,class,label,probability")
+        parts = [line for n in names for line in got[f"{n}_predictions.csv"].decode().splitlines()[1:]]
+        self.assertEqual(len(parts), 3 * 34)
+        self.assertEqual(sorted(rows[1:]), sorted(parts))
+        index = got["index.html"].decode()
+        self.assertEqual(index.count('class="card"'), 34)
+        for n in names:
+            self.assertIn(f'href="{n}_report.html"', index)
+        self.assertFalse((out / ".vitattn-batch-files.lock").exists(), "the lock file is left behind")
 
 
 if __name__ == "__main__":

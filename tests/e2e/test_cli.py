@@ -177,7 +177,8 @@ class Cli(TmpCase):
         self.assertNotIn("notes.txt", err, "non-images in a folder are skipped quietly")
         self.assertIn("empty.png: file is empty", err)
         self.assertIn("truncated.jpg: JPEG data is truncated", err)
-        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["good1_attn.png", "good2_attn.png"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["good1_attn.png", "good1_settings.txt", "good2_attn.png",
+                                                                        "good2_settings.txt"])
         self.no_temporaries(self.dir / "out")
 
     def test_files_named_directly_are_tried_and_explained(self):
@@ -246,7 +247,8 @@ class Cli(TmpCase):
         self.write("in/cat.png", photo_like(50, 60, 2))
         rc, _, err = run("in", "-o", "out", cwd=self.dir)
         self.assertEqual(rc, 0, err)
-        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["cat_jpg_attn.png", "cat_png_attn.png"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["cat_jpg_attn.png", "cat_jpg_settings.txt",
+                                                                        "cat_png_attn.png", "cat_png_settings.txt"])
         self.assertIn("same name", err)
 
     def test_recursive_batch_mirrors_sub_folders(self):

@@ -95,7 +95,7 @@ class Determinism(unittest.TestCase):
                 files, _, _ = self.draw(options, jobs, env)
                 self.same_bytes(reference, files, f"{label}: -j 1 against -j {jobs} with {name}")
         kinds = {Path(p).suffix for p in reference}
-        self.assertEqual(kinds, {".png", ".npy", ".csv"}, "PNGs, .npy files and heads.csv were compared")
+        self.assertEqual(kinds, {".png", ".npy", ".csv", ".txt"}, "PNGs, .npy files, heads.csv and the records were compared")
         print(f"  {label}: {len(reference)} files identical over -j 1/2/4 and {len(ENVIRONMENTS)} environments")
 
     def test_seeded_768_wide_model(self):

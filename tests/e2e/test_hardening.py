@@ -177,7 +177,9 @@ class Interrupt(Base):
             img = cv2.imread(str(png), cv2.IMREAD_UNCHANGED)
             self.assertIsNotNone(img, f"{png.name} does not decode")
             self.assertEqual(img.shape, self.SHAPE + (3,), png.name)
-        self.assertEqual(sorted(p.name for p in out.iterdir()), [p.name for p in pngs], "nothing but overlays")
+        self.assertEqual(sorted(p.name for p in out.iterdir()),
+                         sorted([p.name for p in pngs] + [p.name.replace("_attn.png", "_settings.txt") for p in pngs]),
+                         "nothing but overlays and their settings records")
         m = re.search(rf"interrupted by {name} after [0-9.]+ s: (\d+) of {self.N} images written to .*?, "
                       rf"(\d+) failed, (\d+) not started", err)
         self.assertTrue(m, f"{name}: no summary line in:\n{err}")
@@ -243,10 +245,10 @@ class Interrupt(Base):
         self.assertEqual(skipped, first, "every finished image skipped")
         self.assertEqual(written, self.N - first, "only the missing ones done")
         after = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.iterdir()}
-        self.assertEqual(len(after), self.N)
+        self.assertEqual(len(after), 2 * self.N, "each image's overlay and settings record")
         for name, ident in before.items():
             self.assertEqual(after[name], ident, f"{name} was rewritten")
-        for png in out.iterdir():
+        for png in out.glob("*_attn.png"):
             self.assertEqual(png_size(png), self.SHAPE)
         print(f"  resume: {skipped} skipped, {written} written in {seconds:.2f} s")
         # Once more: nothing left to do, nothing touched.
@@ -286,8 +288,9 @@ class OutputSafety(Base):
         created = sorted(set(snapshot(self.dir)) - set(before))
         out = self.dir / "work/out"
         self.assertEqual([str(Path(p).relative_to(out)) for p in created],
-                         [".", "..dots", "..dots/odd_attn.png", "img_attn.png", "s1", "s1/s2", "s1/s2/deep_attn.png",
-                          "three_attn.png", "two_attn.png"])
+                         [".", "..dots", "..dots/odd_attn.png", "..dots/odd_settings.txt", "img_attn.png",
+                          "img_settings.txt", "s1", "s1/s2", "s1/s2/deep_attn.png", "s1/s2/deep_settings.txt",
+                          "three_attn.png", "three_settings.txt", "two_attn.png", "two_settings.txt"])
         self.assertEqual({k: v for k, v in snapshot(self.dir).items() if k in before}, before, "inputs untouched")
 
     def test_symlinked_sub_folder_in_the_output_is_refused(self):

@@ -30,7 +30,7 @@ import numpy as np
 import harness
 import reference_pipeline
 import safetensors_io
-from harness import TmpCase, dino_mask, files_of, photo_like, run_process
+from harness import TmpCase, dino_mask, files_of, outputs_of, photo_like, run_process
 
 try:
     import torch
@@ -323,7 +323,7 @@ class HeadsAndClean(TmpCase):
         _, plain2 = self.vitattn(*others)
         p, clean2 = self.vitattn(*others, "--clean", "-v")
         self.assertIn("--clean left out 0 flagged tokens at layer 2", p.stderr)
-        self.assertEqual(files_of(plain2), files_of(clean2))
+        self.assertEqual(outputs_of(plain2), outputs_of(clean2))
 
     def test_the_same_bytes_at_j1_and_j2(self):
         model, _, _, _ = self.planted(images=3)

@@ -177,7 +177,7 @@ class FolderScan(Base):
             rc, _, err = run(self.dir / "in", "-o", self.dir / "out", *verbose)
             self.assertEqual(rc, 0, err)
             self.assert_own_lines(err)
-            self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["a_link_attn.png"])
+            self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["a_link_attn.png", "a_link_settings.txt"])
             self.assertEqual(lines_naming(err, self.dir / "in/b_link.jpg"),
                              [f"warning: {self.dir / 'in/b_link.jpg'}: skipped, the same file as "
                               f"{self.dir / 'in/a_link.jpg'} (done once)"], err)
@@ -230,7 +230,8 @@ class FolderScan(Base):
         rc, _, err = run(self.dir / "in", "-o", self.dir / "out")
         self.assertEqual(rc, 0, err)
         self.assert_own_lines(err)
-        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["a_attn.png", "b_attn.png"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["a_attn.png", "a_settings.txt", "b_attn.png",
+                                                                        "b_settings.txt"])
         self.assertEqual(lines_naming(err, self.dir / "in/c.exr"),
                          [f"warning: {self.dir / 'in/c.exr'}: skipped, format not supported (OpenEXR)"], err)
         self.assertEqual(lines_naming(err, self.dir / "in/d.gif"),
@@ -259,5 +260,5 @@ class FolderScan(Base):
         self.assertEqual(lines_naming(err, self.dir / "in/linked"),
                          [f"warning: {self.dir / 'in/linked'}: skipped, a symbolic link to a folder is not followed"],
                          err)
-        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["near_attn.png"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["near_attn.png", "near_settings.txt"])
 

@@ -65,7 +65,7 @@ class OutputFormat(TmpCase):
             out = self.dir / fmt
             rc, _, err = run(self.dir / "in/cat.png", "-o", out, "--format", fmt, "--quality", "80", "-q")
             self.assertEqual(rc, 0, err)
-            self.assertEqual(sorted(p.name for p in out.iterdir()), [f"cat_attn.{fmt}"])
+            self.assertEqual(sorted(p.name for p in out.iterdir()), [f"cat_attn.{fmt}", "cat_settings.txt"])
             path = out / f"cat_attn.{fmt}"
             self.assertTrue(path.read_bytes().startswith(magic), fmt)
             decoded = cv2.imread(str(path))
@@ -130,5 +130,5 @@ class OutputFormat(TmpCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("left out", err)
         self.assertNotEqual(victim.read_bytes(), original)  # x.png's own output, now drawn
-        self.assertEqual(sorted(p.name for p in (self.dir / "d").iterdir()), ["x.png", "x_attn.jpg"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "d").iterdir()), ["x.png", "x_attn.jpg", "x_settings.txt"])
 

@@ -76,7 +76,7 @@ class ParallelBatch(unittest.TestCase):
         out = self.dir / "par"
         names = sorted(p.name for p in out.iterdir())
         expected = sorted([f"{s}{suffix}" for s in self.sizes
-                           for suffix in ("_attn.png", "_attn.npy", "_cls.npy", "_heads.csv")] + ["heads.csv"])
+                           for suffix in ("_attn.png", "_attn.npy", "_cls.npy", "_heads.csv", "_settings.txt")] + ["heads.csv"])
         self.assertEqual(names, expected, "exactly the expected files, no temporaries")
         for stem, (h, w) in self.sizes.items():
             overlay = cv2.imread(str(out / f"{stem}_attn.png"))

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 import safetensors_io
-from harness import TmpCase, files_of, photo_like, run_process, timm_checkpoint, timm_tensors
+from harness import TmpCase, files_of, outputs_of, photo_like, run_process, timm_checkpoint, timm_tensors
 
 D, P, GRID, LAYERS, MLP, HEADS, CLASSES = 32, 8, 4, 3, 64, 2, 1000
 GRADIENT_METHODS = ("chefer", "grad-rollout", "legrad", "gradcam")
@@ -71,7 +71,7 @@ class RelevanceCli(TmpCase):
         maps = {}
         for method in METHODS:
             _, out = self.vitattn("--method", method, "--save-attention", "in/img0.png")
-            self.assertEqual(sorted(files_of(out)),
+            self.assertEqual(sorted(outputs_of(out)),
                              ["heads.csv", "img0_attn.npy", "img0_attn.png", "img0_cls.npy", "img0_heads.csv"], method)
             overlay = cv2.imread(str(out / "img0_attn.png"))
             self.assertEqual(overlay.shape, (48, 40, 3), method)
@@ -100,14 +100,14 @@ class RelevanceCli(TmpCase):
     def test_rollout_flag_is_method_rollout(self):
         _, a = self.vitattn("--rollout", "--save-attention", "in/img1.png")
         _, b = self.vitattn("--method", "ROLLOUT", "--save-attention", "in/img1.png")
-        self.assertEqual(files_of(a), files_of(b))
+        self.assertEqual(outputs_of(a), outputs_of(b))
 
     def test_the_default_class_is_the_images_top1(self):
         top = self.top1("in/img1.png")
         for method in GRADIENT_METHODS:
             _, default = self.vitattn("--method", method, "--save-attention", "in/img1.png")
             _, named = self.vitattn("--method", method, "--class", str(top), "--save-attention", "in/img1.png")
-            self.assertEqual(files_of(default), files_of(named), f"{method}: the default class is the top-1, {top}")
+            self.assertEqual(outputs_of(default), outputs_of(named), f"{method}: the default class is the top-1, {top}")
             other = (top + 1) % CLASSES
             _, elsewhere = self.vitattn("--method", method, "--class", str(other), "--save-attention", "in/img1.png")
             self.assertFalse(np.array_equal(np.load(default / "img1_cls.npy"), np.load(elsewhere / "img1_cls.npy")),
@@ -116,7 +116,7 @@ class RelevanceCli(TmpCase):
     def test_a_list_of_classes_gives_one_file_per_class_each_that_class_alone(self):
         _, out = self.vitattn("--method", "chefer", "--class", "5,Cougar", "--save-attention", "--threshold", "0.5",
                               "in/img0.png")
-        self.assertEqual(sorted(files_of(out)),
+        self.assertEqual(sorted(outputs_of(out)),
                          ["heads.csv", "img0_attn.npy", "img0_attn.png", f"img0_attn_c{COUGAR}.png", "img0_attn_c5.png",
                           f"img0_cls_c{COUGAR}.npy", "img0_cls_c5.npy", "img0_heads.csv", "img0_mask.npy"])
         self.assertEqual(np.load(out / "img0_mask.npy").shape, (2, GRID, GRID))
@@ -131,7 +131,7 @@ class RelevanceCli(TmpCase):
 
     def test_method_all_gives_one_file_per_method_each_that_method_alone(self):
         _, out = self.vitattn("--method", "all", "--class", "7", "--save-attention", "in/img2.png")
-        self.assertEqual(sorted(files_of(out)),
+        self.assertEqual(sorted(outputs_of(out)),
                          sorted(["img2_attn.png", "img2_attn.npy", "img2_heads.csv", "heads.csv"] +
                                 [f"img2_attn_{m}.png" for m in METHODS] +
                                 [f"img2_cls_{m}.npy" for m in METHODS]))
@@ -145,11 +145,11 @@ class RelevanceCli(TmpCase):
         _, out = self.vitattn("--method", "all", "--class", "1,2", "in/img2.png")
         expected = ["img2_attn.png", "img2_attn_attention.png", "img2_attn_rollout.png"] + \
             [f"img2_attn_{m}_c{c}.png" for m in GRADIENT_METHODS for c in (1, 2)]
-        self.assertEqual(sorted(files_of(out)), sorted(expected))
+        self.assertEqual(sorted(outputs_of(out)), sorted(expected))
 
     def test_method_all_without_a_classifier_draws_attention_and_rollout(self):
         p, out = self.vitattn("--model", self.dino, "--method", "all", "in/img0.png", model=False)
-        self.assertEqual(sorted(files_of(out)), ["img0_attn.png", "img0_attn_attention.png", "img0_attn_rollout.png"])
+        self.assertEqual(sorted(outputs_of(out)), ["img0_attn.png", "img0_attn_attention.png", "img0_attn_rollout.png"])
         self.assertIn("no classifier", p.stderr)
 
     def test_layer_and_legrad_from_bound_the_layers(self):
@@ -195,7 +195,7 @@ class RelevanceCli(TmpCase):
             w.write(photo_like(48, 48, t))
         w.release()
         _, out = self.vitattn("--method", "gradcam", "--save-attention", clip)
-        names = sorted(files_of(out))
+        names = sorted(outputs_of(out))
         self.assertEqual(len(names), 2, names)
         maps = np.load(out / "clip_cls.npy")
         self.assertEqual(maps.shape, (4, GRID, GRID))

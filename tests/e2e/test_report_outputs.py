@@ -28,7 +28,7 @@ class ReportOutputs(TmpCase):
         rc, _, err = self.draw()
         self.assertEqual(rc, 0, err)
         names = sorted(p.name for p in self.out.iterdir())
-        self.assertEqual(names, sorted([f"a{i}{s}" for i in range(3) for s in ("_attn.png", "_report.html")]
+        self.assertEqual(names, sorted([f"a{i}{s}" for i in range(3) for s in ("_attn.png", "_report.html", "_settings.txt")]
                                        + ["index.html"]))
         index = (self.out / "index.html").read_text()
         for i in range(3):

@@ -224,7 +224,8 @@ class ScaleOut(unittest.TestCase):
         rc, _, err = run("--files-from", listing, "-o", "out", "--log-json", "log.jsonl", cwd=work)
         self.assertEqual(rc, 1, err)
         self.one_error_line(err, "missing.png")
-        self.assertEqual(sorted(files(work / "out")), ["a_attn.png", "b c_attn.png", "d_attn.png"])
+        self.assertEqual(sorted(files(work / "out")), ["a_attn.png", "a_settings.txt", "b c_attn.png", "b c_settings.txt",
+                                                       "d_attn.png", "d_settings.txt"])
         log = {l["path"]: l for l in read_log(work / "log.jsonl")}
         self.assertEqual(sorted(log), sorted(["../data/a.png", "../data/b c.png", "../data/missing.png", str(absolute)]))
         self.assertEqual(log["../data/missing.png"]["status"], "failed")
@@ -239,7 +240,8 @@ class ScaleOut(unittest.TestCase):
         plain = self.image("data/plain.png", seed=5)
         rc, _, err = run("--files-from", "-", "-0", "-o", self.dir / "nul", stdin=f"{odd}\0{plain}\0".encode())
         self.assertEqual(rc, 0, err)
-        self.assertEqual(sorted(files(self.dir / "nul")), ["new\nline_attn.png", "plain_attn.png"])
+        self.assertEqual(sorted(files(self.dir / "nul")), ["new\nline_attn.png", "new\nline_settings.txt", "plain_attn.png",
+                                                           "plain_settings.txt"])
         rc, _, err = run("--files-from", "-", "-o", self.dir / "lines", stdin=f"{plain}\n".encode())
         self.assertEqual(rc, 0, err)
         self.assertEqual(files(self.dir / "lines")["plain_attn.png"], files(self.dir / "nul")["plain_attn.png"])
@@ -290,8 +292,10 @@ class ScaleOut(unittest.TestCase):
             else:
                 self.assertEqual(l["status"], "ok", l)
                 self.assertIsNone(l["error"])
-                self.assertEqual(len(l["outputs"]), 1)
-                self.assertTrue(Path(l["outputs"][0]).is_file(), l)
+                self.assertEqual(len(l["outputs"]), 2, "the overlay and the settings record")
+                self.assertTrue(l["outputs"][1].endswith("_settings.txt"), l)
+                for output in l["outputs"]:
+                    self.assertTrue(Path(output).is_file(), l)
         self.assertEqual(sorted(l["outputs"][0] for l in lines if l["outputs"]),
                          sorted(str(p) for p in (self.dir / "out").rglob("*.png")))
         # Resumed: what is done is "skipped" with its outputs, a deleted output is redone.

@@ -105,7 +105,7 @@ class StartupLibraries(TmpCase):
         out = self.dir / "out"
         p = subprocess.run([str(alone), "--img-size", "32", str(folder), "-o", str(out)], capture_output=True, text=True)
         self.assertEqual(p.returncode, 1, p.stderr)  # as for any input that failed
-        self.assertEqual(sorted(f.name for f in out.iterdir()), ["a_attn.png"], p.stderr)
+        self.assertEqual(sorted(f.name for f in out.iterdir()), ["a_attn.png", "a_settings.txt"], p.stderr)
         for name in ("b.png", "c.bmp"):
             lines = [l for l in p.stderr.splitlines() if name in l]
             self.assertEqual(len(lines), 1, f"{name}: {lines} in\n{p.stderr}")

@@ -255,8 +255,8 @@ class Traps(TmpCase):
         for i, name in enumerate(["a.jpg", "b.png", "c.webp", "d.bmp"]):
             self.write(f"photos/{name}", photo_like(40 + i, 50, i))
         once, _, verbose, skipping = self.check_run_twice([".", "-o", "."], cwd=d)
-        self.assertEqual(sorted(once), ["a.jpg", "a_attn.png", "b.png", "b_attn.png", "c.webp", "c_attn.png",
-                                        "d.bmp", "d_attn.png"])
+        self.assertEqual(sorted(once), ["a.jpg", "a_attn.png", "a_settings.txt", "b.png", "b_attn.png", "b_settings.txt",
+                                        "c.webp", "c_attn.png", "c_settings.txt", "d.bmp", "d_attn.png", "d_settings.txt"])
         for name in ("a_attn.png", "b_attn.png", "c_attn.png", "d_attn.png"):
             self.assertRegex(verbose, rf"debug: left out \./{name}: a vitattn output")
         self.assertIn("4 images", skipping)
@@ -269,7 +269,7 @@ class Traps(TmpCase):
         self.write("p/sub/more/deeper.png", photo_like(30, 60, 3))
         args = ["--model", str(self.dir / "m.safetensors"), "--head", "all", "--save-attention"]
         once, _, _, skipping = self.check_run_twice(["-r", ".", "-o", "."], *args, cwd=self.dir / "p")
-        self.assertEqual(len(once), 3 + 3 * 6 + 1)  # each image: sheet, 2 heads, 2 .npy, its heads.csv part; heads.csv
+        self.assertEqual(len(once), 3 + 3 * 7 + 1)  # each image: sheet, 2 heads, 2 .npy, heads.csv part, record; heads.csv
         self.assertIn("sub/more/deeper_attn_h1.png", once)
         self.assertIn("3 skipped", skipping)
         # The output folder inside the inputs, mirrored: the same.
@@ -278,7 +278,8 @@ class Traps(TmpCase):
         self.write("p/sub/deep.jpg", photo_like(45, 40, 2))
         self.check_run_twice(["-r", "p", "-o", "p/maps"], cwd=self.dir)
         self.assertEqual(sorted(files_of(self.dir / "p")),
-                         ["maps/sub/deep_attn.png", "maps/top_attn.png", "sub/deep.jpg", "top.png"])
+                         ["maps/sub/deep_attn.png", "maps/sub/deep_settings.txt", "maps/top_attn.png",
+                          "maps/top_settings.txt", "sub/deep.jpg", "top.png"])
 
     def test_an_image_named_like_an_output_elsewhere_is_still_drawn(self):
         self.write("in/beach_attn.png", photo_like(40, 40))

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 import safetensors_io
-from harness import BIN, TmpCase, dino_mask, run, temporaries, timm_checkpoint
+from harness import BIN, REPO, TmpCase, dino_mask, run, temporaries, timm_checkpoint
 
 SIZE = 96        # frame side in pixels
 SQUARE = 24      # the bright square's side
@@ -182,6 +182,37 @@ class Video(TmpCase):
             image_overlay = cv2.imread(str(self.dir / f"i/f{t}_attn.png"), cv2.IMREAD_UNCHANGED)
             frame_overlay = cv2.imread(str(self.dir / f"v/clip_frames/{t:06d}_attn.png"), cv2.IMREAD_UNCHANGED)
             self.assertTrue(np.array_equal(image_overlay, frame_overlay), f"frame {t}: overlay differs from the image path's")
+
+    def test_top_gives_each_drawn_frame_the_classes_the_image_path_gives_it(self):
+        # The trained CIFAR-10 model (it has a classifier); the frames picked by --every.
+        cifar = REPO / "models" / "vit_cifar10_tintn.safetensors"
+        (self.dir / "in").mkdir()
+        clip = write_clip(self.dir / "in" / "clip.avi")
+        self.write("in/photo.png", frame(7))
+        rc, out, err = run("--model", cifar, "--top", "2", "--every", "5", self.dir / "in", "-o", self.dir / "v")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("--top: a video's classes go frame by frame to <name>_predictions.csv", err)
+        self.assertEqual([line.split(":")[0] for line in out.splitlines()], [str(self.dir / "in" / "photo.png")],
+                         "only the image's classes are printed")
+        batch = (self.dir / "v" / "predictions.csv").read_text().splitlines()
+        self.assertEqual({row.split(",")[0] for row in batch[1:]}, {str(self.dir / "in" / "photo.png")})
+        rows = (self.dir / "v" / "clip_predictions.csv").read_text().splitlines()
+        self.assertEqual(rows[0], "file,frame,rank,class,label,probability")
+        picked = (0, 5, 10)
+        self.assertEqual([tuple(r.split(",")[:3]) for r in rows[1:]],
+                         [(str(clip), str(t), str(rank)) for t in picked for rank in (1, 2)])
+        # The oracle: each picked frame, as decoded, drawn as an image (lossless PNG).
+        frames, _, _, _ = read_clip(clip)
+        (self.dir / "img").mkdir()
+        for t in picked:
+            self.assertTrue(cv2.imwrite(str(self.dir / f"img/f{t}.png"), frames[t]))
+        rc, _, err = run("--model", cifar, "--top", "2", self.dir / "img", "-o", self.dir / "i")
+        self.assertEqual(rc, 0, err)
+        for t in picked:
+            image_rows = (self.dir / f"i/f{t}_predictions.csv").read_text().splitlines()[1:]
+            frame_rows = [r for r in rows[1:] if r.split(",")[1] == str(t)]
+            self.assertEqual([r.split(",")[2:] for r in frame_rows], [r.split(",")[1:] for r in image_rows],
+                             f"frame {t}: classes differ from the image path's")
 
     def test_head_all_draws_the_image_paths_sheet_as_the_frames(self):
         # A tiny two-head, two-layer timm checkpoint (8×8 patches of 8 px at 64): each frame is

@@ -72,7 +72,7 @@ class VideoModule(TmpCase):
         p = self.vitattn(self.inputs, "-o", out, env={"VITATTN_VIDEO_MODULE": str(missing)})
         self.assertEqual(p.returncode, 1, p.stderr)  # as for any input that failed
         self.assertTrue((out / "photo_attn.png").is_file(), p.stderr)
-        self.assertEqual(sorted(f.name for f in out.iterdir()), ["photo_attn.png"])
+        self.assertEqual(sorted(f.name for f in out.iterdir()), ["photo_attn.png", "photo_settings.txt"])
         for name in ("clip.avi", "other.mkv"):
             lines = [l for l in p.stderr.splitlines() if name in l]
             self.assertEqual(len(lines), 1, f"{name}: {lines} in\n{p.stderr}")

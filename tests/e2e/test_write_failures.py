@@ -10,6 +10,7 @@
 Environment: VITATTN_BIN.
 """
 import contextlib
+import json
 import os
 import subprocess
 import tempfile
@@ -135,6 +136,35 @@ class WriteFailures(TmpCase):
                         self.assertTrue((out / "predictions.csv").is_file(), what)
                     self.assertEqual(temporaries(out), [], f"temporaries left; {what}")
         self.assertEqual(seen, {0, 1}, "the levels span a failed and a complete run")
+
+    def test_an_image_that_failed_on_a_full_disk_leaves_no_outputs_and_no_parts(self):
+        """An image whose outputs did not all fit leaves none: not its part of predictions.csv
+        (written before the overlay), nor anything else under its name; its log line says
+        "outputs":[], and the images written have every output."""
+        failed_images = 0
+        for free in range(12):
+            with small_tmpfs(128) as mnt:
+                out = mnt / "out"
+                out.mkdir()
+                fill(mnt, free)
+                log = self.dir / f"log{free}.jsonl"
+                rc, err = run_to(subprocess.DEVNULL, "--model", MODEL, "--top", "1", "--format", "jpg",
+                                 self.dir / "in", "-o", out, "--log-json", log)
+                what = f"{free} pages free: exit {rc}\n{err}"
+                self.assertIn(rc, (0, 1), what)
+                left = sorted(p.name for p in out.iterdir())
+                for line in log.read_text().splitlines():
+                    entry = json.loads(line)
+                    stem = Path(entry["path"]).stem
+                    mine = [name for name in left if name.startswith(stem + "_")]
+                    if entry["status"] == "failed":
+                        failed_images += 1
+                        self.assertEqual(entry["outputs"], [], what)
+                        self.assertEqual(mine, [], f"{stem} failed and left files; {what}")
+                    else:
+                        self.assertEqual(sorted(Path(o).name for o in entry["outputs"]), mine, what)
+                self.assertEqual(temporaries(out), [], f"temporaries left; {what}")
+        self.assertGreater(failed_images, 0, "no level made an image fail: nothing was checked")
 
 
 if __name__ == "__main__":

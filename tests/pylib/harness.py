@@ -236,6 +236,12 @@ def files_of(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def outputs_of(folder):
+    """files_of less the settings records (<name>_settings.txt, which name the options given):
+    for runs whose options differ but should draw the same files, byte for byte."""
+    return {name: data for name, data in files_of(folder).items() if not name.endswith("_settings.txt")}
+
+
 def temporaries(folder):
     """vitattn's temporary files ('.tmp-' in the name) left below `folder`."""
     return sorted(str(p) for p in Path(folder).rglob("*") if ".tmp-" in p.name)

@@ -174,10 +174,10 @@ TEST(BatchPlan, FinishedJobsAreDroppedOnlyWhenEveryOutputIsAFile) {
   touch(d / "elsewhere.png");
   fs::create_symlink(d / "elsewhere.png", d / "out/linked_attn.png");  // a link is not an output of ours
   BatchPlan png_only = plan_batch({d / "in"}, d / "out", false);
-  EXPECT_EQ(drop_finished_jobs(png_only, kPngOnly), 2u);
+  EXPECT_EQ(drop_finished_jobs(png_only, kPngOnly).done, 2u);
   EXPECT_EQ(outputs(png_only, d / "out"), (std::vector<std::string>{"linked_attn.png", "todo_attn.png"}));
   BatchPlan with_npy = plan_batch({d / "in"}, d / "out", false);
-  EXPECT_EQ(drop_finished_jobs(with_npy, kWithNpy), 1u);
+  EXPECT_EQ(drop_finished_jobs(with_npy, kWithNpy).done, 1u);
   EXPECT_EQ(outputs(with_npy, d / "out"),
             (std::vector<std::string>{"half_attn.png", "linked_attn.png", "todo_attn.png"}));
 }

@@ -1,6 +1,9 @@
-// All-or-nothing writes, and removing the temporaries in flight when the process must end.
+// All-or-nothing writes, removing the temporaries in flight when the process must end, and a
+// file's content hash.
 #include "files/file_io.hpp"
+#include "files/content_hash.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -102,6 +106,52 @@ TEST(FileIo, AFifoIsRefusedWithoutWaitingForAWriter) {
   done = true;
   unblock.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << "open() waited for a writer";
+}
+
+// XXH64 against xxHash's own library (Debian's libxxhash0, loaded by name): every length from
+// 0 to 200 bytes (no stripe, whole 32-byte stripes, and each 8-, 4- and 1-byte tail), then a
+// megabyte and more fed in uneven pieces, and a file read by file_digest.
+TEST(ContentHash, Xxh64IsXxHashsOwn) {
+  EXPECT_EQ(Xxh64().digest(), 0xEF46DB3751D8E999ull);  // xxHash's published value for no bytes
+  void* lib = ::dlopen("libxxhash.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) GTEST_SKIP() << "libxxhash.so.0 (the reference) is not installed: " << ::dlerror();
+  using Reference = unsigned long long (*)(const void*, std::size_t, unsigned long long);
+  const auto reference = reinterpret_cast<Reference>(::dlsym(lib, "XXH64"));
+  ASSERT_NE(reference, nullptr);
+  std::mt19937 rng(7);
+  std::vector<unsigned char> bytes((1 << 20) + 77);
+  for (unsigned char& b : bytes) b = static_cast<unsigned char>(rng());
+  for (std::size_t n = 0; n <= 200; ++n) {
+    Xxh64 h;
+    h.update(bytes.data(), n);
+    EXPECT_EQ(h.digest(), reference(bytes.data(), n, 0)) << n << " bytes";
+  }
+  Xxh64 pieces;
+  for (std::size_t at = 0, step = 1; at < bytes.size(); at += step, step = step * 3 % 1000 + 1)
+    pieces.update(bytes.data() + at, std::min(step, bytes.size() - at));
+  EXPECT_EQ(pieces.digest(), reference(bytes.data(), bytes.size(), 0));
+
+  test::TempDir d;
+  std::ofstream(d / "f.bin", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                      static_cast<std::streamsize>(bytes.size()));
+  const FileDigest f = file_digest(d / "f.bin");
+  EXPECT_EQ(f.xxh64, reference(bytes.data(), bytes.size(), 0));
+  EXPECT_EQ(f.size, bytes.size());
+  EXPECT_EQ(describe(FileDigest{0xabcull, 12}), "XXH64 0000000000000abc of 12 bytes");
+  ::dlclose(lib);
+}
+
+TEST(ContentHash, AFifoOrAFolderIsRefusedWithoutWaiting) {
+  test::TempDir d;
+  ASSERT_EQ(::mkfifo((d / "pipe").c_str(), 0600), 0);
+  for (const fs::path& p : {d / "pipe", d.path()}) {
+    try {
+      file_digest(p);
+      ADD_FAILURE() << p << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

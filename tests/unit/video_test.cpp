@@ -46,6 +46,10 @@ TEST(Video, OutputNamesFollowTheCodecAndAreKnownAsOutputs) {
   outputs.video_extension = ".avi";
   outputs.save_attention = false;
   EXPECT_EQ(pipeline::output_paths("o/clip", outputs, true), (std::vector<fs::path>{"o/clip_attn.avi"}));
+  outputs.top = true;  // the classes frame by frame, then the settings record, last
+  outputs.settings = "s";
+  EXPECT_EQ(pipeline::output_paths("o/clip", outputs, true),
+            (std::vector<fs::path>{"o/clip_attn.avi", "o/clip_predictions.csv", "o/clip_settings.txt"}));
   for (const char* name : {"clip_attn.mp4", "clip_attn.avi"}) EXPECT_TRUE(pipeline::is_output_name(name)) << name;
   for (const char* name : {"clip.mp4", "clip_attn.mkv"}) EXPECT_FALSE(pipeline::is_output_name(name)) << name;
 }
