@@ -4,6 +4,7 @@
 # torch (the oracles and the benchmark baselines); vitattn itself links no BLAS. slurm-wlm and munge
 # run the single-node cluster of tests/slurm/run_slurm_test.sh. Chromium, its driver and selenium run
 # the report pages' browser tests (tests/browser).
+# libxxhash-dev: the hash of a model file in each output's settings record (src/files/content_hash.cpp).
 # libwebp-dev: WebP decoded directly (libopencv-dev pulls it in too); libcpp-httplib-dev: the HTTP
 # server of `vitattn serve` (header-only).
 # ccache: the build compiles through it when present (CMakeLists.txt, VITATTN_CCACHE).
@@ -15,7 +16,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ccache \
-  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev libwebp-dev libcpp-httplib-dev \
+  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev libwebp-dev libcpp-httplib-dev libxxhash-dev \
   python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread \
   hyperfine time \
   slurm-wlm munge \

@@ -189,7 +189,7 @@ class FolderScan(Base):
         rc, _, err = run(self.dir / "in", "-o", self.dir / "out")
         self.assertEqual(rc, 0, err)
         self.assert_own_lines(err)
-        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["photo_attn.png"])
+        self.assertEqual(sorted(p.name for p in (self.dir / "out").iterdir()), ["photo_attn.png", "photo_settings.txt"])
         self.assertEqual(lines_naming(err, self.dir / "in/alias.jpg"),
                          [f"warning: {self.dir / 'in/alias.jpg'}: skipped, the same file as "
                           f"{self.dir / 'in/photo.jpg'} (done once)"], err)

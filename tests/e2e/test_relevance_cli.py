@@ -348,7 +348,7 @@ class LabelledClasses(TmpCase):
         builtin = self.builtin
         p, out = self.vitattn("--model", builtin, "--method", "chefer", "--class", "cardigan,Cardigan", self.image)
         self.assertIn(f'"cardigan" ({CARDIGAN_SWEATER}), "Cardigan" ({CARDIGAN_CORGI})', p.stderr)
-        self.assertEqual(sorted(files_of(out)),
+        self.assertEqual(sorted(outputs_of(out)),
                          sorted(["wide_attn.png", f"wide_attn_c{CARDIGAN_SWEATER}.png", f"wide_attn_c{CARDIGAN_CORGI}.png"]))
         p, out = self.vitattn("--model", builtin, "--method", "chefer", "--class", "CARDIGAN", self.image, ok=False)
         self.assertEqual(p.returncode, 2, p.stderr)

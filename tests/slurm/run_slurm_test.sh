@@ -159,8 +159,9 @@ start=$SECONDS
 "$BIN" "$T/photos" -r -o "$T/whole" -j 2 -q $DRAW >/dev/null || die "the one-machine run failed"
 echo "one-machine run of $n_inputs images: $((SECONDS - start)) s"
 n_outputs=$(find "$T/whole" -type f | wc -l)
-# Per image: the overlay, its rows of predictions.csv, its page; then predictions.csv and index.html.
-check "one-machine run wrote $n_outputs outputs for $n_inputs inputs" test "$n_outputs" -eq $((3 * n_inputs + 2))
+# Per image: the overlay, its rows of predictions.csv, its page, the record of its settings; then
+# predictions.csv and index.html.
+check "one-machine run wrote $n_outputs outputs for $n_inputs inputs" test "$n_outputs" -eq $((4 * n_inputs + 2))
 check "predictions.csv has two rows per image" test "$(wc -l <"$T/whole/predictions.csv")" -eq $((1 + 2 * n_inputs))
 
 same_as_whole() {  # same_as_whole DIR: the same relative names, each byte-identical
