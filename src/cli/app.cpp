@@ -615,11 +615,15 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv, Options& options,
     options.model.img_size_given = app.count("--img-size") > 0;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
-    // One line, like every other error, instead of CLI11's message and usage.
+    // One line, like every other error, instead of CLI11's message and usage; the help it points
+    // to is the subcommand's when one was given (its options are its own).
     std::string what = e.what();
     for (char& c : what)
       if (c == '\n') c = ' ';
-    std::cerr << "error: " << what << " (see vitattn --help)\n";
+    std::string command = "vitattn";
+    for (const CLI::App* sub : {&explain, &forward, &serve})
+      if (sub->parsed()) command += " " + sub->get_name();
+    std::cerr << "error: " << what << " (see " << command << " --help)\n";
     return kExitUsage;
   }
   return std::nullopt;

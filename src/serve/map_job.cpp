@@ -21,6 +21,7 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
   view.methods = {query.method};
   if (query.class_index) view.classes = {{*query.class_index, served.labels.label(*query.class_index)}};
   view.class_names = served.labels.names;
+  view.img_size = served.img_size;
   pipeline::check_view(served.model, view, served.name);
   return options;
 }
