@@ -332,17 +332,32 @@ CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m) {
       ->group("Model");
 }
 
+CLI::Option* add_img_size_option(CLI::App& app, ModelOptions& m) {
+  return app.add_option("--img-size", m.shape.img_size,
+                        "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
+                        "are resampled bicubically; seeded model: 224")
+      ->check(CLI::Range(1, kMaxImgSize))
+      ->group("Model");
+}
+
+std::vector<CLI::Option*> add_normalisation_options(CLI::App& app, ModelOptions& m) {
+  return {app.add_option("--mean", m.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
+              ->type_name("R,G,B")
+              ->check(rgb_triplet(false))
+              ->group("Model"),
+          app.add_option("--std", m.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
+              ->type_name("R,G,B")
+              ->check(rgb_triplet(true))
+              ->group("Model")};
+}
+
 CLI::Option* add_model_options(CLI::App& app, Options& o) {
   ModelOptions& m = o.model;
   CLI::Option* model = add_model_file_option(app, m);
   CLI::Option* seed = app.add_option("--seed", m.seed, "Seed of the untrained weights used without --model")
                           ->capture_default_str()
                           ->check(kUnsigned);
-  app.add_option("--img-size", m.shape.img_size,
-                 "Input size S (a multiple of P). Checkpoints: default their own, position embeddings "
-                 "are resampled bicubically; seeded model: 224")
-      ->check(CLI::Range(1, kMaxImgSize))
-      ->group("Model");
+  add_img_size_option(app, m);
   CLI::Option* seeded_only[] = {
       seed,
       app.add_option("--patch-size", m.shape.patch_size, "Seeded model: patch size P")
@@ -355,14 +370,7 @@ CLI::Option* add_model_options(CLI::App& app, Options& o) {
           ->capture_default_str()
           ->check(CLI::Range(1, kMaxSeededWidth))};
   for (auto* s : seeded_only) s->group("Model")->excludes(model);
-  app.add_option("--mean", m.mean, "Normalisation mean r,g,b (default: the model's, else ImageNet)")
-      ->type_name("R,G,B")
-      ->check(rgb_triplet(false))
-      ->group("Model");
-  app.add_option("--std", m.std, "Normalisation std r,g,b (default: the model's, else ImageNet)")
-      ->type_name("R,G,B")
-      ->check(rgb_triplet(true))
-      ->group("Model");
+  add_normalisation_options(app, m);
   app.add_option("--save-model", o.save_model, "Write the model in use to FILE (safetensors, F32; the single-head layout only)")
       ->type_name("FILE")
       ->check(kNonEmpty)
@@ -371,7 +379,7 @@ CLI::Option* add_model_options(CLI::App& app, Options& o) {
   return model;
 }
 
-void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) {
+std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) {
   const std::string group = "Checkpoints";
   // How to read a model file: each needs --model. The views (add_view_options) and
   // --pos-interp work on the seeded model too.
@@ -392,11 +400,12 @@ void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model) 
   choose_from(file_only[1], named(io::family_names()), {{"deit", "timm"}, {"hf_vit", "hf-vit"}, {"hf_dinov2", "hf-dinov2"}});
   for (CLI::Option* option : file_only) option->group(group)->needs(model);
   gelu->group(group)->needs(model);
-  choose_from(app.add_option("--pos-interp", m.overrides.pos_interp,
-                             "Position resampling for another --img-size (default: the family's library: timm "
-                             "antialias, DINO offset, torchvision corners, HF plain)")
-                  ->group(group),
-              pos_interps());
+  CLI::Option* pos_interp = app.add_option("--pos-interp", m.overrides.pos_interp,
+                                           "Position resampling for another --img-size (default: the family's "
+                                           "library: timm antialias, DINO offset, torchvision corners, HF plain)")
+                                ->group(group);
+  choose_from(pos_interp, pos_interps());
+  return {file_only[0], file_only[1], file_only[2], file_only[3], gelu, pos_interp};
 }
 
 void add_view_options(CLI::App& app, Options& o) {

@@ -105,9 +105,13 @@ void add_input_options(CLI::App& app, Options& o);
 CLI::Option* add_model_options(CLI::App& app, Options& o);
 // --model alone (for a subcommand that always reads a file): the same check and help.
 CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m);
+// --img-size, and --mean and --std ("Model"): the image command declares them among the
+// options above; `serve` per model (serve_options.hpp). Return what they declared.
+CLI::Option* add_img_size_option(CLI::App& app, ModelOptions& m);
+std::vector<CLI::Option*> add_normalisation_options(CLI::App& app, ModelOptions& m);
 // "Checkpoints", how to read the file: --key, --family, --heads, --eps, --gelu, --pos-interp.
-// Each but --pos-interp needs `model`.
-void add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model);
+// Each but --pos-interp needs `model`. Returns them, in that order.
+std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m, CLI::Option* model);
 // What is drawn: --top ("Checkpoints": it needs a classifier); --layer, --head, --rollout,
 // --discard-ratio, --keep-aspect ("View (any model)": the seeded head is a one-layer ViT too);
 // --method, --class, --legrad-from ("Why the model decided": the class-specific maps).

@@ -12,6 +12,7 @@
 #include "interrupt.hpp"
 #include "model_request.hpp"
 #include "pipeline/threads.hpp"
+#include "pipeline/view.hpp"
 #include "serve/access.hpp"
 #include "serve/server.hpp"
 #include "serve/token.hpp"
@@ -19,16 +20,30 @@
 namespace vitattn::cli {
 namespace {
 
-// Each --model once, in order, with its class names (the picker and class=); none: the seeded model.
+// The served model's input size against the model, at start rather than at each request: a
+// size its patches do not divide, or too many patches, is an error naming the model.
+void check_input_size(const serve::ServedModel& served) {
+  pipeline::EncoderView view;
+  view.img_size = served.img_size;
+  try {
+    pipeline::check_view(served.model, view, served.name);
+  } catch (const Error& e) {
+    if (!e.subject() || !e.source().empty()) throw;
+    throw Error(*e.subject(), e.detail(), served.name);
+  }
+}
+
+// Each --model once, in order, with its own settings and class names (the picker and class=);
+// none: the seeded model.
 std::vector<serve::ServedModel> open_models(const ServeOptions& o, int verbosity) {
   std::vector<serve::ServedModel> models;
-  std::vector<std::string> files = o.models;
-  if (files.empty()) files.emplace_back();
-  for (const std::string& file : files) {
-    ModelOptions m;
-    m.file = file;
+  std::vector<ModelOptions> entries = o.models;
+  if (entries.empty()) entries.emplace_back();
+  for (const ModelOptions& m : entries) {
     io::OpenedModel opened = open_model(m, verbosity, true);
-    models.push_back({file.empty() ? "the seeded model" : file, std::move(opened.model), std::move(opened.labels)});
+    models.push_back({m.file.empty() ? "the seeded model" : m.file, std::move(opened.model), std::move(opened.labels),
+                      m.img_size_given ? m.shape.img_size : 0});
+    check_input_size(models.back());
   }
   return models;
 }

@@ -13,29 +13,31 @@
 namespace vitattn::io {
 
 // Names inside one block, relative to the block's prefix. Empty: the block has no such tensor.
+// Every field here and in CheckpointFamily has a default (`= {}`: empty), so that a family's row in
+// the table (checkpoint_families.cpp, designated initialisers) names only what the family has.
 struct BlockNaming {
-  std::string norm1;                  // LayerNorm before attention: <name>.weight / <name>.bias; empty: none
-  std::vector<std::string> qkv;       // one packed [Q; K; V] linear, or three (query, key, value)
-  std::string proj;                   // attention output linear; empty: none (attention-only block)
-  std::string ls1;                    // layer scale γ of the attention branch (full tensor name)
-  std::string norm2;                  // empty (with fc1, fc2): no MLP
-  std::string fc1, fc2;               // MLP linears
-  std::vector<std::string> fc_alt;    // alternative names of fc1, fc2 (older releases)
-  std::string ls2;
+  std::string norm1 = {};             // LayerNorm before attention: <name>.weight / <name>.bias; empty: none
+  std::vector<std::string> qkv = {};  // one packed [Q; K; V] linear, or three (query, key, value)
+  std::string proj = {};              // attention output linear; empty: none (attention-only block)
+  std::string ls1 = {};               // layer scale γ of the attention branch (full tensor name)
+  std::string norm2 = {};             // empty (with fc1, fc2): no MLP
+  std::string fc1 = {}, fc2 = {};     // MLP linears
+  std::vector<std::string> fc_alt = {}; // alternative names of fc1, fc2 (older releases)
+  std::string ls2 = {};
 };
 
 struct CheckpointFamily {
-  std::string name;                   // what --family takes and -v prints
-  std::string description;
-  std::vector<std::string> prefixes;  // tried in order, e.g. "vit." then ""
-  std::string patch_embed;            // Conv2d: <name>.weight [D, 3, P, P], <name>.bias
-  std::string cls_token;              // [1, 1, D]; empty: the model has none (SigLIP)
-  std::string pos_embed;              // [1, (1 +) N, D], or [N, D] (an nn.Embedding's weight)
-  std::vector<std::string> registers; // [1, R, D], any of these names
-  std::string block;                  // block prefix with "{i}" for the index; without "{i}": one block
-  BlockNaming block_naming;
-  std::string final_norm;             // empty: no final norm
-  std::string head;                   // classifier linear; empty: none read
+  std::string name = {};              // what --family takes and -v prints
+  std::string description = {};
+  std::vector<std::string> prefixes = {}; // tried in order, e.g. "vit." then ""
+  std::string patch_embed = {};       // Conv2d: <name>.weight [D, 3, P, P], <name>.bias
+  std::string cls_token = {};         // [1, 1, D]; empty: the model has none (SigLIP)
+  std::string pos_embed = {};         // [1, (1 +) N, D], or [N, D] (an nn.Embedding's weight)
+  std::vector<std::string> registers = {}; // [1, R, D], any of these names
+  std::string block = {};             // block prefix with "{i}" for the index; without "{i}": one block
+  BlockNaming block_naming = {};
+  std::string final_norm = {};        // empty: no final norm
+  std::string head = {};              // classifier linear; empty: none read
   // Defaults, each overridable from the command line.
   float eps = 1e-6f;
   Gelu gelu = Gelu::erf;

@@ -49,6 +49,7 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
   check_one_head(served, query);
   view.classes = chosen_classes(served, query);
   view.class_names = served.labels.names;
+  view.img_size = served.img_size;
   pipeline::check_view(served.model, view, served.name);
   return options;
 }

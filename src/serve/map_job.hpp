@@ -19,6 +19,7 @@ struct ServedModel {
   std::string name;  // "the seeded model", or the file or hub name the user gave
   VitModel model;
   io::ClassLabels labels;
+  int img_size = 0;  // the input size every map of it is drawn at (pipeline::EncoderView); 0: its own
 };
 
 struct MapAnswer {

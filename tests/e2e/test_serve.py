@@ -10,6 +10,7 @@ and raw sockets where the request must be malformed.
 Run: python3 -m pytest tests/e2e/test_serve.py
 """
 import http.client
+import io
 import json
 import os
 import re
@@ -26,7 +27,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from harness import BIN, REPO, check_sanitizers
+import safetensors_io
+from harness import BIN, REPO, check_sanitizers, run_process, timm_tensors
 
 MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
 PHOTOS = [REPO / "images" / n for n in ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg")]
@@ -197,6 +199,77 @@ def test_class_and_head_take_the_clis_words_checked_against_the_model():
             assert not re.search(r"4095|16777216", message), (name, message)
     finally:
         assert server.stop() == 0
+
+
+def random_vit(path, d, seed):
+    """A random timm ViT of width d, not a multiple of 64, whose file does not say its head count:
+    it opens only with --heads (d/64 is no count)."""
+    safetensors_io.write(path, timm_tensors(d, 4, 2, 2, 2 * d, seed=seed), None, dtype="F32")
+    return path
+
+
+def test_each_model_is_served_with_the_settings_after_its_model():
+    """Three entries with their own settings (the same file twice, with two head counts): each
+    answers the CLI's map for the same settings, byte for byte, and the settings change the map
+    (the equality is not that of two defaults)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        photos = photo_folder(tmp, PHOTOS[1:3])
+        a, b = random_vit(tmp / "a.safetensors", 16, seed=1), random_vit(tmp / "b.safetensors", 24, seed=2)
+        entries = [  # (file, its settings, its head count), in the server's order
+            (a, ["--heads", "4", "--mean", "0.4,0.5,0.6", "--std", "0.2,0.25,0.3"], 4),
+            (b, ["--heads", "2", "--img-size", "12", "--family", "timm", "--eps", "1e-5", "--gelu", "tanh",
+                 "--pos-interp", "bicubic-corners"], 2),
+            (a, ["--heads", "2"], 2),
+        ]
+        server = Server(*[x for f, settings, _ in entries for x in ("--model", f, *settings)])
+        try:
+            st, _, body = server.request("GET", "/api/models")
+            assert st == 200
+            assert [(m["name"], m["heads"]) for m in json.loads(body)] == [(str(f), h) for f, _, h in entries]
+            maps = []
+            for i, (f, settings, _) in enumerate(entries):
+                expected = cli_outputs(["--model", str(f), *settings], [], photos, tmp / f"cli{i}")
+                assert len(expected) == 2
+                for stem, (npy, png) in expected.items():
+                    image = (photos / f"{stem}.png").read_bytes()
+                    st, _, got = server.request("POST", f"/api/map?model={i}", image)
+                    assert st == 200 and got == npy, f"model={i} {stem}: the CLI's _cls.npy with {settings}"
+                    st, _, got = server.request("POST", f"/api/map?model={i}&format=png", image)
+                    assert st == 200 and got == png, f"model={i} {stem}: the CLI's overlay with {settings}"
+                maps.append(np.load(io.BytesIO(expected["chelsea"][0])))
+            assert maps[1].shape == (3, 3), "--img-size 12 of 4 px patches: a 3x3 grid, not the file's 2x2"
+            assert not np.allclose(maps[0], maps[2]), "a.safetensors with 4 heads and its mean/std, and with 2 heads"
+        finally:
+            assert server.stop() == 0
+
+
+def test_a_setting_out_of_place_or_that_does_not_fit_is_one_line():
+    with tempfile.TemporaryDirectory() as tmp:
+        a = random_vit(Path(tmp) / "a.safetensors", 16, seed=1)
+        usage = {  # the arguments → what the one line says, before the pointer to serve's help
+            ("--heads", "4", "--model", a): "error: --heads: given before any --model",
+            ("--model", a, "--heads", "4", "--heads", "2"): f"error: --heads: given twice for --model {a}",
+            ("--model", a, "--heads", "0"): "error: --heads: Value 0 not in range",
+            ("--model", a, "--heads", "2", "--std", "0,1,1"): "error: --std: each value must be positive",
+            ("--model", a, "--heads", "2", "--family", "nope"): "error: --family: nope not in",
+            ("--model", a, "--heads", "2", "--model", a, "--pos-interp", "sideways"): "error: --pos-interp: sideways",
+        }
+        for args, start in usage.items():
+            p = run_process("serve", "--port", "0", *args)
+            lines = p.stderr.splitlines()
+            assert p.returncode == 2 and len(lines) == 1, (args, p.returncode, p.stderr)
+            assert lines[0].startswith(start) and lines[0].endswith("(see vitattn serve --help)"), (args, lines[0])
+        misfits = {  # settings the model does not take: the model's own one line, as the image command's
+            ("--model", a): f"error: --heads: {a}: d_model 16 is not a multiple of 64",
+            ("--model", a, "--heads", "3"): f"error: --heads 3: {a}: 3 heads do not divide d_model 16",
+            ("--model", a, "--heads", "2", "--img-size", "10"): f"error: --img-size 10: {a}: not a multiple of the patch size 4",
+        }
+        for args, start in misfits.items():
+            p = run_process("serve", "--port", "0", *args)
+            lines = p.stderr.splitlines()
+            assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith(start), (args, p.returncode, p.stderr)
+            assert p.stdout == "", "no URL: the server did not start"
 
 
 def png_header_only(w, h):
