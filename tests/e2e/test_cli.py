@@ -87,7 +87,7 @@ class Cli(TmpCase):
     def test_a_usage_error_lists_the_arguments_in_order_and_points_to_its_commands_help(self):
         model = REPO / "models" / "vit_cifar10_tintn.safetensors"
         for args, says in (
-                (("serve", "--model", model, "--heads", "3"), "arguments were not expected: --heads 3 (see vitattn serve --help)"),
+                (("serve", "--model", model, "--layer", "3"), "arguments were not expected: --layer 3 (see vitattn serve --help)"),
                 (("forward", "--model", model, "--frobnicate", "x.npy"), "(see vitattn forward --help)"),
                 (("explain", "--colormap", "jet"), "arguments were not expected: --colormap jet (see vitattn explain --help)"),
                 (("--frobnicate", "x.png"), "(see vitattn --help)")):

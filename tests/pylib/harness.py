@@ -49,6 +49,9 @@ def check_sanitizers(args, stderr):
             raise AssertionError(f"sanitizer report from {list(map(str, args))}:\n{stderr[-4000:]}")
 
 
+RUN_TIMEOUT_S = 480  # below ctest's 600 s per test entry (tests/CMakeLists.txt)
+
+
 def run_process(*args, cwd=None, env=None):
     """Runs the binary with `args`; returns the CompletedProcess (text). `env`: changes to
     the environment, a value of None removing the variable."""
@@ -60,8 +63,10 @@ def run_process(*args, cwd=None, env=None):
                 full_env.pop(k, None)
             else:
                 full_env[k] = v
+    # A bounded wait: a run that never ends (a server started where a usage error was meant) fails
+    # its test with the command named, instead of holding the whole suite until ctest's limit.
     p = subprocess.run([BIN, *map(str, args)], cwd=cwd, env=full_env, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
     check_sanitizers(args, p.stderr)
     return p
 
