@@ -172,12 +172,9 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
 ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
-  try {
+  naming_source(io::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
     for (const ImageTensor& x : images) add_image(model, x, r, arrays);
-  } catch (const Error& e) {  // the core's errors name no file (activations that became non-finite)
-    if (e.subject()) throw;
-    throw Error(io::display(input) + ": " + e.what());
-  }
+  });
   ForwardInputResult out;
   out.input = input;
   out.images = images.size();

@@ -219,13 +219,10 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 // The core's errors name no file (activations that became non-finite): `source` is the input's.
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
-  try {
+  return naming_source(source, [&] {
     return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options),
                         options.pca.has_value() || report, grid_h, grid_w);
-  } catch (const Error& e) {
-    if (e.subject()) throw;  // a chosen value: the caller says it with its option
-    throw Error(source + ": " + e.what());
-  }
+  });
 }
 
 // The relevance methods of the report page, each with the name the page shows.
@@ -293,14 +290,8 @@ void finish_report(ReportBuilder& report, const std::string& source, const Image
     const QueryKey qk = query_key(model, x);
     report.add_query_key(qk.q, qk.k, options.scale);
   }
-  if (report_class_count(model, options) > 0) {
-    try {
-      add_class_maps(report, model, x, options, g.grid_h, g.grid_w);
-    } catch (const Error& e) {  // as attend's: the core's errors name no file
-      if (e.subject()) throw;
-      throw Error(source + ": " + e.what());
-    }
-  }
+  if (report_class_count(model, options) > 0)  // as attend's: the core's errors name no file
+    naming_source(source, [&] { add_class_maps(report, model, x, options, g.grid_h, g.grid_w); });
 }
 
 // --report's builder for an image on grid g: every layer, the view's layer drawn in full.
@@ -451,12 +442,9 @@ PatchFeatures image_patch_features(const fs::path& input, const VitModel& model,
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
   ForwardOptions fo;
   fo.scale = options.scale;
-  try {
-    return {patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
-  } catch (const Error& e) {  // as attend's: the core's errors name no file
-    if (e.subject()) throw;
-    throw Error(display(input) + ": " + e.what());
-  }
+  return naming_source(display(input), [&] {  // as attend's: the core's errors name no file
+    return PatchFeatures{patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
+  });
 }
 
 int pca_feature_width(const VitModel& model) {
