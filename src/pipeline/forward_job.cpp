@@ -149,8 +149,8 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
     io::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
     written.probe_attention = f.probe_attention;
   }
-  if (model.w_head.size() == 0) return written;
-  io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
+  if (!model.has_classifier()) return written;
+  io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
   written.logits = f.logits;
   for (std::size_t c = 0; c < f.classes.size(); ++c) {
     const ClassOutputs& names = f.classes[c];

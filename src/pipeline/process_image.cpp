@@ -233,8 +233,8 @@ constexpr std::pair<RelevanceMethod, const char*> kReportMethods[] = {{Relevance
 
 // How many classes the report page lists: none without a classifier.
 int report_class_count(const VitModel& model, const ProcessOptions& options) {
-  if (!options.report || !options.report_classes || model.w_head.size() == 0) return 0;
-  return std::min(options.report_classes->k, static_cast<int>(model.w_head.rows()));
+  if (!options.report || !options.report_classes || !model.has_classifier()) return 0;
+  return std::min(options.report_classes->k, model.n_classes());
 }
 
 // The report's class picker: the most likely classes with their probabilities and, for each
@@ -373,7 +373,7 @@ std::vector<ClassScore> process(const InputJob& job, const VitModel& model, cons
 
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
   if (options.report) report.emplace(report_builder(model, options, g));
-  const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
+  const bool classify = (options.top || options.faithfulness) && model.has_classifier();
   const Attended attended =
       attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
   const RowVector& logits = attended.result.logits;
@@ -416,7 +416,7 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-  const bool classify = logits && model.w_head.size() > 0;
+  const bool classify = logits && model.has_classifier();
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
   const Attended attended = attend_steps(model, x, options, nullptr, classify, options.clean, false, g.grid_h, g.grid_w);
   if (classify) *logits = attended.result.logits;
@@ -491,8 +491,8 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
   outputs.report = options.report.has_value();
-  outputs.top = options.top.has_value() && model.w_head.size() > 0;
-  outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
+  outputs.top = options.top.has_value() && model.has_classifier();
+  outputs.faithfulness = options.faithfulness.has_value() && model.has_classifier();
   outputs.heads = options.heads_csv;
   outputs.pca = options.pca.has_value();
   outputs.settings = options.settings;

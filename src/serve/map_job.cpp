@@ -27,8 +27,8 @@ void check_one_head(const ServedModel& served, const MapQuery& query) {
 // the served model; one class, as the answer (or the page's first map) is one map.
 std::vector<pipeline::ChosenClass> chosen_classes(const ServedModel& served, const MapQuery& query) {
   if (!query.classes) return {};
-  const auto n_classes = static_cast<int>(served.model.w_head.rows());
-  std::vector<pipeline::ChosenClass> classes = pipeline::resolve_classes({*query.classes}, served.labels, n_classes, served.name);
+  std::vector<pipeline::ChosenClass> classes =
+      pipeline::resolve_classes({*query.classes}, served.labels, served.model.n_classes(), served.name);
   if (classes.size() > 1)
     throw Error({pipeline::roles::class_choice, *query.classes},
                 fmt::format("the server answers one class's map; give one of {}", pipeline::class_names(classes)));
