@@ -269,15 +269,14 @@ void plan_jobs(const Options& o, ImageRun& r) {
 // classifier), and --class resolved against the classifier's classes and names.
 void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels& labels, const std::string& model_name,
                     pipeline::EncoderView& view) {
-  const auto n_classes = static_cast<int>(model.w_head.rows());  // (n_classes, d_model)
-  view.methods = chosen_methods(o, n_classes > 0);
-  if (!o.classes.empty() && n_classes == 0) {  // a class-specific method names itself in check_view; --method all comes here
+  view.methods = chosen_methods(o, model.has_classifier());
+  if (!o.classes.empty() && !model.has_classifier()) {  // a class-specific method names itself in check_view; --method all comes here
     pipeline::check_view(model, view, model_name);
     throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_note(model)));
   }
-  if (!o.classes.empty()) view.classes = pipeline::resolve_classes(o.classes, labels, n_classes, model_name);
+  if (!o.classes.empty()) view.classes = pipeline::resolve_classes(o.classes, labels, model.n_classes(), model_name);
   view.class_names = labels.names;
-  if (o.method == "all" && n_classes == 0)
+  if (o.method == "all" && !model.has_classifier())
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
 }
 
@@ -366,9 +365,9 @@ ImageRun plan_run(const Options& o) {
   if (o.top > 0) r.process.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the 3 most likely.
   if (o.report) r.process.report_classes = pipeline::TopRequest{o.top > 0 ? o.top : 3, r.labels};
-  if (o.report && o.top > 10 && r.model.w_head.size() > 0)
+  if (o.report && o.top > 10 && r.model.has_classifier())
     spdlog::warn("--report --top {}: each page holds the class-specific maps of {} classes, one backward pass a class",
-                 o.top, std::min<long>(o.top, static_cast<long>(r.model.w_head.rows())));
+                 o.top, std::min(o.top, r.model.n_classes()));
   r.batch = !o.inputs.empty() || !o.scale_out.files_from.empty();
   // Each job's record of what made its outputs (settings_record.hpp): a batch's only.
   if (r.batch)

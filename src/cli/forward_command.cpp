@@ -37,10 +37,10 @@ pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const s
 // the model's classifier and class names. One line, exit 2 (run_reporting_errors).
 std::vector<pipeline::ChosenClass> resolve_forward_classes(const io::OpenedModel& opened, const ForwardCommandOptions& o) {
   if (o.classes.empty()) return {};
-  if (opened.model.w_head.size() == 0)
+  if (!opened.model.has_classifier())
     throw Error("--class: " + o.model.file + " has no classifier: there is no class logit to take the gradient of" +
                 no_classifier_note(opened.model));
-  return pipeline::resolve_classes(o.classes, opened.labels, static_cast<int>(opened.model.w_head.rows()), o.model.file);
+  return pipeline::resolve_classes(o.classes, opened.labels, opened.model.n_classes(), o.model.file);
 }
 
 // Before any input: --legrad-from a layer the model has. One line, exit 2.

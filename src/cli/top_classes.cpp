@@ -14,7 +14,7 @@
 namespace vitattn::cli {
 
 void check_classifier(const Options& o, const VitModel& model) {
-  if (model.w_head.size() > 0) return;
+  if (model.has_classifier()) return;
   if (o.faithfulness) {  // its score is a class's probability
     if (o.model.file.empty()) throw Error("--faithfulness needs a checkpoint with a classifier; the seeded model has none");
     throw Error(fmt::format("--faithfulness needs a checkpoint with a classifier; {} has none{}", o.model.file,
@@ -28,8 +28,8 @@ void check_classifier(const Options& o, const VitModel& model) {
 }
 
 void warn_top_above_classes(const Options& o, const VitModel& model) {
-  const auto classes = model.w_head.rows();  // (n_classes, d_model)
-  if (o.top <= classes || classes == 0) return;
+  const int classes = model.n_classes();
+  if (o.top <= classes || !model.has_classifier()) return;
   spdlog::warn("--top {}: {} has {} classes; each image gets all {}", o.top,
                o.model.file.empty() ? std::string("the model") : o.model.file, classes, classes);
 }

@@ -40,4 +40,18 @@ class Error : public std::runtime_error {
   std::string detail_, source_;
 };
 
+// Runs f() and returns what it returns; an Error from it that names no chosen value (the
+// core's errors name no file: activations that became non-finite, a codec that failed) is
+// thrown again as "<source>: <its message>". An Error with a subject passes on unchanged: the
+// caller says it with its option. The one place for "rethrow with the source named".
+template <class F>
+decltype(auto) naming_source(const std::string& source, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const Error& e) {
+    if (e.subject()) throw;
+    throw Error(source + ": " + e.what());
+  }
+}
+
 }  // namespace vitattn

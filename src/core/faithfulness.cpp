@@ -60,10 +60,10 @@ std::vector<double> curve(const VitModel& model, const ImageTensor& start, const
 
 void check_inputs(const VitModel& model, const ImageTensor& x, const ImageTensor& blurred, const Matrix& map,
                   int class_index, const FaithfulnessSettings& s) {
-  if (model.w_head.size() == 0) throw Error("faithfulness needs a model with a classifier");
-  if (class_index < 0 || class_index >= model.w_head.rows())
+  if (!model.has_classifier()) throw Error("faithfulness needs a model with a classifier");
+  if (class_index < 0 || class_index >= model.n_classes())
     throw Error("faithfulness: class " + std::to_string(class_index) + " is not one of the model's " +
-                std::to_string(model.w_head.rows()));
+                std::to_string(model.n_classes()));
   if (s.steps < 1) throw Error("faithfulness: steps must be at least 1, not " + std::to_string(s.steps));
   const int p = model.patch_size;
   if (map.size() == 0 || x.height != map.rows() * p || x.width != map.cols() * p || blurred.height != x.height ||

@@ -85,7 +85,7 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
     if (!b.projected()) {
       // The heads' outputs are the block's output: nothing after it can read a stream of another width.
       if (i + 1 != blocks.size() || b.has_mlp() || b.ls1.size() > 0 || b.b_proj.size() > 0 || final_norm.present() ||
-          w_head.size() > 0)
+          has_classifier())
         throw Error(source + ": " + at + "has no attention output projection, so it must be the last block, "
                     "without MLP, final norm or classifier");
       continue;
@@ -328,7 +328,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   }
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
   require_finite(result.tokens, last);
-  if (model.w_head.size() > 0) {
+  if (model.has_classifier()) {
     result.logits = classifier_logits(model, result.tokens);  // (n_classes)
     require_finite(result.logits, last);
   }

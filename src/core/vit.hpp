@@ -112,6 +112,10 @@ struct VitModel {
   int n_registers() const { return static_cast<int>(register_tokens.rows()); }
   bool has_class_token() const { return cls_token.size() > 0; }  // SigLIP has none
   bool has_dist() const { return dist_token.size() > 0; }
+  // A classifier: w_head is non-empty, and then its rows are the classes (n_classes =
+  // w_head.rows()). Without one there are no logits, no class-specific maps, no top classes.
+  bool has_classifier() const { return w_head.size() > 0; }
+  int n_classes() const { return static_cast<int>(w_head.rows()); }  // 0 without a classifier
   // [cls?, dist?, registers…, patches…]
   int first_patch_token() const { return (has_class_token() ? 1 : 0) + (has_dist() ? 1 : 0) + n_registers(); }
 

@@ -177,10 +177,10 @@ Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
 }  // namespace
 
 Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index) {
-  if (model.w_head.size() == 0) throw Error("the model has no classifier, so no class logit to take gradients of");
-  if (class_index < 0 || class_index >= model.w_head.rows())
+  if (!model.has_classifier()) throw Error("the model has no classifier, so no class logit to take gradients of");
+  if (class_index < 0 || class_index >= model.n_classes())
     throw Error("class " + std::to_string(class_index) + " is not one of the model's " +
-                std::to_string(model.w_head.rows()) + " classes");
+                std::to_string(model.n_classes()) + " classes");
   if (!model.final_norm.present()) return pooled_gradient(model, x, class_index);
   // t = LN_f(x) row by row; the pooling's gradient at t, back through the final norm.
   const Matrix d_t = pooled_gradient(model, layer_norm(x, model.final_norm, model.eps), class_index);

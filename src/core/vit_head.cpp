@@ -71,7 +71,7 @@ void validate_probe_head(const VitModel& m, const std::string& source, bool valu
 }  // namespace
 
 std::string no_classifier_reason(const VitModel& model) {
-  if (model.w_head.size() > 0) return "";
+  if (model.has_classifier()) return "";
   if (model.pooling == Pooling::probe) return "SigLIP's zero-shot classes need its text tower, which vitattn does not read";
   // A CLIP image tower: a projection to the joint embedding, or CLIP's norm before the first block.
   if (model.w_embed.size() > 0 || model.norm_pre.present())
@@ -170,7 +170,7 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
       throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
     if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
   };
-  if (m.pooling == Pooling::class_and_dist && (!m.has_dist() || m.w_head.size() == 0 || m.w_head_dist.size() == 0))
+  if (m.pooling == Pooling::class_and_dist && (!m.has_dist() || !m.has_classifier() || m.w_head_dist.size() == 0))
     throw Error(source + ": a distilled classifier needs the distillation token and both heads");
   if (m.fc_norm.present() || m.fc_norm.bias.size() > 0) {
     if (m.fc_norm.weight.size() != d || m.fc_norm.bias.size() != d)
@@ -178,7 +178,7 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
     check_row("fc_norm weight", m.fc_norm.weight, d);
     check_row("fc_norm bias", m.fc_norm.bias, d);
   }
-  if (m.w_head.size() > 0) {
+  if (m.has_classifier()) {
     const Eigen::Index d_pool = m.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
     check("classifier weight", m.w_head, m.w_head.rows(), d_pool);
     check_row("classifier bias", m.b_head, m.w_head.rows());

@@ -40,12 +40,7 @@ std::vector<std::uint8_t> encode_image(const cv::Mat& image, const OutputFormat&
 }
 
 void write_image_atomic(const std::filesystem::path& path, const cv::Mat& image, const OutputFormat& format) {
-  std::vector<std::uint8_t> bytes;
-  try {
-    bytes = encode_image(image, format);
-  } catch (const Error& e) {
-    throw Error(display(path) + ": " + e.what());
-  }
+  const std::vector<std::uint8_t> bytes = naming_source(display(path), [&] { return encode_image(image, format); });
   write_file_atomic(path, bytes.data(), bytes.size());
 }
 

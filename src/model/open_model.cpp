@@ -141,8 +141,8 @@ OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::
   if (loaded.model.w_embed.size() > 0)
     out.details.push_back(fmt::format("image embedding: {} wide (forward writes it as _embedding.npy)",
                                       loaded.model.w_embed.rows()));
-  if (r.labels && loaded.model.w_head.size() > 0) {
-    out.labels = find_class_labels(st.metadata(), name, beside.config_json, static_cast<int>(loaded.model.w_head.rows()));
+  if (r.labels && loaded.model.has_classifier()) {
+    out.labels = find_class_labels(st.metadata(), name, beside.config_json, loaded.model.n_classes());
     out.details.push_back("class names: " + (out.labels.source.empty() ? std::string("none (indices)") : out.labels.source));
   }
   out.model = std::move(loaded.model);

@@ -11,7 +11,7 @@ namespace vitattn::io {
 
 bool has_single_head_layout(const VitModel& m) {
   if (m.n_layers() != 1 || m.n_heads != 1 || m.n_registers() != 0 || m.has_dist() || m.pos_prefix != 1 || m.final_norm.present() ||
-      m.w_head.size() > 0)
+      m.has_classifier())
     return false;
   const EncoderBlock& b = m.blocks.front();
   return !b.norm1.present() && !b.projected() && !b.has_mlp();

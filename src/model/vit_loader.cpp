@@ -359,7 +359,7 @@ void read_final_norm_and_head(const Reader& r, const CheckpointFamily& f, const 
   }
   if (m.w_head_dist.size() > 0) m.pooling = Pooling::class_and_dist;
   else if (m.fc_norm.present()) m.pooling = Pooling::patch_mean;
-  else if (m.w_head.size() > 0) m.pooling = f.head_pooling;
+  else if (m.has_classifier()) m.pooling = f.head_pooling;
 }
 
 // The projection into the joint image-text space (CLIP), under the prefix or at the top:
@@ -566,7 +566,7 @@ std::string LoadedVit::summary() const {
                 heads_from.c_str(), m.d_head(), m.patch_size, m.grid_w, m.grid_h,
                 positions_note(m).c_str(), m.n_registers(), static_cast<double>(m.eps),
                 gelu_name(m.gelu), norms_note(m).c_str(),
-                m.w_head.size() ? std::to_string(m.w_head.rows()).append(" classes").append(pooling_note(m.pooling)).c_str() : "none",
+                m.has_classifier() ? std::to_string(m.n_classes()).append(" classes").append(pooling_note(m.pooling)).c_str() : "none",
                 m.rope.present() ? "never" : pos_interp_name(m.pos_interp),
                 static_cast<double>(m.norm.mean[0]), static_cast<double>(m.norm.mean[1]),
                 static_cast<double>(m.norm.mean[2]), static_cast<double>(m.norm.std[0]),

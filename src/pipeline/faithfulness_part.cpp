@@ -61,12 +61,8 @@ std::string faithfulness_csv(const std::filesystem::path& input, const std::vect
 void write_faithfulness_part(const std::filesystem::path& part, const std::filesystem::path& input,
                              const VitModel& model, const ImageTensor& x, const std::vector<ScoredMap>& maps,
                              const FaithfulnessRequest& request, bool scale) {
-  std::vector<FaithfulnessRow> rows;
-  try {
-    rows = faithfulness_rows(model, x, maps, request, scale);
-  } catch (const Error& e) {  // the core names no file
-    throw Error(io::display(input) + ": " + e.what());
-  }
+  const std::vector<FaithfulnessRow> rows =  // the core names no file
+      naming_source(io::display(input), [&] { return faithfulness_rows(model, x, maps, request, scale); });
   const std::string csv = faithfulness_csv(input, rows);
   io::write_file_atomic(part, csv.data(), csv.size());
 }

@@ -149,8 +149,8 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
     io::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
     written.probe_attention = f.probe_attention;
   }
-  if (model.w_head.size() == 0) return written;
-  io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.w_head.rows())});
+  if (!model.has_classifier()) return written;
+  io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
   written.logits = f.logits;
   for (std::size_t c = 0; c < f.classes.size(); ++c) {
     const ClassOutputs& names = f.classes[c];
@@ -172,12 +172,9 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
 ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
-  try {
+  naming_source(io::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
     for (const ImageTensor& x : images) add_image(model, x, r, arrays);
-  } catch (const Error& e) {  // the core's errors name no file (activations that became non-finite)
-    if (e.subject()) throw;
-    throw Error(io::display(input) + ": " + e.what());
-  }
+  });
   ForwardInputResult out;
   out.input = input;
   out.images = images.size();

@@ -219,13 +219,10 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 // The core's errors name no file (activations that became non-finite): `source` is the input's.
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
-  try {
+  return naming_source(source, [&] {
     return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options),
                         options.pca.has_value() || report, grid_h, grid_w);
-  } catch (const Error& e) {
-    if (e.subject()) throw;  // a chosen value: the caller says it with its option
-    throw Error(source + ": " + e.what());
-  }
+  });
 }
 
 // The relevance methods of the report page, each with the name the page shows.
@@ -236,8 +233,8 @@ constexpr std::pair<RelevanceMethod, const char*> kReportMethods[] = {{Relevance
 
 // How many classes the report page lists: none without a classifier.
 int report_class_count(const VitModel& model, const ProcessOptions& options) {
-  if (!options.report || !options.report_classes || model.w_head.size() == 0) return 0;
-  return std::min(options.report_classes->k, static_cast<int>(model.w_head.rows()));
+  if (!options.report || !options.report_classes || !model.has_classifier()) return 0;
+  return std::min(options.report_classes->k, model.n_classes());
 }
 
 // The report's class picker: the most likely classes with their probabilities and, for each
@@ -293,14 +290,8 @@ void finish_report(ReportBuilder& report, const std::string& source, const Image
     const QueryKey qk = query_key(model, x);
     report.add_query_key(qk.q, qk.k, options.scale);
   }
-  if (report_class_count(model, options) > 0) {
-    try {
-      add_class_maps(report, model, x, options, g.grid_h, g.grid_w);
-    } catch (const Error& e) {  // as attend's: the core's errors name no file
-      if (e.subject()) throw;
-      throw Error(source + ": " + e.what());
-    }
-  }
+  if (report_class_count(model, options) > 0)  // as attend's: the core's errors name no file
+    naming_source(source, [&] { add_class_maps(report, model, x, options, g.grid_h, g.grid_w); });
 }
 
 // --report's builder for an image on grid g: every layer, the view's layer drawn in full.
@@ -382,7 +373,7 @@ std::vector<ClassScore> process(const InputJob& job, const VitModel& model, cons
 
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
   if (options.report) report.emplace(report_builder(model, options, g));
-  const bool classify = (options.top || options.faithfulness) && model.w_head.size() > 0;
+  const bool classify = (options.top || options.faithfulness) && model.has_classifier();
   const Attended attended =
       attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
   const RowVector& logits = attended.result.logits;
@@ -425,7 +416,7 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   const InputGrid g = input_grid(bgr, model, options.view);
   if (grid) *grid = g;
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
-  const bool classify = logits && model.w_head.size() > 0;
+  const bool classify = logits && model.has_classifier();
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
   const Attended attended = attend_steps(model, x, options, nullptr, classify, options.clean, false, g.grid_h, g.grid_w);
   if (classify) *logits = attended.result.logits;
@@ -451,12 +442,9 @@ PatchFeatures image_patch_features(const fs::path& input, const VitModel& model,
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
   ForwardOptions fo;
   fo.scale = options.scale;
-  try {
-    return {patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
-  } catch (const Error& e) {  // as attend's: the core's errors name no file
-    if (e.subject()) throw;
-    throw Error(display(input) + ": " + e.what());
-  }
+  return naming_source(display(input), [&] {  // as attend's: the core's errors name no file
+    return PatchFeatures{patch_rows(model, forward(model, x, fo)), g.grid_h, g.grid_w};
+  });
 }
 
 int pca_feature_width(const VitModel& model) {
@@ -503,8 +491,8 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.save_attention = options.save_attention;
   outputs.mask = options.save_attention && options.view.threshold.has_value();
   outputs.report = options.report.has_value();
-  outputs.top = options.top.has_value() && model.w_head.size() > 0;
-  outputs.faithfulness = options.faithfulness.has_value() && model.w_head.size() > 0;
+  outputs.top = options.top.has_value() && model.has_classifier();
+  outputs.faithfulness = options.faithfulness.has_value() && model.has_classifier();
   outputs.heads = options.heads_csv;
   outputs.pca = options.pca.has_value();
   outputs.settings = options.settings;

@@ -107,12 +107,8 @@ void make_frames_folder(const fs::path& dir, const InputJob& job) {
 // (activations that became non-finite): the video's and the frame's.
 std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const ProcessOptions& options, InputGrid& grid,
                                  const std::string& source, RowVector* logits) {
-  try {
-    return image_maps(d.bgr, model, options, &grid, logits);
-  } catch (const Error& e) {
-    if (e.subject()) throw;  // a chosen value: the caller says it with its option
-    throw Error(fmt::format("{}: frame {}: {}", source, d.index, e.what()));
-  }
+  return naming_source(fmt::format("{}: frame {}", source, d.index),
+                       [&] { return image_maps(d.bgr, model, options, &grid, logits); });
 }
 
 // The video's outputs but its settings record (process_video's commit writes that).

@@ -86,9 +86,9 @@ namespace {
 
 // The class-specific methods' needs: a classifier, its classes, LeGrad's layers.
 void check_classes(const VitModel& model, const EncoderView& view, const std::string& source) {
-  const auto n_classes = static_cast<int>(model.w_head.rows());  // (n_classes, d_model)
+  const int n_classes = model.n_classes();
   for (MapMethod m : view.methods)
-    if (class_specific(m) && n_classes == 0)
+    if (class_specific(m) && !model.has_classifier())
       throw Error({roles::method, method_name(m)},
                   no_classifier_reason(model).empty()
                       ? source + " has no classifier, so no class logit to explain (attention and rollout need none)"
@@ -96,7 +96,7 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
   for (const ChosenClass& c : view.classes)
     if (c.index < 0 || c.index >= n_classes)
       throw Error({roles::class_choice, std::to_string(c.index)},
-                  n_classes == 0 ? source + " has no classifier" + no_classifier_note(model)
+                  !model.has_classifier() ? source + " has no classifier" + no_classifier_note(model)
                                  : fmt::format("{} has classes 0…{}", source, n_classes - 1));
   // −K is the last K layers, every layer on a model of fewer (relevance.hpp: the default −2 on
   // one block): only a first layer past the last one is refused.

@@ -27,8 +27,8 @@ void check_one_head(const ServedModel& served, const MapQuery& query) {
 // the served model; one class, as the answer (or the page's first map) is one map.
 std::vector<pipeline::ChosenClass> chosen_classes(const ServedModel& served, const MapQuery& query) {
   if (!query.classes) return {};
-  const auto n_classes = static_cast<int>(served.model.w_head.rows());
-  std::vector<pipeline::ChosenClass> classes = pipeline::resolve_classes({*query.classes}, served.labels, n_classes, served.name);
+  std::vector<pipeline::ChosenClass> classes =
+      pipeline::resolve_classes({*query.classes}, served.labels, served.model.n_classes(), served.name);
   if (classes.size() > 1)
     throw Error({pipeline::roles::class_choice, *query.classes},
                 fmt::format("the server answers one class's map; give one of {}", pipeline::class_names(classes)));
@@ -58,13 +58,9 @@ MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string&
                       const MapQuery& query, std::uint64_t max_pixels) {
   const pipeline::ProcessOptions options = map_options(served, query, max_pixels);
   const cv::Mat bgr = io::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit
-  std::vector<pipeline::NamedMap> maps;
-  try {
-    maps = pipeline::image_maps(bgr, served.model, options);  // one map: one method, one class, one head or fusion
-  } catch (const Error& e) {  // as process_image's: the core's errors name no input
-    if (e.subject()) throw;
-    throw Error(fmt::format("{}: {}", source, e.what()));
-  }
+  // one map: one method, one class, one head or fusion; as process_image's: the core's errors name no input
+  const std::vector<pipeline::NamedMap> maps =
+      naming_source(source, [&] { return pipeline::image_maps(bgr, served.model, options); });
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
   if (query.format == MapFormat::npy) return {io::encode_npy(map), "application/octet-stream"};
   // (H, W) BGR, with the class's caption as the CLI's overlay file has it

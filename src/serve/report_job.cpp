@@ -40,7 +40,7 @@ pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuer
   r.start.rollout = query.method == pipeline::MapMethod::rollout;
   if (pipeline::class_specific(query.method)) r.start.method = pipeline::method_name(query.method);
   options.report = r;
-  if (query.top && served.model.w_head.size() == 0)
+  if (query.top && !served.model.has_classifier())
     throw Error(fmt::format("top={}: {} has no classifier, so no classes to list", *query.top, served.name));
   options.report_classes = pipeline::TopRequest{query.top.value_or(3), served.labels};  // the CLI's: --top K, else 3
   if (query.pca) options.pca.emplace();  // the CLI's --pca with --pca-fit image: the image's own fit

@@ -150,7 +150,7 @@ nlohmann::json models_json(const std::vector<ServedModel>& models) {
                     {"name", models[i].name},
                     {"layers", m.n_layers()},
                     {"heads", m.n_heads},
-                    {"classes", m.w_head.rows()},
+                    {"classes", m.n_classes()},
                     {"class_names", models[i].labels.names}});
   }
   return list;

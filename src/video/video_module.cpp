@@ -54,11 +54,7 @@ bool video_module_loads() {
 }
 
 const video_abi::Table& video_module(const std::string& source) {
-  try {
-    return video_module();
-  } catch (const Error& e) {
-    throw Error(source + ": " + e.what());
-  }
+  return naming_source(source, []() -> const video_abi::Table& { return video_module(); });
 }
 
 }  // namespace vitattn::io
