@@ -613,7 +613,7 @@ def test_report_load_the_cache_stays_within_its_budget():
     the CLI's). Memory: the peak after the first 16 uploads (every worker warm, the cache
     full) is the baseline; the other 184 pages (about 33 MB of them) may add only the pages in
     flight (at most one per connection thread, 14 × 0.2 MB, twice: the response copies it) and allocator slack (per-thread
-    arenas): 16 MB, half of what keeping every page would add."""
+    arenas): 16 MB, half of what keeping every page would add (48 MB under ThreadSanitizer, below)."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "in").mkdir()
@@ -675,4 +675,9 @@ def test_report_load_the_cache_stays_within_its_budget():
         print(f"\nreport load: 200 uploads from 8 clients in {seconds:.2f} s; VmHWM {warm:.0f} MB after 16, "
               f"{hwm:.0f} MB after 200; {len(lost)} pages evicted before their GET, posted again")
         if "ASAN_OPTIONS" not in os.environ:  # ASan's shadow memory and quarantine are not the server's
-            assert hwm - warm < 16, f"the peak grew by {hwm - warm:.1f} MB past a full 2 MB cache"
+            # Under ThreadSanitizer every heap page the server touches also gets shadow pages, and
+            # its allocator reuses memory less eagerly: one run there grew by 23 MB with the cache
+            # working. Keeping every page would add 33 MB of heap, several times that with its
+            # shadow, so a bound of 48 MB still tells the two apart.
+            bound = 48 if os.environ.get("TSAN_OPTIONS") else 16
+            assert hwm - warm < bound, f"the peak grew by {hwm - warm:.1f} MB past a full 2 MB cache (bound {bound} MB)"
