@@ -188,18 +188,8 @@ def expected_rows(attn, first, gh, gw, flagged, patch=P, threshold=0.6):
 class HeadsAndClean(TmpCase):
     tmp_prefix = "vitattn-heads-clean-"
 
-    def setUp(self):
-        super().setUp()
-        self.n = 0
-
     def vitattn(self, *args, ok=True):
-        """Runs the binary with its own output folder; returns (process, output folder)."""
-        self.n += 1
-        out = self.dir / f"out{self.n}"
-        p = run_process(*args, "-o", out, cwd=self.dir)
-        if ok:
-            self.assertEqual(p.returncode, 0, p.stderr)
-        return p, out
+        return self.run_to_new_folder(*args, ok=ok)
 
     def assert_rows(self, got, want, what):
         for name, g, w in zip(HEADER[3:], got, want):

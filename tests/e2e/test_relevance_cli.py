@@ -291,12 +291,7 @@ class LabelledClasses(TmpCase):
         self.n = 0
 
     def vitattn(self, *args, ok=True):
-        self.n += 1
-        out = self.dir / f"out{self.n}"
-        p = run_process(*args, "-o", out, cwd=self.dir)
-        if ok:
-            self.assertEqual(p.returncode, 0, p.stderr)
-        return p, out
+        return self.run_to_new_folder(*args, ok=ok)
 
     def chefer(self, cls, *more, ok=True, model=None):
         return self.vitattn("--model", model or self.model, "--method", "chefer", "--class", cls, "--save-attention",

@@ -266,6 +266,16 @@ class TmpCase(unittest.TestCase):
                 p.chmod(0o700)
         self.tmp.cleanup()
 
+    def run_to_new_folder(self, *args, ok=True):
+        """Runs the binary with `-o` a new folder below self.dir (out1, out2, …); with `ok`, it
+        must exit 0. Returns (process, output folder)."""
+        self._runs = getattr(self, "_runs", 0) + 1
+        out = self.dir / f"out{self._runs}"
+        p = run_process(*args, "-o", out, cwd=self.dir)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p, out
+
     def write(self, rel, img, params=()):
         """Encodes `img` by the suffix of `rel` (below self.dir); returns the path."""
         import cv2
