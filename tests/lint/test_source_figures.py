@@ -9,7 +9,7 @@ machine and the command that measures them again.
 
 Scanned: the comments of src/**/*.{cpp,hpp,h,cpp.in}, bench/*.{cpp,hpp}, fuzz/*.{cpp,hpp},
 every CMakeLists.txt (top, src, bench, fuzz, tests) and cmake/*.cmake; C++ comments through
-test_layer_rule.py's lexer (strings and characters are not comments). A comment's consecutive
+tests/pylib/cpp_lexer.py's lexer (strings and characters are not comments). A comment's consecutive
 lines are read as one text. A measured figure is:
 - a time: a number and ms, µs, us, ns, s, sec, seconds, min, minutes or hours ("~25 ms of
   CPU", "(14 s)", "5 min 20 s");
@@ -30,15 +30,15 @@ Not figures, and not reported:
 - dimensions and formulas: 8×8, 19 × 3, 4096², σ(1.702x).
 ALLOWED below lists what the rules would take for a figure but is a contract, each with why.
 
-Needs only python3 and pytest. Run: python3 -m pytest tests/e2e/test_source_figures.py
+Needs only python3 and pytest. Run: python3 -m pytest tests/lint/test_source_figures.py
 """
 import re
 import sys
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_layer_rule import lex  # noqa: E402  (one C++ lexer for both source lints)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
+from cpp_lexer import lex  # noqa: E402  (one C++ lexer for every source lint)
 
 REPO = Path(__file__).resolve().parents[2]
 CPP_SUFFIXES = (".cpp", ".hpp", ".h", ".cpp.in")

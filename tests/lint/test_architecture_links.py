@@ -15,7 +15,7 @@ fails when a project target has no row or two, a row names no project target, or
 links are not exactly the CMake files' (a link missing, one too many, or the wrong
 visibility).
 
-Needs only python3 and pytest. Run: python3 -m pytest tests/e2e/test_architecture_links.py
+Needs only python3 and pytest. Run: python3 -m pytest tests/lint/test_architecture_links.py
 """
 import re
 import unittest
