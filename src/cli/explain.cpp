@@ -129,7 +129,7 @@ int explain(std::ostream& out, const std::string& heatmap_png, const std::string
   // Before any output: each is written whole, over a file of its own kind only, and the two are
   // two files (pipeline::OutputGuard).
   if (!html.empty()) check_explain_html(html);
-  if (!heatmap_png.empty() && io::lower_extension(heatmap_png) != ".png")
+  if (!heatmap_png.empty() && io::lower_extension(heatmap_png) != io::extension(io::ImageFormat::png))
     throw Error(Subject{kHeatmapRole, heatmap_png}, "writes a PNG image; give a name ending in .png");
   pipeline::OutputGuard guard;
   if (!heatmap_png.empty()) guard.writes(heatmap_png, kHeatmapRole, io::FileKind::png);

@@ -13,6 +13,7 @@
 #include "model_request.hpp"
 #include "pipeline/class_choice.hpp"
 #include "pipeline/forward_job.hpp"
+#include "pipeline/job_outputs.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/threads.hpp"
 
@@ -75,7 +76,7 @@ int run_forward(const ForwardCommandOptions& o, int verbosity) {
       continue;
     }
     spdlog::info("{}: {} input{} → {}", io::display(r.input), r.images, r.images == 1 ? "" : "s",
-                 io::display(request.output / (r.input.stem().string() + "_*.npy")));
+                 io::display(request.output / (r.input.stem().string() + pipeline::array_suffix("*"))));
   }
   return failed ? 1 : 0;
 }

@@ -10,12 +10,16 @@ namespace vitattn::io {
 
 enum class ImageFormat { png, jpg, webp };
 
+// Every format an image can be written in (--format), the default first.
+inline constexpr ImageFormat kImageFormats[] = {ImageFormat::png, ImageFormat::jpg, ImageFormat::webp};
+
 struct OutputFormat {
   ImageFormat format = ImageFormat::png;
   int quality = 90;  // 1–100, JPEG and WebP only (PNG is lossless)
 };
 
-// ".png", ".jpg" or ".webp"
+// ".png", ".jpg" or ".webp": the one place a written image's extension is spelled (the
+// pipeline's output names, pipeline/job_outputs.hpp, ask here).
 const char* extension(ImageFormat format);
 
 // 8-bit grey, BGR or BGRA → the file's bytes. Throws Error ("<format> encoding failed: …").

@@ -186,7 +186,7 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
 
 ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   const std::string stem = input.stem().string();
-  const auto named = [&](const std::string& what) { return r.output / (stem + "_" + what + ".npy"); };
+  const auto named = [&](const std::string& what) { return r.output / (stem + array_suffix(what)); };
   ForwardOutputs f;
   f.attention = named("attention");
   f.features = named("features");

@@ -4,16 +4,17 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "image/image_writer.hpp"
 #include "map_request.hpp"
 #include "output_guard.hpp"
+#include "video/video_writer.hpp"
 
 namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 
-namespace {
-// Every format an overlay can be written in (image_writer.hpp's ImageFormat).
-constexpr const char* kOverlayExtensions[] = {".png", ".jpg", ".webp"};
-}  // namespace
+std::string default_image_extension() { return io::extension(io::ImageFormat::png); }
+
+std::string default_video_extension() { return io::extension(io::VideoCodec::h264_mp4); }
 
 std::string overlay_suffix(const std::string& image_extension) { return "_attn" + image_extension; }
 
@@ -27,7 +28,18 @@ std::string map_overlay_suffix(const std::string& tag, const std::string& image_
   return "_attn" + tag + image_extension;
 }
 
-std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + ".npy"; }
+namespace {
+// The NumPy arrays' extension: every .npy output is "_<what>.npy".
+constexpr const char* kArrayExtension = ".npy";
+}  // namespace
+
+std::string array_suffix(const std::string& what) { return "_" + what + kArrayExtension; }
+
+std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + kArrayExtension; }
+
+std::string attention_values_suffix() { return array_suffix("attn"); }
+
+std::string mask_suffix() { return array_suffix("mask"); }
 
 std::string head_overlay_suffix(int head, const std::string& image_extension) {
   return map_overlay_suffix(head_tag(head), image_extension);
@@ -57,6 +69,10 @@ std::string pca_suffix() { return "_pca.png"; }
 
 std::string settings_suffix() { return "_settings.txt"; }
 
+std::string frames_suffix() { return "_frames"; }
+
+const char* pca_fit_name() { return "pca_fit.npy"; }
+
 std::string report_suffix() { return batch_file(&OutputSet::report).part_suffix; }
 
 std::string report_index_name() { return batch_file(&OutputSet::report).name; }
@@ -68,11 +84,11 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
   for (const std::string& tag : outputs.map_tags) s.push_back(map_overlay_suffix(tag, outputs.image_extension));
   if (outputs.save_attention) {
-    s.push_back("_attn.npy");
-    if (outputs.map_tags.empty()) s.push_back("_cls.npy");
+    s.push_back(attention_values_suffix());
+    if (outputs.map_tags.empty()) s.push_back(map_values_suffix(""));
     for (const std::string& tag : outputs.map_tags) s.push_back(map_values_suffix(tag));
   }
-  if (outputs.mask) s.push_back("_mask.npy");
+  if (outputs.mask) s.push_back(mask_suffix());
   if (outputs.pca) s.push_back(pca_suffix());
   for (const BatchFile& f : batch_files())  // each image's part of a batch file
     if (outputs.*f.on) s.push_back(f.part_suffix);
@@ -81,8 +97,8 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
 }
 
 std::vector<std::string> video_output_suffixes(const OutputSet& outputs) {
-  std::vector<std::string> s{"_attn" + outputs.video_extension};
-  if (outputs.save_attention) s.push_back("_cls.npy");
+  std::vector<std::string> s{overlay_suffix(outputs.video_extension)};
+  if (outputs.save_attention) s.push_back(map_values_suffix(""));
   if (outputs.top) s.push_back(batch_file(&OutputSet::top).part_suffix);  // its classes frame by frame
   if (!outputs.settings.empty()) s.push_back(settings_suffix());
   return s;
@@ -143,10 +159,11 @@ bool is_output_name(const fs::path& file) {
   const auto ends_with = [&name](const std::string& suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (is_tagged_map_name(name, "_cls", ".npy")) return true;
-  for (const char* video : {"_attn.mp4", "_attn.avi"})  // video_output_suffixes, either codec
-    if (ends_with(video)) return true;
-  for (const char* ext : kOverlayExtensions) {
+  if (is_tagged_map_name(name, "_cls", kArrayExtension)) return true;
+  for (const io::VideoCodec codec : io::kVideoCodecs)  // video_output_suffixes' overlay, either codec
+    if (ends_with(overlay_suffix(io::extension(codec)))) return true;
+  for (const io::ImageFormat format : io::kImageFormats) {
+    const std::string ext = io::extension(format);
     OutputSet every;  // every output of fixed name any run can write; the tagged maps' below
     every.image_extension = ext;
     every.save_attention = true;

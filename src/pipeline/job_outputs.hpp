@@ -1,5 +1,8 @@
 #pragma once
-// The files one image job writes, and the batch files gathered from them, named in one place.
+// The files one image job writes, and the batch files gathered from them, named in one place:
+// every suffix, batch file and folder name of an output is spelled here, and the formats'
+// extensions are the image and video writers' (io::extension), asked from here. (A lint,
+// tests/lint/test_output_names.py, finds a name spelled anywhere else.)
 // Input protection, the symlink refusal, --skip-existing and the folder scan's "leave out
 // vitattn's own outputs" all ask here, so an output added later is covered by all of them at
 // once: add it to OutputSet and output_suffixes (and to `every` in is_output_name), and to
@@ -15,9 +18,15 @@
 
 namespace vitattn::pipeline {
 
+// The default formats' extensions, ".png" and ".mp4", as the writers spell them
+// (io::extension: image/image_writer.hpp, video/video_writer.hpp; asked in job_outputs.cpp,
+// since image_writer.hpp's io::ImageFormat is another type than image_formats.hpp's).
+std::string default_image_extension();
+std::string default_video_extension();
+
 // Which of its outputs each job of a run writes.
 struct OutputSet {
-  std::string image_extension = ".png";  // the overlays' format (--format): ".png", ".jpg" or ".webp"
+  std::string image_extension = default_image_extension();  // the overlays' format (--format): ".png", ".jpg" or ".webp"
   bool save_attention = false;  // <name>_attn.npy and <name>_cls.npy
   bool mask = false;            // <name>_mask.npy: --save-attention with --threshold
   int head_overlays = 0;        // --head all: <name>_attn_h<h>.png for h in 0…head_overlays−1
@@ -31,7 +40,7 @@ struct OutputSet {
   bool heads = false;           // <name>_heads.csv: per layer and head, the token diagnostics' statistics (heads_part.hpp)
   bool pca = false;             // <name>_pca.png: the patch features' first three principal components (--pca)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
-  std::string video_extension = ".mp4";
+  std::string video_extension = default_video_extension();
   // The settings that make these outputs' bytes, as the command line records them
   // (cli/settings_record.hpp): each job writes them last, as <name>_settings.txt, and a job is
   // done only when its record is this (job_record.hpp). Empty: no record is written nor asked for.
@@ -47,6 +56,12 @@ std::string pca_suffix();
 // "_settings.txt": one job's record of the settings that made its outputs (job_record.hpp).
 std::string settings_suffix();
 
+// "_frames": a video's folder of frame overlays (--frames-dir), beside its other outputs.
+std::string frames_suffix();
+
+// "pca_fit.npy": a batch's PCA fit (--pca-fit batch), in the output folder itself (pca_fit.hpp).
+const char* pca_fit_name();
+
 // "index.html": a batch's gallery of report pages, in the output folder itself.
 std::string report_index_name();
 
@@ -54,10 +69,11 @@ std::string report_index_name();
 std::string predictions_name();
 
 // "_attn.png" (or the format's extension): the overlay, or the sheet of heads with --head all.
-std::string overlay_suffix(const std::string& image_extension = ".png");
+// A video's, "_attn.mp4" (or .avi), is overlay_suffix(video_extension).
+std::string overlay_suffix(const std::string& image_extension = default_image_extension());
 
 // "_attn_h<h>.png" (or the format's extension): one head's overlay with --head all.
-std::string head_overlay_suffix(int head, const std::string& image_extension = ".png");
+std::string head_overlay_suffix(int head, const std::string& image_extension = default_image_extension());
 
 // One map's tag among several, what its file names carry after "_attn" and "_cls": "_<method>"
 // when the job draws several methods (empty `method` otherwise), then "_c<class>" when a
@@ -69,10 +85,21 @@ std::string map_tag(const std::string& method, std::optional<int> class_index);
 std::string head_tag(int head);
 
 // "_attn<tag>.png" (or the format's extension): one map's overlay among several.
-std::string map_overlay_suffix(const std::string& tag, const std::string& image_extension = ".png");
+std::string map_overlay_suffix(const std::string& tag,
+                               const std::string& image_extension = default_image_extension());
 
-// "_cls<tag>.npy": one map's values among several, float32 [grid_h, grid_w].
+// "_cls<tag>.npy": one map's values among several, float32 [grid_h, grid_w]; with an empty
+// tag "_cls.npy", the one map's (or, with --head all, the heads' maps stacked).
 std::string map_values_suffix(const std::string& tag);
+
+// "_attn.npy": the drawn layer's attention (--save-attention).
+std::string attention_values_suffix();
+
+// "_mask.npy": the maps' masks (--save-attention with --threshold).
+std::string mask_suffix();
+
+// "_<what>.npy": one array of the forward command's ("_attention.npy", "_features.npy", …).
+std::string array_suffix(const std::string& what);
 
 // A file in the output folder over the whole batch, rebuilt from one part per image job that
 // the job writes beside its other outputs (batch_files.hpp says why and when).

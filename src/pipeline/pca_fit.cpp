@@ -15,8 +15,6 @@ namespace {
 constexpr int kRows = 5;  // mean, 3 components, σ
 }  // namespace
 
-const char* pca_fit_name() { return "pca_fit.npy"; }
-
 PcaFit as_in_file(PcaFit fit) {
   fit.scaling = PcaScaling::three_sigma;
   for (Eigen::Index k = 0; k < fit.variances.size(); ++k) {

@@ -15,6 +15,7 @@
 
 #include "core/pca.hpp"
 #include "image/overlay.hpp"
+#include "job_outputs.hpp"  // pca_fit_name(): the file's name in the output folder
 
 namespace vitattn::pipeline {
 
@@ -22,9 +23,6 @@ struct PcaRequest {
   std::optional<PcaFit> fit;  // one fit for every image; none: each image its own (min-max)
   std::optional<float> mask;  // --pca-mask T in [0, 1]
 };
-
-// The file's name in the output folder: "pca_fit.npy".
-const char* pca_fit_name();
 
 // The fit as the file keeps it (σ_k rounded to float, variances σ_k²), so a run that fits the
 // batch draws the same bytes as a run that reads its pca_fit.npy.

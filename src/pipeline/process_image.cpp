@@ -328,20 +328,20 @@ void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, con
   for (const Matrix& a : heads) all.insert(all.end(), a.data(), a.data() + a.size());
   const std::vector<std::uint64_t> attn_shape =
       heads.size() > 1 ? std::vector<std::uint64_t>{heads.size(), rows, cols} : std::vector<std::uint64_t>{rows, cols};
-  write_npy(with_suffix(job.output_base, "_attn.npy"), all.data(), attn_shape);
+  write_npy(with_suffix(job.output_base, attention_values_suffix().c_str()), all.data(), attn_shape);
   const auto grid_h = static_cast<std::uint64_t>(g.grid_h), grid_w = static_cast<std::uint64_t>(g.grid_w);
   const bool per_head = view.head == HeadChoice::all && view.methods == std::vector<MapMethod>{MapMethod::attention};
   if (per_head) {  // one file, (n_heads, grid_h, grid_w)
     std::vector<float> drawn;
     for (const NamedMap& m : named) drawn.insert(drawn.end(), m.map.data(), m.map.data() + m.map.size());
-    write_npy(with_suffix(job.output_base, "_cls.npy"), drawn.data(), {named.size(), grid_h, grid_w});
+    write_npy(with_suffix(job.output_base, map_values_suffix("").c_str()), drawn.data(), {named.size(), grid_h, grid_w});
   } else {  // each map its file, (grid_h, grid_w): "_cls.npy" alone, else "_cls<tag>.npy"
     for (const NamedMap& m : named) {
       const std::vector<float> values = row_major(m.map);
       write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), {grid_h, grid_w});
     }
   }
-  if (!masks.empty()) write_masks(with_suffix(job.output_base, "_mask.npy"), masks, named.size() > 1 || per_head);
+  if (!masks.empty()) write_masks(with_suffix(job.output_base, mask_suffix().c_str()), masks, named.size() > 1 || per_head);
 }
 
 // The overlays, each captioned: one as <name>_attn.png, or each under its tag and then the

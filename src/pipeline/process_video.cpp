@@ -192,7 +192,7 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
                            io::describe(video.codec)));
   if (options.save_attention) {
     map_shape.front() = static_cast<std::uint64_t>(n_drawn);  // n_drawn > 0 (checked above), so map_shape is set
-    io::write_npy(with_suffix(job.output_base, "_cls.npy"), saved.data(), map_shape);
+    io::write_npy(with_suffix(job.output_base, map_values_suffix("").c_str()), saved.data(), map_shape);
   }
   if (outputs.top) {
     const std::string csv = frame_predictions_csv(job.input, classes, options.top->labels);
@@ -203,7 +203,7 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
 
 }  // namespace
 
-fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
+fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, frames_suffix().c_str()); }
 
 void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
                    const VideoOptions& video) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "pipeline/job_outputs.hpp"
+
 namespace vitattn::serve {
 namespace {
 
@@ -80,34 +82,39 @@ std::string percent_encoded(std::string_view bytes) {
   return out;
 }
 
+// `text` spelled again code point by code point: `spell(out, c, bytes)` appends what the code
+// point c (its UTF-8 `bytes`) becomes, and each byte that starts no code point becomes '_'.
+template <class Spell>
+std::string respelled(std::string_view text, Spell spell) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const CodePoint c = code_point_at(text, i);
+    if (c.value) spell(out, *c.value, text.substr(i, c.size));
+    else out += '_';
+    i += c.size;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string report_file_name(const std::string& name) {
   const std::size_t dot = name.rfind('.');
   const std::string_view stem = std::string_view(name).substr(0, dot == std::string::npos || dot == 0 ? name.size() : dot);
-  std::string out;
-  for (std::size_t i = 0; i < stem.size();) {
-    const CodePoint c = code_point_at(stem, i);
-    if (c.value && !unfit_for_file_name(*c.value)) out += stem.substr(i, c.size);
-    else out += '_';
-    i += c.size;
-  }
-  out += "_report.html";
-  return out;
+  return respelled(stem, [](std::string& out, char32_t c, std::string_view bytes) {
+           if (unfit_for_file_name(c)) out += '_';
+           else out += bytes;
+         }) +
+         pipeline::report_suffix();
 }
 
 std::string ascii_file_name(const std::string& file_name) {
-  std::string out;
-  for (std::size_t i = 0; i < file_name.size();) {
-    const CodePoint c = code_point_at(file_name, i);
-    i += c.size;
-    if (!c.value) out += '_';
-    else if (*c.value < 0x80 && kept_ascii(static_cast<char>(*c.value))) out += static_cast<char>(*c.value);
-    else if (*c.value >= 0x300 && *c.value <= 0x36F) continue;  // a combining mark: its letter is already there
-    else if (const char* latin = latin_letter(*c.value)) out += latin;
+  return respelled(file_name, [](std::string& out, char32_t c, std::string_view) {
+    if (c < 0x80 && kept_ascii(static_cast<char>(c))) out += static_cast<char>(c);
+    else if (c >= 0x300 && c <= 0x36F) return;  // a combining mark: its letter is already there
+    else if (const char* latin = latin_letter(c)) out += latin;
     else out += '_';
-  }
-  return out;
+  });
 }
 
 std::string report_disposition(const std::string& name) {

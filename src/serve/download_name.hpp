@@ -7,9 +7,9 @@
 namespace vitattn::serve {
 
 // The download's file name for an upload named `name`, as the CLI names the page: its stem (up
-// to the last '.') then "_report.html", in UTF-8. What a file name must not hold becomes '_':
-// a byte that is not UTF-8, a control character (C0, DEL, C1), a bidirectional control (it
-// could show the name reversed), '/' and '\\'.
+// to the last '.') then "_report.html" (pipeline::report_suffix()), in UTF-8. What a file name
+// must not hold becomes '_': a byte that is not UTF-8, a control character (C0, DEL, C1), a
+// bidirectional control (it could show the name reversed), '/' and '\\'.
 std::string report_file_name(const std::string& name);
 
 // `file_name` (UTF-8) in the ASCII of a quoted filename= (for clients that do not read

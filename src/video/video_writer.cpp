@@ -20,7 +20,8 @@ bool h264_opens() {
   std::error_code ec;
   const fs::path dir = fs::temp_directory_path(ec);
   if (ec) return false;
-  const TemporaryPath scratch(dir / "vitattn-codec-probe.mp4");  // removed when it goes out of scope
+  // removed when it goes out of scope
+  const TemporaryPath scratch(dir / (std::string("vitattn-codec-probe") + extension(VideoCodec::h264_mp4)));
   const video_abi::Table& module = video_module();
   const DecoderMessages said;  // OpenCV's "could not open codec" lines, off stderr
   video_abi::Status status;

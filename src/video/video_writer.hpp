@@ -16,11 +16,16 @@ namespace vitattn::io {
 
 enum class VideoCodec { h264_mp4, mjpg_avi };
 
+// Every codec a video can be written with, the preferred first.
+inline constexpr VideoCodec kVideoCodecs[] = {VideoCodec::h264_mp4, VideoCodec::mjpg_avi};
+
 // The codec this machine writes: tries to open an H.264 writer once (on a scratch file in the
 // system's temporary folder, removed at once) and remembers the answer. Thread-safe.
 VideoCodec available_video_codec();
 
-const char* extension(VideoCodec codec);   // ".mp4", ".avi"
+// ".mp4", ".avi": the one place a written video's extension is spelled (the pipeline's output
+// names, pipeline/job_outputs.hpp, ask here).
+const char* extension(VideoCodec codec);
 const char* describe(VideoCodec codec);    // "H.264 in MP4", "MJPG in AVI (no H.264 encoder found)"
 
 class VideoWriter {
