@@ -1,6 +1,6 @@
 """The report page of the models whose map is not the class token's row, in a real browser
 (headless Debian Chromium, one session for this file), against torch re-implementations of their
-forwards (tests/python/test_family_siglip.py, test_family_deit.py: float64, their libraries' code).
+forwards (tests/oracle/test_family_siglip.py, test_family_deit.py: float64, their libraries' code).
 
 SigLIP (no class token; a probe pools the last layer's output, multi-head attention pooling):
   - info(): no class token, a probe, first_patch 0; the page opens on the probe at the last layer;

@@ -23,7 +23,7 @@ from pathlib import Path
 import json
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
 from tally import Tally  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

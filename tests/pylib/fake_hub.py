@@ -1,6 +1,6 @@
 """A fake Hugging Face hub on 127.0.0.1 (port 0; nothing leaves the machine), for the tests
-that fetch hf:ORG/NAME models: tests/python/test_hf_hub.py (the hub's protocol, the cache,
-failures) and tests/python/test_hf_families.py (one repository per checkpoint family).
+that fetch hf:ORG/NAME models: tests/oracle/test_hf_hub.py (the hub's protocol, the cache,
+failures) and tests/oracle/test_hf_families.py (one repository per checkpoint family).
 
 It speaks the hub's URL scheme and headers: HEAD/GET /ORG/NAME/resolve/REV/FILE answer with
 X-Repo-Commit and ETag (the git blob sha1) for small files, and for LFS files a 302 to a

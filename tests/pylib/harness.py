@@ -78,7 +78,7 @@ def run(*args, cwd=None):
 
 
 def run_ok(tally, label, args, timeout=600):
-    """Runs the binary as one check of `tally` (tests/python/tally.py): it ran and exited 0.
+    """Runs the binary as one check of `tally` (tests/pylib/tally.py): it ran and exited 0.
     Returns whether it did; the failure names the command and the end of its stderr."""
     cmd = [BIN] + [str(a) for a in args]
     try:
@@ -157,7 +157,7 @@ def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_
 
 def renamed_from_timm(t, family, d, layers):
     """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2", "tintn"; timm, dino and
-    dinov2 are timm's own), as tests/python/test_torch_crosscheck's exporters do, in numpy.
+    dinov2 are timm's own), as tests/oracle/test_torch_crosscheck's exporters do, in numpy.
     A classifier comes along (heads.head, classifier), register tokens too; an HF Dinov2 file
     always holds its mask token."""
     if family in ("timm", "dino", "dinov2"):

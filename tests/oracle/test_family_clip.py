@@ -2,7 +2,7 @@
 """CLIP's image towers (families "clip" and "hf-clip") against torch re-implementations of their
 libraries' forwards, on random weights saved in each library's own names.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_family_clip.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_family_clip.py
       Skips when torch cannot be imported; under CI=true a skip fails.
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 

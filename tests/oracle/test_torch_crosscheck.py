@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-check of vitattn's ViT encoder against PyTorch (torchvision's VisionTransformer).
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_torch_crosscheck.py [--shared]
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_torch_crosscheck.py [--shared]
       Without --shared: random torchvision ViTs made here. With --shared: the trained
       CIFAR-10 model and its golden outputs in ../shared/models, and the image path on a
       photo from ../shared/images; skips when ../shared is absent, and when torch cannot be

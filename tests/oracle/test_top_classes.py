@@ -3,7 +3,7 @@
 <out>/predictions.csv, equal to torch.softmax of torch-computed logits (1e-5) on the same
 model and the same preprocessed image.
 
-Run:  /usr/bin/python3 tests/python/test_top_classes.py
+Run:  /usr/bin/python3 tests/oracle/test_top_classes.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
   case T  a random torchvision ViT with a 10-way head, exported under timm names: probabilities

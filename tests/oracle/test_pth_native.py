@@ -2,7 +2,7 @@
 """vitattn reads PyTorch checkpoints natively: bit for bit what it reads from the safetensors
 file that scripts/pth_to_safetensors.py (torch's own loader) makes of the same checkpoint.
 
-Run:  /usr/bin/python3 tests/python/test_pth_native.py
+Run:  /usr/bin/python3 tests/oracle/test_pth_native.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Every checkpoint is written here by torch.save from a small torchvision VisionTransformer:
@@ -19,7 +19,7 @@ registers, HF ViT and Dinov2 as pytorch_model.bin, torchvision), named by test_t
 exporters: the .pth and the .safetensors of the same tensors give the same family under -v and
 the same .npy bytes, and match torch's forward.
 Skips when torch cannot be imported (fails under CI=true).
-Run: python3 -m pytest tests/python/test_pth_native.py
+Run: python3 -m pytest tests/oracle/test_pth_native.py
 """
 import argparse
 import collections

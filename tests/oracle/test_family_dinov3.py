@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """DINOv3 ViTs against a torch re-implementation written here from the reference code.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_family_dinov3.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_family_dinov3.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Which reference each part of `reference()` follows (facebookresearch/dinov3, read for this test):

@@ -3,11 +3,11 @@
 al. 2018) recomputed here, for the map vitattn drew (its _cls.npy) and for the random
 baseline, with the model run by torch (torchvision's VisionTransformer), not by vitattn.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_faithfulness.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_faithfulness.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 What is recomputed here, each from its definition in docs/faithfulness.md:
-  - the model input: tests/python/test_torch_crosscheck.preprocess (cv2 resize, normalise);
+  - the model input: tests/oracle/test_torch_crosscheck.preprocess (cv2 resize, normalise);
   - the blur: a Gaussian of sigma = one patch, kernel 2*ceil(4 sigma)+1, border reflect-101
     (numpy's "reflect"), separable, in float64;
   - the ranking: highest first, ties by row-major index (numpy lexsort);

@@ -3,7 +3,7 @@
 Face's Dinov2ForImageClassification against torch re-implementations written here from their
 libraries' code; `--query dist`.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_family_deit.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_family_deit.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Random tiny models (D=32, 2 heads, 2 layers, 8-pixel patches on a 4x4 grid, 7 classes) in each

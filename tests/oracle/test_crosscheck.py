@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-check of the vitattn binary against the NumPy oracle (reference_pipeline.py).
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_crosscheck.py [--shared]
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_crosscheck.py [--shared]
       Without --shared: images made here only. With --shared: the photos in
       ../shared/images and the trained model's reference outputs in ../shared/models;
       skips when ../shared is absent (fails under CI=true).

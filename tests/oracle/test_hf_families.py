@@ -2,7 +2,7 @@
 """hf:ORG/NAME for each checkpoint family that config.json's model_type names, against the fake
 hub (tests/pylib/fake_hub.py, on 127.0.0.1, started and stopped here), then offline.
 
-Each family's own test file (tests/python/test_family_<part>.py) writes a Hugging Face snapshot
+Each family's own test file (tests/oracle/test_family_<part>.py) writes a Hugging Face snapshot
 folder of that family with hf_folder(path): model.safetensors, config.json (model_type,
 hidden_act, heads, ε, image size), preprocessor_config.json (mean, std), and returns what its
 torch re-implementation computed for it: {"image": the input (a picture's path, or an already
@@ -11,7 +11,7 @@ last block's attention}. Here each folder becomes a hub repository; for each:
   - `vitattn [forward] --model hf:families/<part> -v`: config.json's model_type picks the family
     (-v names it), and the last block's heads are within 1e-5 of the torch reference;
   - the same offline (HF_HUB_OFFLINE=1, an endpoint that refuses connections): the same bytes.
-Run:  /usr/bin/python3 -m pytest -q -s tests/python/test_hf_families.py
+Run:  /usr/bin/python3 -m pytest -q -s tests/oracle/test_hf_families.py
 """
 import importlib
 import os
@@ -36,7 +36,7 @@ from fake_hub import Hub, closed_port  # noqa: E402
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 T = Tally()
-# tests/python/test_family_<part>.py, and the family its hf_folder's model_type names
+# tests/oracle/test_family_<part>.py, and the family its hf_folder's model_type names
 PARTS = {"clip": "hf-clip", "siglip": "siglip", "dinov3": "hf-dinov3", "deit": "hf-dinov2"}
 
 
