@@ -19,13 +19,9 @@ import numpy as np
 
 import safetensors_io
 from harness import BIN, REPO, TmpCase, files_of, photo_like, run, timm_checkpoint
+from harness import small_timm_checkpoint as checkpoint
 
 SANITIZED = any(k in os.environ for k in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
-
-
-def checkpoint(path, d=32, heads=2, p=8, grid=4, layers=2, heads_in_metadata=True, seed=0):
-    """A small timm-named ViT with random weights."""
-    timm_checkpoint(path, d, p, grid, layers, 2 * d, heads, heads_in_metadata, seed)
 
 
 def limited_memory():

@@ -7,7 +7,7 @@ Run:  /usr/bin/python3 -m pytest tests/oracle/test_faithfulness.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 What is recomputed here, each from its definition in docs/faithfulness.md:
-  - the model input: tests/oracle/test_torch_crosscheck.preprocess (cv2 resize, normalise);
+  - the model input: tests/pylib/torch_reference.preprocess (cv2 resize, normalise);
   - the blur: a Gaussian of sigma = one patch, kernel 2*ceil(4 sigma)+1, border reflect-101
     (numpy's "reflect"), separable, in float64;
   - the ranking: highest first, ties by row-major index (numpy lexsort);
@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))
 
 from harness import need  # noqa: E402
@@ -40,7 +39,7 @@ try:
 except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
     need(False, f"cannot import torch ({e}); install python3-torch python3-torchvision")
 
-import test_torch_crosscheck as tc  # noqa: E402  (its model maker, exporter, preprocessing and test image)
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
@@ -134,13 +133,13 @@ def setup(tmp_path_factory):
     if not BIN.is_file():
         pytest.fail(f"binary {BIN} not found")
     tmp = tmp_path_factory.mktemp("faith")
-    model = tc.make_vit(SIZE, 96, 3, 192, 3, 10, seed=11)
+    model = tr.make_vit(SIZE, 96, 3, 192, 3, 10, seed=11)
     path = tmp / "m.safetensors"
-    tc.write_safetensors(path, tc.export_timm(model.state_dict(), 3), metadata={"num_heads": 3})
+    tr.write_safetensors(path, tr.export_timm(model.state_dict(), 3), metadata={"num_heads": 3})
     images = []
     for i in range(3):
         p = tmp / f"img{i}.png"
-        tc.make_image(p)
+        tr.make_image(p)
         import cv2
         img = cv2.imread(str(p))
         cv2.imwrite(str(p), np.roll(img, 53 * i, axis=1)[::(1 if i % 2 == 0 else -1)])
@@ -149,7 +148,7 @@ def setup(tmp_path_factory):
 
 
 def model_input(image):
-    return tc.preprocess(image, SIZE, SIZE, tc.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
+    return tr.preprocess(image, SIZE, SIZE, tr.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
 
 
 def check_image(model, image, cls_map, rows, steps, method, c=None):
@@ -240,8 +239,8 @@ def test_batch_in_input_order_and_same_bytes_whatever_j(setup):
 def test_refusals(setup):
     tmp, model, path, images = setup
     backbone = tmp / "backbone.safetensors"
-    sd = {k: v for k, v in tc.export_timm(model.state_dict(), 3).items() if not k.startswith("head.")}
-    tc.write_safetensors(backbone, sd, metadata={"num_heads": 3})
+    sd = {k: v for k, v in tr.export_timm(model.state_dict(), 3).items() if not k.startswith("head.")}
+    tr.write_safetensors(backbone, sd, metadata={"num_heads": 3})
     for args, what in [(["--model", backbone], "backbone"), ([], "seeded")]:
         out = tmp / f"out_refused_{what}"
         p = run([*args, "--faithfulness", "-o", out, images[0]], expect=2)

@@ -2,7 +2,7 @@
 """hf:ORG/NAME for each checkpoint family that config.json's model_type names, against the fake
 hub (tests/pylib/fake_hub.py, on 127.0.0.1, started and stopped here), then offline.
 
-Each family's own test file (tests/oracle/test_family_<part>.py) writes a Hugging Face snapshot
+Each family's reference module (tests/pylib/<part>_reference.py) writes a Hugging Face snapshot
 folder of that family with hf_folder(path): model.safetensors, config.json (model_type,
 hidden_act, heads, ε, image size), preprocessor_config.json (mean, std), and returns what its
 torch re-implementation computed for it: {"image": the input (a picture's path, or an already
@@ -23,12 +23,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))
 from tally import Tally, skip  # noqa: E402
 
 try:
-    import torch  # noqa: F401  (the family modules' oracle)
+    import torch  # noqa: F401  (the reference modules' oracle)
 except ImportError as e:
     skip(f"cannot import torch ({e})")
 from fake_hub import Hub, closed_port  # noqa: E402
@@ -36,7 +35,7 @@ from fake_hub import Hub, closed_port  # noqa: E402
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 T = Tally()
-# tests/oracle/test_family_<part>.py, and the family its hf_folder's model_type names
+# tests/pylib/<part>_reference.py, and the family its hf_folder's model_type names
 PARTS = {"clip": "hf-clip", "siglip": "siglip", "dinov3": "hf-dinov3", "deit": "hf-dinov2"}
 
 
@@ -66,7 +65,7 @@ def last_heads(out, stem, forward):
 
 
 def check_part(part, family, hub, tmp):
-    module = importlib.import_module(f"test_family_{part}")
+    module = importlib.import_module(f"{part}_reference")
     src = tmp / f"src_{part}"
     src.mkdir()
     want = module.hf_folder(src)

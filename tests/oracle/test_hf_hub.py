@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
 from tally import Tally, skip  # noqa: E402
 
@@ -44,7 +43,7 @@ try:
     import torch.nn.functional as F
 except ImportError as e:
     skip(f"cannot import torch ({e})")
-import test_torch_crosscheck as tc  # noqa: E402
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 from fake_hub import Hub, closed_port, commit_of, git_sha1  # noqa: E402
 
 REPO = HERE.parents[1]
@@ -122,7 +121,7 @@ def check_layout(label, cache, repo_id, files, rev="main"):
 def safetensors_bytes(tensors, metadata=None):
     """metadata None: none at all (hub files carry only {"format": "pt"})."""
     with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
-        tc.write_safetensors(f.name, tensors, metadata=metadata)
+        tr.write_safetensors(f.name, tensors, metadata=metadata)
         return Path(f.name).read_bytes()
 
 
@@ -134,9 +133,9 @@ NAMES = [f"kind {i}" for i in range(10)]
 
 
 def the_model():
-    model = tc.with_eps(tc.make_vit(64, 96, 3, 192, 2, 10, seed=31, embed_scale=0.05), EPS)
+    model = tr.with_eps(tr.make_vit(64, 96, 3, 192, 2, 10, seed=31, embed_scale=0.05), EPS)
     files = {
-        "model.safetensors": safetensors_bytes(tc.export_timm(model.state_dict(), 2)),
+        "model.safetensors": safetensors_bytes(tr.export_timm(model.state_dict(), 2)),
         "config.json": json.dumps({"model_type": "vit", "num_attention_heads": 3, "layer_norm_eps": EPS,
                                    "image_size": 64, "patch_size": 16,
                                    "id2label": {str(i): n for i, n in enumerate(NAMES)}}).encode(),
@@ -147,7 +146,7 @@ def the_model():
 
 def check_probs(label, model, out, image):
     rows = (out / "predictions.csv").read_text().splitlines()[1:]
-    x = tc.preprocess(image, 64, 64, (MEAN, STD))
+    x = tr.preprocess(image, 64, 64, (MEAN, STD))
     p = F.softmax(model(x).double(), -1)[0].numpy()
     d = max(abs(float(r.rsplit(",", 1)[1]) - p[int(r.split(",")[2])]) for r in rows) if rows else 1.0
     T.check(len(rows) == 3 and d <= 1e-5, f"{label}: top-3 vs torch with the config's heads, eps, mean/std: {d:.3g}")
@@ -204,22 +203,22 @@ def case_o(tmp, image, model, files, cache):
 
 
 def case_r(hub, tmp, image):
-    m1 = tc.make_vit(32, 64, 2, 128, 2, 10, seed=41)
-    m2 = tc.make_vit(32, 64, 2, 128, 2, 10, seed=42)
-    hub.add("acme/two", {"main": {"model.safetensors": safetensors_bytes(tc.export_timm(m1.state_dict(), 2), {"num_heads": 2})},
-                         "v1": {"model.safetensors": safetensors_bytes(tc.export_timm(m2.state_dict(), 2), {"num_heads": 2})}})
+    m1 = tr.make_vit(32, 64, 2, 128, 2, 10, seed=41)
+    m2 = tr.make_vit(32, 64, 2, 128, 2, 10, seed=42)
+    hub.add("acme/two", {"main": {"model.safetensors": safetensors_bytes(tr.export_timm(m1.state_dict(), 2), {"num_heads": 2})},
+                         "v1": {"model.safetensors": safetensors_bytes(tr.export_timm(m2.state_dict(), 2), {"num_heads": 2})}})
     cache = tmp / "cache_r"
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}
     for rev, model in (("main", m1), ("v1", m2)):
         out = tmp / f"out_r_{rev}"
         run(["--model", f"hf:acme/two@{rev}", "--top", 10, "-o", out, image], env)
         rows = (out / "predictions.csv").read_text().splitlines()[1:]
-        p = F.softmax(model(tc.preprocess(image, 32, 32, tc.HALF)).double(), -1)[0].numpy()
+        p = F.softmax(model(tr.preprocess(image, 32, 32, tr.HALF)).double(), -1)[0].numpy()
         d = max(abs(float(r.rsplit(",", 1)[1]) - p[int(r.split(",")[2])]) for r in rows)
         T.check(d <= 1e-5, f"R: @{rev} gives that revision's model: {d:.3g}")
     T.check((cache / "models--acme--two" / "refs" / "v1").read_text() == commit_of("acme/twov1"), "R: refs/v1 written")
     # pytorch_model.bin only
-    sd = tc.export_timm(m1.state_dict(), 2)
+    sd = tr.export_timm(m1.state_dict(), 2)
     with tempfile.NamedTemporaryFile(suffix=".bin") as f:
         torch.save({k: v.contiguous() for k, v in sd.items()}, f.name)
         hub.add("acme/pth", {"main": {"pytorch_model.bin": Path(f.name).read_bytes(),
@@ -335,7 +334,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix="vitattn_hub_") as d:
             tmp = Path(d)
             image = tmp / "img.png"
-            tc.make_image(image)
+            tr.make_image(image)
             model, files, cache = case_d(hub, tmp, image)
             case_o(tmp, image, model, files, cache)
             case_r(hub, tmp, image)

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
 from tally import Tally, skip  # noqa: E402
 
@@ -40,7 +39,7 @@ try:
 except ImportError as e:
     skip(f"cannot import torch/torchvision ({e})")
 
-import test_torch_crosscheck as tc  # noqa: E402  (its model maker, exporter and preprocessing)
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 import reference_pipeline as ref  # noqa: E402
 
 REPO = HERE.parents[1]
@@ -58,7 +57,7 @@ def run(args, expect=0):
 
 
 def write_model(path, sd, heads, metadata=None):
-    tc.write_safetensors(path, sd, metadata={"num_heads": heads, **(metadata or {})})
+    tr.write_safetensors(path, sd, metadata={"num_heads": heads, **(metadata or {})})
 
 
 def read_csv(path):
@@ -91,7 +90,7 @@ def check_against(label, rows, images, probs_by_image, names, k):
 def torch_probs(model, images, norm):
     out = []
     for path in images:
-        x = tc.preprocess(path, model.image_size, model.image_size, norm)
+        x = tr.preprocess(path, model.image_size, model.image_size, norm)
         out.append(F.softmax(model(x).double(), dim=-1)[0].numpy())
     return out
 
@@ -100,7 +99,7 @@ def make_images(tmp, n):
     paths = []
     for i in range(n):
         p = tmp / f"img{i}.png"
-        tc.make_image(p)
+        tr.make_image(p)
         import cv2
         img = cv2.imread(str(p))
         cv2.imwrite(str(p), np.roll(img, 37 * i, axis=1)[:, ::(1 if i % 2 == 0 else -1)])  # different pictures
@@ -109,10 +108,10 @@ def make_images(tmp, n):
 
 
 def case_t(tmp):
-    model = tc.make_vit(64, 96, 3, 192, 3, 10, seed=21)
+    model = tr.make_vit(64, 96, 3, 192, 3, 10, seed=21)
     images = make_images(tmp, 5)
-    probs = torch_probs(model, images, tc.HALF)  # timm names with a head: the family's 0.5/0.5
-    sd = tc.export_timm(model.state_dict(), 3)
+    probs = torch_probs(model, images, tr.HALF)  # timm names with a head: the family's 0.5/0.5
+    sd = tr.export_timm(model.state_dict(), 3)
     names = [f"class {c}, \"quoted\"" for c in range(10)]  # commas and quotes: the CSV must quote them
 
     meta_dir = tmp / "meta"
@@ -166,12 +165,12 @@ def case_t(tmp):
 
 
 def case_n(tmp):
-    model = tc.make_vit(32, 64, 2, 128, 2, 1000, seed=5)
+    model = tr.make_vit(32, 64, 2, 128, 2, 1000, seed=5)
     images = make_images(tmp, 2)
-    probs = torch_probs(model, images, tc.HALF)  # timm names with a head: the family's 0.5/0.5
+    probs = torch_probs(model, images, tr.HALF)  # timm names with a head: the family's 0.5/0.5
     d = tmp / "in1k"
     d.mkdir()
-    write_model(d / "model.safetensors", tc.export_timm(model.state_dict(), 2), 2)
+    write_model(d / "model.safetensors", tr.export_timm(model.state_dict(), 2), 2)
     out = tmp / "out_in1k"
     run(["--model", d / "model.safetensors", "--top", 5, "-o", out, *images])
     w = check_against("N[imagenet]", read_csv(out / "predictions.csv")[1], images, probs, list(_IMAGENET_CATEGORIES), 5)
@@ -213,7 +212,7 @@ def case_b(tmp):
     images = make_images(tmp, 3)
     photos = sorted((SHARED / "images").glob("*.png")) if (SHARED / "images").is_dir() else []
     images += photos
-    probs = [F.softmax(tintn_logits(tensors, tc.preprocess(p, 32, 32, tc.HALF)), -1)[0].numpy() for p in images]
+    probs = [F.softmax(tintn_logits(tensors, tr.preprocess(p, 32, 32, tr.HALF)), -1)[0].numpy() for p in images]
     out = tmp / "out_bundled"
     run(["--model", path, "--top", 10, "-o", out, *images])
     w = check_against("B[bundled]", read_csv(out / "predictions.csv")[1], images, probs, meta["classes"].split(","), 10)
@@ -221,8 +220,8 @@ def case_b(tmp):
 
 
 def case_e(tmp):
-    model = tc.make_vit(32, 64, 2, 128, 2, 10, seed=3)
-    sd = {k: v for k, v in tc.export_timm(model.state_dict(), 2).items() if not k.startswith("head.")}
+    model = tr.make_vit(32, 64, 2, 128, 2, 10, seed=3)
+    sd = {k: v for k, v in tr.export_timm(model.state_dict(), 2).items() if not k.startswith("head.")}
     write_model(tmp / "backbone.safetensors", sd, 2)
     img = make_images(tmp, 1)[0]
     for args, what in [(["--model", tmp / "backbone.safetensors"], "backbone"), ([], "seeded")]:

@@ -157,7 +157,7 @@ def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_
 
 def renamed_from_timm(t, family, d, layers):
     """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2", "tintn"; timm, dino and
-    dinov2 are timm's own), as tests/oracle/test_torch_crosscheck's exporters do, in numpy.
+    dinov2 are timm's own), as tests/pylib/torch_reference.py's exporters do, in numpy.
     A classifier comes along (heads.head, classifier), register tokens too; an HF Dinov2 file
     always holds its mask token."""
     if family in ("timm", "dino", "dinov2"):
@@ -233,6 +233,12 @@ def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True
     import safetensors_io
     t = timm_tensors(d, p, grid, layers, mlp, seed, classes, registers, embed_scale, scale, patch_scale)
     safetensors_io.write(path, t, {"num_heads": str(heads)} if heads_in_metadata else None, dtype="F32")
+
+
+def small_timm_checkpoint(path, d=32, heads=2, p=8, grid=4, layers=2, heads_in_metadata=True, seed=0):
+    """A small timm-named ViT with random weights (MLP 2·d): timm_checkpoint with the e2e
+    tests' usual sizes, D 32, 2 heads, patch 8 on a 4x4 grid, 2 layers."""
+    timm_checkpoint(path, d, p, grid, layers, 2 * d, heads, heads_in_metadata, seed)
 
 
 def files_of(folder):

@@ -1,0 +1,206 @@
+"""CLIP's image towers in torch, for the oracle tests: random weights in OpenAI/OpenCLIP names
+(openai_tensors, text_tower) and Hugging Face's (hf_names, hf_text_tower), the float64
+re-implementations of clip/model.py (openai_clip_forward) and modeling_clip.py
+(hf_clip_forward), the inputs (images), and hf_folder: a hub-style CLIPVisionModelWithProjection
+snapshot with the reference's attention on its input. What each part follows:
+tests/oracle/test_family_clip.py. Nothing here comes from vitattn.
+"""
+import json
+from pathlib import Path
+import numpy as np
+import safetensors_io
+from harness import need
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
+    need(False, f"cannot import torch ({e}); install python3-torch")
+
+
+# Tiny towers: D = 48, 3 heads of 16, MLP 96, 8-pixel patches on a trained 4×4 grid, 2 layers,
+# a 24-wide joint embedding. The text tower is narrower (32) so no shape of it fits the image's.
+D, HEADS, MLP, P, GRID, LAYERS, EMBED = 48, 3, 96, 8, 4, 2, 24
+SQUARE, WIDE = (GRID, GRID), (3, 5)
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def openai_tensors(seed=0, scale=0.3):
+    """A random image tower under OpenAI CLIP's names, without the "visual." prefix: {name: float32}."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s, sc=scale: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    t = {"conv1.weight": r(D, 3, P, P, sc=0.1), "class_embedding": r(D), "positional_embedding": r(1 + GRID * GRID, D),
+         "ln_pre.weight": 1 + r(D), "ln_pre.bias": r(D), "ln_post.weight": 1 + r(D), "ln_post.bias": r(D),
+         "proj": r(D, EMBED)}
+    for i in range(LAYERS):
+        b = f"transformer.resblocks.{i}."
+        t.update({b + "ln_1.weight": 1 + r(D), b + "ln_1.bias": r(D), b + "attn.in_proj_weight": r(3 * D, D),
+                  b + "attn.in_proj_bias": r(3 * D), b + "attn.out_proj.weight": r(D, D), b + "attn.out_proj.bias": r(D),
+                  b + "ln_2.weight": 1 + r(D), b + "ln_2.bias": r(D), b + "mlp.c_fc.weight": r(MLP, D),
+                  b + "mlp.c_fc.bias": r(MLP), b + "mlp.c_proj.weight": r(D, MLP), b + "mlp.c_proj.bias": r(D)})
+    return t
+
+
+def text_tower(seed=9):
+    """A whole CLIP state dict's text side (clip/model.py CLIP: token_embedding, positional_embedding
+    at the top, transformer.resblocks, ln_final, text_projection, logit_scale): 32 wide, 1 block."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s: (rng.standard_normal(s) * 0.1).astype(np.float32)  # noqa: E731
+    w, b = 32, "transformer.resblocks.0."
+    return {"token_embedding.weight": r(50, w), "positional_embedding": r(7, w), "ln_final.weight": r(w),
+            "ln_final.bias": r(w), "text_projection": r(w, EMBED), "logit_scale": np.array([4.6], np.float32),
+            b + "ln_1.weight": r(w), b + "ln_1.bias": r(w), b + "attn.in_proj_weight": r(3 * w, w),
+            b + "attn.in_proj_bias": r(3 * w), b + "attn.out_proj.weight": r(w, w), b + "attn.out_proj.bias": r(w),
+            b + "ln_2.weight": r(w), b + "ln_2.bias": r(w), b + "mlp.c_fc.weight": r(4 * w, w),
+            b + "mlp.c_fc.bias": r(4 * w), b + "mlp.c_proj.weight": r(w, 4 * w), b + "mlp.c_proj.bias": r(w)}
+
+
+def hf_names(t):
+    """OpenAI names → CLIPVisionModelWithProjection's (convert_clip_original_pytorch_to_hf.py's mapping):
+    the packed in_proj split into q_proj, k_proj, v_proj; visual_projection = projᵀ."""
+    v = "vision_model."
+    out = {v + "embeddings.patch_embedding.weight": t["conv1.weight"],
+           v + "embeddings.class_embedding": t["class_embedding"],
+           v + "embeddings.position_embedding.weight": t["positional_embedding"],
+           v + "pre_layrnorm.weight": t["ln_pre.weight"], v + "pre_layrnorm.bias": t["ln_pre.bias"],
+           v + "post_layernorm.weight": t["ln_post.weight"], v + "post_layernorm.bias": t["ln_post.bias"],
+           "visual_projection.weight": np.ascontiguousarray(t["proj"].T)}
+    for i in range(LAYERS):
+        s, d = f"transformer.resblocks.{i}.", f"{v}encoder.layers.{i}."
+        for k, part in enumerate(("q_proj", "k_proj", "v_proj")):
+            out[d + f"self_attn.{part}.weight"] = t[s + "attn.in_proj_weight"][k * D:(k + 1) * D]
+            out[d + f"self_attn.{part}.bias"] = t[s + "attn.in_proj_bias"][k * D:(k + 1) * D]
+        for a, b in (("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"), ("attn.out_proj", "self_attn.out_proj"),
+                     ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
+            out[d + b + ".weight"], out[d + b + ".bias"] = t[s + a + ".weight"], t[s + a + ".bias"]
+    return out
+
+
+def as_torch(t):
+    return {k: torch.from_numpy(np.asarray(v, np.float64)) for k, v in t.items()}
+
+
+def bf16_rounded(t):
+    """The values a BF16 file holds: float32 rounded to nearest even on the top 16 bits."""
+    out = {}
+    for k, v in t.items():
+        bits = np.asarray(v, np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        out[k] = bits.astype(np.uint32).view(np.float32)
+    return out
+
+
+def quick_gelu(x):
+    return x * torch.sigmoid(1.702 * x)  # clip/model.py QuickGELU
+
+
+def openai_clip_forward(t, x, act=quick_gelu):
+    """OpenAI CLIP / open_clip VisionTransformer.forward (see the module comment) on OpenAI-named
+    float64 tensors; x [N, 3, H, W] → (attention [N, L, H, T, T], embedding [N, E] L2-normalised)."""
+    n, _, h, w = x.shape
+    gh, gw = h // P, w // P
+    z = F.conv2d(x, t["conv1.weight"], stride=P).flatten(2).transpose(1, 2)  # [N, gh·gw, D]
+    z = torch.cat([t["class_embedding"].expand(n, 1, D), z], dim=1)
+    pos = t["positional_embedding"]
+    if (gh, gw) != SQUARE:  # open_clip resize_pos_embed
+        grid = pos[1:].reshape(1, GRID, GRID, D).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(gh, gw), mode="bicubic", antialias=True, align_corners=False)
+        pos = torch.cat([pos[:1], grid.permute(0, 2, 3, 1).reshape(gh * gw, D)])
+    z = z + pos
+    ln = lambda v, p: F.layer_norm(v, (D,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
+    z = ln(z, "ln_pre").transpose(0, 1)  # [T, N, D]: clip/model.py runs the transformer sequence-first
+    attention = []
+    for i in range(LAYERS):
+        b = f"transformer.resblocks.{i}."
+        mha = torch.nn.MultiheadAttention(D, HEADS).double()
+        mha.in_proj_weight.copy_(t[b + "attn.in_proj_weight"])
+        mha.in_proj_bias.copy_(t[b + "attn.in_proj_bias"])
+        mha.out_proj.weight.copy_(t[b + "attn.out_proj.weight"])
+        mha.out_proj.bias.copy_(t[b + "attn.out_proj.bias"])
+        y = ln(z, b + "ln_1")
+        o, a = mha(y, y, y, need_weights=True, average_attn_weights=False)  # a [N, H, T, T]
+        z = z + o
+        m = act(F.linear(ln(z, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"]))
+        z = z + F.linear(m, t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
+        attention.append(a)
+    pooled = ln(z.transpose(0, 1)[:, 0], "ln_post") @ t["proj"]  # [N, E]
+    return torch.stack(attention, 1).numpy(), F.normalize(pooled, dim=-1).numpy()
+
+
+def hf_clip_forward(t, x, act=quick_gelu):
+    """HF CLIPVisionModelWithProjection (see the module comment) on HF-named float64 tensors, with
+    interpolate_pos_encoding=True; x [N, 3, H, W] → (attention [N, L, H, T, T], embedding [N, E])."""
+    v = "vision_model."
+    n, _, h, w = x.shape
+    gh, gw = h // P, w // P
+    patches = F.conv2d(x, t[v + "embeddings.patch_embedding.weight"], stride=P).flatten(2).transpose(1, 2)
+    z = torch.cat([t[v + "embeddings.class_embedding"].expand(n, 1, D), patches], dim=1)
+    pos = t[v + "embeddings.position_embedding.weight"]
+    if (gh, gw) != SQUARE:  # CLIPVisionEmbeddings.interpolate_pos_encoding
+        grid = pos[1:].reshape(1, GRID, GRID, D).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(gh, gw), mode="bicubic", align_corners=False)
+        pos = torch.cat([pos[:1], grid.permute(0, 2, 3, 1).reshape(gh * gw, D)])
+    z = z + pos
+    ln = lambda u, p: F.layer_norm(u, (D,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
+    lin = lambda u, p: F.linear(u, t[p + ".weight"], t[p + ".bias"])  # noqa: E731
+    z = ln(z, v + "pre_layrnorm")
+    d_head, attention = D // HEADS, []
+    for i in range(LAYERS):
+        b = f"{v}encoder.layers.{i}."
+        y = ln(z, b + "layer_norm1")
+        q, k, vv = (lin(y, b + f"self_attn.{p}").view(n, -1, HEADS, d_head).transpose(1, 2)
+                    for p in ("q_proj", "k_proj", "v_proj"))
+        a = torch.softmax((q @ k.transpose(-1, -2)) * d_head ** -0.5, dim=-1)  # eager_attention_forward
+        z = z + lin((a @ vv).transpose(1, 2).reshape(n, -1, D), b + "self_attn.out_proj")
+        z = z + lin(act(lin(ln(z, b + "layer_norm2"), b + "mlp.fc1")), b + "mlp.fc2")
+        attention.append(a)
+    pooled = ln(z[:, 0], v + "post_layernorm")
+    e = F.linear(pooled, t["visual_projection.weight"])
+    return torch.stack(attention, 1).numpy(), F.normalize(e, dim=-1).numpy()
+
+
+def images(grid, n=1, seed=0):
+    """Preprocessed inputs [N, 3, gh·P, gw·P] (what `vitattn forward` reads), float32."""
+    rng = np.random.default_rng(seed + grid[0] * 10 + grid[1])
+    return rng.standard_normal((n, 3, grid[0] * P, grid[1] * P)).astype(np.float32)
+
+
+def hf_folder(path, hidden_act="quick_gelu", seed=4):
+    """An HF CLIPVisionModelWithProjection snapshot folder at `path`: model.safetensors, config.json
+    (model_type clip_vision_model, its sizes, hidden_act, layer_norm_eps, projection_dim) and
+    preprocessor_config.json (CLIP's mean and std). Returns {"image": the preprocessed input
+    [3, 32, 32] float32 (what `vitattn forward` reads as a .npy), "attention_last": the last
+    layer's attention [H, T, T] of hf_clip_forward on it, "embedding": [E]}."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    t = hf_names(openai_tensors(seed=seed))
+    safetensors_io.write(path / "model.safetensors", t)
+    (path / "config.json").write_text(json.dumps({
+        "architectures": ["CLIPVisionModelWithProjection"], "model_type": "clip_vision_model", "hidden_size": D,
+        "intermediate_size": MLP, "num_attention_heads": HEADS, "num_hidden_layers": LAYERS, "image_size": GRID * P,
+        "patch_size": P, "hidden_act": hidden_act, "layer_norm_eps": 1e-5, "projection_dim": EMBED}))
+    (path / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "CLIPImageProcessor", "image_mean": list(CLIP_MEAN), "image_std": list(CLIP_STD),
+        "crop_size": {"height": GRID * P, "width": GRID * P}, "size": {"shortest_edge": GRID * P}}))
+    x = images(SQUARE, seed=seed)
+    act = quick_gelu if hidden_act == "quick_gelu" else F.gelu
+    attention, embedding = hf_clip_forward(as_torch(t), torch.from_numpy(x.astype(np.float64)), act=act)
+    return {"image": x[0], "attention_last": attention[0, -1], "embedding": embedding[0]}
+
+
+def hf_text_tower(seed=8):
+    """CLIPModel's text side and shared scalars (modeling_clip.py CLIPTextTransformer, CLIPModel): 32 wide, 1 layer."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s: (rng.standard_normal(s) * 0.1).astype(np.float32)  # noqa: E731
+    w, b = 32, "text_model.encoder.layers.0."
+    t = {"text_model.embeddings.token_embedding.weight": r(50, w),
+         "text_model.embeddings.position_embedding.weight": r(7, w),
+         "text_model.embeddings.position_ids": np.arange(7, dtype=np.int64)[None],
+         "text_model.final_layer_norm.weight": r(w), "text_model.final_layer_norm.bias": r(w),
+         "text_projection.weight": r(EMBED, w), "logit_scale": np.array(2.6592, np.float32)}
+    for name, shape in (("layer_norm1", (w,)), ("layer_norm2", (w,)), ("self_attn.q_proj", (w, w)),
+                        ("self_attn.k_proj", (w, w)), ("self_attn.v_proj", (w, w)), ("self_attn.out_proj", (w, w)),
+                        ("mlp.fc1", (4 * w, w)), ("mlp.fc2", (w, 4 * w))):
+        t[b + name + ".weight"], t[b + name + ".bias"] = r(*shape), r(shape[0])
+    return t
