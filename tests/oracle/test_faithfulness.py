@@ -21,7 +21,6 @@ Also: faithfulness.csv byte-identical at -j 1 and -j 2, rows in input order, and
 import csv
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "pylib"))
 
-from harness import need  # noqa: E402
+from harness import need, run_process  # noqa: E402
 
 try:
     import torch
@@ -48,12 +47,6 @@ SIZE, P = 96, 16  # grid 6x6 = 36 patches; the blur's radius 64 stays inside one
 HEADER = ["path", "method", "class", "deletion_auc", "insertion_auc", "steps"]
 torch.set_grad_enabled(False)
 torch.set_num_threads(2)
-
-
-def run(args, expect=0):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=600)
-    assert p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, want {expect}: {p.stderr}"
-    return p
 
 
 def read_csv(path):
@@ -182,8 +175,8 @@ def check_image(model, image, cls_map, rows, steps, method, c=None):
 def test_curves_against_numpy_torch(setup, view, steps):
     tmp, model, path, images = setup
     out = tmp / f"out_{'_'.join(view) or 'attention'}_{steps}"
-    run(["--model", path, *view, "--faithfulness", "--faithfulness-steps", steps, "--save-attention", "-o", out,
-         images[0]])
+    run_process("--model", path, *view, "--faithfulness", "--faithfulness-steps", steps, "--save-attention", "-o", out,
+         images[0], expect=0)
     rows = read_csv(out / "faithfulness.csv")
     assert len(rows) == 2, rows
     method = "rollout" if "--rollout" in view else "attention"
@@ -202,8 +195,8 @@ def test_a_class_specific_map_is_scored_for_the_class_given(setup):
     rows_of = {}
     for c in (second, third):
         out = tmp / f"out_class_{c}"
-        run(["--model", path, "--method", "chefer", "--class", c, "--faithfulness", "--faithfulness-steps", 8,
-             "--save-attention", "-o", out, images[0]])
+        run_process("--model", path, "--method", "chefer", "--class", c, "--faithfulness", "--faithfulness-steps", 8,
+             "--save-attention", "-o", out, images[0], expect=0)
         rows = read_csv(out / "faithfulness.csv")
         assert [(r[1], int(r[2])) for r in rows] == [("chefer", c), ("random", c)], rows
         check_image(model, images[0], np.load(out / f"{images[0].stem}_cls.npy"), rows, 8, "chefer", c)
@@ -215,7 +208,7 @@ def test_random_map_is_not_the_attention(setup):
     """The baseline differs from the map scored beside it (else the check above proves little)."""
     tmp, model, path, images = setup
     out = tmp / "out_diff"
-    run(["--model", path, "--faithfulness", "-o", out, images[0]])
+    run_process("--model", path, "--faithfulness", "-o", out, images[0], expect=0)
     rows = read_csv(out / "faithfulness.csv")
     assert rows[0][3:5] != rows[1][3:5], rows
 
@@ -225,7 +218,7 @@ def test_batch_in_input_order_and_same_bytes_whatever_j(setup):
     outs = []
     for j in (1, 2):
         out = tmp / f"out_j{j}"
-        run(["--model", path, "--faithfulness", "--save-attention", "-j", j, "-o", out, *images])
+        run_process("--model", path, "--faithfulness", "--save-attention", "-j", j, "-o", out, *images, expect=0)
         outs.append(out)
     a, b = ((o / "faithfulness.csv").read_bytes() for o in outs)
     assert a == b, "faithfulness.csv differs between -j 1 and -j 2"
@@ -243,7 +236,7 @@ def test_refusals(setup):
     tr.write_safetensors(backbone, sd, metadata={"num_heads": 3})
     for args, what in [(["--model", backbone], "backbone"), ([], "seeded")]:
         out = tmp / f"out_refused_{what}"
-        p = run([*args, "--faithfulness", "-o", out, images[0]], expect=2)
+        p = run_process(*args, "--faithfulness", "-o", out, images[0], expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and "--faithfulness" in lines[0] \
             and "classifier" in lines[0], f"{what}: {lines}"
@@ -251,7 +244,7 @@ def test_refusals(setup):
     for args in (["--faithfulness", "--faithfulness-steps", "0"], ["--faithfulness", "--faithfulness-steps", "x"],
                  ["--faithfulness-steps", "4"]):
         out = tmp / "out_bad_steps"
-        p = run(["--model", path, *args, "-o", out, images[0]], expect=2)
+        p = run_process("--model", path, *args, "-o", out, images[0], expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "--faithfulness" in lines[0], f"{args}: {lines}"
         assert not out.exists()

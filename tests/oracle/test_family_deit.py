@@ -33,7 +33,6 @@ Chefer's and gradient rollout's maps read from the rows of R the pooled head rea
 attention and gradients; seen red with row 0: relative error 1.0);
 detection by names (-v), --family, config.json's model_type "dinov2"; refusals (one line, exit 2).
 """
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -56,12 +55,6 @@ BIN = Path(harness.BIN)
 
 
 # ---------------------------------------------------------------------------- running vitattn
-
-
-def run(*args, expect=0):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300)
-    assert p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}: {p.stderr.strip()}"
-    return p
 
 
 def relative(got, ref):
@@ -118,7 +111,7 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     xp = tmp / f"{name}_{gh}x{gw}.npy"
     np.save(xp, x)
     out = tmp / f"out_{name}_{gh}x{gw}"
-    run("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer,grad-rollout")
+    harness.run_process("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer,grad-rollout", expect=0)
     got = {p.name[len(xp.stem) + 1:-4]: np.load(p) for p in out.glob(f"{xp.stem}_*.npy")}
     g_attn, g_x, logits, attn, tokens = gradients(ref, T64(x[0]), c)
     at = f"{name} {gh}x{gw}"
@@ -145,7 +138,7 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
 def check_top(tmp, name, model_path, ref, norm, extra=()):
     img = image(tmp / f"{name}.png")
     out = tmp / f"top_{name}"
-    p = run("--model", model_path, "--top", CLASSES, "-o", out, img, "-v", *extra)
+    p = harness.run_process("--model", model_path, "--top", CLASSES, "-o", out, img, "-v", *extra, expect=0)
     probs = torch.softmax(ref.forward(preprocessed(img, norm))[0], -1).detach().numpy()
     rows = [line.split(",") for line in (out / "predictions.csv").read_text().splitlines()[1:]]
     got = {int(r[2]): float(r[4]) for r in rows}
@@ -177,12 +170,12 @@ def test_distilled_deit():
             check_forward(tmp, "deit", path, ref, gh, gw)
         p = check_top(tmp, "deit", path, ref, IMAGENET)
         assert family_of(p.stderr) == "deit-distilled", p.stderr
-        run("--model", path, "--family", "deit-distilled", "--top", 3, "-o", tmp / "forced", image(tmp / "f.png"))
+        harness.run_process("--model", path, "--family", "deit-distilled", "--top", 3, "-o", tmp / "forced", image(tmp / "f.png"), expect=0)
         # The layout on names: a distilled model's second head comes with the first.
         half = dict(t)
         del half["head_dist.weight"]
         write(tmp / "half.safetensors", half)
-        p = run("--model", tmp / "half.safetensors", "-o", tmp / "half", tmp / "f.png", expect=2)
+        p = harness.run_process("--model", tmp / "half.safetensors", "-o", tmp / "half", tmp / "f.png", expect=2)
         assert len(p.stderr.strip().splitlines()) == 1 and "head_dist.weight" in p.stderr, p.stderr
 
 
@@ -204,7 +197,7 @@ def test_query_dist():
 
         def saved(*extra):
             out = tmp / ("out" + "_".join(extra).replace("-", ""))
-            run("--model", path, "--save-attention", "-o", out, img, *extra)
+            harness.run_process("--model", path, "--save-attention", "-o", out, img, *extra, expect=0)
             return np.load(out / "q_cls.npy")
 
         mean = attn[-1].mean(0)
@@ -224,7 +217,7 @@ def test_query_dist():
         # A model without a distillation token refuses it: one line, exit 2.
         plain = tmp / "avg.safetensors"
         write(plain, timm_avg())
-        p = run("--model", plain, "--query", "dist", "-o", tmp / "refused", img, expect=2)
+        p = harness.run_process("--model", plain, "--query", "dist", "-o", tmp / "refused", img, expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and "--query" in lines[0], p.stderr
 
@@ -270,7 +263,7 @@ def test_timm_pre_norm():
         write(tmp / "backbone.safetensors", backbone)
         x = np.random.default_rng(9).standard_normal((1, 3, GRID * P, GRID * P)).astype(np.float32)
         np.save(tmp / "xb.npy", x)
-        p = run("forward", "--model", tmp / "backbone.safetensors", tmp / "xb.npy", "-o", tmp / "out_backbone", "-v")
+        p = harness.run_process("forward", "--model", tmp / "backbone.safetensors", tmp / "xb.npy", "-o", tmp / "out_backbone", "-v", expect=0)
         assert family_of(p.stderr) == "timm", p.stderr
         bref = Ref("token", backbone)
         _, attn, _ = bref.forward(T64(x[0]))
@@ -279,7 +272,7 @@ def test_timm_pre_norm():
             assert np.abs(got[l] - attn[l].detach().numpy()).max() <= 1e-5, f"backbone: layer {l} attention"
         assert relative(np.load(tmp / "out_backbone" / "xb_tokens.npy")[0], bref.tokens.detach().numpy()) <= 1e-4
         # Read as DINO (whose code has no norm_pre) it would draw without it: refused, naming it.
-        p = run("--model", path, "--family", "dino", "-o", tmp / "as_dino", tmp / "prenorm.png", expect=2)
+        p = harness.run_process("--model", path, "--family", "dino", "-o", tmp / "as_dino", tmp / "prenorm.png", expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "norm_pre.bias, norm_pre.weight" in lines[0] and "dino" in lines[0], p.stderr
 
@@ -300,7 +293,7 @@ def test_hf_dinov2_classifier():
         snap = tmp / "snapshot"
         want = hf_folder(snap)
         out = tmp / "snap_out"
-        p = run("--model", snap / "model.safetensors", "--top", CLASSES, "--save-attention", "-o", out, want["image"], "-v")
+        p = harness.run_process("--model", snap / "model.safetensors", "--top", CLASSES, "--save-attention", "-o", out, want["image"], "-v", expect=0)
         assert family_of(p.stderr) == "hf-dinov2", p.stderr
         rows = [line.split(",") for line in (out / "predictions.csv").read_text().splitlines()[1:]]
         worst = max(abs(float(r[4]) - want["probs"][int(r[2])]) for r in rows)

@@ -51,12 +51,6 @@ REL_TOL = 1e-4
 # --------------------------------------------------------------------------- checks
 
 
-def run_ok(*args):
-    code, out, err = harness.run(*args)
-    assert code == 0, f"vitattn {' '.join(map(str, args))} exited {code}:\n{err[-3000:]}"
-    return out, err
-
-
 def check_forward(out_dir, stem, x, w, heads=HEADS):
     """vitattn's _attention.npy and _tokens.npy for input x against the float64 reference."""
     attn_ref, tok_ref = reference(w, x, heads)
@@ -101,7 +95,7 @@ def test_facebookresearch_names(tmp, inputs):
     st = tmp / "dinov3.safetensors"
     write_st(st, w)
     out = tmp / "out_fb"
-    _, err = run_ok("forward", "-v", "--model", st, tmp / "native.npy", tmp / "other.npy", "-o", out)
+    _, _, err = harness.run("forward", "-v", "--model", st, tmp / "native.npy", tmp / "other.npy", "-o", out, expect=0)
     assert "family dinov3" in err, err[-2000:]
     for stem in ("native", "other"):
         _, da, dt = check_forward(out, stem, inputs[stem], w)
@@ -114,7 +108,7 @@ def test_pth_and_family_flag(tmp, inputs):
     pth = tmp / "dinov3.pth"
     torch.save({k: v.clone() for k, v in w.items()}, pth)
     out = tmp / "out_pth"
-    _, err = run_ok("forward", "-v", "--family", "dinov3", "--model", pth, tmp / "other.npy", "-o", out)
+    _, _, err = harness.run("forward", "-v", "--family", "dinov3", "--model", pth, tmp / "other.npy", "-o", out, expect=0)
     assert "family dinov3" in err
     check_forward(out, "other", inputs["other"], w)
 
@@ -126,7 +120,7 @@ def test_bf16_storage(tmp, inputs):
     safetensors_io.write(st, {k: v.numpy().astype(np.float32) for k, v in w.items()}, dtype="BF16")
     stored = {k: v.to(torch.bfloat16).to(torch.float32) for k, v in w.items()}
     out = tmp / "out_bf16"
-    run_ok("forward", "--model", st, tmp / "other.npy", "-o", out)
+    harness.run("forward", "--model", st, tmp / "other.npy", "-o", out, expect=0)
     check_forward(out, "other", inputs["other"], stored)
 
 
@@ -135,8 +129,7 @@ def test_hf_names_and_config(tmp, inputs):
     hf_folder(folder)
     w = hf_weights()
     out = tmp / "out_hf"
-    _, err = run_ok("forward", "-v", "--model", folder / "model.safetensors", tmp / "native.npy", tmp / "other.npy",
-                    "-o", out)
+    _, _, err = harness.run("forward", "-v", "--model", folder / "model.safetensors", tmp / "native.npy", tmp / "other.npy", "-o", out, expect=0)
     assert "family hf-dinov3" in err and "config.json" in err, err[-2000:]
     for stem in ("native", "other"):
         check_forward(out, stem, inputs[stem], w)
@@ -144,7 +137,7 @@ def test_hf_names_and_config(tmp, inputs):
     bare = tmp / "hf_bare.safetensors"
     write_st(bare, to_hf(w))
     out2 = tmp / "out_hf_bare"
-    run_ok("forward", "--family", "hf-dinov3", "--model", bare, tmp / "other.npy", "-o", out2)
+    harness.run("forward", "--family", "hf-dinov3", "--model", bare, tmp / "other.npy", "-o", out2, expect=0)
     gap = np.abs(np.load(out2 / "other_attention.npy")[0] - reference(w, inputs["other"])[0]).max()
     assert gap > 100 * ATTN_TOL, f"rope_theta from config.json made no difference ({gap:.3g})"
 
@@ -156,7 +149,7 @@ def test_image_views(tmp):
     first = 1 + REGS
     g = HF_IMAGE_SIZE // P
     out = tmp / "views_default"
-    run_ok("--model", model, "--save-attention", "-o", out, image)
+    harness.run("--model", model, "--save-attention", "-o", out, image, expect=0)
     a, c = np.load(out / f"{image.stem}_attn.npy"), np.load(out / f"{image.stem}_cls.npy")
     want = made["attention_last"]
     assert np.abs(a - want).max() <= ATTN_TOL
@@ -165,7 +158,7 @@ def test_image_views(tmp):
     for tag, args in (("layer_head", ["--layer", "1", "--head", "2"]), ("rollout", ["--rollout"]),
                       ("threshold", ["--threshold", "0.5"]), ("size", ["--img-size", "48"]),
                       ("aspect", ["--img-size", "48", "--keep-aspect"]), ("report", ["--report"])):
-        run_ok("--model", model, *args, "--save-attention", "-o", tmp / f"views_{tag}", image)
+        harness.run("--model", model, *args, "--save-attention", "-o", tmp / f"views_{tag}", image, expect=0)
     w = hf_weights()
     ref_layer1 = reference(w, preprocess(image, HF_IMAGE_SIZE, HF_IMAGE_SIZE))[0][1]
     c = np.load(tmp / "views_layer_head" / f"{image.stem}_cls.npy")
@@ -196,7 +189,7 @@ def test_video(tmp):
     assert ok
     cv2.imwrite(str(tmp / "frame0.png"), frame0)
     out = tmp / "video_out"
-    run_ok("--model", folder / "model.safetensors", "--save-attention", "-o", out, clip)
+    harness.run("--model", folder / "model.safetensors", "--save-attention", "-o", out, clip, expect=0)
     maps = np.load(out / "clip_cls.npy")
     assert maps.shape == (3, 8, 8), maps.shape
     ref = reference(hf_weights(), preprocess(tmp / "frame0.png", 64, 64))[0][-1]
@@ -208,9 +201,9 @@ def test_refusals(tmp):
     st = tmp / "dinov3_r.safetensors"
     write_st(st, w)
     photo = make_photo(tmp / "r_photo.png")
-    code, _, err = harness.run("--model", st, "--top", "3", "-o", tmp / "r_out", photo)
+    code, _, _, err = harness.run("--model", st, "--top", "3", "-o", tmp / "r_out", photo)
     assert code == 2 and err.count("error:") == 1, (code, err)
-    code, _, err = harness.run("--model", st, "--method", "chefer", "-o", tmp / "r_out", photo)
+    code, _, _, err = harness.run("--model", st, "--method", "chefer", "-o", tmp / "r_out", photo)
     assert code == 2 and "no classifier" in err and err.count("error:") == 1, (code, err)
     # A SwiGLU variant: named, refused before any work
     sw = dict(w)
@@ -222,5 +215,5 @@ def test_refusals(tmp):
                    b + "w3.weight": torch.zeros(D, MLP)})
     st2 = tmp / "dinov3_swiglu.safetensors"
     write_st(st2, sw)
-    code, _, err = harness.run("--model", st2, "-o", tmp / "r_out2", photo)
+    code, _, _, err = harness.run("--model", st2, "-o", tmp / "r_out2", photo)
     assert code == 2 and "SwiGLU" in err and err.count("error:") == 1, (code, err)

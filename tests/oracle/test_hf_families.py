@@ -15,7 +15,6 @@ Run:  /usr/bin/python3 -m pytest -q -s tests/oracle/test_hf_families.py
 """
 import importlib
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,19 +29,14 @@ try:
     import torch  # noqa: F401  (the reference modules' oracle)
 except ImportError as e:
     skip(f"cannot import torch ({e})")
-from fake_hub import Hub, closed_port  # noqa: E402
+from fake_hub import Hub, closed_port, hub_env  # noqa: E402
+from harness import run_process  # noqa: E402
 
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 T = Tally()
 # tests/pylib/<part>_reference.py, and the family its hf_folder's model_type names
 PARTS = {"clip": "hf-clip", "siglip": "siglip", "dinov3": "hf-dinov3", "deit": "hf-dinov2"}
-
-
-def run(args, env):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k != "HUGGING_FACE_HUB_TOKEN"}
-    full_env.update(env)
-    return subprocess.run([str(BIN), *map(str, args)], env=full_env, capture_output=True, text=True, timeout=300)
 
 
 def as_input(image, folder):
@@ -77,7 +71,7 @@ def check_part(part, family, hub, tmp):
     cache = tmp / "cache"
     online = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}
     out = tmp / f"out_{part}"
-    p = run([*command, "--model", f"hf:families/{part}", "-v", "-o", out, image], online)
+    p = run_process(*command, "--model", f"hf:families/{part}", "-v", "-o", out, image, env=hub_env(online))
     if not T.check(p.returncode == 0, f"{part}: hf: run failed: {p.stderr.strip()[-400:]}"):
         return
     T.check(f"family {family}" in p.stderr, f"{part}: -v names the family {family}: "
@@ -88,7 +82,7 @@ def check_part(part, family, hub, tmp):
     T.check(d <= 1e-5, f"{part}: last layer's heads {got.shape} vs torch {ref.shape}: max |Δ| {d:.3g}")
     offline = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": closed_port(), "HF_HUB_OFFLINE": "1"}
     out2 = tmp / f"out_{part}_offline"
-    p = run([*command, "--model", f"hf:families/{part}", "-o", out2, image], offline)
+    p = run_process(*command, "--model", f"hf:families/{part}", "-o", out2, image, env=hub_env(offline))
     name = f"{image.stem}_attention.npy" if forward else f"{image.stem}_attn.npy"
     T.check(p.returncode == 0 and (out2 / name).read_bytes() == (out / name).read_bytes(),
             f"{part}: offline from the cache, the same bytes: {p.stderr.strip()[-300:]}")

@@ -81,10 +81,6 @@ def as_views(sd):
     return out
 
 
-def run(*args):
-    return run_process(*args)
-
-
 def npy_files(d):
     return {p.name: p.read_bytes() for p in sorted(Path(d).glob("*.npy"))} if Path(d).is_dir() else {}
 
@@ -105,8 +101,8 @@ def check_same_as_converted(tmp, name, obj, x, ref_model, key=None, strip=None, 
     if not T.check(p.returncode == 0, f"{name}: pth_to_safetensors.py failed: {p.stderr.strip()}"):
         return
     keyarg = ["--key", key] if key else []
-    a = run("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth", "-v")
-    b = run("forward", "--model", st, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_st")
+    a = run_process("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth", "-v")
+    b = run_process("forward", "--model", st, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_st")
     T.check(a.returncode == 0, f"{name}: vitattn forward on the .pth failed: {a.stderr.strip()[-300:]}")
     T.check(b.returncode == 0, f"{name}: vitattn forward on the .safetensors failed: {b.stderr.strip()[-300:]}")
     T.check("family torchvision" in a.stderr, f"{name}: the .pth is not read as torchvision")
@@ -150,7 +146,7 @@ def edit_pickle(old, new):
 
 def check_refused(tmp, path, expected):
     out = tmp / ("out_" + path.stem)
-    p = run("forward", "--model", path, tmp / "x.npy", "-o", out)
+    p = run_process("forward", "--model", path, tmp / "x.npy", "-o", out)
     lines = p.stderr.strip().splitlines()
     ok = T.check(p.returncode == 2, f"{path.name}: exit {p.returncode}, expected 2 ({p.stderr.strip()[-200:]})")
     ok &= T.check(len(lines) == 1 and path.name in lines[0] and expected in lines[0],
@@ -193,12 +189,12 @@ def test_pth_files_read_as_their_converted_safetensors():
         for who, ref in (("teacher", model), ("student", student)):
             check_same_as_converted(tmp, f"dino_full_{who}", full, x, ref, key=who, strip="backbone.",
                                     convert={who: full[who]})
-        p = run("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
+        p = run_process("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
         T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
                 f"--key nope: {p.returncode} {p.stderr.strip()}")
-        p = run("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
+        p = run_process("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
         T.check(p.returncode == 2 and "--key requires --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
-        p = run("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
+        p = run_process("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
         T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
 
         # Refusals. The os.system payload is live: torch.load without weights_only runs it.
@@ -327,8 +323,8 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
             st = tmp / f"{tag}.safetensors"
             tr.write_safetensors(st, tensors)
             keyarg = ["--key", key] if key else []
-            a = run("forward", "--model", pth, *keyarg, tmp / "x.npy", "-o", tmp / f"{tag}_pth", "-v")
-            b = run("forward", "--model", st, tmp / "x.npy", "-o", tmp / f"{tag}_st", "-v")
+            a = run_process("forward", "--model", pth, *keyarg, tmp / "x.npy", "-o", tmp / f"{tag}_pth", "-v")
+            b = run_process("forward", "--model", st, tmp / "x.npy", "-o", tmp / f"{tag}_st", "-v")
             if not (T.check(a.returncode == 0, f"{name}: forward on {fname} failed: {a.stderr.strip()[-300:]}")
                     & T.check(b.returncode == 0, f"{name}: forward on the .safetensors failed: {b.stderr.strip()[-300:]}")):
                 continue

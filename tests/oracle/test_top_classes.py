@@ -21,7 +21,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
 from tally import Tally, skip  # noqa: E402
+from harness import run_checked  # noqa: E402
 
 try:
     import torch
@@ -48,12 +48,6 @@ SHARED = Path(os.environ.get("VITATTN_SHARED", REPO.parent / "shared"))
 TOL = 1e-5
 T = Tally()
 torch.set_grad_enabled(False)
-
-
-def run(args, expect=0):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300)
-    T.check(p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}: {p.stderr.strip()}")
-    return p
 
 
 def write_model(path, sd, heads, metadata=None):
@@ -118,7 +112,7 @@ def case_t(tmp):
     meta_dir.mkdir()
     write_model(meta_dir / "m.safetensors", sd, 3, {"classes": ",".join(f"c{i}" for i in range(10))})
     out = tmp / "out_meta"
-    p = run(["--model", meta_dir / "m.safetensors", "--top", 3, "-j", 3, "-o", out, *images])
+    p = run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "-j", 3, "-o", out, *images)
     header, rows = read_csv(out / "predictions.csv")
     T.check(header == ["file", "rank", "class", "label", "probability"], f"CSV header {header}")
     w = check_against("T[metadata]", rows, images, probs, [f"c{i}" for i in range(10)], 3)
@@ -129,11 +123,11 @@ def case_t(tmp):
     T.check(f"c{top1} {100 * probs[0][top1]:.2f}%" in lines[0], f"T: printed top class of image 0: {lines[0]}")
 
     out1 = tmp / "out_j1"
-    run(["--model", meta_dir / "m.safetensors", "--top", 3, "-j", 1, "-o", out1, *images])
+    run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "-j", 1, "-o", out1, *images)
     T.check((out1 / "predictions.csv").read_bytes() == (out / "predictions.csv").read_bytes(), "T: CSV identical at -j 1 and -j 3")
 
     out_l = tmp / "out_layer0"
-    run(["--model", meta_dir / "m.safetensors", "--top", 3, "--layer", 0, "-o", out_l, *images])
+    run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "--layer", 0, "-o", out_l, *images)
     T.check((out_l / "predictions.csv").read_bytes() == (out / "predictions.csv").read_bytes(),
             "T: --layer 0 draws layer 0 but classifies with every block")
 
@@ -144,14 +138,14 @@ def case_t(tmp):
         write_model(d / "model.safetensors", sd, 3)
         (d / "config.json").write_text(json.dumps(config))
         out = tmp / f"out_{kind}"
-        run(["--model", d / "model.safetensors", "--top", 10, "-o", out, *images[:2]])
+        run_checked(T, "--model", d / "model.safetensors", "--top", 10, "-o", out, *images[:2])
         w = max(w, check_against(f"T[{kind}]", read_csv(out / "predictions.csv")[1], images[:2], probs[:2], names, 10))
 
     plain = tmp / "plain"
     plain.mkdir()
     write_model(plain / "model.safetensors", sd, 3)
     out = tmp / "out_plain"
-    run(["--model", plain / "model.safetensors", "--top", 20, "-o", out, images[0]])  # K over n_classes: all 10
+    run_checked(T, "--model", plain / "model.safetensors", "--top", 20, "-o", out, images[0])  # K over n_classes: all 10
     w = max(w, check_against("T[indices]", read_csv(out / "predictions.csv")[1], images[:1], probs[:1], None, 10))
     print(f"T: 10-way head vs torch softmax: max |d| {w:.3g}", flush=True)
 
@@ -159,7 +153,7 @@ def case_t(tmp):
     bad.mkdir()
     write_model(bad / "model.safetensors", sd, 3)
     (bad / "config.json").write_text(json.dumps({"id2label": {"0": "a", "1": "b"}}))
-    p = run(["--model", bad / "model.safetensors", "--top", 3, "-o", tmp / "out_bad", images[0]], expect=2)
+    p = run_checked(T, "--model", bad / "model.safetensors", "--top", 3, "-o", tmp / "out_bad", images[0], expect=2)
     T.check(len(p.stderr.strip().splitlines()) == 1 and "config.json" in p.stderr and "10" in p.stderr,
             f"T: id2label of 2 names for 10 classes: one line naming the file: {p.stderr!r}")
 
@@ -172,7 +166,7 @@ def case_n(tmp):
     d.mkdir()
     write_model(d / "model.safetensors", tr.export_timm(model.state_dict(), 2), 2)
     out = tmp / "out_in1k"
-    run(["--model", d / "model.safetensors", "--top", 5, "-o", out, *images])
+    run_checked(T, "--model", d / "model.safetensors", "--top", 5, "-o", out, *images)
     w = check_against("N[imagenet]", read_csv(out / "predictions.csv")[1], images, probs, list(_IMAGENET_CATEGORIES), 5)
     print(f"N: 1000-way head, ImageNet names: max |d| {w:.3g}", flush=True)
 
@@ -214,7 +208,7 @@ def case_b(tmp):
     images += photos
     probs = [F.softmax(tintn_logits(tensors, tr.preprocess(p, 32, 32, tr.HALF)), -1)[0].numpy() for p in images]
     out = tmp / "out_bundled"
-    run(["--model", path, "--top", 10, "-o", out, *images])
+    run_checked(T, "--model", path, "--top", 10, "-o", out, *images)
     w = check_against("B[bundled]", read_csv(out / "predictions.csv")[1], images, probs, meta["classes"].split(","), 10)
     print(f"B: bundled CIFAR-10 model on {len(images)} images: max |d| {w:.3g}", flush=True)
 
@@ -225,7 +219,7 @@ def case_e(tmp):
     write_model(tmp / "backbone.safetensors", sd, 2)
     img = make_images(tmp, 1)[0]
     for args, what in [(["--model", tmp / "backbone.safetensors"], "backbone"), ([], "seeded")]:
-        p = run([*args, "--top", 3, "-o", tmp / f"out_e_{what}", img], expect=2)
+        p = run_checked(T, *args, "--top", 3, "-o", tmp / f"out_e_{what}", img, expect=2)
         lines = p.stderr.strip().splitlines()
         T.check(len(lines) == 1 and "--top" in lines[0] and "classifier" in lines[0], f"E[{what}]: one line: {lines}")
         T.check(not (tmp / f"out_e_{what}" / "predictions.csv").exists(), f"E[{what}]: no CSV written")

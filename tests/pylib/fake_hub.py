@@ -10,6 +10,7 @@ EntryNotFound), a gated repository 401 + GatedRepo without the right Bearer toke
 """
 import hashlib
 import http.server
+import os
 import re
 import socket
 import threading
@@ -142,6 +143,13 @@ class Hub:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def hub_env(env):
+    """harness.run_process's `env` for a run against the fake hub: this process's own hub
+    settings (every HF_* variable, HUGGING_FACE_HUB_TOKEN) removed, then `env`'s set."""
+    cleared = {k: None for k in os.environ if k.startswith("HF_") or k == "HUGGING_FACE_HUB_TOKEN"}
+    return {**cleared, **env}
 
 
 def closed_port():
