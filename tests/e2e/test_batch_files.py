@@ -234,12 +234,14 @@ class SettingsAndSharedFolders(TmpCase):
         moved = self.dir / "elsewhere" / "m.safetensors"
         moved.parent.mkdir()
         shutil.copyfile(MODEL, moved)
-        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out, expect=0).stderr
+        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o",
+                          out, expect=0).stderr
         self.assertIn("4 skipped (already done)", err)
         data = bytearray(moved.read_bytes())
         data[-1] ^= 0x01  # the last weight's lowest bits
         moved.write_bytes(bytes(data))
-        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out, expect=0).stderr
+        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o",
+                          out, expect=0).stderr
         self.assertIn("4 redone (made with other settings)", err)
         self.assertNotEqual((out / "p00_settings.txt").read_bytes(), fresh["p00_settings.txt"])
 

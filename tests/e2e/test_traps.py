@@ -63,7 +63,8 @@ class Traps(TmpCase):
         self.assertEqual(rc, 0, err)
         self.assertNotEqual((self.dir / "m.safetensors").read_bytes(), first)
         # Nor the model being read, nor where an image's output goes.
-        rc, _, err = run("--model", "m.safetensors", "--save-model", "m.safetensors", "photo.jpg", "-o", "o2", cwd=self.dir)
+        rc, _, err = run("--model", "m.safetensors", "--save-model", "m.safetensors", "photo.jpg", "-o", "o2",
+                         cwd=self.dir)
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "--save-model m.safetensors", "is the model file")
         rc, _, err = run("photo.jpg", "--save-model", "o3/photo_attn.png", "-o", "o3", cwd=self.dir)

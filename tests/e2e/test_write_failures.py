@@ -97,7 +97,8 @@ class WriteFailures(TmpCase):
     def test_log_on_a_full_file_system(self):
         with small_tmpfs(64) as mnt:
             fill(mnt, 0)
-            rc, _, err = run(self.dir / "in", "-o", self.dir / "out", "--log-json", mnt / "log.jsonl", stdout=subprocess.DEVNULL)
+            rc, _, err = run(self.dir / "in", "-o", self.dir / "out", "--log-json", mnt / "log.jsonl",
+                             stdout=subprocess.DEVNULL)
         self.assertEqual(rc, 1, err)
         self.assert_one_error(err, "log.jsonl", "No space left on device")
         self.assertIn("3 written", err, "the summary line")
@@ -113,7 +114,8 @@ class WriteFailures(TmpCase):
                     out = mnt / "out"
                     out.mkdir()
                     fill(mnt, free)
-                    rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", *inputs, "-o", out, stdout=subprocess.DEVNULL)
+                    rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", *inputs, "-o", out,
+                                     stdout=subprocess.DEVNULL)
                     what = f"{len(inputs)} input(s), {free} pages free: exit {rc}\n{err}"
                     seen.add(rc)
                     self.assertIn(rc, (0, 1), what)
@@ -139,7 +141,8 @@ class WriteFailures(TmpCase):
                 out.mkdir()
                 fill(mnt, free)
                 log = self.dir / f"log{free}.jsonl"
-                rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", self.dir / "in", "-o", out, "--log-json", log, stdout=subprocess.DEVNULL)
+                rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", self.dir / "in", "-o", out,
+                                 "--log-json", log, stdout=subprocess.DEVNULL)
                 what = f"{free} pages free: exit {rc}\n{err}"
                 self.assertIn(rc, (0, 1), what)
                 left = sorted(p.name for p in out.iterdir())

@@ -367,7 +367,8 @@ def case_c(tmp, images):
     gap = oracle_gap(images, model, mean=mean, std=std)
     T.check(gap > 100 * TOL, f"{label}: oracle barely changes with the override (gap {gap:.3g})")
     out = tmp / "outC"
-    if harness.run_ok(T, label, ["--model", path, *cli, "--save-attention", "-o", out, "-j", "2", *images], timeout=600):
+    if harness.run_ok(T, label, ["--model", path, *cli, "--save-attention", "-o", out, "-j", "2", *images],
+                      timeout=600):
         compare(label, out, images, model, mean=mean, std=std)
 
     # A model folder whose preprocessor_config.json gives another normalisation: read without
@@ -384,7 +385,8 @@ def case_c(tmp, images):
     for label, extra, want in (("C[--model (preprocessor_config.json mean/std)]", [], (config_mean, config_std)),
                                (f"C[--model (preprocessor_config.json mean/std) {' '.join(cli)}]", cli, (mean, std))):
         out = tmp / ("outC_config" if not extra else "outC_config_flags")
-        if harness.run_ok(T, label, ["--model", folder / "model.safetensors", *extra, "--save-attention", "-o", out, "-j", "2",
+        if harness.run_ok(T, label,
+                          ["--model", folder / "model.safetensors", *extra, "--save-attention", "-o", out, "-j", "2",
                               *images], timeout=600):
             compare(label, out, images, model, mean=want[0], std=want[1])
 

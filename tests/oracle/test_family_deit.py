@@ -111,7 +111,8 @@ def check_forward(tmp, name, model_path, ref, gh, gw, c=3):
     xp = tmp / f"{name}_{gh}x{gw}.npy"
     np.save(xp, x)
     out = tmp / f"out_{name}_{gh}x{gw}"
-    harness.run_process("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method", "chefer,grad-rollout", expect=0)
+    harness.run_process("forward", "--model", model_path, xp, "-o", out, "--class", c, "--method",
+                        "chefer,grad-rollout", expect=0)
     got = {p.name[len(xp.stem) + 1:-4]: np.load(p) for p in out.glob(f"{xp.stem}_*.npy")}
     g_attn, g_x, logits, attn, tokens = gradients(ref, T64(x[0]), c)
     at = f"{name} {gh}x{gw}"
@@ -170,7 +171,8 @@ def test_distilled_deit():
             check_forward(tmp, "deit", path, ref, gh, gw)
         p = check_top(tmp, "deit", path, ref, IMAGENET)
         assert family_of(p.stderr) == "deit-distilled", p.stderr
-        harness.run_process("--model", path, "--family", "deit-distilled", "--top", 3, "-o", tmp / "forced", image(tmp / "f.png"), expect=0)
+        harness.run_process("--model", path, "--family", "deit-distilled", "--top", 3, "-o", tmp / "forced",
+                            image(tmp / "f.png"), expect=0)
         # The layout on names: a distilled model's second head comes with the first.
         half = dict(t)
         del half["head_dist.weight"]
@@ -263,7 +265,8 @@ def test_timm_pre_norm():
         write(tmp / "backbone.safetensors", backbone)
         x = np.random.default_rng(9).standard_normal((1, 3, GRID * P, GRID * P)).astype(np.float32)
         np.save(tmp / "xb.npy", x)
-        p = harness.run_process("forward", "--model", tmp / "backbone.safetensors", tmp / "xb.npy", "-o", tmp / "out_backbone", "-v", expect=0)
+        p = harness.run_process("forward", "--model", tmp / "backbone.safetensors", tmp / "xb.npy", "-o",
+                                tmp / "out_backbone", "-v", expect=0)
         assert family_of(p.stderr) == "timm", p.stderr
         bref = Ref("token", backbone)
         _, attn, _ = bref.forward(T64(x[0]))
@@ -272,7 +275,8 @@ def test_timm_pre_norm():
             assert np.abs(got[l] - attn[l].detach().numpy()).max() <= 1e-5, f"backbone: layer {l} attention"
         assert relative(np.load(tmp / "out_backbone" / "xb_tokens.npy")[0], bref.tokens.detach().numpy()) <= 1e-4
         # Read as DINO (whose code has no norm_pre) it would draw without it: refused, naming it.
-        p = harness.run_process("--model", path, "--family", "dino", "-o", tmp / "as_dino", tmp / "prenorm.png", expect=2)
+        p = harness.run_process("--model", path, "--family", "dino", "-o", tmp / "as_dino", tmp / "prenorm.png",
+                                expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "norm_pre.bias, norm_pre.weight" in lines[0] and "dino" in lines[0], p.stderr
 
@@ -293,7 +297,8 @@ def test_hf_dinov2_classifier():
         snap = tmp / "snapshot"
         want = hf_folder(snap)
         out = tmp / "snap_out"
-        p = harness.run_process("--model", snap / "model.safetensors", "--top", CLASSES, "--save-attention", "-o", out, want["image"], "-v", expect=0)
+        p = harness.run_process("--model", snap / "model.safetensors", "--top", CLASSES, "--save-attention", "-o", out,
+                                want["image"], "-v", expect=0)
         assert family_of(p.stderr) == "hf-dinov2", p.stderr
         rows = [line.split(",") for line in (out / "predictions.csv").read_text().splitlines()[1:]]
         worst = max(abs(float(r[4]) - want["probs"][int(r[2])]) for r in rows)

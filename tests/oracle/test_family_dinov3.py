@@ -108,7 +108,8 @@ def test_pth_and_family_flag(tmp, inputs):
     pth = tmp / "dinov3.pth"
     torch.save({k: v.clone() for k, v in w.items()}, pth)
     out = tmp / "out_pth"
-    _, _, err = harness.run("forward", "-v", "--family", "dinov3", "--model", pth, tmp / "other.npy", "-o", out, expect=0)
+    _, _, err = harness.run("forward", "-v", "--family", "dinov3", "--model", pth, tmp / "other.npy", "-o", out,
+                            expect=0)
     assert "family dinov3" in err
     check_forward(out, "other", inputs["other"], w)
 
@@ -129,7 +130,8 @@ def test_hf_names_and_config(tmp, inputs):
     hf_folder(folder)
     w = hf_weights()
     out = tmp / "out_hf"
-    _, _, err = harness.run("forward", "-v", "--model", folder / "model.safetensors", tmp / "native.npy", tmp / "other.npy", "-o", out, expect=0)
+    _, _, err = harness.run("forward", "-v", "--model", folder / "model.safetensors", tmp / "native.npy",
+                            tmp / "other.npy", "-o", out, expect=0)
     assert "family hf-dinov3" in err and "config.json" in err, err[-2000:]
     for stem in ("native", "other"):
         check_forward(out, stem, inputs[stem], w)

@@ -144,7 +144,8 @@ def case_d(hub, tmp, image):
     T.check(len(hub.requests()) == n, "D: a second run finds everything in the cache and sends no request")
     # HF_HOME/hub is the cache when HF_HUB_CACHE is unset
     home = tmp / "hfhome"
-    run_checked(T, "--model", "hf:acme/vit-tiny", "-o", tmp / "out_d3", image, env=hub_env({"HF_HOME": str(home), "HF_ENDPOINT": hub.endpoint}))
+    run_checked(T, "--model", "hf:acme/vit-tiny", "-o", tmp / "out_d3", image,
+                env=hub_env({"HF_HOME": str(home), "HF_ENDPOINT": hub.endpoint}))
     T.check((home / "hub" / "models--acme--vit-tiny" / "refs" / "main").is_file(), "D: HF_HOME/hub used without HF_HUB_CACHE")
     return model, files, cache
 
@@ -152,7 +153,8 @@ def case_d(hub, tmp, image):
 def case_o(tmp, image, model, files, cache):
     refused = closed_port()
     out = tmp / "out_o"
-    run_checked(T, "--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image, env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}))
+    run_checked(T, "--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image,
+                env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}))
     check_probs("O[filled by vitattn]", model, out, image)
     # A cache laid out by hand as huggingface_hub lays it out: no server, no HF_HUB_OFFLINE.
     hand = tmp / "hand"
@@ -167,11 +169,14 @@ def case_o(tmp, image, model, files, cache):
         (repo / "blobs" / etag).write_bytes(data)
         os.symlink(f"../../blobs/{etag}", repo / "snapshots" / commit / name)
     out = tmp / "out_hand"
-    run_checked(T, "--model", "hf:someone/hand-made", "--top", 3, "-o", out, image, env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}))
+    run_checked(T, "--model", "hf:someone/hand-made", "--top", 3, "-o", out, image,
+                env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}))
     check_probs("O[laid out by hand]", model, out, image)
-    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o2", image, env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}), expect=2)
+    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o2", image,
+                    env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}), expect=2)
     one_line(p, "HF_HUB_OFFLINE", "hf:someone/elsewhere")
-    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o3", image, env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}), expect=2)
+    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o3", image,
+                    env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}), expect=2)
     one_line(p, "hf:someone/elsewhere", "cannot reach")
 
 
@@ -225,7 +230,8 @@ def case_f(hub, tmp, image):
     p = run_checked(T, "--model", "hf:acme/gated", "-o", tmp / "o5", image, env=hub_env(env("c5")), expect=2)
     one_line(p, "gated", "HF_TOKEN")
     n = len(hub.requests())
-    run_checked(T, "--model", "hf:acme/gated", "--top", 3, "-o", tmp / "o6", image, env=hub_env({**env("c5"), "HF_TOKEN": "s3cret"}))
+    run_checked(T, "--model", "hf:acme/gated", "--top", 3, "-o", tmp / "o6", image,
+                env=hub_env({**env("c5"), "HF_TOKEN": "s3cret"}))
     new = hub.requests()[n:]
     T.check(all(h.get("Authorization") == "Bearer s3cret" for m, path, h in new if "/resolve/" in path), "F: the token goes to the hub")
     T.check(all("Authorization" not in h for m, path, h in new if path.startswith("/cdn/")), "F: the token does not go to the CDN")
@@ -240,7 +246,8 @@ def case_c(hub, tmp, image):
     hub.add("acme/flaky", {"main": files})
     hub.drop_once.add(sha)
     n = len(hub.requests())
-    run_checked(T, "--model", "hf:acme/flaky", "--top", 3, "-o", tmp / "oc1", image, env=hub_env({"HF_HUB_CACHE": str(tmp / "cc1"), "HF_ENDPOINT": hub.endpoint}))
+    run_checked(T, "--model", "hf:acme/flaky", "--top", 3, "-o", tmp / "oc1", image,
+                env=hub_env({"HF_HUB_CACHE": str(tmp / "cc1"), "HF_ENDPOINT": hub.endpoint}))
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == [None, f"bytes={size // 2}-"], f"C: dropped half way, resumed from byte {size // 2}: {ranges}")
     check_probs("C[resumed]", model, tmp / "oc1", image)
@@ -250,7 +257,8 @@ def case_c(hub, tmp, image):
     blobs.mkdir(parents=True)
     (blobs / f"{sha}.incomplete").write_bytes(files["model.safetensors"][:1000])
     n = len(hub.requests())
-    run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2", image, env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}))
+    run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2", image,
+                env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}))
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == ["bytes=1000-"], f"C: the .incomplete of an earlier run is resumed: {ranges}")
     T.check((blobs / sha).read_bytes() == files["model.safetensors"] and not (blobs / f"{sha}.incomplete").exists(),
@@ -266,7 +274,8 @@ def case_c(hub, tmp, image):
     damaged[at] ^= 0x01
     (blobs / f"{sha}.incomplete").write_bytes(bytes(damaged))
     n = len(hub.requests())
-    p = run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2b", image, env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}), expect=2)
+    p = run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2b", image,
+                    env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}), expect=2)
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == [f"bytes={len(damaged)}-"], f"C: the damaged .incomplete is resumed, not fetched anew: {ranges}")
     one_line(p, "checksum mismatch", "model.safetensors")
@@ -290,9 +299,11 @@ def case_c(hub, tmp, image):
 def case_p(hub, tmp, image):
     _, files = the_model()
     hub.add("acme/bar", {"main": files})
-    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op1", image, env=hub_env({"HF_HUB_CACHE": str(tmp / "cp1"), "HF_ENDPOINT": hub.endpoint}), stderr_tty=True)
+    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op1", image,
+                    env=hub_env({"HF_HUB_CACHE": str(tmp / "cp1"), "HF_ENDPOINT": hub.endpoint}), stderr_tty=True)
     T.check("model.safetensors [" in p.stderr and "#" in p.stderr and "\r" in p.stderr, f"P: a progress bar on a terminal: {p.stderr[:300]!r}")
-    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op2", image, env=hub_env({"HF_HUB_CACHE": str(tmp / "cp2"), "HF_ENDPOINT": hub.endpoint}))
+    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op2", image,
+                    env=hub_env({"HF_HUB_CACHE": str(tmp / "cp2"), "HF_ENDPOINT": hub.endpoint}))
     T.check("[" not in p.stderr and "\r" not in p.stderr, f"P: no progress bar in a pipe: {p.stderr[:300]!r}")
 
 

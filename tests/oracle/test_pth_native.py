@@ -101,7 +101,8 @@ def check_same_as_converted(tmp, name, obj, x, ref_model, key=None, strip=None, 
     if not T.check(p.returncode == 0, f"{name}: pth_to_safetensors.py failed: {p.stderr.strip()}"):
         return
     keyarg = ["--key", key] if key else []
-    a = run_process("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth", "-v")
+    a = run_process("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth",
+                    "-v")
     b = run_process("forward", "--model", st, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_st")
     T.check(a.returncode == 0, f"{name}: vitattn forward on the .pth failed: {a.stderr.strip()[-300:]}")
     T.check(b.returncode == 0, f"{name}: vitattn forward on the .safetensors failed: {b.stderr.strip()[-300:]}")
@@ -189,12 +190,14 @@ def test_pth_files_read_as_their_converted_safetensors():
         for who, ref in (("teacher", model), ("student", student)):
             check_same_as_converted(tmp, f"dino_full_{who}", full, x, ref, key=who, strip="backbone.",
                                     convert={who: full[who]})
-        p = run_process("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
+        p = run_process("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o",
+                        tmp / "nope")
         T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
                 f"--key nope: {p.returncode} {p.stderr.strip()}")
         p = run_process("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
         T.check(p.returncode == 2 and "--key requires --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
-        p = run_process("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
+        p = run_process("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy",
+                        "-o", tmp / "k")
         T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
 
         # Refusals. The os.system payload is live: torch.load without weights_only runs it.

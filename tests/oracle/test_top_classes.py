@@ -145,7 +145,8 @@ def case_t(tmp):
     plain.mkdir()
     write_model(plain / "model.safetensors", sd, 3)
     out = tmp / "out_plain"
-    run_checked(T, "--model", plain / "model.safetensors", "--top", 20, "-o", out, images[0])  # K over n_classes: all 10
+    run_checked(T, "--model", plain / "model.safetensors", "--top", 20, "-o", out,
+                images[0])  # K over n_classes: all 10
     w = max(w, check_against("T[indices]", read_csv(out / "predictions.csv")[1], images[:1], probs[:1], None, 10))
     print(f"T: 10-way head vs torch softmax: max |d| {w:.3g}", flush=True)
 

@@ -209,7 +209,8 @@ def case_t(tmp):
             gap = np.abs(ref[0] - refs[(1e-6, "trained", "bicubic")][0]).max()
             T.check(gap > 100 * ATTN_TOL, f"{label}: rounding the weights should change the attention (gap {gap:.3g})")
             out = tmp / f"outT{ci}_{dtype}"
-            if harness.run_ok(T, label, ["forward", "--model", path, tmp / f"c{ci}_trained.npy", "-o", out], timeout=300):
+            if harness.run_ok(T, label, ["forward", "--model", path, tmp / f"c{ci}_trained.npy", "-o", out],
+                              timeout=300):
                 compare_forward(label, out, f"c{ci}_trained", ref)
     return models
 
@@ -253,7 +254,8 @@ def case_i(tmp, model, image):
 
     def run_view(tag, args):
         out = tmp / f"outI_{tag}"
-        if not harness.run_ok(T, f"I[{tag}]", ["--model", path, *args, "--save-attention", "-o", out, image], timeout=300):
+        if not harness.run_ok(T, f"I[{tag}]", ["--model", path, *args, "--save-attention", "-o", out, image],
+                              timeout=300):
             return None, None
         a, c = out / f"{stem}_attn.npy", out / f"{stem}_cls.npy"
         if not T.check(a.is_file() and c.is_file() and (out / f"{stem}_attn.png").is_file(),
@@ -348,7 +350,9 @@ def case_d(tmp, model):
         path = tmp / f"dinov2_{'timm' if with_logits else 'hf'}.safetensors"
         write_safetensors(path, tensors)
         out = tmp / f"outD_{'timm' if with_logits else 'hf'}"
-        if harness.run_ok(T, label, ["forward", "--model", path, tmp / "c0_trained.npy", tmp / "c0_other.npy", "-o", out], timeout=300):
+        if harness.run_ok(T, label,
+                          ["forward", "--model", path, tmp / "c0_trained.npy", tmp / "c0_other.npy", "-o", out],
+                          timeout=300):
             for stem, ref in refs.items():
                 compare_forward(label, out, stem, ref, with_logits=with_logits)
     # the image path reads the class row from token 1+R on: check it on the registers model
@@ -356,7 +360,8 @@ def case_d(tmp, model):
     make_image(image)
     path = tmp / "dinov2_timm.safetensors"
     out = tmp / "outD_img"
-    if harness.run_ok(T, "D[image --head all]", ["--model", path, "--head", "all", "--save-attention", "-o", out, image], timeout=300):
+    if harness.run_ok(T, "D[image --head all]",
+                      ["--model", path, "--head", "all", "--save-attention", "-o", out, image], timeout=300):
         x = preprocess(image, model.image_size, model.image_size, IMAGENET)  # DINOv2's ImageNet default
         ra = dinov2_reference(model, ls1, ls2, regs, x)[0][0]                  # [L, heads, T, T]
         grid = model.image_size // model.patch_size

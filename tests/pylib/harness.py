@@ -89,7 +89,8 @@ def _read_all(fd):
 def run_process(*args, cwd=None, env=None, timeout=RUN_TIMEOUT_S, stdin=None, stdout=None, stderr_tty=False,
                 address_space=None, expect=None):
     """Runs the binary with `args`; returns the CompletedProcess (text, undecodable bytes
-    replaced). Every Python test runs the binary through here (or run, run_checked, run_ok).
+    replaced): the Python tests' one way to run the binary and wait for it (run and run_checked
+    wrap it; a test that measures the process or drives several at once uses subprocess itself).
       cwd            its working folder
       env            changes to the environment, a value of None removing the variable
       timeout        seconds until it is killed and the test fails with the command named: a
