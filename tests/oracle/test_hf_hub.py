@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
+sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, tally, torch_reference
 from tally import Tally, skip  # noqa: E402
 
 try:
