@@ -203,9 +203,9 @@ def test_refusals(tmp):
     st = tmp / "dinov3_r.safetensors"
     write_st(st, w)
     photo = make_photo(tmp / "r_photo.png")
-    code, _, _, err = harness.run("--model", st, "--top", "3", "-o", tmp / "r_out", photo)
+    code, _, err = harness.run("--model", st, "--top", "3", "-o", tmp / "r_out", photo)
     assert code == 2 and err.count("error:") == 1, (code, err)
-    code, _, _, err = harness.run("--model", st, "--method", "chefer", "-o", tmp / "r_out", photo)
+    code, _, err = harness.run("--model", st, "--method", "chefer", "-o", tmp / "r_out", photo)
     assert code == 2 and "no classifier" in err and err.count("error:") == 1, (code, err)
     # A SwiGLU variant: named, refused before any work
     sw = dict(w)
@@ -217,5 +217,5 @@ def test_refusals(tmp):
                    b + "w3.weight": torch.zeros(D, MLP)})
     st2 = tmp / "dinov3_swiglu.safetensors"
     write_st(st2, sw)
-    code, _, _, err = harness.run("--model", st2, "-o", tmp / "r_out2", photo)
+    code, _, err = harness.run("--model", st2, "-o", tmp / "r_out2", photo)
     assert code == 2 and "SwiGLU" in err and err.count("error:") == 1, (code, err)
