@@ -1,7 +1,7 @@
-"""pytest setup of the Python tests (tests/e2e, tests/python):
+"""pytest setup of the Python tests (tests/e2e, tests/oracle):
 
-- tests/pylib (safetensors_io, harness) and tests/python (tally, reference_pipeline) are
-  importable from every test file.
+- tests/pylib (harness, tally, safetensors_io, the reference implementations) is importable
+  from every test file.
 - `--shared`: runs only the tests marked `shared` (those that need ../shared); without it,
   only the others. ctest has one entry for each half (e2e_cli and e2e_cli_photos, ...).
 - Skips: a test that cannot run here (no ../shared, no torch) calls pytest.skip (or
@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-for folder in (HERE / "pylib", HERE / "python"):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+if str(HERE / "pylib") not in sys.path:
+    sys.path.insert(0, str(HERE / "pylib"))
 
 import harness  # noqa: E402
 

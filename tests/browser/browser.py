@@ -49,12 +49,10 @@ def stop(driver, profile):
 
 
 def run(*args):
-    """Runs vitattn with args (harness.run) and fails the test unless it exits 0, naming the
+    """Runs vitattn with args (harness.run_process) and fails the test unless it exits 0, naming the
     command and its stderr; returns (stdout, stderr)."""
-    rc, out, err = harness.run(*args)
-    if rc != 0:
-        raise AssertionError(f"vitattn {args} exited {rc}:\n{err}")
-    return out, err
+    p = harness.run_process(*args, expect=0)
+    return p.stdout, p.stderr
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The report page of the models whose map is not the class token's row, in a real browser
 (headless Debian Chromium, one session for this file), against torch re-implementations of their
-forwards (tests/python/test_family_siglip.py, test_family_deit.py: float64, their libraries' code).
+forwards (tests/pylib/siglip_reference.py, deit_reference.py: float64, their libraries' code).
 
 SigLIP (no class token; a probe pools the last layer's output, multi-head attention pooling):
   - info(): no class token, a probe, first_patch 0; the page opens on the probe at the last layer;
@@ -35,11 +35,10 @@ import harness
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "python"))
 import browser  # noqa: E402
 from browser import driver, run  # noqa: E402,F401  (driver: the fixture)
-import test_family_deit as deit  # noqa: E402
-import test_family_siglip as siglip  # noqa: E402
+import deit_reference as deit  # noqa: E402
+import siglip_reference as siglip  # noqa: E402
 
 FLOAT_ERROR = 1e-5  # vitattn's float32 forward against torch's float64, on these tiny models
 

@@ -17,7 +17,7 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import BIN, REPO, TmpCase, check_sanitizers, photo_like, run
+from harness import BIN, REPO, TmpCase, check_sanitizers, photo_like, run, run_process
 
 MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
 # What is drawn: the trained model's classes (predictions.csv) and pages (index.html).
@@ -211,40 +211,37 @@ class SettingsAndSharedFolders(TmpCase):
             self.write(f"{folder}/{prefix}{i:02d}.png", photo_like(60, 80, seed=seed + i))
         return self.dir / folder
 
-    def run_ok(self, *args, expect=0):
-        rc, _, err = run(*args)
-        self.assertEqual(rc, expect, err)
-        return err
-
     def test_skip_existing_redoes_outputs_made_with_other_settings(self):
         images, out = self.photos("images", 4, "p"), self.dir / "out"
-        self.run_ok(images, "-o", out)  # the seeded model
+        run_process(images, "-o", out, expect=0)  # the seeded model
         settings = ["--model", MODEL, "--layer", "3", "--colormap", "inferno"]
-        err = self.run_ok(*settings, "--skip-existing", images, "-o", out)
+        err = run_process(*settings, "--skip-existing", images, "-o", out, expect=0).stderr
         self.assertIn("4 written", err)
         self.assertIn("4 redone (made with other settings)", err)
         self.assertNotIn("skipped", err)
-        self.run_ok(*settings, images, "-o", self.dir / "fresh")
+        run_process(*settings, images, "-o", self.dir / "fresh", expect=0)
         fresh = tree(self.dir / "fresh")
         self.assertEqual(tree(out), fresh, "redone: every file as one run with these settings writes it")
         self.assertIn("--layer 3\n", fresh["p00_settings.txt"].decode())
         # The same settings: done. -j, -v, --log-json, --shard and the option order change no record.
-        err = self.run_ok("--colormap", "inferno", "--model", MODEL, "--layer", "3", "--skip-existing", "-j", "1", "-v",
-                          "--log-json", self.dir / "log.jsonl", images, "-o", out)
+        err = run_process("--colormap", "inferno", "--model", MODEL, "--layer", "3", "--skip-existing", "-j", "1", "-v",
+                          "--log-json", self.dir / "log.jsonl", images, "-o", out, expect=0).stderr
         self.assertIn("4 skipped (already done)", err)
         self.assertNotIn("redone", err)
-        err = self.run_ok(*settings, "--skip-existing", "--shard", "1/1", images, "-o", out)
+        err = run_process(*settings, "--skip-existing", "--shard", "1/1", images, "-o", out, expect=0).stderr
         self.assertIn("4 skipped (already done)", err)
         # The model by its content: the same bytes elsewhere are the same model, one byte changed is another.
         moved = self.dir / "elsewhere" / "m.safetensors"
         moved.parent.mkdir()
         shutil.copyfile(MODEL, moved)
-        err = self.run_ok("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out)
+        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o",
+                          out, expect=0).stderr
         self.assertIn("4 skipped (already done)", err)
         data = bytearray(moved.read_bytes())
         data[-1] ^= 0x01  # the last weight's lowest bits
         moved.write_bytes(bytes(data))
-        err = self.run_ok("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o", out)
+        err = run_process("--model", moved, "--layer", "3", "--colormap", "inferno", "--skip-existing", images, "-o",
+                          out, expect=0).stderr
         self.assertIn("4 redone (made with other settings)", err)
         self.assertNotEqual((out / "p00_settings.txt").read_bytes(), fresh["p00_settings.txt"])
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of ViT checkpoints: the options that pick what is drawn, what lands on
 disk, and the errors. The numbers themselves are checked against PyTorch in
-tests/python/test_torch_crosscheck.py; here a tiny timm-named checkpoint written by numpy
+tests/oracle/test_torch_crosscheck.py; here a tiny timm-named checkpoint written by numpy
 is enough.
 
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).

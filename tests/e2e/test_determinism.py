@@ -7,7 +7,7 @@ vitattn's products are its own (src/core/gemm.hpp): each output element is one c
 fused multiply-adds in a fixed order, so neither the thread count nor the tiling can change
 it, and the environment of a BLAS it no longer uses cannot either. Comparing bytes is right
 here because both runs are on the same CPU; across machines the cross-checks compare within
-1e-5 (tests/python).
+1e-5 (tests/oracle).
 
 Covers the seeded 768-wide model (the default), a small random timm-named checkpoint (per-head
 maps, rollout) and `vitattn forward`.

@@ -8,7 +8,6 @@ byte for byte to a serial run.
 Needs Debian's python3-numpy and python3-opencv (use /usr/bin/python3).
 Environment: VITATTN_BIN (the binary). Run: python3 -m pytest tests/e2e/test_parallel_batch.py
 """
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -16,14 +15,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from harness import BIN, SANITIZER_MARKS
+from harness import SANITIZER_MARKS, run_process
 
 N_IMAGES = 40
-
-
-def run(*args, cwd=None):
-    """The runs' stderr is checked for sanitizer reports by a test of its own."""
-    return subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
 
 def image(i):
@@ -58,8 +52,8 @@ class ParallelBatch(unittest.TestCase):
             cls.sizes[f"img{i:02d}"] = img.shape[:2]
         # Small model (S=32, P=8, D=48, d_k=16): the batch, not the matrix products, is under test.
         cls.model = ["--img-size", "32", "--patch-size", "8", "--dim", "48", "--d-k", "16", "--seed", "3"]
-        cls.par = run("in", "-j", "4", "--save-attention", "-o", "par", *cls.model, cwd=cls.dir)
-        cls.ser = run("in", "-j", "1", "--save-attention", "-o", "ser", *cls.model, cwd=cls.dir)
+        cls.par = run_process("in", "-j", "4", "--save-attention", "-o", "par", *cls.model, cwd=cls.dir)
+        cls.ser = run_process("in", "-j", "1", "--save-attention", "-o", "ser", *cls.model, cwd=cls.dir)
 
     @classmethod
     def tearDownClass(cls):

@@ -11,7 +11,7 @@ maps byte-identical whatever -j. LabelledClasses: how --class names a class (exa
 case, a synonym of Hugging Face's id2label, a whole label with commas, spaces, ambiguity), the
 caption on a class's overlay, and forward taking the same --class and --method words. (The maps'
 values against torch autograd and re-implementations of each method are
-tests/python/test_gradients.py's.)
+tests/oracle/test_gradients.py's.)
 
 The model: a random timm classifier with 1000 classes (so the built-in ImageNet names label
 it), D=32, 2 heads, 3 blocks, 8-pixel patches of 32×32 inputs (a 4×4 grid).

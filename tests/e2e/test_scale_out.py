@@ -10,7 +10,6 @@ assignment and not only against itself. Needs Debian's python3-numpy and python3
 Prints a closing line "scale_out: N passed, M failed"; exits 1 on any failure.
 """
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -23,7 +22,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from harness import BIN, SANITIZER_MARKS, photo_like
+import harness
+from harness import BIN, photo_like
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,18 +47,13 @@ def shard_of(key: bytes, n: int) -> int:
 
 # A small seeded model: these tests are about which inputs run where, not about attention.
 SMALL_MODEL = ("--img-size", "96", "--dim", "96", "--d-k", "32")
+NO_SLURM = {k: None for k in SLURM_VARS}
 
 
 def run(*args, cwd=None, env_extra=None, stdin=None):
-    env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}  # the test's own choice, not CI's
-    env.update(env_extra or {})
-    p = subprocess.run([BIN, *map(str, args), *SMALL_MODEL], cwd=cwd, capture_output=True, env=env,
-                       input=stdin if stdin is not None else b"", timeout=300)
-    err = p.stderr.decode("utf-8", "replace")
-    for mark in SANITIZER_MARKS:
-        if mark in err:
-            raise AssertionError(f"sanitizer report from {args}:\n{err[-4000:]}")
-    return p.returncode, p.stdout.decode("utf-8", "replace"), err
+    """harness.run on SMALL_MODEL, with this environment's scheduler variables removed (the
+    test's own choice, not CI's) and `env_extra` set; `stdin`: text for its standard input."""
+    return harness.run(*args, *SMALL_MODEL, cwd=cwd, env={**NO_SLURM, **(env_extra or {})}, stdin=stdin, timeout=300)
 
 
 def files(folder):
@@ -238,22 +233,22 @@ class ScaleOut(unittest.TestCase):
     def test_files_from_nul_separated_and_standard_input(self):
         odd = self.image("data/new\nline.png", seed=4)
         plain = self.image("data/plain.png", seed=5)
-        rc, _, err = run("--files-from", "-", "-0", "-o", self.dir / "nul", stdin=f"{odd}\0{plain}\0".encode())
+        rc, _, err = run("--files-from", "-", "-0", "-o", self.dir / "nul", stdin=f"{odd}\0{plain}\0")
         self.assertEqual(rc, 0, err)
         self.assertEqual(sorted(files(self.dir / "nul")), ["new\nline_attn.png", "new\nline_settings.txt", "plain_attn.png",
                                                            "plain_settings.txt"])
-        rc, _, err = run("--files-from", "-", "-o", self.dir / "lines", stdin=f"{plain}\n".encode())
+        rc, _, err = run("--files-from", "-", "-o", self.dir / "lines", stdin=f"{plain}\n")
         self.assertEqual(rc, 0, err)
         self.assertEqual(files(self.dir / "lines")["plain_attn.png"], files(self.dir / "nul")["plain_attn.png"])
         # A NUL-separated list read as lines is refused whole, not cut into wrong names.
-        rc, _, err = run("--files-from", "-", "-o", self.dir / "wrong", stdin=f"{plain}\0{odd}\0".encode())
+        rc, _, err = run("--files-from", "-", "-o", self.dir / "wrong", stdin=f"{plain}\0{odd}\0")
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "standard input", "NUL byte", "-0")
         rc, _, err = run("--files-from", self.dir / "nolist.txt", "-o", self.dir / "wrong")
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "nolist.txt", "cannot read the file list")
         # An empty list is an empty batch.
-        rc, _, err = run("--files-from", "-", "-o", self.dir / "empty", stdin=b"\n\n")
+        rc, _, err = run("--files-from", "-", "-o", self.dir / "empty", stdin="\n\n")
         self.assertEqual(rc, 0, err)
 
     def test_files_from_with_shards_splits_the_list(self):
@@ -332,8 +327,7 @@ class ScaleOut(unittest.TestCase):
             cv2.imwrite(str(src / f"img{i:03d}.jpg"), np.roll(base, 7 * i, axis=1))
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out, log = self.dir / f"out-{sig.name}", self.dir / f"{sig.name}.jsonl"
-            env = {k: v for k, v in os.environ.items() if k not in SLURM_VARS}
-            p = subprocess.Popen([BIN, src, "-o", out, "-j", "2", "--log-json", log], env=env,
+            p = subprocess.Popen([BIN, src, "-o", out, "-j", "2", "--log-json", log], env=harness.changed_env(NO_SLURM),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and p.poll() is None and \
@@ -362,7 +356,7 @@ class ScaleOut(unittest.TestCase):
             if sig == signal.SIGKILL:
                 done = {l["path"] for l in ok}
                 retry = "".join(f"{q}\n" for q in sorted(map(str, src.iterdir())) if q not in done)
-            rc, _, err = run("--files-from", "-", "-o", out, stdin=retry.encode())
+            rc, _, err = run("--files-from", "-", "-o", out, stdin=retry)
             self.assertEqual(rc, 0, err)
             self.assertEqual(len(list(out.glob("*_attn.png"))), n)
 

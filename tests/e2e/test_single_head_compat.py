@@ -15,7 +15,6 @@ Environment: VITATTN_BIN. Prints "single-head compat: N passed, M failed".
 """
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +22,9 @@ from pathlib import Path
 import json
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
 from tally import Tally  # noqa: E402
+from harness import run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -33,11 +33,6 @@ V0 = HERE / "single_head_v0"
 SHAPE = ["--seed", "3", "--img-size", "32", "--patch-size", "8", "--dim", "24", "--d-k", "8",
          "--mean", "0.4,0.5,0.6", "--std", "0.2,0.3,0.25"]
 TOL = 1e-6
-
-
-def run(*args):
-    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stderr
 
 
 def read_safetensors(path):
@@ -79,18 +74,18 @@ def main(t):
     with tempfile.TemporaryDirectory(prefix="vitattn-v0-") as tmp:
         tmp = Path(tmp)
         # 1. --save-model writes what it wrote then, byte for byte.
-        code, err = run(*SHAPE, "--save-model", tmp / "m.safetensors")
+        code, _, err = run(*SHAPE, "--save-model", tmp / "m.safetensors")
         t.check(code == 0, f"--save-model exits 0: {err}")
         t.check((tmp / "m.safetensors").read_bytes() == (V0 / "model.safetensors").read_bytes(),
                 "--save-model writes the same bytes as before the redesign")
         # 2. The old file loads and draws the same map.
-        code, err = run("--model", V0 / "model.safetensors", V0 / "input.png", "-o", tmp / "old", "--save-attention")
+        code, _, err = run("--model", V0 / "model.safetensors", V0 / "input.png", "-o", tmp / "old", "--save-attention")
         t.check(code == 0, f"the old file loads: {err}")
         if code == 0:
             close(t, np.load(tmp / "old/input_attn.npy"), want_attn, "old file: attention")
             close(t, np.load(tmp / "old/input_cls.npy"), want_cls, "old file: class map")
         # 3. The seeded model itself draws that map (same seed, same weights).
-        code, err = run(*SHAPE, V0 / "input.png", "-o", tmp / "seeded", "--save-attention")
+        code, _, err = run(*SHAPE, V0 / "input.png", "-o", tmp / "seeded", "--save-attention")
         t.check(code == 0, f"seeded run: {err}")
         if code == 0:
             close(t, np.load(tmp / "seeded/input_attn.npy"), want_attn, "seeded: attention")
@@ -99,7 +94,7 @@ def main(t):
         t.check(meta.get("format") == "vitattn-single-head", f"the fixture is the native layout: {meta}")
         bare = {k: v for k, v in tensors.items() if not k.endswith(".bias")}
         write_safetensors(tmp / "bare.safetensors", bare)
-        code, err = run("--model", tmp / "bare.safetensors", "--mean", meta["mean"], "--std", meta["std"],
+        code, _, err = run("--model", tmp / "bare.safetensors", "--mean", meta["mean"], "--std", meta["std"],
                         V0 / "input.png", "-o", tmp / "bare", "--save-attention")
         t.check(code == 0, f"a Python-written file loads: {err}")
         if code == 0:

@@ -7,37 +7,20 @@ Each test runs the binary like a user would. Needs Debian's python3-numpy and
 python3-opencv (use /usr/bin/python3). Environment: VITATTN_BIN.
 Run: python3 -m pytest tests/e2e/test_traps.py
 """
-import os
 import re
-import resource
 import shutil
-import subprocess
 import zipfile
 
 import cv2
 import numpy as np
 
 import safetensors_io
-from harness import BIN, REPO, TmpCase, files_of, photo_like, run, timm_checkpoint
+from harness import REPO, TmpCase, files_of, photo_like, run, timm_checkpoint
+from harness import small_timm_checkpoint as checkpoint
 
-SANITIZED = any(k in os.environ for k in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
-
-
-def checkpoint(path, d=32, heads=2, p=8, grid=4, layers=2, heads_in_metadata=True, seed=0):
-    """A small timm-named ViT with random weights."""
-    timm_checkpoint(path, d, p, grid, layers, 2 * d, heads, heads_in_metadata, seed)
-
-
-def limited_memory():
-    """A child limited to 3 GiB of address space: a request for 10 GB then fails at once
-    instead of swapping the machine (not under a sanitizer, which reserves terabytes)."""
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-
-def run_limited(*args, cwd=None):
-    p = subprocess.run([BIN, *map(str, args)], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                       preexec_fn=None if SANITIZED else limited_memory, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+# The runs that ask for a huge buffer: 3 GiB of address space, so that a request for 10 GB fails at
+# once instead of swapping the machine (harness.run_process: not under a sanitizer).
+MEMORY_LIMIT = 3 << 30
 
 
 class Traps(TmpCase):
@@ -80,7 +63,8 @@ class Traps(TmpCase):
         self.assertEqual(rc, 0, err)
         self.assertNotEqual((self.dir / "m.safetensors").read_bytes(), first)
         # Nor the model being read, nor where an image's output goes.
-        rc, _, err = run("--model", "m.safetensors", "--save-model", "m.safetensors", "photo.jpg", "-o", "o2", cwd=self.dir)
+        rc, _, err = run("--model", "m.safetensors", "--save-model", "m.safetensors", "photo.jpg", "-o", "o2",
+                         cwd=self.dir)
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "--save-model m.safetensors", "is the model file")
         rc, _, err = run("photo.jpg", "--save-model", "o3/photo_attn.png", "-o", "o3", cwd=self.dir)
@@ -312,7 +296,7 @@ class Traps(TmpCase):
         cases = [(a, a) for a in seeded] + [(a, ["--model", "m.safetensors", *a]) for a in encoder]
         for shown, args in cases:
             out = self.dir / "out"
-            rc, stdout, err = run_limited(*args, "a.png", "-o", "out", cwd=self.dir)
+            rc, stdout, err = run(*args, "a.png", "-o", "out", cwd=self.dir, address_space=MEMORY_LIMIT)
             self.assertEqual(rc, 2, f"{shown}: {err}")
             line = self.one_error_line(err)
             option = next(a for a in shown if a.startswith("-"))
@@ -335,7 +319,7 @@ class Traps(TmpCase):
              "attn.v.weight": np.eye(d, dtype=np.float32)}
         safetensors_io.write(self.dir / "big.safetensors", t, dtype="F32")
         self.write("a.png", photo_like(40, 40))
-        rc, _, err = run_limited("--model", "big.safetensors", "a.png", "-o", "out", cwd=self.dir)
+        rc, _, err = run("--model", "big.safetensors", "a.png", "-o", "out", cwd=self.dir, address_space=MEMORY_LIMIT)
         self.assertEqual(rc, 2, err)
         self.one_error_line(err, "big.safetensors", "4225 patches", "4096")
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import safetensors_io
 from harness import BIN, REPO, photo_like, run
-from test_traps import checkpoint  # a small timm-named ViT: D 32, 2 heads, P 8, grid 4, 2 layers
+from harness import small_timm_checkpoint as checkpoint
 
 SEEDED = ["--img-size", "32", "--patch-size", "8", "--dim", "16", "--d-k", "8", "--seed", "4"]
 

@@ -17,18 +17,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness import BIN, REPO, TmpCase, check_sanitizers, need, photo_like, temporaries
+from harness import REPO, TmpCase, need, photo_like, run, temporaries
 
 MODEL = REPO / "models" / "vit_cifar10_tintn.safetensors"
 PAGE = 4096
-
-
-def run_to(stdout, *args):
-    """Runs the binary with standard output on the file object `stdout`; (status, stderr)."""
-    p = subprocess.run([BIN, *map(str, args)], stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                       text=True, timeout=300)
-    check_sanitizers(args, p.stderr)
-    return p.returncode, p.stderr
 
 
 def error_lines(err):
@@ -88,7 +80,7 @@ class WriteFailures(TmpCase):
 
     def test_log_to_standard_output_on_dev_full(self):
         with open("/dev/full", "w") as full:
-            rc, err = run_to(full, self.dir / "in", "-o", self.dir / "out", "--log-json", "-")
+            rc, _, err = run(self.dir / "in", "-o", self.dir / "out", "--log-json", "-", stdout=full)
         self.assertEqual(rc, 1, err)
         self.assert_one_error(err, "standard output", "No space left on device")
         self.assertIn("3 written", err, "the summary line")
@@ -96,7 +88,7 @@ class WriteFailures(TmpCase):
 
     def test_top_classes_to_standard_output_on_dev_full(self):
         with open("/dev/full", "w") as full:
-            rc, err = run_to(full, "--model", MODEL, "--top", "1", self.dir / "in", "-o", self.dir / "out")
+            rc, _, err = run("--model", MODEL, "--top", "1", self.dir / "in", "-o", self.dir / "out", stdout=full)
         self.assertEqual(rc, 1, err)
         self.assert_one_error(err, "standard output", "No space left on device")
         self.assertEqual(len(self.overlays(self.dir / "out")), 3)
@@ -105,7 +97,8 @@ class WriteFailures(TmpCase):
     def test_log_on_a_full_file_system(self):
         with small_tmpfs(64) as mnt:
             fill(mnt, 0)
-            rc, err = run_to(subprocess.DEVNULL, self.dir / "in", "-o", self.dir / "out", "--log-json", mnt / "log.jsonl")
+            rc, _, err = run(self.dir / "in", "-o", self.dir / "out", "--log-json", mnt / "log.jsonl",
+                             stdout=subprocess.DEVNULL)
         self.assertEqual(rc, 1, err)
         self.assert_one_error(err, "log.jsonl", "No space left on device")
         self.assertIn("3 written", err, "the summary line")
@@ -121,8 +114,8 @@ class WriteFailures(TmpCase):
                     out = mnt / "out"
                     out.mkdir()
                     fill(mnt, free)
-                    rc, err = run_to(subprocess.DEVNULL, "--model", MODEL, "--top", "1", "--format", "jpg", *inputs,
-                                     "-o", out)
+                    rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", *inputs, "-o", out,
+                                     stdout=subprocess.DEVNULL)
                     what = f"{len(inputs)} input(s), {free} pages free: exit {rc}\n{err}"
                     seen.add(rc)
                     self.assertIn(rc, (0, 1), what)
@@ -148,8 +141,8 @@ class WriteFailures(TmpCase):
                 out.mkdir()
                 fill(mnt, free)
                 log = self.dir / f"log{free}.jsonl"
-                rc, err = run_to(subprocess.DEVNULL, "--model", MODEL, "--top", "1", "--format", "jpg",
-                                 self.dir / "in", "-o", out, "--log-json", log)
+                rc, _, err = run("--model", MODEL, "--top", "1", "--format", "jpg", self.dir / "in", "-o", out,
+                                 "--log-json", log, stdout=subprocess.DEVNULL)
                 what = f"{free} pages free: exit {rc}\n{err}"
                 self.assertIn(rc, (0, 1), what)
                 left = sorted(p.name for p in out.iterdir())

@@ -1,6 +1,6 @@
 """A fake Hugging Face hub on 127.0.0.1 (port 0; nothing leaves the machine), for the tests
-that fetch hf:ORG/NAME models: tests/python/test_hf_hub.py (the hub's protocol, the cache,
-failures) and tests/python/test_hf_families.py (one repository per checkpoint family).
+that fetch hf:ORG/NAME models: tests/oracle/test_hf_hub.py (the hub's protocol, the cache,
+failures) and tests/oracle/test_hf_families.py (one repository per checkpoint family).
 
 It speaks the hub's URL scheme and headers: HEAD/GET /ORG/NAME/resolve/REV/FILE answer with
 X-Repo-Commit and ETag (the git blob sha1) for small files, and for LFS files a 302 to a
@@ -10,6 +10,7 @@ EntryNotFound), a gated repository 401 + GatedRepo without the right Bearer toke
 """
 import hashlib
 import http.server
+import os
 import re
 import socket
 import threading
@@ -142,6 +143,13 @@ class Hub:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def hub_env(env):
+    """harness.run_process's `env` for a run against the fake hub: this process's own hub
+    settings (every HF_* variable, HUGGING_FACE_HUB_TOKEN) removed, then `env`'s set."""
+    cleared = {k: None for k in os.environ if k.startswith("HF_") or k == "HUGGING_FACE_HUB_TOKEN"}
+    return {**cleared, **env}
 
 
 def closed_port():

@@ -8,6 +8,8 @@ Environment:
                   folder to see the tests that need it skip (or fail, under CI=true)
 """
 import os
+import pty
+import resource
 import struct
 import subprocess
 import tempfile
@@ -50,35 +52,100 @@ def check_sanitizers(args, stderr):
 
 
 RUN_TIMEOUT_S = 480  # below ctest's 600 s per test entry (tests/CMakeLists.txt)
+# Under a sanitizer the binary reserves terabytes of address space: no limit on it there.
+SANITIZED = any(k in os.environ for k in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"))
 
 
-def run_process(*args, cwd=None, env=None):
-    """Runs the binary with `args`; returns the CompletedProcess (text). `env`: changes to
-    the environment, a value of None removing the variable."""
-    full_env = None
-    if env:
-        full_env = dict(os.environ)
-        for k, v in env.items():
-            if v is None:
-                full_env.pop(k, None)
-            else:
-                full_env[k] = v
-    # A bounded wait: a run that never ends (a server started where a usage error was meant) fails
-    # its test with the command named, instead of holding the whole suite until ctest's limit.
-    p = subprocess.run([BIN, *map(str, args)], cwd=cwd, env=full_env, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+def changed_env(env):
+    """os.environ with `env`'s changes, a value of None removing the variable; None without changes."""
+    if not env:
+        return None
+    full_env = dict(os.environ)
+    for k, v in env.items():
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
+    return full_env
+
+
+def _limit_address_space(limit):
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the terminal's other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def run_process(*args, cwd=None, env=None, timeout=RUN_TIMEOUT_S, stdin=None, stdout=None, stderr_tty=False,
+                address_space=None, expect=None):
+    """Runs the binary with `args`; returns the CompletedProcess (text, undecodable bytes
+    replaced): the Python tests' one way to run the binary and wait for it (run and run_checked
+    wrap it; a test that measures the process or drives several at once uses subprocess itself).
+      cwd            its working folder
+      env            changes to the environment, a value of None removing the variable
+      timeout        seconds until it is killed and the test fails with the command named: a
+                     run that never ends (a server started where a usage error was meant)
+                     does not hold the whole suite until ctest's limit
+      stdin          text for its standard input (default: none, /dev/null)
+      stdout         a file object its standard output goes to (p.stdout is then None)
+      stderr_tty     standard error on a pseudo-terminal, as a user at a terminal sees it
+      address_space  a limit in bytes on the child's address space (RLIMIT_AS), so that a
+                     request for a huge buffer fails at once instead of swapping the machine;
+                     ignored under a sanitizer
+      expect         the exit status it must have, else an AssertionError names the command
+                     and the end of its stderr
+    A sanitizer report fails the test whatever the exit status."""
+    master, slave = pty.openpty() if stderr_tty else (None, None)
+    try:
+        p = subprocess.run([BIN, *map(str, args)], cwd=cwd, env=changed_env(env), text=True, errors="replace",
+                           input=stdin, stdin=subprocess.DEVNULL if stdin is None else None,
+                           stdout=stdout if stdout is not None else subprocess.PIPE,
+                           stderr=slave if stderr_tty else subprocess.PIPE, timeout=timeout,
+                           preexec_fn=_limit_address_space(address_space) if address_space and not SANITIZED
+                           else None)
+        if stderr_tty:
+            os.close(slave)
+            slave = None
+            p.stderr = _read_all(master).decode(errors="replace")
+    finally:
+        for fd in (master, slave):
+            if fd is not None:
+                os.close(fd)
     check_sanitizers(args, p.stderr)
+    if expect is not None and p.returncode != expect:
+        raise AssertionError(f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}:\n"
+                             f"{p.stderr[-3000:]}")
     return p
 
 
-def run(*args, cwd=None):
-    """Runs the binary; returns (exit status, stdout, stderr)."""
-    p = run_process(*args, cwd=cwd)
+def run(*args, **options):
+    """run_process(*args, **options) as (exit status, stdout, stderr)."""
+    p = run_process(*args, **options)
     return p.returncode, p.stdout, p.stderr
 
 
+def run_checked(tally, *args, expect=0, **options):
+    """run_process(*args, **options) as one check of `tally` (tests/pylib/tally.py) that it
+    exited `expect`; the failure names the command and the end of its stderr. Returns the
+    CompletedProcess."""
+    p = run_process(*args, **options)
+    tally.check(p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}: "
+                f"{p.stderr.strip()[-500:]}")
+    return p
+
+
 def run_ok(tally, label, args, timeout=600):
-    """Runs the binary as one check of `tally` (tests/python/tally.py): it ran and exited 0.
+    """Runs the binary as one check of `tally` (tests/pylib/tally.py): it ran and exited 0.
     Returns whether it did; the failure names the command and the end of its stderr."""
     cmd = [BIN] + [str(a) for a in args]
     try:
@@ -157,7 +224,7 @@ def timm_tensors(d, p, grid, layers, mlp, seed=0, classes=0, registers=0, embed_
 
 def renamed_from_timm(t, family, d, layers):
     """timm_tensors' names → the family's ("torchvision", "hf-vit", "hf-dinov2", "tintn"; timm, dino and
-    dinov2 are timm's own), as tests/python/test_torch_crosscheck's exporters do, in numpy.
+    dinov2 are timm's own), as tests/pylib/torch_reference.py's exporters do, in numpy.
     A classifier comes along (heads.head, classifier), register tokens too; an HF Dinov2 file
     always holds its mask token."""
     if family in ("timm", "dino", "dinov2"):
@@ -233,6 +300,12 @@ def timm_checkpoint(path, d, p, grid, layers, mlp, heads, heads_in_metadata=True
     import safetensors_io
     t = timm_tensors(d, p, grid, layers, mlp, seed, classes, registers, embed_scale, scale, patch_scale)
     safetensors_io.write(path, t, {"num_heads": str(heads)} if heads_in_metadata else None, dtype="F32")
+
+
+def small_timm_checkpoint(path, d=32, heads=2, p=8, grid=4, layers=2, heads_in_metadata=True, seed=0):
+    """A small timm-named ViT with random weights (MLP 2·d): timm_checkpoint with the e2e
+    tests' usual sizes, D 32, 2 heads, patch 8 on a 4x4 grid, 2 layers."""
+    timm_checkpoint(path, d, p, grid, layers, 2 * d, heads, heads_in_metadata, seed)
 
 
 def files_of(folder):

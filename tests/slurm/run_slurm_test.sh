@@ -13,7 +13,7 @@
 # Usage: run_slurm_test.sh VITATTN_BIN SOURCE_DIR
 # Needs root (SlurmUser=root, as in CI) and Debian's slurm-wlm and munge
 # (scripts/install-deps.sh). Without them it skips (exit 77), or fails under CI=true
-# (the rule of tests/python/tally.py). Prints "slurm: N passed, M failed".
+# (the rule of tests/pylib/tally.py). Prints "slurm: N passed, M failed".
 set -euo pipefail
 BIN="$(realpath "$1")"
 SRC="$(realpath "$2")"

@@ -1,5 +1,5 @@
 // decode_tool: decodes image files with vitattn's loader (io::decode_image), for the Python
-// test that compares the pixels with python3-opencv's cv2.imdecode (tests/python/test_decoders.py).
+// test that compares the pixels with python3-opencv's cv2.imdecode (tests/oracle/test_decoders.py).
 //
 //   decode_tool IN OUT.raw
 //

@@ -1,5 +1,5 @@
 // png_encode_tool: encodes raw 8-bit pixels with vitattn's PNG encoder, for the Python test
-// that decodes the files with libpng (cv2) and Pillow (tests/python/test_png_decoders.py).
+// that decodes the files with libpng (cv2) and Pillow (tests/oracle/test_png_decoders.py).
 //
 //   png_encode_tool MANIFEST
 //

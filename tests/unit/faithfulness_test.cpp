@@ -1,7 +1,7 @@
 // Deletion and insertion curves (core/faithfulness.hpp) on hand-made inputs: the ranking and
 // its ties, ⌈k·N/K⌉, the trapezoid rule, the random map's generator against splitmix64's
 // published first outputs, and each step's input against one built here pixel by pixel.
-// tests/python/test_faithfulness.py recomputes the whole thing in numpy/torch from the CLI.
+// tests/oracle/test_faithfulness.py recomputes the whole thing in numpy/torch from the CLI.
 #include "core/faithfulness.hpp"
 
 #include <gtest/gtest.h>

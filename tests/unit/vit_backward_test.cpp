@@ -2,7 +2,7 @@
 // whole encoder (embedding, every block, final norm, classifier), for each family's parts
 // (registers, layer scale, no qkv bias, erf and tanh GELU, no final norm). The differences
 // use nothing of the backward; PyTorch autograd checks every layer's ∂A and ∂x in
-// tests/python/test_gradients.py.
+// tests/oracle/test_gradients.py.
 #include "core/vit_backward.hpp"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 """vitattn reads PyTorch checkpoints natively: bit for bit what it reads from the safetensors
 file that scripts/pth_to_safetensors.py (torch's own loader) makes of the same checkpoint.
 
-Run:  /usr/bin/python3 tests/python/test_pth_native.py
+Run:  /usr/bin/python3 tests/oracle/test_pth_native.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Every checkpoint is written here by torch.save from a small torchvision VisionTransformer:
@@ -15,11 +15,11 @@ difference means the tensors differ), and the logits must match torch's own forw
 Then files that must be refused (code in the pickle, unknown storage type, broken zip, views
 out of their storage): exit 2, one line naming the file, nothing written, nothing run.
 And every family as its releases ship it (timm/DeiT, DINO flat and full checkpoint, DINOv2 with
-registers, HF ViT and Dinov2 as pytorch_model.bin, torchvision), named by test_torch_crosscheck's
+registers, HF ViT and Dinov2 as pytorch_model.bin, torchvision), named by torch_reference's
 exporters: the .pth and the .safetensors of the same tensors give the same family under -v and
 the same .npy bytes, and match torch's forward.
 Skips when torch cannot be imported (fails under CI=true).
-Run: python3 -m pytest tests/python/test_pth_native.py
+Run: python3 -m pytest tests/oracle/test_pth_native.py
 """
 import argparse
 import collections
@@ -40,7 +40,7 @@ try:
 except ImportError as e:
     need(False, f"pth_native: cannot import torch/torchvision ({e}); install python3-torch python3-torchvision")
 
-import test_torch_crosscheck as tc  # noqa: E402  (its model maker, family exporters and torch references)
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 
 CONVERT = REPO / "scripts/pth_to_safetensors.py"
 REL_TOL = 1e-4
@@ -81,10 +81,6 @@ def as_views(sd):
     return out
 
 
-def run(*args):
-    return run_process(*args)
-
-
 def npy_files(d):
     return {p.name: p.read_bytes() for p in sorted(Path(d).glob("*.npy"))} if Path(d).is_dir() else {}
 
@@ -105,8 +101,9 @@ def check_same_as_converted(tmp, name, obj, x, ref_model, key=None, strip=None, 
     if not T.check(p.returncode == 0, f"{name}: pth_to_safetensors.py failed: {p.stderr.strip()}"):
         return
     keyarg = ["--key", key] if key else []
-    a = run("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth", "-v")
-    b = run("forward", "--model", st, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_st")
+    a = run_process("forward", "--model", pth, *keyarg, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_pth",
+                    "-v")
+    b = run_process("forward", "--model", st, "--heads", HEADS, tmp / "x.npy", "-o", tmp / f"{name}_st")
     T.check(a.returncode == 0, f"{name}: vitattn forward on the .pth failed: {a.stderr.strip()[-300:]}")
     T.check(b.returncode == 0, f"{name}: vitattn forward on the .safetensors failed: {b.stderr.strip()[-300:]}")
     T.check("family torchvision" in a.stderr, f"{name}: the .pth is not read as torchvision")
@@ -150,7 +147,7 @@ def edit_pickle(old, new):
 
 def check_refused(tmp, path, expected):
     out = tmp / ("out_" + path.stem)
-    p = run("forward", "--model", path, tmp / "x.npy", "-o", out)
+    p = run_process("forward", "--model", path, tmp / "x.npy", "-o", out)
     lines = p.stderr.strip().splitlines()
     ok = T.check(p.returncode == 2, f"{path.name}: exit {p.returncode}, expected 2 ({p.stderr.strip()[-200:]})")
     ok &= T.check(len(lines) == 1 and path.name in lines[0] and expected in lines[0],
@@ -193,12 +190,14 @@ def test_pth_files_read_as_their_converted_safetensors():
         for who, ref in (("teacher", model), ("student", student)):
             check_same_as_converted(tmp, f"dino_full_{who}", full, x, ref, key=who, strip="backbone.",
                                     convert={who: full[who]})
-        p = run("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o", tmp / "nope")
+        p = run_process("forward", "--model", tmp / "dino_full_teacher.pth", "--key", "nope", tmp / "x.npy", "-o",
+                        tmp / "nope")
         T.check(p.returncode == 2 and "no dict under key nope" in p.stderr and "teacher" in p.stderr,
                 f"--key nope: {p.returncode} {p.stderr.strip()}")
-        p = run("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
+        p = run_process("--key", "teacher", tmp / "x.npy", "-o", tmp / "k0")
         T.check(p.returncode == 2 and "--key requires --model" in p.stderr, f"--key without --model: {p.returncode} {p.stderr.strip()}")
-        p = run("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy", "-o", tmp / "k")
+        p = run_process("forward", "--model", tmp / "f32_state_dict.safetensors", "--key", "teacher", tmp / "x.npy",
+                        "-o", tmp / "k")
         T.check(p.returncode == 2 and "safetensors" in p.stderr, f"--key on safetensors: {p.returncode} {p.stderr.strip()}")
 
         # Refusals. The os.system payload is live: torch.load without weights_only runs it.
@@ -250,11 +249,11 @@ def dinov2_tensors(sd, layers, d, seed):
     ls1 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
     ls2 = [torch.randn(d, generator=g) * 0.5 for _ in range(layers)]
     regs = torch.randn(1, 4, d, generator=g) * 0.5
-    timm = {k: v for k, v in tc.export_timm(sd, layers).items() if not k.startswith("head.")}
+    timm = {k: v for k, v in tr.export_timm(sd, layers).items() if not k.startswith("head.")}
     for i in range(layers):
         timm[f"blocks.{i}.ls1.gamma"], timm[f"blocks.{i}.ls2.gamma"] = ls1[i], ls2[i]
     timm["register_tokens"], timm["mask_token"] = regs, torch.zeros(1, d)
-    hf = tc.export_hf_dinov2(timm, layers)
+    hf = tr.export_hf_dinov2(timm, layers)
     return timm, hf, (ls1, ls2, regs)
 
 
@@ -263,8 +262,8 @@ def family_cases(model, x):
     must name, torch reference (attention, features, logits or None))."""
     _, d, _, _, layers, _ = FAMILY_SIZE
     sd = model.state_dict()
-    ref = tc.torch_reference(model, x)
-    timm = tc.export_timm(sd, layers)
+    ref = tr.torch_reference(model, x)
+    timm = tr.export_timm(sd, layers)
     dino = {k: v for k, v in timm.items() if not k.startswith("head.")}
     # DINO's full checkpoint: teacher and student backbones under "backbone." (timm names) beside
     # their projection heads; vitattn strips "backbone." from a .pth, as pth_to_safetensors --strip does.
@@ -273,20 +272,20 @@ def family_cases(model, x):
             "student": {**{"backbone." + k: v + 1 for k, v in dino.items()}, **heads_extra},
             "epoch": 100, "args": argparse.Namespace(arch="vit_small", patch_size=16, lr=0.0005)}
     v2_timm, v2_hf, (ls1, ls2, regs) = dinov2_tensors(sd, layers, d, seed=77)
-    ref_v2 = tc.dinov2_reference(model, ls1, ls2, regs, x)
+    ref_v2 = tr.dinov2_reference(model, ls1, ls2, regs, x)
     gap = float(np.abs(ref_v2[1] - ref[1]).max())
     T.check(gap > 100 * REL_TOL, f"dinov2: layer scale + registers should change the features (gap {gap:.3g})")
-    ref_hf = tc.torch_reference(tc.with_eps(model, 1e-12), x)  # HF ViT's LayerNorm eps
+    ref_hf = tr.torch_reference(tr.with_eps(model, 1e-12), x)  # HF ViT's LayerNorm eps
     no_logits = lambda r: (r[0], r[1], None)  # noqa: E731
     return [
         ("timm", "deit_tiny_patch16_224.pth", {"model": timm}, timm, None, "timm", ref),  # as DeiT releases it
         ("dino", "dino_deitsmall16_pretrain.pth", dino, dino, None, "dino", no_logits(ref)),
         ("dino full --key teacher", "dino_full_checkpoint.pth", full, dino, "teacher", "dino", no_logits(ref)),
         ("dinov2", "dinov2_vits14_reg4_pretrain.pth", v2_timm, v2_timm, None, "dinov2", no_logits(ref_v2)),
-        ("hf-vit", "hf_vit/pytorch_model.bin", tc.export_hf_vit(sd, layers), tc.export_hf_vit(sd, layers), None,
+        ("hf-vit", "hf_vit/pytorch_model.bin", tr.export_hf_vit(sd, layers), tr.export_hf_vit(sd, layers), None,
          "hf-vit", ref_hf),
         ("hf-dinov2", "hf_dinov2/pytorch_model.bin", v2_hf, v2_hf, None, "hf-dinov2", no_logits(ref_v2)),
-        ("torchvision", "vit_b_16-c867db91.pth", tc.export_torchvision(sd), tc.export_torchvision(sd), None,
+        ("torchvision", "vit_b_16-c867db91.pth", tr.export_torchvision(sd), tr.export_torchvision(sd), None,
          "torchvision", ref),
     ]
 
@@ -299,7 +298,7 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
     """.pth files from every family load natively and agree with torch.
 
     One random torchvision ViT (D=128, 2 heads, 2 layers, 64x64 input, patch 16), its state
-    dict renamed by test_torch_crosscheck's exporters into each family as it is released:
+    dict renamed by torch_reference's exporters into each family as it is released:
     timm ViT/DeiT (with head, under "model" as DeiT's files), DINO (timm names, no head, a
     flat state dict; and DINO's full checkpoint, timm names under "backbone." beside the
     projection head, read with --key teacher), DINOv2 (timm names, ls1/ls2 gammas, 4
@@ -307,7 +306,7 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
     ViT and Dinov2 as pytorch_model.bin, and torchvision. Each is written by torch.save and
     the same tensors by safetensors_io; `vitattn forward -v` on both must name the family and
     write identical .npy bytes (same build, same machine, so any difference means the tensors
-    read differ). The torch reference is cheap for every family here (test_torch_crosscheck's
+    read differ). The torch reference is cheap for every family here (torch_reference's
     torch_reference / dinov2_reference), so the .pth outputs are also compared with torch:
     attention within 1e-5, features and logits within 1e-4 of max(1, |torch|). The byte
     equality is the further link to test_torch_crosscheck, which checks each family's
@@ -316,7 +315,7 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
     with T.section("pth_native families"), tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         size, d, heads, mlp, layers, classes = FAMILY_SIZE
-        model = tc.make_vit(size, d, heads, mlp, layers, classes, seed=31)
+        model = tr.make_vit(size, d, heads, mlp, layers, classes, seed=31)
         x = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(32))
         np.save(tmp / "x.npy", x.numpy())
         for name, fname, obj, tensors, key, family, (attn, feats, logits) in family_cases(model, x):
@@ -325,10 +324,10 @@ def test_every_family_pth_reads_as_its_safetensors_and_torch():
             pth.parent.mkdir(exist_ok=True)
             torch.save(obj, pth)
             st = tmp / f"{tag}.safetensors"
-            tc.write_safetensors(st, tensors)
+            tr.write_safetensors(st, tensors)
             keyarg = ["--key", key] if key else []
-            a = run("forward", "--model", pth, *keyarg, tmp / "x.npy", "-o", tmp / f"{tag}_pth", "-v")
-            b = run("forward", "--model", st, tmp / "x.npy", "-o", tmp / f"{tag}_st", "-v")
+            a = run_process("forward", "--model", pth, *keyarg, tmp / "x.npy", "-o", tmp / f"{tag}_pth", "-v")
+            b = run_process("forward", "--model", st, tmp / "x.npy", "-o", tmp / f"{tag}_st", "-v")
             if not (T.check(a.returncode == 0, f"{name}: forward on {fname} failed: {a.stderr.strip()[-300:]}")
                     & T.check(b.returncode == 0, f"{name}: forward on the .safetensors failed: {b.stderr.strip()[-300:]}")):
                 continue

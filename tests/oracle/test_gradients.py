@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """vitattn's backward pass and its class-specific relevance maps against PyTorch.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_gradients.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_gradients.py
       Skips when torch cannot be imported (CI installs python3-torch); under CI=true a skip fails.
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 

@@ -2,7 +2,7 @@
 """vitattn's PNG encoder read back by two independent decoders: libpng (cv2.imread with
 IMREAD_UNCHANGED) and Pillow. Every file must decode to exactly the pixels that went in.
 
-    VITATTN_PNG_TOOL=build/dev/tests/png_encode_tool python3 -m pytest tests/python/test_png_decoders.py
+    VITATTN_PNG_TOOL=build/dev/tests/png_encode_tool python3 -m pytest tests/oracle/test_png_decoders.py
 
 Cases: 1x1, odd widths (1, 3, 17, 1001), 8000x3, a few taller ones; grey, BGR and BGRA;
 random, flat and gradient contents, bytes whose Huffman code would be 16 bits deep; every filter, the own Huffman-only deflate (level -1) and libdeflate levels 0-3, IDAT cut small and large; and

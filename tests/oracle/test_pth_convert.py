@@ -10,7 +10,7 @@ torch.save's zip layout and as a plain pickle, is refused with one line and runs
 other errors are one line too.
 
 Skips when torch is not installed (fails under CI=true).
-Run: python3 -m pytest tests/python/test_pth_convert.py
+Run: python3 -m pytest tests/oracle/test_pth_convert.py
 """
 import argparse
 import os

@@ -3,11 +3,11 @@
 al. 2018) recomputed here, for the map vitattn drew (its _cls.npy) and for the random
 baseline, with the model run by torch (torchvision's VisionTransformer), not by vitattn.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_faithfulness.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_faithfulness.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 What is recomputed here, each from its definition in docs/faithfulness.md:
-  - the model input: tests/python/test_torch_crosscheck.preprocess (cv2 resize, normalise);
+  - the model input: tests/pylib/torch_reference.preprocess (cv2 resize, normalise);
   - the blur: a Gaussian of sigma = one patch, kernel 2*ceil(4 sigma)+1, border reflect-101
     (numpy's "reflect"), separable, in float64;
   - the ranking: highest first, ties by row-major index (numpy lexsort);
@@ -21,7 +21,6 @@ Also: faithfulness.csv byte-identical at -j 1 and -j 2, rows in input order, and
 import csv
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,10 +28,9 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))
 
-from harness import need  # noqa: E402
+from harness import need, run_process  # noqa: E402
 
 try:
     import torch
@@ -40,7 +38,7 @@ try:
 except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
     need(False, f"cannot import torch ({e}); install python3-torch python3-torchvision")
 
-import test_torch_crosscheck as tc  # noqa: E402  (its model maker, exporter, preprocessing and test image)
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
@@ -49,12 +47,6 @@ SIZE, P = 96, 16  # grid 6x6 = 36 patches; the blur's radius 64 stays inside one
 HEADER = ["path", "method", "class", "deletion_auc", "insertion_auc", "steps"]
 torch.set_grad_enabled(False)
 torch.set_num_threads(2)
-
-
-def run(args, expect=0):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=600)
-    assert p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, want {expect}: {p.stderr}"
-    return p
 
 
 def read_csv(path):
@@ -134,13 +126,13 @@ def setup(tmp_path_factory):
     if not BIN.is_file():
         pytest.fail(f"binary {BIN} not found")
     tmp = tmp_path_factory.mktemp("faith")
-    model = tc.make_vit(SIZE, 96, 3, 192, 3, 10, seed=11)
+    model = tr.make_vit(SIZE, 96, 3, 192, 3, 10, seed=11)
     path = tmp / "m.safetensors"
-    tc.write_safetensors(path, tc.export_timm(model.state_dict(), 3), metadata={"num_heads": 3})
+    tr.write_safetensors(path, tr.export_timm(model.state_dict(), 3), metadata={"num_heads": 3})
     images = []
     for i in range(3):
         p = tmp / f"img{i}.png"
-        tc.make_image(p)
+        tr.make_image(p)
         import cv2
         img = cv2.imread(str(p))
         cv2.imwrite(str(p), np.roll(img, 53 * i, axis=1)[::(1 if i % 2 == 0 else -1)])
@@ -149,7 +141,7 @@ def setup(tmp_path_factory):
 
 
 def model_input(image):
-    return tc.preprocess(image, SIZE, SIZE, tc.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
+    return tr.preprocess(image, SIZE, SIZE, tr.HALF)[0].numpy()  # timm names with a head: the family's 0.5/0.5
 
 
 def check_image(model, image, cls_map, rows, steps, method, c=None):
@@ -183,8 +175,8 @@ def check_image(model, image, cls_map, rows, steps, method, c=None):
 def test_curves_against_numpy_torch(setup, view, steps):
     tmp, model, path, images = setup
     out = tmp / f"out_{'_'.join(view) or 'attention'}_{steps}"
-    run(["--model", path, *view, "--faithfulness", "--faithfulness-steps", steps, "--save-attention", "-o", out,
-         images[0]])
+    run_process("--model", path, *view, "--faithfulness", "--faithfulness-steps", steps, "--save-attention", "-o", out,
+         images[0], expect=0)
     rows = read_csv(out / "faithfulness.csv")
     assert len(rows) == 2, rows
     method = "rollout" if "--rollout" in view else "attention"
@@ -203,8 +195,8 @@ def test_a_class_specific_map_is_scored_for_the_class_given(setup):
     rows_of = {}
     for c in (second, third):
         out = tmp / f"out_class_{c}"
-        run(["--model", path, "--method", "chefer", "--class", c, "--faithfulness", "--faithfulness-steps", 8,
-             "--save-attention", "-o", out, images[0]])
+        run_process("--model", path, "--method", "chefer", "--class", c, "--faithfulness", "--faithfulness-steps", 8,
+             "--save-attention", "-o", out, images[0], expect=0)
         rows = read_csv(out / "faithfulness.csv")
         assert [(r[1], int(r[2])) for r in rows] == [("chefer", c), ("random", c)], rows
         check_image(model, images[0], np.load(out / f"{images[0].stem}_cls.npy"), rows, 8, "chefer", c)
@@ -216,7 +208,7 @@ def test_random_map_is_not_the_attention(setup):
     """The baseline differs from the map scored beside it (else the check above proves little)."""
     tmp, model, path, images = setup
     out = tmp / "out_diff"
-    run(["--model", path, "--faithfulness", "-o", out, images[0]])
+    run_process("--model", path, "--faithfulness", "-o", out, images[0], expect=0)
     rows = read_csv(out / "faithfulness.csv")
     assert rows[0][3:5] != rows[1][3:5], rows
 
@@ -226,7 +218,7 @@ def test_batch_in_input_order_and_same_bytes_whatever_j(setup):
     outs = []
     for j in (1, 2):
         out = tmp / f"out_j{j}"
-        run(["--model", path, "--faithfulness", "--save-attention", "-j", j, "-o", out, *images])
+        run_process("--model", path, "--faithfulness", "--save-attention", "-j", j, "-o", out, *images, expect=0)
         outs.append(out)
     a, b = ((o / "faithfulness.csv").read_bytes() for o in outs)
     assert a == b, "faithfulness.csv differs between -j 1 and -j 2"
@@ -240,11 +232,11 @@ def test_batch_in_input_order_and_same_bytes_whatever_j(setup):
 def test_refusals(setup):
     tmp, model, path, images = setup
     backbone = tmp / "backbone.safetensors"
-    sd = {k: v for k, v in tc.export_timm(model.state_dict(), 3).items() if not k.startswith("head.")}
-    tc.write_safetensors(backbone, sd, metadata={"num_heads": 3})
+    sd = {k: v for k, v in tr.export_timm(model.state_dict(), 3).items() if not k.startswith("head.")}
+    tr.write_safetensors(backbone, sd, metadata={"num_heads": 3})
     for args, what in [(["--model", backbone], "backbone"), ([], "seeded")]:
         out = tmp / f"out_refused_{what}"
-        p = run([*args, "--faithfulness", "-o", out, images[0]], expect=2)
+        p = run_process(*args, "--faithfulness", "-o", out, images[0], expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and "--faithfulness" in lines[0] \
             and "classifier" in lines[0], f"{what}: {lines}"
@@ -252,7 +244,7 @@ def test_refusals(setup):
     for args in (["--faithfulness", "--faithfulness-steps", "0"], ["--faithfulness", "--faithfulness-steps", "x"],
                  ["--faithfulness-steps", "4"]):
         out = tmp / "out_bad_steps"
-        p = run(["--model", path, *args, "-o", out, images[0]], expect=2)
+        p = run_process("--model", path, *args, "-o", out, images[0], expect=2)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and "--faithfulness" in lines[0], f"{args}: {lines}"
         assert not out.exists()

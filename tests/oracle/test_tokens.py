@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`vitattn forward`'s token outputs against PyTorch, on random models of every checkpoint family.
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_tokens.py
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_tokens.py
       Skips when torch cannot be imported (CI installs python3-torch); under CI=true a skip fails.
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 

@@ -25,7 +25,6 @@ Prints "hub: <passed> passed, <failed> failed"; exits 1 if anything failed.
 import hashlib
 import json
 import os
-import pty
 import re
 import subprocess
 import sys
@@ -35,8 +34,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
+sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, tally, torch_reference
 from tally import Tally, skip  # noqa: E402
 
 try:
@@ -44,39 +42,14 @@ try:
     import torch.nn.functional as F
 except ImportError as e:
     skip(f"cannot import torch ({e})")
-import test_torch_crosscheck as tc  # noqa: E402
-from fake_hub import Hub, closed_port, commit_of, git_sha1  # noqa: E402
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
+from fake_hub import Hub, closed_port, commit_of, git_sha1, hub_env  # noqa: E402
+from harness import changed_env, run_checked  # noqa: E402
 
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 T = Tally()
 torch.set_grad_enabled(False)
-
-
-def run(args, env, expect=0, stderr_tty=False):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k != "HUGGING_FACE_HUB_TOKEN"}
-    full_env.update(env)
-    cmd = [str(BIN), *map(str, args)]
-    if stderr_tty:
-        master, slave = pty.openpty()
-        p = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=slave, timeout=300)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(master)
-        p.stderr = b"".join(chunks).decode(errors="replace")
-        p.stdout = p.stdout.decode()
-    else:
-        p = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=300)
-    T.check(p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}: {p.stderr.strip()[-500:]}")
-    return p
 
 
 def one_line(p, *words):
@@ -122,7 +95,7 @@ def check_layout(label, cache, repo_id, files, rev="main"):
 def safetensors_bytes(tensors, metadata=None):
     """metadata None: none at all (hub files carry only {"format": "pt"})."""
     with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
-        tc.write_safetensors(f.name, tensors, metadata=metadata)
+        tr.write_safetensors(f.name, tensors, metadata=metadata)
         return Path(f.name).read_bytes()
 
 
@@ -134,9 +107,9 @@ NAMES = [f"kind {i}" for i in range(10)]
 
 
 def the_model():
-    model = tc.with_eps(tc.make_vit(64, 96, 3, 192, 2, 10, seed=31, embed_scale=0.05), EPS)
+    model = tr.with_eps(tr.make_vit(64, 96, 3, 192, 2, 10, seed=31, embed_scale=0.05), EPS)
     files = {
-        "model.safetensors": safetensors_bytes(tc.export_timm(model.state_dict(), 2)),
+        "model.safetensors": safetensors_bytes(tr.export_timm(model.state_dict(), 2)),
         "config.json": json.dumps({"model_type": "vit", "num_attention_heads": 3, "layer_norm_eps": EPS,
                                    "image_size": 64, "patch_size": 16,
                                    "id2label": {str(i): n for i, n in enumerate(NAMES)}}).encode(),
@@ -147,7 +120,7 @@ def the_model():
 
 def check_probs(label, model, out, image):
     rows = (out / "predictions.csv").read_text().splitlines()[1:]
-    x = tc.preprocess(image, 64, 64, (MEAN, STD))
+    x = tr.preprocess(image, 64, 64, (MEAN, STD))
     p = F.softmax(model(x).double(), -1)[0].numpy()
     d = max(abs(float(r.rsplit(",", 1)[1]) - p[int(r.split(",")[2])]) for r in rows) if rows else 1.0
     T.check(len(rows) == 3 and d <= 1e-5, f"{label}: top-3 vs torch with the config's heads, eps, mean/std: {d:.3g}")
@@ -161,17 +134,18 @@ def case_d(hub, tmp, image):
     cache = tmp / "cache"
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}
     out = tmp / "out_d"
-    run(["--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image], env)
+    run_checked(T, "--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image, env=hub_env(env))
     check_probs("D", model, out, image)
     check_layout("D", cache, "acme/vit-tiny", {n: (b, n == "model.safetensors") for n, b in files.items()})
     gets = [(m, p) for m, p, _ in hub.requests() if m == "GET"]
     T.check(any(p.startswith("/cdn/") for _, p in gets), f"D: the weights came through the CDN redirect: {gets}")
     n = len(hub.requests())
-    run(["--model", "hf:acme/vit-tiny", "--top", 3, "-o", tmp / "out_d2", image], env)
+    run_checked(T, "--model", "hf:acme/vit-tiny", "--top", 3, "-o", tmp / "out_d2", image, env=hub_env(env))
     T.check(len(hub.requests()) == n, "D: a second run finds everything in the cache and sends no request")
     # HF_HOME/hub is the cache when HF_HUB_CACHE is unset
     home = tmp / "hfhome"
-    run(["--model", "hf:acme/vit-tiny", "-o", tmp / "out_d3", image], {"HF_HOME": str(home), "HF_ENDPOINT": hub.endpoint})
+    run_checked(T, "--model", "hf:acme/vit-tiny", "-o", tmp / "out_d3", image,
+                env=hub_env({"HF_HOME": str(home), "HF_ENDPOINT": hub.endpoint}))
     T.check((home / "hub" / "models--acme--vit-tiny" / "refs" / "main").is_file(), "D: HF_HOME/hub used without HF_HUB_CACHE")
     return model, files, cache
 
@@ -179,7 +153,8 @@ def case_d(hub, tmp, image):
 def case_o(tmp, image, model, files, cache):
     refused = closed_port()
     out = tmp / "out_o"
-    run(["--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image], {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"})
+    run_checked(T, "--model", "hf:acme/vit-tiny", "--top", 3, "-o", out, image,
+                env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}))
     check_probs("O[filled by vitattn]", model, out, image)
     # A cache laid out by hand as huggingface_hub lays it out: no server, no HF_HUB_OFFLINE.
     hand = tmp / "hand"
@@ -194,38 +169,40 @@ def case_o(tmp, image, model, files, cache):
         (repo / "blobs" / etag).write_bytes(data)
         os.symlink(f"../../blobs/{etag}", repo / "snapshots" / commit / name)
     out = tmp / "out_hand"
-    run(["--model", "hf:someone/hand-made", "--top", 3, "-o", out, image], {"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused})
+    run_checked(T, "--model", "hf:someone/hand-made", "--top", 3, "-o", out, image,
+                env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}))
     check_probs("O[laid out by hand]", model, out, image)
-    p = run(["--model", "hf:someone/elsewhere", "-o", tmp / "out_o2", image],
-            {"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}, expect=2)
+    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o2", image,
+                    env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused, "HF_HUB_OFFLINE": "1"}), expect=2)
     one_line(p, "HF_HUB_OFFLINE", "hf:someone/elsewhere")
-    p = run(["--model", "hf:someone/elsewhere", "-o", tmp / "out_o3", image], {"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}, expect=2)
+    p = run_checked(T, "--model", "hf:someone/elsewhere", "-o", tmp / "out_o3", image,
+                    env=hub_env({"HF_HUB_CACHE": str(hand), "HF_ENDPOINT": refused}), expect=2)
     one_line(p, "hf:someone/elsewhere", "cannot reach")
 
 
 def case_r(hub, tmp, image):
-    m1 = tc.make_vit(32, 64, 2, 128, 2, 10, seed=41)
-    m2 = tc.make_vit(32, 64, 2, 128, 2, 10, seed=42)
-    hub.add("acme/two", {"main": {"model.safetensors": safetensors_bytes(tc.export_timm(m1.state_dict(), 2), {"num_heads": 2})},
-                         "v1": {"model.safetensors": safetensors_bytes(tc.export_timm(m2.state_dict(), 2), {"num_heads": 2})}})
+    m1 = tr.make_vit(32, 64, 2, 128, 2, 10, seed=41)
+    m2 = tr.make_vit(32, 64, 2, 128, 2, 10, seed=42)
+    hub.add("acme/two", {"main": {"model.safetensors": safetensors_bytes(tr.export_timm(m1.state_dict(), 2), {"num_heads": 2})},
+                         "v1": {"model.safetensors": safetensors_bytes(tr.export_timm(m2.state_dict(), 2), {"num_heads": 2})}})
     cache = tmp / "cache_r"
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}
     for rev, model in (("main", m1), ("v1", m2)):
         out = tmp / f"out_r_{rev}"
-        run(["--model", f"hf:acme/two@{rev}", "--top", 10, "-o", out, image], env)
+        run_checked(T, "--model", f"hf:acme/two@{rev}", "--top", 10, "-o", out, image, env=hub_env(env))
         rows = (out / "predictions.csv").read_text().splitlines()[1:]
-        p = F.softmax(model(tc.preprocess(image, 32, 32, tc.HALF)).double(), -1)[0].numpy()
+        p = F.softmax(model(tr.preprocess(image, 32, 32, tr.HALF)).double(), -1)[0].numpy()
         d = max(abs(float(r.rsplit(",", 1)[1]) - p[int(r.split(",")[2])]) for r in rows)
         T.check(d <= 1e-5, f"R: @{rev} gives that revision's model: {d:.3g}")
     T.check((cache / "models--acme--two" / "refs" / "v1").read_text() == commit_of("acme/twov1"), "R: refs/v1 written")
     # pytorch_model.bin only
-    sd = tc.export_timm(m1.state_dict(), 2)
+    sd = tr.export_timm(m1.state_dict(), 2)
     with tempfile.NamedTemporaryFile(suffix=".bin") as f:
         torch.save({k: v.contiguous() for k, v in sd.items()}, f.name)
         hub.add("acme/pth", {"main": {"pytorch_model.bin": Path(f.name).read_bytes(),
                                       "config.json": json.dumps({"num_attention_heads": 2}).encode()}})
     out = tmp / "out_r_pth"
-    run(["--model", "hf:acme/pth", "--top", 10, "-o", out, image], env)
+    run_checked(T, "--model", "hf:acme/pth", "--top", 10, "-o", out, image, env=hub_env(env))
     a = (out / "predictions.csv").read_text().replace("hf:acme/pth", "")
     b = (tmp / "out_r_main" / "predictions.csv").read_text()
     T.check(a == b, "R: pytorch_model.bin gives the same classes as the safetensors of the same weights")
@@ -236,28 +213,29 @@ def case_f(hub, tmp, image):
     env = lambda c: {"HF_HUB_CACHE": str(tmp / c), "HF_ENDPOINT": hub.endpoint}
     hub.add("acme/bad-sum", {"main": files})
     hub.corrupt.add(hashlib.sha256(files["model.safetensors"]).hexdigest())
-    p = run(["--model", "hf:acme/bad-sum", "-o", tmp / "o1", image], env("c1"), expect=2)
+    p = run_checked(T, "--model", "hf:acme/bad-sum", "-o", tmp / "o1", image, env=hub_env(env("c1")), expect=2)
     one_line(p, "checksum mismatch", "model.safetensors")
     blobs = tmp / "c1" / "models--acme--bad-sum" / "blobs"
     T.check(not blobs.exists() or not any(blobs.iterdir()), f"F: nothing kept after a checksum mismatch: {list(blobs.iterdir()) if blobs.exists() else []}")
     T.check(not (tmp / "c1" / "models--acme--bad-sum" / "snapshots").exists(), "F: no snapshot after a checksum mismatch")
     hub.corrupt.clear()  # the other repositories serve the same model bytes
-    p = run(["--model", "hf:acme/nothing-here", "-o", tmp / "o2", image], env("c2"), expect=2)
+    p = run_checked(T, "--model", "hf:acme/nothing-here", "-o", tmp / "o2", image, env=hub_env(env("c2")), expect=2)
     one_line(p, "no such repository")
-    p = run(["--model", "hf:acme/vit-tiny@v9", "-o", tmp / "o3", image], env("c3"), expect=2)
+    p = run_checked(T, "--model", "hf:acme/vit-tiny@v9", "-o", tmp / "o3", image, env=hub_env(env("c3")), expect=2)
     one_line(p, "no revision v9")
     hub.add("acme/empty", {"main": {"README.md": b"hi"}})
-    p = run(["--model", "hf:acme/empty", "-o", tmp / "o4", image], env("c4"), expect=2)
+    p = run_checked(T, "--model", "hf:acme/empty", "-o", tmp / "o4", image, env=hub_env(env("c4")), expect=2)
     one_line(p, "neither model.safetensors nor pytorch_model.bin")
     hub.add("acme/gated", {"main": files}, gated="s3cret")
-    p = run(["--model", "hf:acme/gated", "-o", tmp / "o5", image], env("c5"), expect=2)
+    p = run_checked(T, "--model", "hf:acme/gated", "-o", tmp / "o5", image, env=hub_env(env("c5")), expect=2)
     one_line(p, "gated", "HF_TOKEN")
     n = len(hub.requests())
-    run(["--model", "hf:acme/gated", "--top", 3, "-o", tmp / "o6", image], {**env("c5"), "HF_TOKEN": "s3cret"})
+    run_checked(T, "--model", "hf:acme/gated", "--top", 3, "-o", tmp / "o6", image,
+                env=hub_env({**env("c5"), "HF_TOKEN": "s3cret"}))
     new = hub.requests()[n:]
     T.check(all(h.get("Authorization") == "Bearer s3cret" for m, path, h in new if "/resolve/" in path), "F: the token goes to the hub")
     T.check(all("Authorization" not in h for m, path, h in new if path.startswith("/cdn/")), "F: the token does not go to the CDN")
-    p = run(["--model", "hf:acme//x", "-o", tmp / "o7", image], env("c7"), expect=2)
+    p = run_checked(T, "--model", "hf:acme//x", "-o", tmp / "o7", image, env=hub_env(env("c7")), expect=2)
     one_line(p, "hf:ORG/NAME")
 
 
@@ -268,7 +246,8 @@ def case_c(hub, tmp, image):
     hub.add("acme/flaky", {"main": files})
     hub.drop_once.add(sha)
     n = len(hub.requests())
-    run(["--model", "hf:acme/flaky", "--top", 3, "-o", tmp / "oc1", image], {"HF_HUB_CACHE": str(tmp / "cc1"), "HF_ENDPOINT": hub.endpoint})
+    run_checked(T, "--model", "hf:acme/flaky", "--top", 3, "-o", tmp / "oc1", image,
+                env=hub_env({"HF_HUB_CACHE": str(tmp / "cc1"), "HF_ENDPOINT": hub.endpoint}))
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == [None, f"bytes={size // 2}-"], f"C: dropped half way, resumed from byte {size // 2}: {ranges}")
     check_probs("C[resumed]", model, tmp / "oc1", image)
@@ -278,7 +257,8 @@ def case_c(hub, tmp, image):
     blobs.mkdir(parents=True)
     (blobs / f"{sha}.incomplete").write_bytes(files["model.safetensors"][:1000])
     n = len(hub.requests())
-    run(["--model", "hf:acme/flaky", "-o", tmp / "oc2", image], {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint})
+    run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2", image,
+                env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}))
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == ["bytes=1000-"], f"C: the .incomplete of an earlier run is resumed: {ranges}")
     T.check((blobs / sha).read_bytes() == files["model.safetensors"] and not (blobs / f"{sha}.incomplete").exists(),
@@ -294,8 +274,8 @@ def case_c(hub, tmp, image):
     damaged[at] ^= 0x01
     (blobs / f"{sha}.incomplete").write_bytes(bytes(damaged))
     n = len(hub.requests())
-    p = run(["--model", "hf:acme/flaky", "-o", tmp / "oc2b", image], {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint},
-            expect=2)
+    p = run_checked(T, "--model", "hf:acme/flaky", "-o", tmp / "oc2b", image,
+                    env=hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}), expect=2)
     ranges = [h.get("Range") for m, path, h in hub.requests()[n:] if m == "GET" and path.startswith(f"/cdn/{sha}")]
     T.check(ranges == [f"bytes={len(damaged)}-"], f"C: the damaged .incomplete is resumed, not fetched anew: {ranges}")
     one_line(p, "checksum mismatch", "model.safetensors")
@@ -305,8 +285,7 @@ def case_c(hub, tmp, image):
     # Two runs at once into one empty cache, the CDN slowed so that they overlap.
     hub.delay = 0.5
     cache = tmp / "cc3"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint})
+    env = changed_env(hub_env({"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}))
     procs = [subprocess.Popen([str(BIN), "--model", "hf:acme/flaky", "--top", "3", "-o", str(tmp / f"oc3_{i}"), str(image)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
@@ -320,9 +299,11 @@ def case_c(hub, tmp, image):
 def case_p(hub, tmp, image):
     _, files = the_model()
     hub.add("acme/bar", {"main": files})
-    p = run(["--model", "hf:acme/bar", "-o", tmp / "op1", image], {"HF_HUB_CACHE": str(tmp / "cp1"), "HF_ENDPOINT": hub.endpoint}, stderr_tty=True)
+    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op1", image,
+                    env=hub_env({"HF_HUB_CACHE": str(tmp / "cp1"), "HF_ENDPOINT": hub.endpoint}), stderr_tty=True)
     T.check("model.safetensors [" in p.stderr and "#" in p.stderr and "\r" in p.stderr, f"P: a progress bar on a terminal: {p.stderr[:300]!r}")
-    p = run(["--model", "hf:acme/bar", "-o", tmp / "op2", image], {"HF_HUB_CACHE": str(tmp / "cp2"), "HF_ENDPOINT": hub.endpoint})
+    p = run_checked(T, "--model", "hf:acme/bar", "-o", tmp / "op2", image,
+                    env=hub_env({"HF_HUB_CACHE": str(tmp / "cp2"), "HF_ENDPOINT": hub.endpoint}))
     T.check("[" not in p.stderr and "\r" not in p.stderr, f"P: no progress bar in a pipe: {p.stderr[:300]!r}")
 
 
@@ -335,7 +316,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix="vitattn_hub_") as d:
             tmp = Path(d)
             image = tmp / "img.png"
-            tc.make_image(image)
+            tr.make_image(image)
             model, files, cache = case_d(hub, tmp, image)
             case_o(tmp, image, model, files, cache)
             case_r(hub, tmp, image)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-check of the vitattn binary against the NumPy oracle (reference_pipeline.py).
 
-Run:  /usr/bin/python3 -m pytest tests/python/test_crosscheck.py [--shared]
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_crosscheck.py [--shared]
       Without --shared: images made here only. With --shared: the photos in
       ../shared/images and the trained model's reference outputs in ../shared/models;
       skips when ../shared is absent (fails under CI=true).
@@ -258,10 +258,6 @@ def self_check(tmp):
 # ---------------------------------------------------------------------------
 
 
-def run_binary(label, args):
-    return harness.run_ok(T, label, args, timeout=600)
-
-
 def compare(label, out_dir, images, model, mean=None, std=None, scale=True):
     """Checks every image's _attn.npy / _cls.npy in out_dir against the oracle."""
     n_tokens, grid = 1 + model["grid"] ** 2, model["grid"]
@@ -328,7 +324,7 @@ def case_a(tmp, images):
         spread = A[0].max() * (1 + model["grid"] ** 2)
         T.check(spread > 2, f"{label}: oracle class-token attention too flat (max*n_tokens = {spread:.3g})")
         out = tmp / f"outA{i}"
-        if run_binary(label, ["--model", path, "--save-attention", "-o", out, "-j", "2", *images]):
+        if harness.run_ok(T, label, ["--model", path, "--save-attention", "-o", out, "-j", "2", *images], timeout=600):
             compare(label, out, images, model)
 
 
@@ -337,8 +333,8 @@ def case_b(tmp, images):
         label = f"B[--seed 3 {' '.join(extra)}]".replace(" ]", "]")
         saved = tmp / f"seeded{len(extra)}.safetensors"
         out = tmp / f"outB{len(extra)}"
-        if not run_binary(label, ["--seed", "3", *extra, "--save-model", saved, "--save-attention",
-                                  "-o", out, "-j", "2", *images]):
+        if not harness.run_ok(T, label, ["--seed", "3", *extra, "--save-model", saved, "--save-attention",
+                                  "-o", out, "-j", "2", *images], timeout=600):
             continue
         tensors, _ = safetensors_io.read(saved)
         header = saved.read_bytes()
@@ -355,8 +351,8 @@ def case_b(tmp, images):
         gap = oracle_gap(images, model, scale=False)
         T.check(gap > 100 * TOL, f"{label_ns}: oracle barely changes without the scale (gap {gap:.3g})")
         out = tmp / f"outBns{len(extra)}"
-        if run_binary(label_ns, ["--seed", "3", *extra, "--no-scale", "--save-attention", "-o", out, "-j", "2",
-                                 *images]):
+        if harness.run_ok(T, label_ns, ["--seed", "3", *extra, "--no-scale", "--save-attention", "-o", out, "-j", "2",
+                                 *images], timeout=600):
             compare(label_ns, out, images, model, scale=False)
 
 
@@ -371,7 +367,8 @@ def case_c(tmp, images):
     gap = oracle_gap(images, model, mean=mean, std=std)
     T.check(gap > 100 * TOL, f"{label}: oracle barely changes with the override (gap {gap:.3g})")
     out = tmp / "outC"
-    if run_binary(label, ["--model", path, *cli, "--save-attention", "-o", out, "-j", "2", *images]):
+    if harness.run_ok(T, label, ["--model", path, *cli, "--save-attention", "-o", out, "-j", "2", *images],
+                      timeout=600):
         compare(label, out, images, model, mean=mean, std=std)
 
     # A model folder whose preprocessor_config.json gives another normalisation: read without
@@ -388,14 +385,15 @@ def case_c(tmp, images):
     for label, extra, want in (("C[--model (preprocessor_config.json mean/std)]", [], (config_mean, config_std)),
                                (f"C[--model (preprocessor_config.json mean/std) {' '.join(cli)}]", cli, (mean, std))):
         out = tmp / ("outC_config" if not extra else "outC_config_flags")
-        if run_binary(label, ["--model", folder / "model.safetensors", *extra, "--save-attention", "-o", out, "-j", "2",
-                              *images]):
+        if harness.run_ok(T, label,
+                          ["--model", folder / "model.safetensors", *extra, "--save-attention", "-o", out, "-j", "2",
+                              *images], timeout=600):
             compare(label, out, images, model, mean=want[0], std=want[1])
 
     label = f"C[--seed 3 --img-size 32 --patch-size 4 --dim 48 --d-k 12 {' '.join(cli)}]"
     saved, out = tmp / "seededC.safetensors", tmp / "outC2"
-    if run_binary(label, ["--seed", "3", "--img-size", "32", "--patch-size", "4", "--dim", "48", "--d-k", "12",
-                          *cli, "--save-model", saved, "--save-attention", "-o", out, "-j", "2", *images]):
+    if harness.run_ok(T, label, ["--seed", "3", "--img-size", "32", "--patch-size", "4", "--dim", "48", "--d-k", "12",
+                          *cli, "--save-model", saved, "--save-attention", "-o", out, "-j", "2", *images], timeout=600):
         compare(label, out, images, ref.load_model(saved), mean=mean, std=std)
 
 

@@ -3,7 +3,7 @@
 against python3-opencv's cv2.imdecode(IMREAD_COLOR), the decoder it replaces: the same
 pixels, bit for bit, and the same EXIF orientation.
 
-    VITATTN_DECODE_TOOL=build/dev/tests/decode_tool python3 -m pytest tests/python/test_decoders.py
+    VITATTN_DECODE_TOOL=build/dev/tests/decode_tool python3 -m pytest tests/oracle/test_decoders.py
 
 Cases: the JPEGs of ../shared/images; generated JPEGs: baseline at qualities 30/75/95, chroma
 4:4:4, 4:2:2 and 4:2:0 (Pillow), progressive, grey, CMYK (Pillow, Adobe), odd sizes (1x1, 17x3,

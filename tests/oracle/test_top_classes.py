@@ -3,7 +3,7 @@
 <out>/predictions.csv, equal to torch.softmax of torch-computed logits (1e-5) on the same
 model and the same preprocessed image.
 
-Run:  /usr/bin/python3 tests/python/test_top_classes.py
+Run:  /usr/bin/python3 tests/oracle/test_top_classes.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
   case T  a random torchvision ViT with a 10-way head, exported under timm names: probabilities
@@ -21,7 +21,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, safetensors_io
+sys.path.insert(0, str(HERE.parent / "pylib"))  # harness, tally, torch_reference
 from tally import Tally, skip  # noqa: E402
+from harness import run_checked  # noqa: E402
 
 try:
     import torch
@@ -40,7 +39,7 @@ try:
 except ImportError as e:
     skip(f"cannot import torch/torchvision ({e})")
 
-import test_torch_crosscheck as tc  # noqa: E402  (its model maker, exporter and preprocessing)
+import torch_reference as tr  # noqa: E402  (torchvision ViTs, their exports, torch references, the input)
 import reference_pipeline as ref  # noqa: E402
 
 REPO = HERE.parents[1]
@@ -51,14 +50,8 @@ T = Tally()
 torch.set_grad_enabled(False)
 
 
-def run(args, expect=0):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300)
-    T.check(p.returncode == expect, f"vitattn {' '.join(map(str, args))}: exit {p.returncode}, expected {expect}: {p.stderr.strip()}")
-    return p
-
-
 def write_model(path, sd, heads, metadata=None):
-    tc.write_safetensors(path, sd, metadata={"num_heads": heads, **(metadata or {})})
+    tr.write_safetensors(path, sd, metadata={"num_heads": heads, **(metadata or {})})
 
 
 def read_csv(path):
@@ -91,7 +84,7 @@ def check_against(label, rows, images, probs_by_image, names, k):
 def torch_probs(model, images, norm):
     out = []
     for path in images:
-        x = tc.preprocess(path, model.image_size, model.image_size, norm)
+        x = tr.preprocess(path, model.image_size, model.image_size, norm)
         out.append(F.softmax(model(x).double(), dim=-1)[0].numpy())
     return out
 
@@ -100,7 +93,7 @@ def make_images(tmp, n):
     paths = []
     for i in range(n):
         p = tmp / f"img{i}.png"
-        tc.make_image(p)
+        tr.make_image(p)
         import cv2
         img = cv2.imread(str(p))
         cv2.imwrite(str(p), np.roll(img, 37 * i, axis=1)[:, ::(1 if i % 2 == 0 else -1)])  # different pictures
@@ -109,17 +102,17 @@ def make_images(tmp, n):
 
 
 def case_t(tmp):
-    model = tc.make_vit(64, 96, 3, 192, 3, 10, seed=21)
+    model = tr.make_vit(64, 96, 3, 192, 3, 10, seed=21)
     images = make_images(tmp, 5)
-    probs = torch_probs(model, images, tc.HALF)  # timm names with a head: the family's 0.5/0.5
-    sd = tc.export_timm(model.state_dict(), 3)
+    probs = torch_probs(model, images, tr.HALF)  # timm names with a head: the family's 0.5/0.5
+    sd = tr.export_timm(model.state_dict(), 3)
     names = [f"class {c}, \"quoted\"" for c in range(10)]  # commas and quotes: the CSV must quote them
 
     meta_dir = tmp / "meta"
     meta_dir.mkdir()
     write_model(meta_dir / "m.safetensors", sd, 3, {"classes": ",".join(f"c{i}" for i in range(10))})
     out = tmp / "out_meta"
-    p = run(["--model", meta_dir / "m.safetensors", "--top", 3, "-j", 3, "-o", out, *images])
+    p = run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "-j", 3, "-o", out, *images)
     header, rows = read_csv(out / "predictions.csv")
     T.check(header == ["file", "rank", "class", "label", "probability"], f"CSV header {header}")
     w = check_against("T[metadata]", rows, images, probs, [f"c{i}" for i in range(10)], 3)
@@ -130,11 +123,11 @@ def case_t(tmp):
     T.check(f"c{top1} {100 * probs[0][top1]:.2f}%" in lines[0], f"T: printed top class of image 0: {lines[0]}")
 
     out1 = tmp / "out_j1"
-    run(["--model", meta_dir / "m.safetensors", "--top", 3, "-j", 1, "-o", out1, *images])
+    run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "-j", 1, "-o", out1, *images)
     T.check((out1 / "predictions.csv").read_bytes() == (out / "predictions.csv").read_bytes(), "T: CSV identical at -j 1 and -j 3")
 
     out_l = tmp / "out_layer0"
-    run(["--model", meta_dir / "m.safetensors", "--top", 3, "--layer", 0, "-o", out_l, *images])
+    run_checked(T, "--model", meta_dir / "m.safetensors", "--top", 3, "--layer", 0, "-o", out_l, *images)
     T.check((out_l / "predictions.csv").read_bytes() == (out / "predictions.csv").read_bytes(),
             "T: --layer 0 draws layer 0 but classifies with every block")
 
@@ -145,14 +138,15 @@ def case_t(tmp):
         write_model(d / "model.safetensors", sd, 3)
         (d / "config.json").write_text(json.dumps(config))
         out = tmp / f"out_{kind}"
-        run(["--model", d / "model.safetensors", "--top", 10, "-o", out, *images[:2]])
+        run_checked(T, "--model", d / "model.safetensors", "--top", 10, "-o", out, *images[:2])
         w = max(w, check_against(f"T[{kind}]", read_csv(out / "predictions.csv")[1], images[:2], probs[:2], names, 10))
 
     plain = tmp / "plain"
     plain.mkdir()
     write_model(plain / "model.safetensors", sd, 3)
     out = tmp / "out_plain"
-    run(["--model", plain / "model.safetensors", "--top", 20, "-o", out, images[0]])  # K over n_classes: all 10
+    run_checked(T, "--model", plain / "model.safetensors", "--top", 20, "-o", out,
+                images[0])  # K over n_classes: all 10
     w = max(w, check_against("T[indices]", read_csv(out / "predictions.csv")[1], images[:1], probs[:1], None, 10))
     print(f"T: 10-way head vs torch softmax: max |d| {w:.3g}", flush=True)
 
@@ -160,20 +154,20 @@ def case_t(tmp):
     bad.mkdir()
     write_model(bad / "model.safetensors", sd, 3)
     (bad / "config.json").write_text(json.dumps({"id2label": {"0": "a", "1": "b"}}))
-    p = run(["--model", bad / "model.safetensors", "--top", 3, "-o", tmp / "out_bad", images[0]], expect=2)
+    p = run_checked(T, "--model", bad / "model.safetensors", "--top", 3, "-o", tmp / "out_bad", images[0], expect=2)
     T.check(len(p.stderr.strip().splitlines()) == 1 and "config.json" in p.stderr and "10" in p.stderr,
             f"T: id2label of 2 names for 10 classes: one line naming the file: {p.stderr!r}")
 
 
 def case_n(tmp):
-    model = tc.make_vit(32, 64, 2, 128, 2, 1000, seed=5)
+    model = tr.make_vit(32, 64, 2, 128, 2, 1000, seed=5)
     images = make_images(tmp, 2)
-    probs = torch_probs(model, images, tc.HALF)  # timm names with a head: the family's 0.5/0.5
+    probs = torch_probs(model, images, tr.HALF)  # timm names with a head: the family's 0.5/0.5
     d = tmp / "in1k"
     d.mkdir()
-    write_model(d / "model.safetensors", tc.export_timm(model.state_dict(), 2), 2)
+    write_model(d / "model.safetensors", tr.export_timm(model.state_dict(), 2), 2)
     out = tmp / "out_in1k"
-    run(["--model", d / "model.safetensors", "--top", 5, "-o", out, *images])
+    run_checked(T, "--model", d / "model.safetensors", "--top", 5, "-o", out, *images)
     w = check_against("N[imagenet]", read_csv(out / "predictions.csv")[1], images, probs, list(_IMAGENET_CATEGORIES), 5)
     print(f"N: 1000-way head, ImageNet names: max |d| {w:.3g}", flush=True)
 
@@ -213,20 +207,20 @@ def case_b(tmp):
     images = make_images(tmp, 3)
     photos = sorted((SHARED / "images").glob("*.png")) if (SHARED / "images").is_dir() else []
     images += photos
-    probs = [F.softmax(tintn_logits(tensors, tc.preprocess(p, 32, 32, tc.HALF)), -1)[0].numpy() for p in images]
+    probs = [F.softmax(tintn_logits(tensors, tr.preprocess(p, 32, 32, tr.HALF)), -1)[0].numpy() for p in images]
     out = tmp / "out_bundled"
-    run(["--model", path, "--top", 10, "-o", out, *images])
+    run_checked(T, "--model", path, "--top", 10, "-o", out, *images)
     w = check_against("B[bundled]", read_csv(out / "predictions.csv")[1], images, probs, meta["classes"].split(","), 10)
     print(f"B: bundled CIFAR-10 model on {len(images)} images: max |d| {w:.3g}", flush=True)
 
 
 def case_e(tmp):
-    model = tc.make_vit(32, 64, 2, 128, 2, 10, seed=3)
-    sd = {k: v for k, v in tc.export_timm(model.state_dict(), 2).items() if not k.startswith("head.")}
+    model = tr.make_vit(32, 64, 2, 128, 2, 10, seed=3)
+    sd = {k: v for k, v in tr.export_timm(model.state_dict(), 2).items() if not k.startswith("head.")}
     write_model(tmp / "backbone.safetensors", sd, 2)
     img = make_images(tmp, 1)[0]
     for args, what in [(["--model", tmp / "backbone.safetensors"], "backbone"), ([], "seeded")]:
-        p = run([*args, "--top", 3, "-o", tmp / f"out_e_{what}", img], expect=2)
+        p = run_checked(T, *args, "--top", 3, "-o", tmp / f"out_e_{what}", img, expect=2)
         lines = p.stderr.strip().splitlines()
         T.check(len(lines) == 1 and "--top" in lines[0] and "classifier" in lines[0], f"E[{what}]: one line: {lines}")
         T.check(not (tmp / f"out_e_{what}" / "predictions.csv").exists(), f"E[{what}]: no CSV written")

@@ -2,7 +2,7 @@
 """hf:ORG/NAME for each checkpoint family that config.json's model_type names, against the fake
 hub (tests/pylib/fake_hub.py, on 127.0.0.1, started and stopped here), then offline.
 
-Each family's own test file (tests/python/test_family_<part>.py) writes a Hugging Face snapshot
+Each family's reference module (tests/pylib/<part>_reference.py) writes a Hugging Face snapshot
 folder of that family with hf_folder(path): model.safetensors, config.json (model_type,
 hidden_act, heads, ε, image size), preprocessor_config.json (mean, std), and returns what its
 torch re-implementation computed for it: {"image": the input (a picture's path, or an already
@@ -11,11 +11,10 @@ last block's attention}. Here each folder becomes a hub repository; for each:
   - `vitattn [forward] --model hf:families/<part> -v`: config.json's model_type picks the family
     (-v names it), and the last block's heads are within 1e-5 of the torch reference;
   - the same offline (HF_HUB_OFFLINE=1, an endpoint that refuses connections): the same bytes.
-Run:  /usr/bin/python3 -m pytest -q -s tests/python/test_hf_families.py
+Run:  /usr/bin/python3 -m pytest -q -s tests/oracle/test_hf_families.py
 """
 import importlib
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,27 +22,21 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "pylib"))
 from tally import Tally, skip  # noqa: E402
 
 try:
-    import torch  # noqa: F401  (the family modules' oracle)
+    import torch  # noqa: F401  (the reference modules' oracle)
 except ImportError as e:
     skip(f"cannot import torch ({e})")
-from fake_hub import Hub, closed_port  # noqa: E402
+from fake_hub import Hub, closed_port, hub_env  # noqa: E402
+from harness import run_process  # noqa: E402
 
 REPO = HERE.parents[1]
 BIN = Path(os.environ.get("VITATTN_BIN", REPO / "build" / "dev" / "vitattn"))
 T = Tally()
-# tests/python/test_family_<part>.py, and the family its hf_folder's model_type names
+# tests/pylib/<part>_reference.py, and the family its hf_folder's model_type names
 PARTS = {"clip": "hf-clip", "siglip": "siglip", "dinov3": "hf-dinov3", "deit": "hf-dinov2"}
-
-
-def run(args, env):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("HF_") and k != "HUGGING_FACE_HUB_TOKEN"}
-    full_env.update(env)
-    return subprocess.run([str(BIN), *map(str, args)], env=full_env, capture_output=True, text=True, timeout=300)
 
 
 def as_input(image, folder):
@@ -66,7 +59,7 @@ def last_heads(out, stem, forward):
 
 
 def check_part(part, family, hub, tmp):
-    module = importlib.import_module(f"test_family_{part}")
+    module = importlib.import_module(f"{part}_reference")
     src = tmp / f"src_{part}"
     src.mkdir()
     want = module.hf_folder(src)
@@ -78,7 +71,7 @@ def check_part(part, family, hub, tmp):
     cache = tmp / "cache"
     online = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": hub.endpoint}
     out = tmp / f"out_{part}"
-    p = run([*command, "--model", f"hf:families/{part}", "-v", "-o", out, image], online)
+    p = run_process(*command, "--model", f"hf:families/{part}", "-v", "-o", out, image, env=hub_env(online))
     if not T.check(p.returncode == 0, f"{part}: hf: run failed: {p.stderr.strip()[-400:]}"):
         return
     T.check(f"family {family}" in p.stderr, f"{part}: -v names the family {family}: "
@@ -89,7 +82,7 @@ def check_part(part, family, hub, tmp):
     T.check(d <= 1e-5, f"{part}: last layer's heads {got.shape} vs torch {ref.shape}: max |Δ| {d:.3g}")
     offline = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": closed_port(), "HF_HUB_OFFLINE": "1"}
     out2 = tmp / f"out_{part}_offline"
-    p = run([*command, "--model", f"hf:families/{part}", "-o", out2, image], offline)
+    p = run_process(*command, "--model", f"hf:families/{part}", "-o", out2, image, env=hub_env(offline))
     name = f"{image.stem}_attention.npy" if forward else f"{image.stem}_attn.npy"
     T.check(p.returncode == 0 and (out2 / name).read_bytes() == (out / name).read_bytes(),
             f"{part}: offline from the cache, the same bytes: {p.stderr.strip()[-300:]}")

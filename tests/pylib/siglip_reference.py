@@ -1,0 +1,169 @@
+"""SigLIP in torch, for the oracle tests: random weights in Hugging Face's names
+(siglip_tensors), a model folder with config.json (write_folder), the float64 re-implementation
+of modeling_siglip.py (torch_siglip: every layer's attention, the probe's, the embedding),
+numpy's rollout of its attention, and hf_folder: a hub-style snapshot with the reference on its
+input. What each part follows: tests/oracle/test_family_siglip.py. Nothing here comes from vitattn.
+"""
+import json
+from pathlib import Path
+import numpy as np
+import safetensors_io
+from harness import need
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # CI installs python3-torch
+    torch = None
+    _TORCH_ERROR = str(e)
+
+
+D, HEADS, LAYERS, MLP, P, GRID = 48, 3, 2, 96, 8, 4  # 32-px native input, 16 patches
+EPS = 1e-6
+
+
+def _need_torch():
+    need(torch is not None, "cannot import torch; install python3-torch")
+
+
+def siglip_tensors(seed=0, text_tower=True):
+    """Random float32 weights in SiglipModel's names (vision_model.*; a token of its text
+    tower and logit_scale/bias, which vitattn must leave unread)."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s, scale=0.2: (rng.standard_normal(s) * scale).astype(np.float32)  # noqa: E731
+    v = "vision_model."
+    t = {v + "embeddings.patch_embedding.weight": r(D, 3, P, P, scale=0.1),
+         v + "embeddings.patch_embedding.bias": r(D),
+         v + "embeddings.position_embedding.weight": r(GRID * GRID, D, scale=0.5)}
+    for i in range(LAYERS):
+        b = f"{v}encoder.layers.{i}."
+        for n in ("layer_norm1", "layer_norm2"):
+            t[b + n + ".weight"] = (1 + r(D, scale=0.1)).astype(np.float32)
+            t[b + n + ".bias"] = r(D, scale=0.1)
+        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            t[b + f"self_attn.{n}.weight"] = r(D, D, scale=0.3)
+            t[b + f"self_attn.{n}.bias"] = r(D, scale=0.1)
+        t[b + "mlp.fc1.weight"], t[b + "mlp.fc1.bias"] = r(MLP, D), r(MLP)
+        t[b + "mlp.fc2.weight"], t[b + "mlp.fc2.bias"] = r(D, MLP), r(D)
+    t[v + "post_layernorm.weight"] = (1 + r(D, scale=0.1)).astype(np.float32)
+    t[v + "post_layernorm.bias"] = r(D, scale=0.1)
+    h = v + "head."
+    t[h + "probe"] = r(1, 1, D, scale=1.0)
+    t[h + "attention.in_proj_weight"] = r(3 * D, D, scale=0.4)
+    t[h + "attention.in_proj_bias"] = r(3 * D, scale=0.1)
+    t[h + "attention.out_proj.weight"], t[h + "attention.out_proj.bias"] = r(D, D), r(D)
+    t[h + "layernorm.weight"] = (1 + r(D, scale=0.1)).astype(np.float32)
+    t[h + "layernorm.bias"] = r(D, scale=0.1)
+    t[h + "mlp.fc1.weight"], t[h + "mlp.fc1.bias"] = r(MLP, D), r(MLP)
+    t[h + "mlp.fc2.weight"], t[h + "mlp.fc2.bias"] = r(D, MLP), r(D)
+    if text_tower:
+        t["text_model.embeddings.token_embedding.weight"] = r(11, D)
+        t["logit_scale"], t["logit_bias"] = r(1), r(1)
+    return t
+
+
+def config(model_type="siglip"):
+    vision = {"hidden_size": D, "num_attention_heads": HEADS, "num_hidden_layers": LAYERS, "intermediate_size": MLP,
+              "image_size": GRID * P, "patch_size": P, "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": EPS}
+    if model_type == "siglip_vision_model":
+        return {"model_type": model_type, **vision}
+    return {"model_type": model_type, "vision_config": vision, "text_config": {"hidden_size": D}}
+
+
+def write_folder(path, tensors, model_type="siglip", dtype="F32"):
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    safetensors_io.write(path / "model.safetensors", tensors, None, dtype=dtype)
+    (path / "config.json").write_text(json.dumps(config(model_type)))
+    (path / "preprocessor_config.json").write_text(json.dumps(
+        {"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "size": {"height": GRID * P, "width": GRID * P}}))
+    return path / "model.safetensors"
+
+
+def torch_siglip(t, x, prefix="vision_model."):
+    """modeling_siglip.py's vision tower in float64. x (3, H, W) normalised → dict of
+    attention [layer] (H, T, T), probe (H, T), embedding (D)."""
+    w = {k[len(prefix):]: torch.from_numpy(np.asarray(v, np.float64)) for k, v in t.items() if k.startswith(prefix)}
+    xt = torch.from_numpy(np.asarray(x, np.float64))[None]
+    # SiglipVisionEmbeddings.forward / interpolate_pos_encoding
+    e = F.conv2d(xt, w["embeddings.patch_embedding.weight"], w["embeddings.patch_embedding.bias"], stride=P)
+    gh, gw = e.shape[2], e.shape[3]
+    e = e.flatten(2).transpose(1, 2)  # (1, T, D)
+    pos = w["embeddings.position_embedding.weight"]
+    n = pos.shape[0]
+    if gh * gw != n or gh != gw:
+        g = int(round(n ** 0.5))
+        pp = pos.reshape(1, g, g, D).permute(0, 3, 1, 2)
+        pp = F.interpolate(pp, size=(gh, gw), mode="bicubic", align_corners=False)
+        pos = pp.permute(0, 2, 3, 1).reshape(-1, D)
+    h = e + pos
+    dh = D // HEADS
+    attn = []
+    for i in range(LAYERS):  # SiglipEncoderLayer.forward
+        b = f"encoder.layers.{i}."
+        a = F.layer_norm(h, (D,), w[b + "layer_norm1.weight"], w[b + "layer_norm1.bias"], EPS)
+        q, k, v = (F.linear(a, w[b + f"self_attn.{n}.weight"], w[b + f"self_attn.{n}.bias"])
+                   .view(1, -1, HEADS, dh).transpose(1, 2) for n in ("q_proj", "k_proj", "v_proj"))
+        pr = torch.softmax(q @ k.transpose(2, 3) * dh ** -0.5, dim=-1)  # SiglipAttention.forward (eager)
+        attn.append(pr[0].numpy())
+        o = (pr @ v).transpose(1, 2).reshape(1, -1, D)
+        h = h + F.linear(o, w[b + "self_attn.out_proj.weight"], w[b + "self_attn.out_proj.bias"])
+        a = F.layer_norm(h, (D,), w[b + "layer_norm2.weight"], w[b + "layer_norm2.bias"], EPS)
+        m = F.gelu(F.linear(a, w[b + "mlp.fc1.weight"], w[b + "mlp.fc1.bias"]), approximate="tanh")  # SiglipMLP
+        h = h + F.linear(m, w[b + "mlp.fc2.weight"], w[b + "mlp.fc2.bias"])
+    h = F.layer_norm(h, (D,), w["post_layernorm.weight"], w["post_layernorm.bias"], EPS)
+    # SiglipMultiheadAttentionPoolingHead.forward, on torch's own nn.MultiheadAttention
+    mha = torch.nn.MultiheadAttention(D, HEADS, batch_first=True).double()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(w["head.attention.in_proj_weight"])
+        mha.in_proj_bias.copy_(w["head.attention.in_proj_bias"])
+        mha.out_proj.weight.copy_(w["head.attention.out_proj.weight"])
+        mha.out_proj.bias.copy_(w["head.attention.out_proj.bias"])
+        y, probe = mha(w["head.probe"], h, h, need_weights=True, average_attn_weights=False)  # probe (1, H, 1, T)
+    ln = F.layer_norm(y, (D,), w["head.layernorm.weight"], w["head.layernorm.bias"], EPS)
+    mlp = F.linear(F.gelu(F.linear(ln, w["head.mlp.fc1.weight"], w["head.mlp.fc1.bias"]), approximate="tanh"),
+                   w["head.mlp.fc2.weight"], w["head.mlp.fc2.bias"])
+    pooled = (y + mlp)[0, 0]
+    return {"attention": attn, "probe": probe[0, :, 0].detach().numpy(),
+            "embedding": (pooled / pooled.norm()).detach().numpy()}
+
+
+def bf16_rounded(t):
+    """The float32 values a BF16 file holds (round to nearest even, as safetensors_io writes)."""
+    out = {}
+    for k, v in t.items():
+        bits = safetensors_io.float32_to_bf16_bits(v).astype(np.uint32) << 16
+        out[k] = bits.view(np.float32).reshape(v.shape)
+    return out
+
+
+def input_tensor(h, w, seed=1):
+    return (np.random.default_rng(seed).standard_normal((3, h, w)) * 0.8).astype(np.float32)
+
+
+def hf_folder(path):
+    """A SigLIP hub snapshot (SiglipModel names, config.json model_type "siglip",
+    preprocessor_config.json 0.5/0.5) in `path`, and the torch reference on its input:
+    {"image": x.npy path ([3, 32, 32] normalised, for `vitattn forward`), "attention_last":
+    [H, T, T], "probe": [H, T], "embedding": [D]}."""
+    _need_torch()
+    path = Path(path)
+    t = siglip_tensors(seed=3)
+    write_folder(path, t)
+    x = input_tensor(GRID * P, GRID * P, seed=4)
+    np.save(path / "x.npy", x)
+    ref = torch_siglip(t, x)
+    return {"image": str(path / "x.npy"), "attention_last": ref["attention"][-1], "probe": ref["probe"],
+            "embedding": ref["embedding"]}
+
+
+def numpy_rollout(attn):
+    """vitattn's rollout (attention_maps.hpp) with discard ratio 0: mean of heads, (A+I)/2, rows
+    renormalised, later layers on the left."""
+    r = None
+    for a in attn:
+        f = a.mean(0)
+        f = (f + np.eye(f.shape[0])) / 2
+        f = f / f.sum(1, keepdims=True)
+        r = f if r is None else f @ r
+    return r
