@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "core/error.hpp"
-#include "map_request.hpp"
+#include "map_methods.hpp"
 #include "output_guard.hpp"
 
 namespace vitattn::pipeline {
