@@ -125,9 +125,9 @@ io::ReportSettings report_settings(const Options& o) {
   r.precision = o.report_precision;
   r.start.layer = o.layer;
   r.start.head = o.head.choice == pipeline::HeadChoice::all ? "mean" : pipeline::head_text(o.head);
-  r.start.rollout = o.rollout || o.method == "rollout";
+  r.start.rollout = o.method.is(pipeline::MapMethod::rollout);
   // A class-specific --method opens the page on that method's map (of the most likely class).
-  if (o.method != "attention" && o.method != "rollout" && o.method != "all") r.start.method = o.method;
+  r.start.method = pipeline::report_start_method(o.method.all ? pipeline::MapMethod::attention : o.method.one);
   r.start.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) r.start.threshold = static_cast<float>(*o.threshold);
   r.start.alpha = o.render.alpha;
@@ -276,7 +276,7 @@ void choose_maps(const Options& o, const VitModel& model, const io::ClassLabels&
   }
   if (!o.classes.empty()) view.classes = pipeline::resolve_classes(o.classes, labels, model.n_classes(), model_name);
   view.class_names = labels.names;
-  if (o.method == "all" && !model.has_classifier())
+  if (o.method.all && !model.has_classifier())
     spdlog::info("--method all: {} has no classifier; drawing attention and rollout", model_name);
 }
 

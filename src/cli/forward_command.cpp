@@ -48,8 +48,8 @@ std::vector<pipeline::ChosenClass> resolve_forward_classes(const io::OpenedModel
 void check_gradient_options(const VitModel& model, const ForwardCommandOptions& o) {
   if (o.classes.empty()) return;
   const int layers = model.n_layers();
-  const std::vector<RelevanceMethod> methods = chosen_relevance_methods(o.methods);
-  const bool legrad = std::find(methods.begin(), methods.end(), RelevanceMethod::legrad) != methods.end();
+  const std::vector<pipeline::MapMethod> methods = chosen_relevance_methods(o.methods);
+  const bool legrad = std::find(methods.begin(), methods.end(), pipeline::MapMethod::legrad) != methods.end();
   if (legrad && o.legrad_from >= layers)  // −K past the first layer means every layer (relevance.hpp)
     throw Error(fmt::format("--legrad-from {}: the model has layers 0…{} (negative values count from the end)",
                             o.legrad_from, layers - 1));

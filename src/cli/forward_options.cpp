@@ -5,10 +5,11 @@
 namespace vitattn::cli {
 namespace {
 
-// --method's choices: each relevance method by its name (relevance.hpp), and all.
+// --method's choices: each class-specific method by its name (pipeline/map_methods.hpp), and all.
 std::vector<std::string> method_list() {
   std::vector<std::string> out;
-  for (RelevanceMethod m : relevance_methods()) out.emplace_back(relevance_method_name(m));
+  for (const pipeline::MapMethodRow& r : pipeline::map_method_rows())
+    if (r.class_specific) out.emplace_back(r.name);
   out.emplace_back("all");
   return out;
 }
@@ -99,11 +100,11 @@ void check_forward(const CLI::App& forward) {
   if (forward.count("--model") == 0) throw CLI::ValidationError("forward requires --model");
 }
 
-std::vector<RelevanceMethod> chosen_relevance_methods(const std::vector<std::string>& names) {
-  std::vector<RelevanceMethod> methods;
+std::vector<pipeline::MapMethod> chosen_relevance_methods(const std::vector<std::string>& names) {
+  std::vector<pipeline::MapMethod> methods;
   for (const std::string& name : names)
-    for (RelevanceMethod m : relevance_methods())
-      if ((name == "all" || name == relevance_method_name(m)) &&  // each once: "chefer,chefer" writes one file
+    for (pipeline::MapMethod m : pipeline::class_specific_methods())
+      if ((name == "all" || name == pipeline::method_name(m)) &&  // each once: "chefer,chefer" writes one file
           std::find(methods.begin(), methods.end(), m) == methods.end())
         methods.push_back(m);
   return methods;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/relevance.hpp"
 #include "options.hpp"
+#include "pipeline/map_methods.hpp"
 
 namespace vitattn::cli {
 
@@ -33,7 +33,8 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& options, int
 // After parsing: `forward` needs --model (a CLI::ValidationError "forward requires --model").
 void check_forward(const CLI::App& forward);
 
-// --method's names → the methods, each once, in order; "all": every one (relevance.hpp's order).
-std::vector<RelevanceMethod> chosen_relevance_methods(const std::vector<std::string>& names);
+// --method's names → the class-specific methods, each once, in order; "all": every one (the
+// map methods' table's order).
+std::vector<pipeline::MapMethod> chosen_relevance_methods(const std::vector<std::string>& names);
 
 }  // namespace vitattn::cli

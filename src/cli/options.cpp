@@ -56,50 +56,74 @@ std::istream& operator>>(std::istream& in, Rgb& rgb) {
   return in;
 }
 
+std::string MethodChoice::name() const { return all ? "all" : pipeline::method_name(one); }
+
+std::istream& operator>>(std::istream& in, MethodChoice& m) {
+  std::string text;
+  std::getline(in, text);
+  if (text == "all") {
+    m.all = true;
+  } else if (const std::optional<pipeline::MapMethod> one = pipeline::method_named(text)) {
+    m.all = false;
+    m.one = *one;
+  } else {
+    in.setstate(std::ios::failbit);
+  }
+  return in;
+}
+
 std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier) {
-  const std::string name = o.rollout ? "rollout" : o.method;
   std::vector<pipeline::MapMethod> methods;
   for (pipeline::MapMethod m : pipeline::every_method())
-    if (name == pipeline::method_name(m) || (name == "all" && (has_classifier || !pipeline::class_specific(m))))
-      methods.push_back(m);
+    if (o.method.is(m) || (o.method.all && (has_classifier || !pipeline::needs_classifier(m)))) methods.push_back(m);
   return methods;
 }
 
 namespace {
 
-// --method's rules: --rollout is its synonym; --head all, --class, --legrad-from and
-// --discard-ratio each with the methods they are for.
+// --rollout is --method rollout: folded into o.method, once; refused beside another --method.
+void fold_rollout(const CLI::App& app, Options& o) {
+  if (!o.rollout) return;
+  if (app.count("--method") > 0 && !o.method.is(pipeline::MapMethod::rollout))
+    throw CLI::ValidationError(fmt::format("--rollout is --method rollout; not with --method {}", o.method.name()));
+  o.method = MethodChoice{false, pipeline::MapMethod::rollout};
+}
+
+// --method's rules: --head all, --class, --legrad-from and --discard-ratio each with the
+// methods they are for.
 void check_method(const CLI::App& app, const Options& o) {
-  if (o.rollout && app.count("--method") > 0 && o.method != "rollout")
-    throw CLI::ValidationError(fmt::format("--rollout is --method rollout; not with --method {}", o.method));
-  const std::string method = o.rollout ? "rollout" : o.method;
-  const bool all = method == "all";
-  const auto is = [&method](pipeline::MapMethod m) { return method == pipeline::method_name(m); };
-  if ((is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
+  const MethodChoice& method = o.method;
+  const bool all = method.all;
+  if ((method.is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
     throw CLI::ValidationError(fmt::format("{} fuses heads with --head mean, max or min, not \"{}\"",
                                            all ? "--method all draws rollout, which" : "--rollout", pipeline::head_text(o.head)));
-  if (!is(pipeline::MapMethod::attention) && o.head.choice == pipeline::HeadChoice::all)
-    throw CLI::ValidationError(fmt::format("--head all draws one map per head of --method attention, not of --method {}", method));
-  const bool class_specific = all || !(is(pipeline::MapMethod::attention) || is(pipeline::MapMethod::rollout));
+  if (!method.is(pipeline::MapMethod::attention) && o.head.choice == pipeline::HeadChoice::all)
+    throw CLI::ValidationError(fmt::format("--head all draws one map per head of --method attention, not of --method {}",
+                                           method.name()));
+  const bool class_specific = all || pipeline::class_specific(method.one);
   if (!all && class_specific && app.count("--head") > 0)
     throw CLI::ValidationError(fmt::format("--head picks the heads of --method attention and rollout; --method {} uses "
-                                           "every head", method));
+                                           "every head", method.name()));
   if (!o.classes.empty() && !class_specific)
-    throw CLI::ValidationError(fmt::format("--class is for the class-specific methods (chefer, grad-rollout, legrad, "
-                                           "gradcam, all); --method {} draws the same map for every class", method));
-  if (app.count("--legrad-from") > 0 && !all && !is(pipeline::MapMethod::legrad))
-    throw CLI::ValidationError(fmt::format("--legrad-from is for --method legrad (or all), not {}", method));
-  if (app.count("--discard-ratio") > 0 && !all && !is(pipeline::MapMethod::rollout) &&
-      !is(pipeline::MapMethod::grad_rollout))
-    throw CLI::ValidationError(fmt::format("--discard-ratio is for --method rollout and grad-rollout (or all), not {}", method));
+    throw CLI::ValidationError(fmt::format("--class is for the class-specific methods ({}, all); --method {} draws the "
+                                           "same map for every class",
+                                           pipeline::method_names(pipeline::class_specific_methods(), ", "),
+                                           method.name()));
+  if (app.count("--legrad-from") > 0 && !all && !method.is(pipeline::MapMethod::legrad))
+    throw CLI::ValidationError(fmt::format("--legrad-from is for --method legrad (or all), not {}", method.name()));
+  if (app.count("--discard-ratio") > 0 && !all && !method.is(pipeline::MapMethod::rollout) &&
+      !method.is(pipeline::MapMethod::grad_rollout))
+    throw CLI::ValidationError(
+        fmt::format("--discard-ratio is for --method rollout and grad-rollout (or all), not {}", method.name()));
 }
 
 }  // namespace
 
-void check_combinations(const CLI::App& app, const Options& o) {
+void check_combinations(const CLI::App& app, Options& o) {
   if (o.model.file.empty()) check_seeded_shape(o.model.shape);
   if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
+  fold_rollout(app, o);
   check_method(app, o);
 }
 
@@ -245,17 +269,16 @@ void add_method_options(CLI::App& app, Options& o) {
   const std::string group = "Why the model decided (checkpoints with a classifier)";
   std::vector<std::pair<std::string, std::string>> methods;
   for (pipeline::MapMethod m : pipeline::every_method()) methods.emplace_back(pipeline::method_name(m), pipeline::method_name(m));
-  methods.emplace_back("all", "all");
+  methods.emplace_back("all", "all");  // each choice's value its name: MethodChoice's operator>> reads it
   choose_from(app.add_option("--method", o.method,
                              "What the map shows: attention (the class token's, --layer and --head), rollout (of "
                              "attention over layers 0…--layer), or where the model sees class C from the gradient of its "
                              "logit: chefer (Chefer et al. 2021), grad-rollout (vit-explain's gradient rollout, fixed), "
                              "legrad (LeGrad, 2025), gradcam (Grad-CAM on the last block's norm1); all: every method the "
                              "model allows, <name>_attn_<method>.png each beside a sheet of them as <name>_attn.png")
-                  ->default_str("attention")
+                  ->default_str(o.method.name())
                   ->group(group),
-              methods, {{"grad_rollout", "grad-rollout"}, {"gradrollout", "grad-rollout"}, {"grad-cam", "gradcam"},
-                        {"grad_cam", "gradcam"}, {"attn", "attention"}});
+              methods, pipeline::method_aliases());
   app.add_option("--class", o.classes,
                  "Class-specific methods: the class C, by index or label; a comma list draws one map per class, "
                  "<name>_attn_c<C>.png each beside a sheet of them (default: each image's or frame's most likely "

@@ -29,6 +29,16 @@ struct Rgb {
 };
 std::istream& operator>>(std::istream& in, Rgb& rgb);  // how CLI11 converts (io::parse_rgb_triplet)
 
+// --method: one map method (pipeline/map_methods.hpp), or all of them (those the model
+// allows). --rollout is --method rollout: check_combinations folds it in.
+struct MethodChoice {
+  bool all = false;
+  pipeline::MapMethod one = pipeline::MapMethod::attention;  // when not all
+  bool is(pipeline::MapMethod m) const { return !all && one == m; }
+  std::string name() const;  // "all", or the method's name
+};
+std::istream& operator>>(std::istream& in, MethodChoice& m);  // how CLI11 converts: a method's name or "all"
+
 // The model a command runs: a file (or hf:ORG/NAME) read with the Checkpoints options, or
 // the seeded model made from --seed and its shape. Shared by the image command and `forward`.
 struct ModelOptions {
@@ -67,8 +77,8 @@ struct Options {
   int faithfulness_steps = 16;  // --faithfulness-steps K
   HeadArg head;                 // default: mean over heads
   pipeline::QueryToken query = pipeline::QueryToken::cls;  // --query cls | dist
-  bool rollout = false;         // --rollout: --method rollout
-  std::string method = "attention";  // --method: a pipeline::MapMethod's name, or "all"
+  bool rollout = false;         // --rollout, as given (method holds it after check_combinations)
+  MethodChoice method;          // --method, with --rollout folded in
   std::vector<std::string> classes;  // --class: indices or labels (class_choice.hpp); empty: each image's top-1
   int legrad_from = -2;         // --legrad-from
   double discard_ratio = 0.0;
@@ -134,7 +144,8 @@ void add_options(CLI::App& app, Options& options);
 std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier);
 
 // Rules that depend on an option's value rather than on its presence; throws CLI::ValidationError.
-void check_combinations(const CLI::App& app, const Options& options);
+// Folds --rollout into options.method first (refusing it beside another --method).
+void check_combinations(const CLI::App& app, Options& options);
 
 // A validator of a file to read: "no such file" rather than a message about its contents.
 const CLI::Validator& readable_file();

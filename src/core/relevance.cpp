@@ -11,7 +11,7 @@
 namespace vitattn {
 namespace {
 
-bool wants(const std::vector<RelevanceMethod>& methods, RelevanceMethod m) {
+bool wants(const std::vector<RelevanceMap>& methods, RelevanceMap m) {
   return std::find(methods.begin(), methods.end(), m) != methods.end();
 }
 
@@ -103,31 +103,25 @@ Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid
   return map;
 }
 
-// The maps of chefer, grad_rollout and gradcam, from one backward of y_c.
-struct FullBackwardMaps {
-  Matrix chefer, grad_rollout, gradcam;  // (grid_h, grid_w) each, those asked for
-};
-
-FullBackwardMaps full_backward_maps(const VitModel& model, const ForwardTape& tape,
-                                    const std::vector<RelevanceMethod>& methods, const RelevanceSettings& s,
-                                    int last, int grid_h, int grid_w) {
+// The maps of chefer, grad_rollout and gradcam (those asked for) into `maps`, from one backward of y_c.
+void full_backward_maps(const VitModel& model, const ForwardTape& tape, const std::vector<RelevanceMap>& methods,
+                        const RelevanceSettings& s, int last, int grid_h, int grid_w, RelevanceMaps& maps) {
   const Eigen::Index n_tokens = tape.x_out.rows();
   const int first = model.first_patch_token();
   RowRollout chefer(readout_weights(model, n_tokens)), grad_rollout(readout_weights(model, n_tokens));
-  FullBackwardMaps maps;
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
-    if (wants(methods, RelevanceMethod::chefer)) chefer.add_residual(weighted_heads(a, g.d_attention, true));
-    if (wants(methods, RelevanceMethod::grad_rollout))
+    if (wants(methods, &RelevanceMaps::chefer)) chefer.add_residual(weighted_heads(a, g.d_attention, true));
+    if (wants(methods, &RelevanceMaps::grad_rollout))
       grad_rollout.multiply(rollout_step(weighted_heads(a, g.d_attention, false), s.discard_ratio));
-    if (wants(methods, RelevanceMethod::gradcam) && l == last)
+    if (wants(methods, &RelevanceMaps::gradcam) && l == last)
       maps.gradcam = gradcam_map(norm1_output(model, l, tape.blocks[static_cast<std::size_t>(l)]), g.d_norm1, first,
                                  grid_h, grid_w);
   });
-  maps.chefer = class_token_map(chefer.r, first, grid_h, grid_w);
-  maps.grad_rollout = class_token_map(grad_rollout.r, first, grid_h, grid_w);
-  return maps;
+  if (wants(methods, &RelevanceMaps::chefer)) maps.chefer = class_token_map(chefer.r, first, grid_h, grid_w);
+  if (wants(methods, &RelevanceMaps::grad_rollout))
+    maps.grad_rollout = class_token_map(grad_rollout.r, first, grid_h, grid_w);
 }
 
 // LeGrad: Σ over l = from … last of E_l, each from one block's backward of s_l.
@@ -148,46 +142,22 @@ Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const Relevanc
 
 }  // namespace
 
-const std::vector<RelevanceMethod>& relevance_methods() {
-  static const std::vector<RelevanceMethod> all{RelevanceMethod::chefer, RelevanceMethod::grad_rollout,
-                                                RelevanceMethod::legrad, RelevanceMethod::gradcam};
-  return all;
-}
-
-const char* relevance_method_name(RelevanceMethod method) {
-  switch (method) {
-    case RelevanceMethod::chefer: return "chefer";
-    case RelevanceMethod::grad_rollout: return "grad-rollout";
-    case RelevanceMethod::legrad: return "legrad";
-    case RelevanceMethod::gradcam: return "gradcam";
-  }
-  return "?";
-}
-
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
-                                   const std::vector<RelevanceMethod>& methods, const RelevanceSettings& settings,
+                                   const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w) {
   const int last = layer_index(settings.last_layer, model.n_layers(), "layer");
-  FullBackwardMaps full;
-  if (wants(methods, RelevanceMethod::chefer) || wants(methods, RelevanceMethod::grad_rollout) ||
-      wants(methods, RelevanceMethod::gradcam))
-    full = full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w);
-  Matrix legrad;
-  if (wants(methods, RelevanceMethod::legrad)) {
+  RelevanceMaps all;
+  if (wants(methods, &RelevanceMaps::chefer) || wants(methods, &RelevanceMaps::grad_rollout) ||
+      wants(methods, &RelevanceMaps::gradcam))
+    full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w, all);
+  if (wants(methods, &RelevanceMaps::legrad)) {
     // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
     const int from_end = std::max(settings.legrad_from, -model.n_layers());
     const int from = std::min(layer_index(from_end, model.n_layers(), "LeGrad's first layer"), last);
-    legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
+    all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
   }
   std::vector<Matrix> maps;
-  for (RelevanceMethod m : methods) {
-    switch (m) {
-      case RelevanceMethod::chefer: maps.push_back(full.chefer); break;
-      case RelevanceMethod::grad_rollout: maps.push_back(full.grad_rollout); break;
-      case RelevanceMethod::legrad: maps.push_back(legrad); break;
-      case RelevanceMethod::gradcam: maps.push_back(full.gradcam); break;
-    }
-  }
+  for (RelevanceMap m : methods) maps.push_back(all.*m);
   return maps;
 }
 

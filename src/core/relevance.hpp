@@ -39,12 +39,13 @@
 
 namespace vitattn {
 
-enum class RelevanceMethod { chefer, grad_rollout, legrad, gradcam };
-
-// Every method, in the order above, and each one's name ("chefer", "grad-rollout", "legrad",
-// "gradcam"): what the command line takes and what file names say.
-const std::vector<RelevanceMethod>& relevance_methods();
-const char* relevance_method_name(RelevanceMethod method);
+// The maps relevance_maps can make, one member per method above; a caller names a method by
+// its member (a RelevanceMap), so the core keeps no list of method names: the map methods'
+// table (pipeline/map_methods.hpp) holds each method's member beside its name.
+struct RelevanceMaps {
+  Matrix chefer, grad_rollout, legrad, gradcam;  // (grid_h, grid_w) each; empty unless asked for
+};
+using RelevanceMap = Matrix RelevanceMaps::*;
 
 struct RelevanceSettings {
   int class_index = 0;         // c: the logit y_c, before the softmax
@@ -59,7 +60,7 @@ struct RelevanceSettings {
 // LeGrad adds one block's backward per layer it sums. Throws Error when the model has no
 // classifier, c is not one of its classes, or a layer is out of range.
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
-                                   const std::vector<RelevanceMethod>& methods, const RelevanceSettings& settings,
+                                   const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w);
 
 }  // namespace vitattn

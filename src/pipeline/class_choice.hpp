@@ -20,10 +20,15 @@
 #include <string>
 #include <vector>
 
-#include "map_request.hpp"
 #include "model/class_labels.hpp"
 
 namespace vitattn::pipeline {
+
+// A class a class-specific map is about.
+struct ChosenClass {
+  int index = 0;      // c: the logit y_c
+  std::string label;  // its name, for a sheet's titles; empty when unknown
+};
 
 // `values`: each value as given (an option given twice gives two). Returns the classes, each
 // once, in the order given, with their labels (empty when the model has none). Throws Error

@@ -17,11 +17,11 @@ const Matrix& ClassMaps::map(std::size_t class_slot, MapMethod m) const {
 ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVector& logits, const EncoderView& view,
                      bool scale, int grid_h, int grid_w) {
   ClassMaps out;
-  std::vector<RelevanceMethod> core_methods;
+  std::vector<RelevanceMap> core_methods;
   for (MapMethod m : view.methods)
     if (class_specific(m)) {
       out.methods.push_back(m);
-      core_methods.push_back(relevance_method(m));
+      core_methods.push_back(relevance_map(m));
     }
   out.classes = view.classes;
   if (out.classes.empty()) {

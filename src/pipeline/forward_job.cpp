@@ -79,7 +79,9 @@ void add_gradients(const VitModel& model, const ForwardTape& tape, const Forward
   settings.legrad_from = r.legrad_from;
   settings.discard_ratio = r.discard_ratio;
   settings.scale = r.scale;
-  const std::vector<Matrix> maps = relevance_maps(model, tape, r.methods, settings, static_cast<int>(shape.grid_h),
+  std::vector<RelevanceMap> methods;
+  for (MapMethod m : r.methods) methods.push_back(relevance_map(m));
+  const std::vector<Matrix> maps = relevance_maps(model, tape, methods, settings, static_cast<int>(shape.grid_h),
                                                   static_cast<int>(shape.grid_w));
   out.relevance.resize(maps.size());
   for (std::size_t m = 0; m < maps.size(); ++m)
@@ -202,7 +204,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
     o.class_index = c;
     o.grad_attention = named("grad_attention" + tag);
     o.grad_blocks = named("grad_blocks" + tag);
-    for (RelevanceMethod m : r.methods) o.relevance.push_back(named(std::string("relevance_") + relevance_method_name(m) + tag));
+    for (MapMethod m : r.methods) o.relevance.push_back(named("relevance_" + method_name(m) + tag));
   }
   return f;
 }

@@ -34,6 +34,7 @@
 
 #include "core/relevance.hpp"
 #include "core/vit.hpp"
+#include "map_methods.hpp"
 
 namespace vitattn::pipeline {
 
@@ -46,7 +47,7 @@ struct ForwardRequest {
   // model without a classifier, a c it does not have, a LeGrad layer it does not have: each
   // input fails with the core's Error (the CLI refuses them before any input).
   std::vector<int> classes;
-  std::vector<RelevanceMethod> methods;       // the maps written beside the gradients
+  std::vector<MapMethod> methods;             // the class-specific maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
 };

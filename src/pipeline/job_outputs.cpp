@@ -5,7 +5,7 @@
 
 #include "core/error.hpp"
 #include "image/image_writer.hpp"
-#include "map_request.hpp"
+#include "map_methods.hpp"
 #include "output_guard.hpp"
 #include "video/video_writer.hpp"
 

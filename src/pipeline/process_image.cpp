@@ -225,12 +225,6 @@ Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOption
   });
 }
 
-// The relevance methods of the report page, each with the name the page shows.
-constexpr std::pair<RelevanceMethod, const char*> kReportMethods[] = {{RelevanceMethod::chefer, "chefer"},
-                                                                      {RelevanceMethod::grad_rollout, "grad-rollout"},
-                                                                      {RelevanceMethod::legrad, "legrad"},
-                                                                      {RelevanceMethod::gradcam, "gradcam"}};
-
 // How many classes the report page lists: none without a classifier.
 int report_class_count(const VitModel& model, const ProcessOptions& options) {
   if (!options.report || !options.report_classes || !model.has_classifier()) return 0;
@@ -263,12 +257,13 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
                                               "0…{} (LeGrad: {}…{}, each layer's own logit).",
                                               settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
                                               settings.last_layer));
-  std::vector<RelevanceMethod> methods;
-  for (const auto& [method, name] : kReportMethods) methods.push_back(method);
+  const std::vector<MapMethod> shown = report_methods();
+  std::vector<RelevanceMap> methods;
+  for (MapMethod m : shown) methods.push_back(relevance_map(m));
   for (int rank = 0; rank < report.classes_kept() && rank < static_cast<int>(top.size()); ++rank) {
     settings.class_index = top[static_cast<std::size_t>(rank)].index;
     const std::vector<Matrix> maps = relevance_maps(model, tape, methods, settings, grid_h, grid_w);
-    for (std::size_t m = 0; m < maps.size(); ++m) report.add_relevance(kReportMethods[m].second, settings.class_index, maps[m]);
+    for (std::size_t m = 0; m < maps.size(); ++m) report.add_relevance(method_name(shown[m]), settings.class_index, maps[m]);
   }
 }
 
@@ -299,7 +294,7 @@ ReportBuilder report_builder(const VitModel& model, const ProcessOptions& option
   const EncoderView& view = options.view;
   ReportShape shape{model.n_layers(), model.n_heads, model.first_patch_token(), g.grid_h, g.grid_w,
                     model.patch_size, g.input_w, g.input_h, report_class_count(model, options),
-                    static_cast<int>(std::size(kReportMethods))};
+                    static_cast<int>(report_methods().size())};
   shape.dist_token = model.has_dist();
   shape.probe = model.pooling == Pooling::probe;
   ReportSettings settings = *options.report;

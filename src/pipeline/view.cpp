@@ -88,7 +88,7 @@ namespace {
 void check_classes(const VitModel& model, const EncoderView& view, const std::string& source) {
   const int n_classes = model.n_classes();
   for (MapMethod m : view.methods)
-    if (class_specific(m) && !model.has_classifier())
+    if (needs_classifier(m) && !model.has_classifier())
       throw Error({roles::method, method_name(m)},
                   no_classifier_reason(model).empty()
                       ? source + " has no classifier, so no class logit to explain (attention and rollout need none)"

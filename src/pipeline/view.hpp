@@ -11,7 +11,8 @@
 
 #include "core/attention_maps.hpp"
 #include "core/vit.hpp"
-#include "map_request.hpp"
+#include "class_choice.hpp"
+#include "map_methods.hpp"
 
 namespace vitattn::pipeline {
 
@@ -52,7 +53,7 @@ std::istream& operator>>(std::istream& in, HeadSpec& head);
 enum class QueryToken { cls, dist };
 
 // What is drawn: one layer's head or fused heads, the rollout up to it, or the class-specific
-// relevance maps of the layers up to it (map_request.hpp), for chosen classes or the top-1.
+// relevance maps of the layers up to it (map_methods.hpp), for chosen classes or the top-1.
 struct EncoderView {
   int layer = -1;                 // −1 = last; negative counts from the end
   HeadChoice head = HeadChoice::fuse;  // attention and rollout's heads

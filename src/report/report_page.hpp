@@ -33,7 +33,8 @@ struct ReportStart {
   double alpha = 0.5;
   std::string colormap = "jet";
   bool smooth = true;          // bilinear upsampling of the map; false: nearest (the patch grid)
-  std::string method = "attention";  // or a relevance method the page holds (chefer, …); rollout: the flag above
+  std::string method;  // the map the page opens on: attention or a relevance method it holds (chefer, …), named by
+                       // the caller (pipeline/map_methods.hpp); rollout: the flag above
   int class_index = -1;        // the class of the relevance maps; −1 or one without maps: the most likely
   int query = 0;               // the query token the page starts on (1: the distillation token)
 };

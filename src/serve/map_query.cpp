@@ -63,12 +63,11 @@ void set_classes(MapQuery& q, const std::string& text) {
 }
 
 void set_method(MapQuery& q, const std::string& text) {
-  for (pipeline::MapMethod m : pipeline::every_method())
-    if (text == pipeline::method_name(m)) {
-      q.method = m;
-      return;
-    }
-  throw Error(fmt::format("method={}: expected attention, rollout, chefer, grad-rollout, legrad or gradcam", shown(text)));
+  const std::optional<pipeline::MapMethod> m = pipeline::method_named(text);
+  if (!m)
+    throw Error(fmt::format("method={}: expected {}", shown(text),
+                            pipeline::method_names(pipeline::every_method(), " or ")));
+  q.method = *m;
 }
 
 void set_format(MapQuery& q, const std::string& text) {

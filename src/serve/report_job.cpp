@@ -38,7 +38,7 @@ pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuer
   r.start.layer = query.layer;
   r.start.head = head_text(query);
   r.start.rollout = query.method == pipeline::MapMethod::rollout;
-  if (pipeline::class_specific(query.method)) r.start.method = pipeline::method_name(query.method);
+  r.start.method = pipeline::report_start_method(query.method);
   options.report = r;
   if (query.top && !served.model.has_classifier())
     throw Error(fmt::format("top={}: {} has no classifier, so no classes to list", *query.top, served.name));

@@ -72,7 +72,7 @@ TEST(ForwardJob, GradientOutputsAreNamedAndGuardedOnlyWithAClass) {
   EXPECT_THROW(check_forward_outputs(r), Error);  // x_grad_blocks.npy is x.npy's output now
   r.inputs = {dir / "x.npy", dir / "x_relevance_legrad.npy"};
   EXPECT_NO_THROW(check_forward_outputs(r));
-  r.methods = {RelevanceMethod::grad_rollout, RelevanceMethod::legrad};
+  r.methods = {pipeline::MapMethod::grad_rollout, pipeline::MapMethod::legrad};
   EXPECT_THROW(check_forward_outputs(r), Error);
   const ForwardOutputs f = forward_outputs(r, dir / "x.npy");
   ASSERT_EQ(f.classes.size(), 1u);
@@ -92,7 +92,7 @@ TEST(ForwardJob, SeveralClassesNameEachClassesFiles) {
   ForwardRequest r;
   r.output = dir.path();
   r.classes = {3, 5};
-  r.methods = {RelevanceMethod::chefer};
+  r.methods = {pipeline::MapMethod::chefer};
   const ForwardOutputs f = forward_outputs(r, dir / "x.npy");
   ASSERT_EQ(f.classes.size(), 2u);
   EXPECT_EQ(f.classes[0].class_index, 3);
