@@ -131,21 +131,21 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
                       const AttendExtras& extras, int grid_h, int grid_w) {
   const EncoderView& view = options.view;
   const int layer = drawn_layer(view);
-  const bool classify = extras.classify, diagnose = extras.diagnose, picture = extras.picture;
   const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
   // A probe's map needs every block, the final norm and the probe.
   const bool probe = model.pooling == Pooling::probe;
-  fo.last_layer = classify || diagnose || picture || probe ? -1 : report ? model.n_layers() - 1 : layer;
-  fo.keep_from_layer = rollout_drawn || report || diagnose ? 0 : layer;
+  const bool every_block = extras.classify || extras.diagnose || extras.picture || probe;
+  fo.last_layer = every_block ? -1 : report ? model.n_layers() - 1 : layer;
+  fo.keep_from_layer = rollout_drawn || report || extras.diagnose ? 0 : layer;
   fo.scale = options.scale;
   if (needs_gradients(view)) fo.tape = &worker_tape();
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   Attended a;
   std::optional<TokenRecorder> recorder;
-  if (diagnose) {
+  if (extras.diagnose) {
     recorder.emplace(token_shape(model, grid_h, grid_w), options.artifact_ratio, heads_threshold(view));
     fo.on_block_output = [&](int l, const Matrix& out) { recorder->add_block_output(l, out); };
   }
@@ -161,7 +161,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   if (probe) use_probe_rows(view, rollout_drawn, a);
   if (recorder) a.tokens = recorder->finish();
   // The report's Tokens panel shows the picture too: --pca's, else the image's own fit.
-  if (picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
+  if (extras.picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
   if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
