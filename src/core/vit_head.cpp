@@ -180,12 +180,13 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
   }
   if (m.has_classifier()) {
     const Eigen::Index d_pool = m.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
+    // Its rows, however many, are the classes (n_classes): only its width is checked here.
     check("classifier weight", m.w_head, m.w_head.rows(), d_pool);
-    check_row("classifier bias", m.b_head, m.w_head.rows());
+    check_row("classifier bias", m.b_head, m.n_classes());
   }
   if (m.w_head_dist.size() > 0) {
-    check("distillation classifier weight", m.w_head_dist, m.w_head.rows(), d);
-    check_row("distillation classifier bias", m.b_head_dist, m.w_head.rows());
+    check("distillation classifier weight", m.w_head_dist, m.n_classes(), d);
+    check_row("distillation classifier bias", m.b_head_dist, m.n_classes());
   }
   if (m.w_embed.size() > 0) check("embedding projection", m.w_embed, m.w_embed.rows(), d);
   validate_probe_head(m, source, values);

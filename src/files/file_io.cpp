@@ -196,7 +196,7 @@ void write_file_atomic(const fs::path& path, const void* data, std::size_t size)
   }
 }
 
-LockFile::LockFile(const fs::path& path) : path_(path) {
+LockFile::LockFile(const fs::path& path, OnRelease on_release) : path_(path), on_release_(on_release) {
   for (;;) {
     Fd f{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644)};
     if (f.fd < 0) fail(path, "cannot make the lock file: " + errno_text(errno));
@@ -214,7 +214,8 @@ LockFile::LockFile(const fs::path& path) : path_(path) {
 }
 
 LockFile::~LockFile() {
-  ::unlink(path_.c_str());  // before the lock goes: a waiter then finds the name gone, and retries
+  // Before the lock goes: a waiter then finds the name gone, and retries.
+  if (on_release_ == OnRelease::remove) ::unlink(path_.c_str());
   ::close(fd_);
 }
 

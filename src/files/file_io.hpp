@@ -42,20 +42,25 @@ class TemporaryPath {
 };
 
 // An exclusive lock between processes, held for the object's life: flock(2) on a lock file at
-// `path`, made when missing (never through a symbolic link) and removed when the lock is
-// released, so that none is left behind. The constructor waits for the lock. Removing the file
-// while others wait on it is safe: a waiter that gets the lock of a file no longer at `path`
-// lets it go and locks the one there. On one machine's file systems; on a network file system
-// (NFS, Lustre, CephFS) flock may lock only on this client. Throws Error naming `path`.
+// `path`, made when missing (never through a symbolic link) and, by default, removed when the
+// lock is released, so that none is left behind. The constructor waits for the lock. Removing
+// the file while others wait on it is safe among LockFiles: a waiter that gets the lock of a
+// file no longer at `path` lets it go and locks the one there. A lock file other programs lock
+// too (the hub cache's, which huggingface_hub locks without that check) is kept instead: one
+// of them waiting on a removed file would hold its lock beside the next holder of the new one.
+// On one machine's file systems; on a network file system (NFS, Lustre, CephFS) flock may lock
+// only on this client. Throws Error naming `path`.
 class LockFile {
  public:
-  explicit LockFile(const std::filesystem::path& path);
+  enum class OnRelease { remove, keep };
+  explicit LockFile(const std::filesystem::path& path, OnRelease on_release = OnRelease::remove);
   ~LockFile();
   LockFile(const LockFile&) = delete;
   LockFile& operator=(const LockFile&) = delete;
 
  private:
   std::filesystem::path path_;
+  OnRelease on_release_;
   int fd_ = -1;
 };
 

@@ -1,8 +1,6 @@
 #include "hub/hf_cache.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -120,6 +118,12 @@ fs::path HfCache::lock_path(const std::string& etag) const {
   return root_ / ".locks" / repo_dir().filename() / (etag + ".lock");
 }
 
+LockFile HfCache::lock_blob(const std::string& etag) const {
+  const fs::path path = lock_path(etag);
+  make_dirs(path.parent_path());
+  return LockFile(path, LockFile::OnRelease::keep);
+}
+
 void HfCache::write_ref(const std::string& commit) const {
   if (is_commit_hash(repo_.revision)) return;
   const fs::path ref = repo_dir() / "refs" / repo_.revision;
@@ -146,22 +150,6 @@ void HfCache::mark_missing(const std::string& commit, const std::string& file) c
   const fs::path marker = repo_dir() / ".no_exist" / commit / file;
   make_dirs(marker.parent_path());
   write_file_atomic(marker, "", 0);
-}
-
-FileLock::FileLock(const fs::path& path) {
-  make_dirs(path.parent_path());
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(fmt::format("{}: cannot open lock file: {}", display(path), std::strerror(errno)));
-  while (::flock(fd_, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    const int e = errno;
-    ::close(fd_);
-    throw Error(fmt::format("{}: cannot lock: {}", display(path), std::strerror(e)));
-  }
-}
-
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 }  // namespace vitattn::io

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "files/file_io.hpp"
+
 namespace vitattn::io {
 
 struct HfRepo {
@@ -47,6 +49,9 @@ class HfCache {
   std::filesystem::path blob_path(const std::string& etag) const;
   std::filesystem::path incomplete_path(const std::string& etag) const;  // blob + ".incomplete"
   std::filesystem::path lock_path(const std::string& etag) const;
+  // The exclusive lock on lock_path(etag), held for the object's life: its folders made, the
+  // file kept when released, as huggingface_hub's processes lock it too (io::LockFile).
+  LockFile lock_blob(const std::string& etag) const;
 
   // Writers. Each makes its folders, and replaces atomically what it writes (temp + rename).
   void write_ref(const std::string& commit) const;  // refs/<revision>, unless the revision is a hash
@@ -56,19 +61,6 @@ class HfCache {
  private:
   std::filesystem::path root_;
   HfRepo repo_;
-};
-
-// An exclusive lock on `path` (flock, as huggingface_hub's filelock takes it on POSIX) for
-// the object's lifetime; the file is made when absent. Throws Error naming it.
-class FileLock {
- public:
-  explicit FileLock(const std::filesystem::path& path);
-  ~FileLock();
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_ = -1;
 };
 
 }  // namespace vitattn::io

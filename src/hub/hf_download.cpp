@@ -325,7 +325,7 @@ fs::path fetch_to_cache(const HubSettings& hub, const HfCache& cache, const HubF
   const fs::path blob = cache.blob_path(info.etag);
   {
     // One process fetches a blob at a time; the others wait and then find it done.
-    const FileLock lock(cache.lock_path(info.etag));
+    const LockFile lock = cache.lock_blob(info.etag);
     std::error_code ec;
     if (!fs::is_regular_file(blob, ec)) {
       fs::create_directories(blob.parent_path(), ec);

@@ -10,6 +10,18 @@ constexpr Normalization kClip{{0.48145466f, 0.4578275f, 0.40821073f}, {0.2686295
 
 const BlockNaming kTimmBlock{.norm1 = "norm1", .qkv = {"attn.qkv"}, .proj = "attn.proj", .ls1 = "ls1.gamma",
                              .norm2 = "norm2", .fc1 = "mlp.fc1", .fc2 = "mlp.fc2", .ls2 = "ls2.gamma"};
+// Hugging Face's CLIPEncoderLayer names, which SiglipEncoderLayer keeps.
+const BlockNaming kHfClipBlock{.norm1 = "layer_norm1",
+                               .qkv = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+                               .proj = "self_attn.out_proj",
+                               .norm2 = "layer_norm2",
+                               .fc1 = "mlp.fc1",
+                               .fc2 = "mlp.fc2"};
+// Hugging Face's ViTAttention names (query, key, value; the output linear), which Dinov2Layer
+// keeps; their norms and MLPs differ.
+const std::vector<std::string> kHfViTQkv{"attention.attention.query", "attention.attention.key",
+                                         "attention.attention.value"};
+const std::string kHfViTProj = "attention.output.dense";
 
 // One row per family, in the order detection tries them, its fields in their declaration order
 // (checkpoint_families.hpp). A field at the struct's default is left out, except the
@@ -103,8 +115,8 @@ std::vector<CheckpointFamily> make_families() {
        .pos_embed = "embeddings.position_embeddings",
        .block = "encoder.layer.{i}.",
        .block_naming = {.norm1 = "layernorm_before",
-                        .qkv = {"attention.attention.query", "attention.attention.key", "attention.attention.value"},
-                        .proj = "attention.output.dense",
+                        .qkv = kHfViTQkv,
+                        .proj = kHfViTProj,
                         .norm2 = "layernorm_after",
                         .fc1 = "intermediate.dense",
                         .fc2 = "output.dense"},
@@ -122,8 +134,8 @@ std::vector<CheckpointFamily> make_families() {
        .registers = {"embeddings.register_tokens"},
        .block = "encoder.layer.{i}.",
        .block_naming = {.norm1 = "norm1",
-                        .qkv = {"attention.attention.query", "attention.attention.key", "attention.attention.value"},
-                        .proj = "attention.output.dense",
+                        .qkv = kHfViTQkv,
+                        .proj = kHfViTProj,
                         .ls1 = "layer_scale1.lambda1",
                         .norm2 = "norm2",
                         .fc1 = "mlp.fc1",
@@ -210,12 +222,7 @@ std::vector<CheckpointFamily> make_families() {
        .patch_embed = "embeddings.patch_embedding",
        .pos_embed = "embeddings.position_embedding.weight",
        .block = "encoder.layers.{i}.",
-       .block_naming = {.norm1 = "layer_norm1",
-                        .qkv = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
-                        .proj = "self_attn.out_proj",
-                        .norm2 = "layer_norm2",
-                        .fc1 = "mlp.fc1",
-                        .fc2 = "mlp.fc2"},
+       .block_naming = kHfClipBlock,
        .final_norm = "post_layernorm",
        .gelu = Gelu::tanh,
        .norm = kHalf,
@@ -279,12 +286,7 @@ std::vector<CheckpointFamily> make_families() {
        .cls_token = "embeddings.class_embedding",
        .pos_embed = "embeddings.position_embedding.weight",
        .block = "encoder.layers.{i}.",
-       .block_naming = {.norm1 = "layer_norm1",
-                        .qkv = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
-                        .proj = "self_attn.out_proj",
-                        .norm2 = "layer_norm2",
-                        .fc1 = "mlp.fc1",
-                        .fc2 = "mlp.fc2"},
+       .block_naming = kHfClipBlock,
        .final_norm = "post_layernorm",
        .eps = 1e-5f,
        .gelu = Gelu::quick,

@@ -30,7 +30,7 @@ ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVe
     out.classes.push_back({top, i < view.class_names.size() ? view.class_names[i] : ""});
   }
   RelevanceSettings s;
-  s.last_layer = view.layer;
+  s.last_layer = drawn_layer(view);  // resolved by the view's check
   s.legrad_from = view.legrad_from;
   s.discard_ratio = view.discard_ratio;
   s.scale = scale;

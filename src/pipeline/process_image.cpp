@@ -118,25 +118,34 @@ void use_probe_rows(const EncoderView& view, bool rollout_drawn, Attended& a) {
   a.heads = a.result.probe_attention;
 }
 
-// diagnose: also the token diagnostics (Attended::tokens); picture: also --pca's (Attended::pca).
+// What a forward computes besides the view's maps (every block then runs).
+struct AttendExtras {
+  bool classify = false;  // the classifier's logits (Attended::result)
+  bool diagnose = false;  // the token diagnostics (Attended::tokens)
+  bool picture = false;   // --pca's picture (Attended::pca)
+};
+
+// The view's maps of x (its layer resolved, drawn_layer) and what `extras` asks for besides;
+// report, when given, is told every layer's heads.
 Attended attend_steps(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
-                      bool classify, bool diagnose, bool picture, int grid_h, int grid_w) {
+                      const AttendExtras& extras, int grid_h, int grid_w) {
   const EncoderView& view = options.view;
-  const int layer = resolve_layer(view.layer, model.n_layers());
+  const int layer = drawn_layer(view);
   const bool rollout_drawn = draws(view, MapMethod::rollout);
   ForwardOptions fo;
   // The logits need every block, and so does the report's page; the maps still come from `layer`.
   // A probe's map needs every block, the final norm and the probe.
   const bool probe = model.pooling == Pooling::probe;
-  fo.last_layer = classify || diagnose || picture || probe ? -1 : report ? model.n_layers() - 1 : layer;
-  fo.keep_from_layer = rollout_drawn || report || diagnose ? 0 : layer;
+  const bool every_block = extras.classify || extras.diagnose || extras.picture || probe;
+  fo.last_layer = every_block ? -1 : report ? model.n_layers() - 1 : layer;
+  fo.keep_from_layer = rollout_drawn || report || extras.diagnose ? 0 : layer;
   fo.scale = options.scale;
   if (needs_gradients(view)) fo.tape = &worker_tape();
   // Rollout folds each layer in as it comes, so memory holds one layer's heads, not all.
   AttentionRollout rollout(view.fusion, view.discard_ratio);
   Attended a;
   std::optional<TokenRecorder> recorder;
-  if (diagnose) {
+  if (extras.diagnose) {
     recorder.emplace(token_shape(model, grid_h, grid_w), options.artifact_ratio, heads_threshold(view));
     fo.on_block_output = [&](int l, const Matrix& out) { recorder->add_block_output(l, out); };
   }
@@ -152,7 +161,7 @@ Attended attend_steps(const VitModel& model, const ImageTensor& x, const Process
   if (probe) use_probe_rows(view, rollout_drawn, a);
   if (recorder) a.tokens = recorder->finish();
   // The report's Tokens panel shows the picture too: --pca's, else the image's own fit.
-  if (picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
+  if (extras.picture) a.pca = pca_of(options.pca.value_or(PcaRequest{}), patch_rows(model, a.result), grid_h, grid_w);
   if (fo.tape) a.relevance = class_maps(model, *fo.tape, a.result.logits, view, options.scale, grid_h, grid_w);
   return a;
 }
@@ -167,9 +176,9 @@ std::string map_title(const MapSlot& slot, const ClassMaps& relevance) {
 }
 
 // --clean: the tokens flagged at the view's layer, left out of every drawn map.
-std::vector<int> tokens_left_out(const VitModel& model, const Attended& a, const ProcessOptions& options) {
+std::vector<int> tokens_left_out(const Attended& a, const ProcessOptions& options) {
   if (!options.clean || !a.tokens) return {};
-  return a.tokens->flagged[static_cast<std::size_t>(resolve_layer(options.view.layer, model.n_layers()))];
+  return a.tokens->flagged[static_cast<std::size_t>(drawn_layer(options.view))];
 }
 
 // Every map the view draws (map_slots), with its tag and title; with --clean, without the
@@ -177,7 +186,7 @@ std::vector<int> tokens_left_out(const VitModel& model, const Attended& a, const
 std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const ProcessOptions& options, int grid_h,
                                  int grid_w) {
   const EncoderView& view = options.view;
-  const std::vector<int> left_out = tokens_left_out(model, a, options);
+  const std::vector<int> left_out = tokens_left_out(a, options);
   std::vector<NamedMap> maps;
   for (const MapSlot& slot : map_slots(view, model.n_heads)) {
     Matrix map;
@@ -220,8 +229,11 @@ std::vector<ScoredMap> drawn_maps_to_score(const std::vector<NamedMap>& named, c
 Attended attend(const VitModel& model, const ImageTensor& x, const ProcessOptions& options, ReportBuilder* report,
                 bool classify, int grid_h, int grid_w, const std::string& source) {
   return naming_source(source, [&] {
-    return attend_steps(model, x, options, report, classify, needs_token_diagnostics(options),
-                        options.pca.has_value() || report, grid_h, grid_w);
+    return attend_steps(model, x, options, report,
+                        {.classify = classify,
+                         .diagnose = needs_token_diagnostics(options),
+                         .picture = options.pca.has_value() || report},
+                        grid_h, grid_w);
   });
 }
 
@@ -246,7 +258,7 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   std::vector<ReportClass> classes;
   for (const ClassScore& c : top) classes.push_back({c.index, options.report_classes->labels.label(c.index), c.probability});
   RelevanceSettings settings;
-  settings.last_layer = resolve_layer(options.view.layer, model.n_layers());
+  settings.last_layer = drawn_layer(options.view);
   settings.discard_ratio = options.view.discard_ratio;
   settings.scale = options.scale;
   // LeGrad's layers as the run's --legrad-from (default as its authors' code: the last two;
@@ -299,15 +311,15 @@ ReportBuilder report_builder(const VitModel& model, const ProcessOptions& option
   shape.probe = model.pooling == Pooling::probe;
   ReportSettings settings = *options.report;
   settings.start.query = query_row(model, view.query);  // the page opens on the drawn map's row
-  return ReportBuilder(shape, resolve_layer(view.layer, model.n_layers()), settings);
+  return ReportBuilder(shape, drawn_layer(view), settings);
 }
 
 // --report's Tokens panel: the diagnostics of the forward that drew the maps, with --clean how
 // many tokens it left out of them, and the PCA picture.
-void add_token_panel(ReportBuilder& report, const VitModel& model, const Attended& a, const ProcessOptions& options) {
+void add_token_panel(ReportBuilder& report, const Attended& a, const ProcessOptions& options) {
   if (!a.tokens) return;
   std::optional<std::size_t> left_out;
-  if (options.clean) left_out = tokens_left_out(model, a, options).size();
+  if (options.clean) left_out = tokens_left_out(a, options).size();
   report.add_tokens(*a.tokens, heads_threshold(options.view), left_out);
   if (a.pca) report.add_pca(a.pca->rgb);
 }
@@ -374,11 +386,11 @@ std::vector<ClassScore> process(const InputJob& job, const VitModel& model, cons
   const RowVector& logits = attended.result.logits;
   const std::vector<NamedMap> named = named_maps(model, attended, options, g.grid_h, g.grid_w);
   if (options.clean && options.on_clean)
-    options.on_clean(job, resolve_layer(view.layer, model.n_layers()), tokens_left_out(model, attended, options).size());
+    options.on_clean(job, drawn_layer(view), tokens_left_out(attended, options).size());
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
   const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
-  if (report) add_token_panel(*report, model, attended, options);
+  if (report) add_token_panel(*report, attended, options);
   if (report) {
     finish_report(*report, display(job.input), x, model, options, g);
     report->write(with_suffix(job.output_base, report_suffix().c_str()), job.input.filename().string(), bgr,
@@ -413,7 +425,8 @@ std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, cons
   const ImageTensor x = preprocess(bgr, g.input_w, g.input_h, model.norm);  // (3, input_h, input_w)
   const bool classify = logits && model.has_classifier();
   // A frame's maps: the diagnostics only for --clean (a video gets no page and no heads.csv).
-  const Attended attended = attend_steps(model, x, options, nullptr, classify, options.clean, false, g.grid_h, g.grid_w);
+  const Attended attended =
+      attend_steps(model, x, options, nullptr, {.classify = classify, .diagnose = options.clean}, g.grid_h, g.grid_w);
   if (classify) *logits = attended.result.logits;
   return named_maps(model, attended, options, g.grid_h, g.grid_w);
 }
@@ -426,7 +439,7 @@ std::string report_page(const cv::Mat& bgr, const std::string& name, const std::
   ReportBuilder report = report_builder(model, options, g);
   const Attended attended = attend(model, x, options, &report, false, g.grid_h, g.grid_w, source);
   const std::vector<NamedMap> named = named_maps(model, attended, options, g.grid_h, g.grid_w);
-  add_token_panel(report, model, attended, options);
+  add_token_panel(report, attended, options);
   finish_report(report, source, x, model, options, g);
   return report.page_text(name, bgr, named.front().map, model_summary(model));
 }
@@ -500,8 +513,14 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   return outputs;
 }
 
-void process_image(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options) {
-  check_view(model, options.view, "the model");
+ProcessOptions checked_options(const VitModel& model, const ProcessOptions& options) {
+  ProcessOptions checked = options;
+  checked.view.layer = check_view(model, options.view, "the model");
+  return checked;
+}
+
+void process_image(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& asked) {
+  const ProcessOptions options = checked_options(model, asked);
   const OutputSet outputs = written_outputs(model, options);
   prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed
   std::vector<ClassScore> classes;

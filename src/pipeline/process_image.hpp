@@ -81,6 +81,11 @@ struct ProcessOptions {
 // True when the options ask for the token diagnostics (ProcessOptions says which ask).
 bool needs_token_diagnostics(const ProcessOptions& options);
 
+// `options` with its view checked against `model` (check_view, naming it "the model") and
+// its layer resolved: what process_image and process_video draw from, and what image_maps and
+// report_page take (their callers check: serve's map_options resolves its view's layer too).
+ProcessOptions checked_options(const VitModel& model, const ProcessOptions& options);
+
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
@@ -104,12 +109,13 @@ struct NamedMap {
 // bgr (H, W) 8-bit → the maps to draw, (grid_h, grid_w) each: one, one per head with --head
 // all, or one per method and class. `grid`, when given, is told the input's grid. `logits`,
 // when given and the model has a classifier, receives its logits (1, n_classes) from the same
-// forward (every block then runs), as process_image's --top reads them.
+// forward (every block then runs), as process_image's --top reads them. options.view: checked,
+// its layer resolved (checked_options); an unresolved layer throws Error (drawn_layer).
 std::vector<NamedMap> image_maps(const cv::Mat& bgr, const VitModel& model, const ProcessOptions& options,
                                  InputGrid* grid = nullptr, RowVector* logits = nullptr);
 // The page process_image writes as <name>_report.html (options.report must be set), for an
 // image already decoded (bgr (H, W) 8-bit), as bytes: the same steps, from one place. name:
-// the file name the page shows; source: the input as errors name it.
+// the file name the page shows; source: the input as errors name it. options.view: as image_maps'.
 std::string report_page(const cv::Mat& bgr, const std::string& name, const std::string& source, const VitModel& model,
                         const ProcessOptions& options);
 // The maps' titles, in their order.

@@ -52,6 +52,11 @@ int resolve_layer(int layer, int n_layers) {
   return l;
 }
 
+int drawn_layer(const EncoderView& view) {
+  if (view.layer < 0) throw Error("the view's layer " + std::to_string(view.layer) + " was not resolved (check_view)");
+  return view.layer;
+}
+
 bool draws(const EncoderView& view, MapMethod m) {
   return std::find(view.methods.begin(), view.methods.end(), m) != view.methods.end();
 }
@@ -111,7 +116,7 @@ int query_row(const VitModel& model, QueryToken query) {
   return query == QueryToken::dist && model.has_dist() && model.has_class_token() ? 1 : 0;
 }
 
-void check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
+int check_view(const VitModel& model, const EncoderView& view, const std::string& source) {
   const int layer = resolve_layer(view.layer, model.n_layers());
   if (model.pooling == Pooling::probe && layer != model.n_layers() - 1)
     throw Error({roles::layer, std::to_string(view.layer)},
@@ -130,7 +135,7 @@ void check_view(const VitModel& model, const EncoderView& view, const std::strin
                         fmt::format("its own grid is {}x{} = {} patches, over the cap of {}; give a smaller input size",
                                     model.grid_w, model.grid_h, model.grid_w * model.grid_h, kMaxPatches),
                         source);
-    return;
+    return layer;
   }
   const std::string s = std::to_string(view.img_size);
   if (view.img_size % p != 0)
@@ -138,6 +143,7 @@ void check_view(const VitModel& model, const EncoderView& view, const std::strin
   if ((view.img_size / p) * (view.img_size / p) > kMaxPatches)
     throw Error({roles::input_size, s},
                       "makes more than " + std::to_string(kMaxPatches) + " patches of " + std::to_string(p) + " pixels");
+  return layer;
 }
 
 std::pair<int, int> input_size(int image_w, int image_h, int img_size, int patch_size, bool keep_aspect) {

@@ -55,7 +55,10 @@ enum class QueryToken { cls, dist };
 // What is drawn: one layer's head or fused heads, the rollout up to it, or the class-specific
 // relevance maps of the layers up to it (map_methods.hpp), for chosen classes or the top-1.
 struct EncoderView {
-  int layer = -1;                 // −1 = last; negative counts from the end
+  // As asked, −1 = last and negative counts from the end; once checked (check_view's answer,
+  // checked_options in process_image.hpp) the index 0…n_layers−1 it means, which every step
+  // after the check reads (drawn_layer) rather than resolving it again.
+  int layer = -1;
   HeadChoice head = HeadChoice::fuse;  // attention and rollout's heads
   int head_index = 0;             // with HeadChoice::index
   HeadFusion fusion = HeadFusion::mean;
@@ -98,13 +101,18 @@ inline constexpr int kMaxPatches = 4096;  // 64×64: attention matrices stay und
 // throws Error about roles::layer when out of range.
 int resolve_layer(int layer, int n_layers);
 
+// The layer a checked view draws (EncoderView::layer once resolved). Throws Error, a caller's
+// bug, for a view whose layer was not resolved: one that still counts from the end.
+int drawn_layer(const EncoderView& view);
+
 // Throws Error about the role (layer, head, input size, method, class, LeGrad's first layer)
 // that does not fit the model: a layer or head it does not have, an input size that is not a
 // multiple of its patch size or that makes more than kMaxPatches patches (its own grid too,
 // when img_size is 0), a class-specific method without a classifier, a class the classifier
 // does not have, a LeGrad first layer past the last (−K on a model of fewer layers is all of
-// them). `source` names the model in messages.
-void check_view(const VitModel& model, const EncoderView& view, const std::string& source);
+// them). `source` names the model in messages. Returns view.layer resolved against the model
+// (resolve_layer): the index the view draws.
+int check_view(const VitModel& model, const EncoderView& view, const std::string& source);
 
 // The model input (width, height) for an image of (width, height): S×S, or with keep_aspect
 // the shorter side S and the longer rounded to the nearest multiple of P. Throws Error

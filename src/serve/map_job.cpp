@@ -50,7 +50,7 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
   view.classes = chosen_classes(served, query);
   view.class_names = served.labels.names;
   view.img_size = served.img_size;
-  pipeline::check_view(served.model, view, served.name);
+  view.layer = pipeline::check_view(served.model, view, served.name);  // resolved, as image_maps takes it
   return options;
 }
 

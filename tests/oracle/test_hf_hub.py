@@ -87,6 +87,10 @@ def check_layout(label, cache, repo_id, files, rev="main"):
         etag = hashlib.sha256(data).hexdigest() if lfs else git_sha1(data)
         T.check(link.is_symlink() and os.readlink(link) == f"../../blobs/{etag}",
                 f"{label}: {name} is a relative symlink to ../../blobs/{etag}: {os.readlink(link) if link.is_symlink() else 'not a link'}")
+        # Kept, as huggingface_hub keeps it: its processes lock the file at this name without
+        # looking whether it is still there, so removing it would let two fetch one blob.
+        T.check((Path(cache) / ".locks" / repo_cache.name / f"{etag}.lock").is_file(),
+                f"{label}: {name}'s lock file .locks/{repo_cache.name}/{etag}.lock is kept")
     leftovers = [p.name for p in (repo_cache / "blobs").iterdir() if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", p.name)]
     T.check(not leftovers, f"{label}: nothing but blobs in blobs/: {leftovers}")
     T.check((Path(cache) / ".locks" / repo_cache.name).is_dir(), f"{label}: the lock files sit in .locks/{repo_cache.name}")

@@ -191,5 +191,14 @@ TEST(LockFile, ASecondHolderWaitsAndNoFileIsLeft) {
   EXPECT_FALSE(fs::exists(d / "elsewhere"));
 }
 
+TEST(LockFile, OneOtherProgramsLockTooIsKept) {
+  test::TempDir d;
+  const fs::path lock = d / "blob.lock";
+  { const io::LockFile held(lock, io::LockFile::OnRelease::keep); }
+  EXPECT_TRUE(fs::is_regular_file(lock)) << "removed while others may wait on it";
+  { const io::LockFile again(lock, io::LockFile::OnRelease::keep); }  // the kept file locks again
+  EXPECT_TRUE(fs::is_regular_file(lock));
+}
+
 }  // namespace
 }  // namespace vitattn::pipeline
