@@ -56,7 +56,7 @@ std::istream& operator>>(std::istream& in, Rgb& rgb) {
   return in;
 }
 
-std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier) {
+std::vector<pipeline::MapMethod> chosen_methods(const ImageOptions& o, bool has_classifier) {
   const std::string name = o.rollout ? "rollout" : o.method;
   std::vector<pipeline::MapMethod> methods;
   for (pipeline::MapMethod m : pipeline::every_method())
@@ -69,7 +69,7 @@ namespace {
 
 // --method's rules: --rollout is its synonym; --head all, --class, --legrad-from and
 // --discard-ratio each with the methods they are for.
-void check_method(const CLI::App& app, const Options& o) {
+void check_method(const CLI::App& app, const ImageOptions& o) {
   if (o.rollout && app.count("--method") > 0 && o.method != "rollout")
     throw CLI::ValidationError(fmt::format("--rollout is --method rollout; not with --method {}", o.method));
   const std::string method = o.rollout ? "rollout" : o.method;
@@ -96,7 +96,7 @@ void check_method(const CLI::App& app, const Options& o) {
 
 }  // namespace
 
-void check_combinations(const CLI::App& app, const Options& o) {
+void check_combinations(const CLI::App& app, const ImageOptions& o) {
   if (o.model.file.empty()) check_seeded_shape(o.model.shape);
   if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
@@ -241,7 +241,7 @@ const CLI::Validator kClassChoice([](std::string& s) -> std::string { return s.e
                                   "", "class");
 
 // "Why the model decided": --method, --class, --legrad-from.
-void add_method_options(CLI::App& app, Options& o) {
+void add_method_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Why the model decided (checkpoints with a classifier)";
   std::vector<std::pair<std::string, std::string>> methods;
   for (pipeline::MapMethod m : pipeline::every_method()) methods.emplace_back(pipeline::method_name(m), pipeline::method_name(m));
@@ -311,7 +311,7 @@ void describe_program(CLI::App& app) {
   app.set_version_flag("--version", "vitattn " VITATTN_VERSION);
 }
 
-void add_input_options(CLI::App& app, Options& o) {
+void add_input_options(CLI::App& app, ImageOptions& o) {
   app.add_option("inputs", o.inputs, "Image files and/or folders")->type_name("PATH...");
   app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(kNonEmpty);
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
@@ -351,7 +351,7 @@ std::vector<CLI::Option*> add_normalisation_options(CLI::App& app, ModelOptions&
               ->group("Model")};
 }
 
-CLI::Option* add_model_options(CLI::App& app, Options& o) {
+CLI::Option* add_model_options(CLI::App& app, ImageOptions& o) {
   ModelOptions& m = o.model;
   CLI::Option* model = add_model_file_option(app, m);
   CLI::Option* seed = app.add_option("--seed", m.seed, "Seed of the untrained weights used without --model")
@@ -408,7 +408,7 @@ std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m,
   return {file_only[0], file_only[1], file_only[2], file_only[3], gelu, pos_interp};
 }
 
-void add_view_options(CLI::App& app, Options& o) {
+void add_view_options(CLI::App& app, ImageOptions& o) {
   app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
       ->type_name("K")
       ->check(CLI::Range(1, 1 << 20))
@@ -457,7 +457,7 @@ void add_view_options(CLI::App& app, Options& o) {
   add_method_options(app, o);
 }
 
-void add_output_options(CLI::App& app, Options& o) {
+void add_output_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Output";
   app.add_option("--threshold", o.threshold,
                  "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
@@ -538,7 +538,7 @@ const CLI::Validator kAboveOne(
     "in (1, 1e6]", "above one");
 }  // namespace
 
-void add_token_options(CLI::App& app, Options& o) {
+void add_token_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Tokens (any model)";
   app.add_option("--artifact-ratio", o.artifact_ratio,
                  "Flag a patch token as an artifact at a layer when its norm is above R × the layer's median patch "
@@ -573,7 +573,7 @@ void add_token_options(CLI::App& app, Options& o) {
       ->group(group);
 }
 
-void add_video_options(CLI::App& app, Options& o) {
+void add_video_options(CLI::App& app, ImageOptions& o) {
   // mp4, mov, mkv, webm and avi inputs (process_video.hpp).
   const std::string group = "Video";
   app.add_flag("--frames-dir", o.frames_dir,
@@ -603,7 +603,7 @@ void add_verbosity_options(CLI::App& app, int& verbosity) {
                         "More detail (debug log)");
 }
 
-void add_options(CLI::App& app, Options& o) {
+void add_options(CLI::App& app, ImageOptions& o) {
   describe_program(app);
   add_input_options(app, o);
   add_scale_out_options(app, o.scale_out);

@@ -206,10 +206,7 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
 fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, "_frames"); }
 
 void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& options,
-                   const VideoOptions& video) {
-  check_view(model, options.view, "the model");
-  OutputSet outputs = written_outputs(model, options);
-  outputs.video_extension = io::extension(video.codec);
+                   const VideoOptions& video, const OutputSet& outputs) {
   prepare_output_path(out_dir, job, outputs);
   commit_job(job, outputs, [&] { draw_video(job, model, options, video, outputs); });
 }
