@@ -47,7 +47,7 @@ int run_images(const ImageOptions& o) {
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   ImageRequest request;
   build_image_request(o, request);
-  ImageBatchEvents events(o, request.labels, request.batch.process.view.classes);
+  ImageBatchEvents events(o, request.labels, request.batch.process.view.classes, request.batch.draw);
   const pipeline::BatchOutcome outcome = pipeline::run_batch(request.batch, events);
   if (!request.batch.draw) return kExitOk;  // the model saved, nothing drawn
   return events.finish(outcome);

@@ -36,8 +36,9 @@ std::string batch_summary(const pipeline::BatchOutcome& b, const std::string& ou
                      r.not_started ? fmt::format(", {} not started", r.not_started) : std::string(), skip);
 }
 
-ImageBatchEvents::ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes)
-    : o_(o), labels_(std::move(labels)), classes_(std::move(classes)) {}
+ImageBatchEvents::ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes,
+                                   bool draw)
+    : o_(o), labels_(std::move(labels)), classes_(std::move(classes)), draw_(draw) {}
 
 std::optional<std::string> ImageBatchEvents::name_of(const std::string& role) const { return flag_of(role); }
 
@@ -54,8 +55,7 @@ void ImageBatchEvents::checked(const pipeline::OutputSet& outputs) {
   // Which classes --class named, once the run is known to go ahead (an error stays one line).
   if (!classes_.empty()) spdlog::info("--class: the maps of {}", pipeline::class_names(classes_));
   // The log first: a log that cannot be opened stops the run (exit 2) before anything is written.
-  const bool draw = !o_.inputs.empty() || !o_.scale_out.files_from.empty();
-  if (draw && !o_.scale_out.log_json.empty()) log_.emplace(o_.scale_out.log_json, outputs);
+  if (draw_ && !o_.scale_out.log_json.empty()) log_.emplace(o_.scale_out.log_json, outputs);
 }
 
 void ImageBatchEvents::already_done(const std::vector<pipeline::InputJob>& jobs) {

@@ -24,8 +24,9 @@ std::string batch_summary(const pipeline::BatchOutcome& outcome, const std::stri
 
 class ImageBatchEvents final : public pipeline::BatchEvents {
  public:
-  // `labels` name --top's classes; `classes`: those --class named (said once the run goes ahead).
-  ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes);
+  // `labels` name --top's classes; `classes`: those --class named (said once the run goes
+  // ahead); `draw`: the request's (no --log-json log when nothing is drawn).
+  ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes, bool draw);
 
   std::optional<std::string> name_of(const std::string& role) const override;  // its flag
   void message(Level level, const std::string& text) override;
@@ -51,6 +52,7 @@ class ImageBatchEvents final : public pipeline::BatchEvents {
   const ImageOptions& o_;
   io::ClassLabels labels_;
   std::vector<pipeline::ChosenClass> classes_;
+  bool draw_;
   std::optional<RunLog> log_;
   std::optional<TopClasses> top_;
   std::optional<Progress> progress_;

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "batch_files.hpp"
+#include "batch_pca_fit.hpp"
 #include "core/error.hpp"
-#include "core/pca.hpp"
 #include "files/file_io.hpp"
 #include "files/text.hpp"
 #include "model/single_head_layout.hpp"
@@ -70,11 +70,6 @@ bool has_video(const BatchPlan& plan) {
   return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const InputJob& j) { return j.video; });
 }
 
-// The batch's images (its jobs less the videos).
-std::size_t image_jobs(const BatchPlan& plan) {
-  return static_cast<std::size_t>(std::count_if(plan.jobs.begin(), plan.jobs.end(), [](const InputJob& j) { return !j.video; }));
-}
-
 // Keeps the jobs of `shard` (by InputJob::root_relative, core/shard.hpp); returns how many
 // were left to the other shards. After plan_batch, so that output names (collisions resolved
 // over the whole batch) are those of a one-machine run.
@@ -113,7 +108,7 @@ void BatchRun::plan_jobs() {
 void BatchRun::choose_pca_fit() {
   if (q_.pca_fit.kind == PcaFitChoice::Kind::image) return;
   if (q_.pca_fit.kind == PcaFitChoice::Kind::batch) {
-    const std::size_t images = image_jobs(plan_);
+    const std::size_t images = image_jobs(plan_.jobs);
     if (q_.draw && images < 2)
       throw Error(fmt::format("{0} batch: fits one PCA over the images of a batch, and this run has {1}; use "
                               "{0} image (the default)", named(roles::pca_fit), io::counted(images, "image", "images")));
@@ -165,34 +160,12 @@ void BatchRun::tell_plan() {
   for (const auto& err : plan_.errors) say(Level::error, err);
 }
 
-// The fitting pass of a batch PCA fit. Every image of the whole batch (also under a shard, and
-// those skip_existing will pass over), one after the other in input order, each forward on
-// every core, its patch features added to one CovarianceSum (D×D doubles, whatever the number
-// of images): every shard makes the same fit, bit for bit. An image that cannot be read is
-// left out (its own job fails and says why). The run without a shard writes <out>/pca_fit.npy.
+// The batch's PCA fit, before the jobs (batch_pca_fit.hpp); the run without a shard writes
+// it as <out>/pca_fit.npy.
 void BatchRun::fit_batch_pca() {
-  set_library_threads(cores());
-  const std::string fit = named(roles::pca_fit);
-  say(Level::info, fmt::format("{} batch: one PCA over the {} first (one more forward each){}", fit,
-                               io::counted(image_jobs(plan_), "image", "images"),
-                               q_.shard ? fmt::format("; every shard fits over the whole batch, {} FILE avoids it", fit)
-                                        : std::string()));
-  CovarianceSum sum(pca_feature_width(model_));
-  std::size_t used = 0;
-  for (const InputJob& job : plan_.jobs) {
-    if (job.video || stop_requested()) continue;
-    try {
-      const PatchFeatures f = image_patch_features(job.input, model_, process_);
-      sum.add(f.features, f.grid_h, f.grid_w);
-      ++used;
-    } catch (const std::exception& e) {  // an image's own failure (also one over the pixel limit): its job says it
-      say(Level::debug, fmt::format("{} batch: left out of the fit: {}", fit, e.what()));  // the error names the input
-    }
-  }
-  if (stop_requested()) return;
-  if (used == 0) throw Error(fit + " batch: no image of the batch could be read");
-  process_.pca->fit = as_in_file(fit_pca(sum));
-  say(Level::debug, fmt::format("{} batch: one fit over {}", fit, io::counted(used, "image", "images")));
+  std::optional<PcaFit> fit = pipeline::fit_batch_pca(plan_.jobs, model_, process_, q_.shard.has_value(), ev_);
+  if (!fit) return;  // stopped
+  process_.pca->fit = std::move(*fit);
   if (q_.shard) return;
   const fs::path file = q_.output / pca_fit_name();
   write_pca_fit(file, *process_.pca->fit);
