@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/shard.hpp"
-#include "pipeline/batch_plan.hpp"
 
 namespace vitattn::cli {
 

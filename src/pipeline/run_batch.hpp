@@ -75,9 +75,10 @@ struct BatchOutcome {
   StopReason stop = StopReason::none;
 };
 
-// Runs the batch. Throws Error (a usage or model error) before any file is written: a plan or
-// guard refusal, a PCA fit choice that does not fit; every job's own failure is counted and
-// told (job_finished) instead.
+// Runs the batch. Throws Error (a usage or model error): a plan or guard refusal or a PCA fit
+// choice that does not fit, before any file is written; a saved model not written, or a batch
+// PCA fit that found no readable image, after the output folder is made. Every job's own
+// failure is counted and told (job_finished) instead.
 BatchOutcome run_batch(const BatchRequest& request, BatchEvents& events);
 
 }  // namespace vitattn::pipeline
