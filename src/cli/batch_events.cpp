@@ -91,6 +91,12 @@ void ImageBatchEvents::jobs_done() {
   if (top_) top_->print();  // a failure is said there, and counted in report (standard_output_has_failed)
 }
 
+void ImageBatchEvents::batch_files_written(const std::vector<std::filesystem::path>& written,
+                                           const std::vector<std::string>& errors) {
+  for (const std::filesystem::path& p : written) spdlog::debug("wrote {}", io::display(p));
+  for (const std::string& e : errors) spdlog::error("{}", e);
+}
+
 bool ImageBatchEvents::should_stop() { return InterruptGuard::signal_received() != 0; }
 
 // The summary, after a signal the jobs not started in the log; the exit status.

@@ -39,6 +39,7 @@ class ImageBatchEvents final : public pipeline::BatchEvents {
   void warning(const std::string& text) override;
   void top_classes(const pipeline::InputJob& job, std::vector<ClassScore> classes) override;
   void jobs_done() override;
+  void batch_files_written(const std::vector<std::filesystem::path>& written, const std::vector<std::string>& errors) override;
   bool should_stop() override;  // a signal was received (InterruptGuard)
 
   // After run_batch: the summary, the log's last lines, and the exit status: 130/143 after a

@@ -3,6 +3,7 @@
 // Nothing below the CLI logs, reads the environment or names a flag: a message names a role,
 // which BatchEvents::name_of turns into the front end's word for it ("--pca-fit").
 #include <cstddef>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,12 +43,16 @@ class BatchEvents {
   virtual void already_done(const std::vector<InputJob>&) {}
   // The jobs are about to start on `workers` workers.
   virtual void jobs_starting(const std::vector<InputJob>&, int /*workers*/) {}
+  virtual void job_started(const InputJob&) {}
   virtual void job_finished(const InputJob&, const std::string& /*error: empty when it went well*/, double /*ms*/) {}
   virtual void frames_expected(std::size_t) {}  // a video's frames to come
   virtual void frame_done() {}                  // one more video frame written
   virtual void warning(const std::string&) {}   // about one job's input or output ("PATH: …")
   virtual void top_classes(const InputJob&, std::vector<ClassScore>) {}  // with process.top
   virtual void jobs_done() {}                   // every started job has finished
+  // The batch files written (their paths), and one line per file not written or part left out.
+  virtual void batch_files_written(const std::vector<std::filesystem::path>& /*written*/,
+                                   const std::vector<std::string>& /*errors*/) {}
   // Asked before each job, and each video frame: true stops the batch (the jobs in hand finish).
   virtual bool should_stop() { return false; }
 

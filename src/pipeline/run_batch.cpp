@@ -204,6 +204,7 @@ void BatchRun::select_jobs() {
 // One job on a worker: an image, or a video with its frames told as they are written. An
 // Error about a choice that does not fit this input is said with the front end's name for it.
 void BatchRun::run_job(const ProcessOptions& process, const InputJob& job) {
+  ev_.job_started(job);
   try {
     if (!job.video) {
       process_image(q_.output, job, model_, process, outputs_);
@@ -266,8 +267,7 @@ void BatchRun::write_batch_files() {
     return;
   }
   const BatchFilesWritten written = pipeline::write_batch_files(q_.output, batch_jobs_, outputs_);
-  for (const fs::path& p : written.written) say(Level::debug, fmt::format("wrote {}", io::display(p)));
-  for (const std::string& e : written.errors) say(Level::error, e);
+  ev_.batch_files_written(written.written, written.errors);
   out_.batch_file_errors = written.errors;
 }
 

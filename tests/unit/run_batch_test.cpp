@@ -36,11 +36,15 @@ class Recorder final : public BatchEvents {
   void jobs_starting(const std::vector<pipeline::InputJob>& jobs, int workers) override {
     add("starting " + std::to_string(jobs.size()) + " on " + std::to_string(workers));
   }
+  void job_started(const pipeline::InputJob& job) override { add(job.input.filename().string() + " started"); }
   void job_finished(const pipeline::InputJob& job, const std::string& error, double ms) override {
     EXPECT_GE(ms, 0.0);
     add(job.input.filename().string() + (error.empty() ? " ok" : " failed: " + error));
   }
   void jobs_done() override { add("done"); }
+  void batch_files_written(const std::vector<fs::path>& written, const std::vector<std::string>& errors) override {
+    add("batch files " + std::to_string(written.size()) + " written, " + std::to_string(errors.size()) + " failed");
+  }
   bool should_stop() override { return stop; }
 
  private:
@@ -75,14 +79,18 @@ TEST_F(RunBatch, TellsEachJobInOrderAndCountsTheFailedOne) {
   Recorder events;
   const pipeline::BatchOutcome outcome = pipeline::run_batch(request_, events);
 
-  ASSERT_EQ(events.lines.size(), 6u);
+  ASSERT_EQ(events.lines.size(), 10u);
   EXPECT_EQ(events.lines[0], "checked");
   EXPECT_EQ(events.lines[1], "starting 3 on 1");
-  EXPECT_EQ(events.lines[2], "a.png ok");
-  EXPECT_EQ(events.lines[3], "b.png ok");
-  EXPECT_EQ(events.lines[4].rfind("c.png failed: ", 0), 0u) << events.lines[4];
-  EXPECT_NE(events.lines[4].find((dir_ / "in" / "c.png").string()), std::string::npos) << "the error names the file";
-  EXPECT_EQ(events.lines[5], "done");
+  EXPECT_EQ(events.lines[2], "a.png started");
+  EXPECT_EQ(events.lines[3], "a.png ok");
+  EXPECT_EQ(events.lines[4], "b.png started");
+  EXPECT_EQ(events.lines[5], "b.png ok");
+  EXPECT_EQ(events.lines[6], "c.png started");
+  EXPECT_EQ(events.lines[7].rfind("c.png failed: ", 0), 0u) << events.lines[7];
+  EXPECT_NE(events.lines[7].find((dir_ / "in" / "c.png").string()), std::string::npos) << "the error names the file";
+  EXPECT_EQ(events.lines[8], "done");
+  EXPECT_EQ(events.lines[9], "batch files 0 written, 0 failed");  // none asked for
 
   EXPECT_FALSE(outcome.found_none);
   EXPECT_EQ(outcome.total, 3u);
@@ -107,7 +115,7 @@ TEST_F(RunBatch, AStopBeforeTheJobsStartsNone) {
   Recorder events;
   events.stop = true;
   const pipeline::BatchOutcome outcome = pipeline::run_batch(request_, events);
-  EXPECT_EQ(events.lines, std::vector<std::string>{"checked"});
+  EXPECT_EQ(events.lines, (std::vector<std::string>{"checked", "batch files 0 written, 0 failed"}));
   EXPECT_EQ(outcome.counts.written + outcome.counts.failed, 0u);
   EXPECT_EQ(outcome.counts.not_started, 3u);
   EXPECT_EQ(outcome.stop, pipeline::StopReason::requested);
