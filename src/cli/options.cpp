@@ -72,7 +72,7 @@ std::istream& operator>>(std::istream& in, MethodChoice& m) {
   return in;
 }
 
-std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier) {
+std::vector<pipeline::MapMethod> chosen_methods(const ImageOptions& o, bool has_classifier) {
   std::vector<pipeline::MapMethod> methods;
   for (pipeline::MapMethod m : pipeline::every_method())
     if (o.method.is(m) || (o.method.all && (has_classifier || !pipeline::needs_classifier(m)))) methods.push_back(m);
@@ -82,7 +82,7 @@ std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_class
 namespace {
 
 // --rollout is --method rollout: folded into o.method, once; refused beside another --method.
-void fold_rollout(const CLI::App& app, Options& o) {
+void fold_rollout(const CLI::App& app, ImageOptions& o) {
   if (!o.rollout) return;
   if (app.count("--method") > 0 && !o.method.is(pipeline::MapMethod::rollout))
     throw CLI::ValidationError(fmt::format("--rollout is --method rollout; not with --method {}", o.method.name()));
@@ -91,7 +91,7 @@ void fold_rollout(const CLI::App& app, Options& o) {
 
 // --method's rules: --head all, --class, --legrad-from and --discard-ratio each with the
 // methods they are for.
-void check_method(const CLI::App& app, const Options& o) {
+void check_method(const CLI::App& app, const ImageOptions& o) {
   const MethodChoice& method = o.method;
   const bool all = method.all;
   if ((method.is(pipeline::MapMethod::rollout) || all) && o.head.choice != pipeline::HeadChoice::fuse)
@@ -119,7 +119,7 @@ void check_method(const CLI::App& app, const Options& o) {
 
 }  // namespace
 
-void check_combinations(const CLI::App& app, Options& o) {
+void check_combinations(const CLI::App& app, ImageOptions& o) {
   if (o.model.file.empty()) check_seeded_shape(o.model.shape);
   if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
@@ -265,7 +265,7 @@ const CLI::Validator kClassChoice([](std::string& s) -> std::string { return s.e
                                   "", "class");
 
 // "Why the model decided": --method, --class, --legrad-from.
-void add_method_options(CLI::App& app, Options& o) {
+void add_method_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Why the model decided (checkpoints with a classifier)";
   std::vector<std::pair<std::string, std::string>> methods;
   for (pipeline::MapMethod m : pipeline::every_method()) methods.emplace_back(pipeline::method_name(m), pipeline::method_name(m));
@@ -334,7 +334,7 @@ void describe_program(CLI::App& app) {
   app.set_version_flag("--version", "vitattn " VITATTN_VERSION);
 }
 
-void add_input_options(CLI::App& app, Options& o) {
+void add_input_options(CLI::App& app, ImageOptions& o) {
   app.add_option("inputs", o.inputs, "Image files and/or folders")->type_name("PATH...");
   app.add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(kNonEmpty);
   app.add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of folder inputs");
@@ -374,7 +374,7 @@ std::vector<CLI::Option*> add_normalisation_options(CLI::App& app, ModelOptions&
               ->group("Model")};
 }
 
-CLI::Option* add_model_options(CLI::App& app, Options& o) {
+CLI::Option* add_model_options(CLI::App& app, ImageOptions& o) {
   ModelOptions& m = o.model;
   CLI::Option* model = add_model_file_option(app, m);
   CLI::Option* seed = app.add_option("--seed", m.seed, "Seed of the untrained weights used without --model")
@@ -431,7 +431,7 @@ std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m,
   return {file_only[0], file_only[1], file_only[2], file_only[3], gelu, pos_interp};
 }
 
-void add_view_options(CLI::App& app, Options& o) {
+void add_view_options(CLI::App& app, ImageOptions& o) {
   app.add_option("--top", o.top, "Print each image's K most likely classes and write <out>/predictions.csv (needs a classifier)")
       ->type_name("K")
       ->check(CLI::Range(1, 1 << 20))
@@ -480,7 +480,7 @@ void add_view_options(CLI::App& app, Options& o) {
   add_method_options(app, o);
 }
 
-void add_output_options(CLI::App& app, Options& o) {
+void add_output_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Output";
   app.add_option("--threshold", o.threshold,
                  "Outline the fewest patches holding this fraction of the map's mass (DINO's mask)")
@@ -561,7 +561,7 @@ const CLI::Validator kAboveOne(
     "in (1, 1e6]", "above one");
 }  // namespace
 
-void add_token_options(CLI::App& app, Options& o) {
+void add_token_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Tokens (any model)";
   app.add_option("--artifact-ratio", o.artifact_ratio,
                  "Flag a patch token as an artifact at a layer when its norm is above R × the layer's median patch "
@@ -596,7 +596,7 @@ void add_token_options(CLI::App& app, Options& o) {
       ->group(group);
 }
 
-void add_video_options(CLI::App& app, Options& o) {
+void add_video_options(CLI::App& app, ImageOptions& o) {
   // mp4, mov, mkv, webm and avi inputs (process_video.hpp).
   const std::string group = "Video";
   app.add_flag("--frames-dir", o.frames_dir,
@@ -626,7 +626,7 @@ void add_verbosity_options(CLI::App& app, int& verbosity) {
                         "More detail (debug log)");
 }
 
-void add_options(CLI::App& app, Options& o) {
+void add_options(CLI::App& app, ImageOptions& o) {
   describe_program(app);
   add_input_options(app, o);
   add_scale_out_options(app, o.scale_out);

@@ -52,7 +52,7 @@ struct ModelOptions {
 };
 
 // The image command: `vitattn [OPTIONS] inputs…`.
-struct Options {
+struct ImageOptions {
   std::vector<std::string> inputs;
   std::string output = "vitattn-out";
   bool recursive = false;
@@ -109,10 +109,10 @@ struct Options {
 // The program's description, its examples and exit statuses (the footer), --version.
 void describe_program(CLI::App& app);
 // inputs, -o, -r, --skip-existing, -j.
-void add_input_options(CLI::App& app, Options& o);
+void add_input_options(CLI::App& app, ImageOptions& o);
 // "Model": --model, --seed, --img-size, the seeded shape, --mean/--std, --save-model, --no-scale.
 // Returns --model, for the options that need it.
-CLI::Option* add_model_options(CLI::App& app, Options& o);
+CLI::Option* add_model_options(CLI::App& app, ImageOptions& o);
 // --model alone (for a subcommand that always reads a file): the same check and help.
 CLI::Option* add_model_file_option(CLI::App& app, ModelOptions& m);
 // --img-size, and --mean and --std ("Model"): the image command declares them among the
@@ -125,27 +125,27 @@ std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m,
 // What is drawn: --top ("Checkpoints": it needs a classifier); --layer, --head, --rollout,
 // --discard-ratio, --keep-aspect ("View (any model)": the seeded head is a one-layer ViT too);
 // --method, --class, --legrad-from ("Why the model decided": the class-specific maps).
-void add_view_options(CLI::App& app, Options& o);
+void add_view_options(CLI::App& app, ImageOptions& o);
 // "Output": --threshold, --save-attention, --report…, --interp, --colormap, --alpha, --format,
 // --quality, --max-pixels, --strict.
-void add_output_options(CLI::App& app, Options& o);
+void add_output_options(CLI::App& app, ImageOptions& o);
 // "Tokens (any model)": --artifact-ratio, --clean, --heads-csv, --pca, --pca-mask, --pca-fit.
-void add_token_options(CLI::App& app, Options& o);
+void add_token_options(CLI::App& app, ImageOptions& o);
 // "Video": --frames-dir, --every, --max-frames, --smooth.
-void add_video_options(CLI::App& app, Options& o);
+void add_video_options(CLI::App& app, ImageOptions& o);
 // -q and -v, counted into `verbosity` (shared by the main command and its subcommands).
 void add_verbosity_options(CLI::App& app, int& verbosity);
 
 // The image command's options on `app`: every group above, in the help's order.
-void add_options(CLI::App& app, Options& options);
+void add_options(CLI::App& app, ImageOptions& options);
 
 // The methods --method names: one, or with "all" every one (those that need a classifier only
 // when `has_classifier`).
-std::vector<pipeline::MapMethod> chosen_methods(const Options& o, bool has_classifier);
+std::vector<pipeline::MapMethod> chosen_methods(const ImageOptions& o, bool has_classifier);
 
 // Rules that depend on an option's value rather than on its presence; throws CLI::ValidationError.
 // Folds --rollout into options.method first (refusing it beside another --method).
-void check_combinations(const CLI::App& app, Options& options);
+void check_combinations(const CLI::App& app, ImageOptions& options);
 
 // A validator of a file to read: "no such file" rather than a message about its contents.
 const CLI::Validator& readable_file();

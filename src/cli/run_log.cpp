@@ -116,20 +116,4 @@ void RunLog::not_started(const std::vector<pipeline::InputJob>& jobs, std::size_
   write(lines);
 }
 
-pipeline::FinishedJobs drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs,
-                                                 RunLog* log) {
-  if (!log) return pipeline::drop_finished_jobs(plan, outputs);
-  const std::vector<pipeline::InputJob> before = plan.jobs;
-  pipeline::FinishedJobs finished = pipeline::drop_finished_jobs(plan, outputs);
-  // plan.jobs is now a subsequence of `before`: walk both to find what went.
-  std::vector<pipeline::InputJob> done;
-  std::size_t kept = 0;
-  for (const pipeline::InputJob& job : before) {
-    if (kept < plan.jobs.size() && plan.jobs[kept].output_base == job.output_base) ++kept;
-    else done.push_back(job);
-  }
-  log->already_done(done);
-  return finished;
-}
-
 }  // namespace vitattn::cli

@@ -43,7 +43,7 @@ class RunLog {
   bool close();
   // --skip-existing left these out: their outputs are there.
   void already_done(const std::vector<pipeline::InputJob>& jobs);
-  // The run stopped before the last `n` of `jobs` started (run_batch claims jobs in order);
+  // The run stopped before the last `n` of `jobs` started (pipeline::run_on_workers claims jobs in order);
   // `reason`: why ("the run was interrupted by SIGTERM").
   void not_started(const std::vector<pipeline::InputJob>& jobs, std::size_t n, const std::string& reason);
 
@@ -57,9 +57,5 @@ class RunLog {
   pipeline::OutputSet outputs_;
   mutable std::mutex mutex_;
 };
-
-// pipeline::drop_finished_jobs, and a "skipped" line in `log` (when given) for each job it dropped.
-pipeline::FinishedJobs drop_finished_jobs_logged(pipeline::BatchPlan& plan, const pipeline::OutputSet& outputs,
-                                                 RunLog* log);
 
 }  // namespace vitattn::cli

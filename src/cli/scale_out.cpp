@@ -87,8 +87,4 @@ std::vector<std::filesystem::path> batch_inputs(const std::vector<std::string>& 
   return inputs;
 }
 
-std::size_t keep_shard(std::vector<pipeline::InputJob>& jobs, Shard shard) {
-  return std::erase_if(jobs, [shard](const pipeline::InputJob& job) { return !in_shard(job.root_relative.generic_string(), shard); });
-}
-
 }  // namespace vitattn::cli

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/shard.hpp"
-#include "pipeline/batch_plan.hpp"
 
 namespace vitattn::cli {
 
@@ -32,10 +31,5 @@ std::optional<Shard> resolve_shard(const ScaleOutOptions& options);
 
 // The command line's inputs followed by the --files-from list's. Throws Error naming the list.
 std::vector<std::filesystem::path> batch_inputs(const std::vector<std::string>& named, const ScaleOutOptions& options);
-
-// Keeps the jobs of `shard` (by InputJob::root_relative, core/shard.hpp); returns how many
-// were left to the other shards. Call after plan_batch, so that output names (collisions
-// resolved over the whole batch) are those of a one-machine run.
-std::size_t keep_shard(std::vector<pipeline::InputJob>& jobs, Shard shard);
 
 }  // namespace vitattn::cli

@@ -13,7 +13,7 @@
 
 namespace vitattn::cli {
 
-void check_classifier(const Options& o, const VitModel& model) {
+void check_classifier(const ImageOptions& o, const VitModel& model) {
   if (model.has_classifier()) return;
   if (o.faithfulness) {  // its score is a class's probability
     if (o.model.file.empty()) throw Error("--faithfulness needs a checkpoint with a classifier; the seeded model has none");
@@ -27,7 +27,7 @@ void check_classifier(const Options& o, const VitModel& model) {
   throw Error(fmt::format("--top needs a checkpoint with a classifier; {} has none", o.model.file));
 }
 
-void warn_top_above_classes(const Options& o, const VitModel& model) {
+void warn_top_above_classes(const ImageOptions& o, const VitModel& model) {
   const int classes = model.n_classes();
   if (o.top <= classes || !model.has_classifier()) return;
   spdlog::warn("--top {}: {} has {} classes; each image gets all {}", o.top,

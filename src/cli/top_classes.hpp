@@ -14,11 +14,11 @@
 namespace vitattn::cli {
 
 // Throws Error (a usage error) when --top or --faithfulness is given and the model has no classifier.
-void check_classifier(const Options& o, const VitModel& model);
+void check_classifier(const ImageOptions& o, const VitModel& model);
 
 // One warning when --top asks for more classes than the classifier has (each image then gets
 // them all): "--top 20: m.safetensors has 10 classes; each image gets all 10".
-void warn_top_above_classes(const Options& o, const VitModel& model);
+void warn_top_above_classes(const ImageOptions& o, const VitModel& model);
 
 class TopClasses {
  public:

@@ -371,7 +371,7 @@ void write_overlays(const InputJob& job, const std::vector<cv::Mat>& overlays, c
 
 // Writes the job's outputs but its settings record; returns its top classes (with --top and a
 // classifier, else none) for on_top, once the record is written too.
-std::vector<ClassScore> process(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
+std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel& model, const ProcessOptions& options) {
   const EncoderView& view = options.view;
   const cv::Mat bgr = load_image(job.input, options.max_pixels, options.damage);  // (H, W) original
   const InputGrid g = input_grid(bgr, model, view);
@@ -519,12 +519,12 @@ ProcessOptions checked_options(const VitModel& model, const ProcessOptions& opti
   return checked;
 }
 
-void process_image(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& asked) {
+void process_image(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& asked,
+                   const OutputSet& outputs) {
   const ProcessOptions options = checked_options(model, asked);
-  const OutputSet outputs = written_outputs(model, options);
   prepare_output_path(out_dir, job, outputs);  // the folders, and no symlink in the output tree followed
   std::vector<ClassScore> classes;
-  commit_job(job, outputs, [&] { classes = process(job, model, options); });
+  commit_job(job, outputs, [&] { classes = write_image_outputs(job, model, options); });
   if (!classes.empty() && options.on_top) options.on_top(job, std::move(classes));
 }
 

@@ -89,10 +89,12 @@ ProcessOptions checked_options(const VitModel& model, const ProcessOptions& opti
 // Throws Error with a one-line message naming the input (or the output it could not write),
 // Error with a Subject when a choice does not fit this image. Makes the job's output folders (through
 // prepare_output_path, output_folders.hpp) below `out_dir` and writes
-// output_paths(job.output_base, written_outputs(model, options)), no other file, as one commit
-// (job_record.hpp: the settings record last; after a failure none of them is left).
+// output_paths(job.output_base, outputs), no other file, as one commit (job_record.hpp: the
+// settings record last; after a failure none of them is left). `options.view` must have passed
+// check_view for `model`, and `outputs` be written_outputs(model, options): both once for a
+// whole batch (prepare_outputs, run_batch.hpp), not per image.
 void process_image(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
-                   const ProcessOptions& options);
+                   const ProcessOptions& options, const OutputSet& outputs);
 
 // One map an image gets (map_slots, view.hpp), and its names.
 struct NamedMap {

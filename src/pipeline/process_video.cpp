@@ -206,10 +206,8 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
 fs::path frames_folder(const InputJob& job) { return with_suffix(job.output_base, frames_suffix().c_str()); }
 
 void process_video(const fs::path& out_dir, const InputJob& job, const VitModel& model, const ProcessOptions& asked,
-                   const VideoOptions& video) {
+                   const VideoOptions& video, const OutputSet& outputs) {
   const ProcessOptions options = checked_options(model, asked);
-  OutputSet outputs = written_outputs(model, options);
-  outputs.video_extension = io::extension(video.codec);
   prepare_output_path(out_dir, job, outputs);
   commit_job(job, outputs, [&] { draw_video(job, model, options, video, outputs); });
 }

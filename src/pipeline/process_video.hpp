@@ -35,10 +35,11 @@ std::filesystem::path frames_folder(const InputJob& job);
 // Error about io::roles::pixel_limit when its frames are over the limit. A truncated or corrupt video
 // gives the frames decoded before the damage and a warning through options.damage (an Error
 // with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
-// true) for written_outputs(model, options) with outputs.video_extension = extension(video.codec),
-// the video last but the settings record (one commit: job_record.hpp), and with frames_dir
-// the frames' PNGs.
+// true), the video last but the settings record (one commit: job_record.hpp), and with
+// frames_dir the frames' PNGs. As process_image: `options.view` checked and `outputs` =
+// written_outputs(model, options), once for the batch, here with outputs.video_extension =
+// extension(video.codec).
 void process_video(const std::filesystem::path& out_dir, const InputJob& job, const VitModel& model,
-                   const ProcessOptions& options, const VideoOptions& video);
+                   const ProcessOptions& options, const VideoOptions& video, const OutputSet& outputs);
 
 }  // namespace vitattn::pipeline

@@ -7,19 +7,10 @@
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
 #include "pipeline/process_image.hpp"
+#include "pipeline/report_start.hpp"
 
 namespace vitattn::serve {
 namespace {
-
-// The page's starting head as the CLI's --head names it.
-std::string head_text(const MapQuery& q) {
-  if (q.head == pipeline::HeadChoice::index) return std::to_string(q.head_index);
-  switch (q.fusion) {
-    case HeadFusion::max: return "max";
-    case HeadFusion::min: return "min";
-    default: return "mean";
-  }
-}
 
 std::string sha256_hex(const void* data, std::size_t size) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -34,15 +25,13 @@ std::string sha256_hex(const void* data, std::size_t size) {
 
 pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuery& query, std::uint64_t max_pixels) {
   pipeline::ProcessOptions options = map_options(served, query, max_pixels);
-  io::ReportSettings r;  // as the CLI's report_settings (src/cli/app.cpp) for these options
-  r.start.layer = query.layer;
-  r.start.head = head_text(query);
-  r.start.rollout = query.method == pipeline::MapMethod::rollout;
-  r.start.method = pipeline::report_start_method(query.method);
+  io::ReportSettings r;  // the page opens as the image command's does (pipeline/report_start.hpp)
+  r.start = pipeline::report_start(options.view);
+  r.start.layer = query.layer;  // as asked, as the CLI's page starts (map_options resolved the view's)
   options.report = r;
   if (query.top && !served.model.has_classifier())
     throw Error(fmt::format("top={}: {} has no classifier, so no classes to list", *query.top, served.name));
-  options.report_classes = pipeline::TopRequest{query.top.value_or(3), served.labels};  // the CLI's: --top K, else 3
+  options.report_classes = pipeline::report_class_picker(query.top, served.labels);
   if (query.pca) options.pca.emplace();  // the CLI's --pca with --pca-fit image: the image's own fit
   return options;
 }

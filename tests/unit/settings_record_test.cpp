@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 // The record of a command line (without the program name), the seeded model.
 std::string record_of(std::vector<std::string> args) {
   CLI::App app;
-  Options o;
+  ImageOptions o;
   add_options(app, o);
   std::reverse(args.begin(), args.end());  // CLI11 takes them last first
   app.parse(args);
@@ -26,7 +26,7 @@ std::string record_of(std::vector<std::string> args) {
 
 TEST(SettingsRecord, EveryRowOfTheTableIsAnOption) {
   CLI::App app;
-  Options o;
+  ImageOptions o;
   add_options(app, o);
   for (const OptionRecord& r : option_records()) {
     const auto options = app.get_options();
