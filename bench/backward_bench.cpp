@@ -96,7 +96,7 @@ void print_timing(const char* name, const Timing& t) {
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   try {
-    const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::load_tensor_file(args.model)).model;
+    const vitattn::VitModel model = vitattn::model::load_vit(vitattn::tensors::load_tensor_file(args.model)).model;
     const double rss_loaded_mb = proc_status_mb("VmRSS");
     vitattn::pipeline::set_library_threads(args.threads);
     const vitattn::ImageTensor x = random_image(224);

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     const double rss_start_mb = proc_status_mb("VmRSS");
     const auto load_t0 = clock::now();
     const std::clock_t load_c0 = std::clock();
-    const vitattn::VitModel model = vitattn::io::load_vit(vitattn::io::load_tensor_file(args.model)).model;
+    const vitattn::VitModel model = vitattn::model::load_vit(vitattn::tensors::load_tensor_file(args.model)).model;
     const double load_cpu_seconds = static_cast<double>(std::clock() - load_c0) / CLOCKS_PER_SEC;
     const double load_seconds = std::chrono::duration<double>(clock::now() - load_t0).count();
     const double rss_loaded_mb = proc_status_mb("VmRSS"), rss_peak_loaded_mb = proc_status_mb("VmHWM");

@@ -70,7 +70,7 @@ std::vector<fs::path> image_files(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (fs::is_directory(a)) {
       for (const auto& e : fs::directory_iterator(a))
-        if (e.is_regular_file() && vitattn::io::has_image_extension(e.path())) files.push_back(e.path());
+        if (e.is_regular_file() && vitattn::image::has_image_extension(e.path())) files.push_back(e.path());
     } else {
       files.emplace_back(a);
     }
@@ -79,8 +79,8 @@ std::vector<fs::path> image_files(const std::vector<std::string>& args) {
   return files;
 }
 
-const char* filter_name(vitattn::io::PngFilter f) {
-  using vitattn::io::PngFilter;
+const char* filter_name(vitattn::image::PngFilter f) {
+  using vitattn::image::PngFilter;
   switch (f) {
     case PngFilter::none: return "none";
     case PngFilter::sub: return "sub";
@@ -120,27 +120,27 @@ int main(int argc, char** argv) {
   std::vector<cv::Mat> overlays;
   double megapixels = 0;
   for (const auto& f : files) {
-    const cv::Mat bgr = vitattn::io::load_image(f, 100'000'000);
+    const cv::Mat bgr = vitattn::image::load_image(f, 100'000'000);
     vitattn::ForwardOptions fo;
     fo.last_layer = 0;  // the attention only, as the image pipeline runs it
-    const auto r = vitattn::forward(model, vitattn::io::preprocess(bgr, size, model.norm), fo);
+    const auto r = vitattn::forward(model, vitattn::image::preprocess(bgr, size, model.norm), fo);
     const vitattn::Matrix map = vitattn::class_token_map(r.attention[0][0], 1, model.grid_h, model.grid_w);
-    overlays.push_back(vitattn::io::render_overlay(bgr, map, vitattn::io::RenderOptions{}));
+    overlays.push_back(vitattn::image::render_overlay(bgr, map, vitattn::image::RenderOptions{}));
     megapixels += static_cast<double>(bgr.total()) / 1e6;
   }
 
   std::vector<Encoder> encoders = {
       {"imencode default", [](const cv::Mat& m) { return imencode(m, {}); }},
       {"imencode level 1", [](const cv::Mat& m) { return imencode(m, {cv::IMWRITE_PNG_COMPRESSION, 1}); }},
-      {"vitattn", [](const cv::Mat& m) { return vitattn::io::encode_png(m); }},
+      {"vitattn", [](const cv::Mat& m) { return vitattn::image::encode_png(m); }},
   };
   if (sweep) {
-    using vitattn::io::PngFilter;
+    using vitattn::image::PngFilter;
     for (PngFilter f : {PngFilter::none, PngFilter::sub, PngFilter::up, PngFilter::paeth, PngFilter::adaptive})
-      for (int level : {vitattn::io::PngOptions::kHuffmanOnly, 1, 2, 3}) {
-        const vitattn::io::PngOptions o{f, level, std::size_t{1} << 20};
+      for (int level : {vitattn::image::PngOptions::kHuffmanOnly, 1, 2, 3}) {
+        const vitattn::image::PngOptions o{f, level, std::size_t{1} << 20};
         encoders.push_back({std::string("vitattn ") + filter_name(f) + " level " + std::to_string(level),
-                            [o](const cv::Mat& m) { return vitattn::io::encode_png(m, o); }});
+                            [o](const cv::Mat& m) { return vitattn::image::encode_png(m, o); }});
       }
   }
 

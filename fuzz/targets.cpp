@@ -46,8 +46,8 @@ bool same_matrix(const M& a, const M& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() && same_bits(a.data(), b.data(), static_cast<std::size_t>(a.size()));
 }
 
-bool is_float_dtype(io::DType t) {
-  return t == io::DType::F32 || t == io::DType::F16 || t == io::DType::BF16 || t == io::DType::F64;
+bool is_float_dtype(tensors::DType t) {
+  return t == tensors::DType::F32 || t == tensors::DType::F16 || t == tensors::DType::BF16 || t == tensors::DType::F64;
 }
 
 // ---- .npy header reader, independent of encode_npy ------------------------------------------
@@ -174,9 +174,9 @@ std::optional<NpyHeader> read_npy_header(const std::vector<std::uint8_t>& b) {
 // the format by name and magic, family detection, load, validation, class names from the
 // metadata (asked for, so that a classifier's "classes" are read as --top reads them).
 VitModel open_bytes(std::vector<std::uint8_t> bytes, const std::string& name) {
-  io::ModelRequest request;
+  model::ModelRequest request;
   request.labels = true;
-  return io::open_model_bytes(std::move(bytes), name, request).model;
+  return model::open_model_bytes(std::move(bytes), name, request).model;
 }
 
 }  // namespace
@@ -185,7 +185,7 @@ Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "fuzz.safetensors";
   std::vector<std::uint8_t> bytes(data, data + size);
   try {
-    const io::TensorFile st = io::TensorFile::parse(bytes, source);
+    const tensors::TensorFile st = tensors::TensorFile::parse(bytes, source);
     for (const auto& [name, info] : st.tensors()) {
       require(st.find(name) == &info, "find() does not return the listed tensor");
       try {
@@ -212,19 +212,19 @@ Outcome safetensors_input(const std::uint8_t* data, std::size_t size) {
     require_names(e, source);
     return Outcome::refused;
   }
-  if (!io::has_single_head_layout(m)) return Outcome::accepted;
+  if (!model::has_single_head_layout(m)) return Outcome::accepted;
   // What --save-model writes from a loaded model must open again, bit for bit (a bias the
   // file left out is written as zeros).
   VitModel back;
   try {
-    back = open_bytes(io::encode_model(m), "round-trip.safetensors");
+    back = open_bytes(model::encode_model(m), "round-trip.safetensors");
   } catch (const Error& e) {
     std::fprintf(stderr, "round trip refused: %s\n", e.what());
     require(false, "a loaded model, saved again, is refused by the loader");
   }
   const auto or_zeros = [](const RowVector& v, Eigen::Index n) { return v.size() ? v : RowVector(RowVector::Zero(n)); };
   const EncoderBlock &a = m.blocks.front(), &b = back.blocks.front();
-  require(back.patch_size == m.patch_size && io::has_single_head_layout(back), "round trip changed the layout");
+  require(back.patch_size == m.patch_size && model::has_single_head_layout(back), "round trip changed the layout");
   require(same_matrix(back.w_patch, m.w_patch) && same_matrix(back.b_patch, or_zeros(m.b_patch, m.d_model())) &&
               same_matrix(back.cls_token, m.cls_token) && same_matrix(back.pos_embed, m.pos_embed) &&
               same_matrix(b.w_qkv, a.w_qkv) && same_matrix(b.b_qkv, or_zeros(a.b_qkv, a.w_qkv.rows())),
@@ -238,7 +238,7 @@ Outcome image_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "fuzz.image";
   cv::Mat bgr;
   try {
-    bgr = io::decode_image(std::vector<std::uint8_t>(data, data + size), source, kImageMaxPixels);
+    bgr = image::decode_image(std::vector<std::uint8_t>(data, data + size), source, kImageMaxPixels);
   } catch (const Error& e) {
     require_names(e, source);
     return Outcome::refused;
@@ -249,12 +249,12 @@ Outcome image_input(const std::uint8_t* data, std::size_t size) {
   // --max-pixels is applied to the size read from the header, before OpenCV allocates the
   // image. That only holds if every format OpenCV decoded has its size read first, and if the
   // header never claims fewer pixels than the decoder then produces.
-  const auto header = io::read_image_size(std::span<const std::uint8_t>(data, size));
+  const auto header = image::read_image_size(std::span<const std::uint8_t>(data, size));
   require(header.has_value(), "OpenCV decoded an image whose size read_image_size could not read first");
-  require(static_cast<std::uint64_t>(bgr.total()) <= io::pixel_count(*header),
+  require(static_cast<std::uint64_t>(bgr.total()) <= image::pixel_count(*header),
           "the decoded image has more pixels than read_image_size found in the header");
   // The next step of every image: resize and normalise (a small S keeps each run quick).
-  const ImageTensor t = io::preprocess(bgr, 16, Normalization{});
+  const ImageTensor t = image::preprocess(bgr, 16, Normalization{});
   require(t.height == 16 && t.width == 16 && t.chw.size() == 3 * 16 * 16, "preprocess returned the wrong size");
   for (float v : t.chw) require(std::isfinite(v), "preprocess produced a non-finite value");
   return Outcome::accepted;
@@ -288,7 +288,7 @@ Outcome npy_input(const std::uint8_t* data, std::size_t size) {
       for (std::size_t i = 0; i < n * 4; ++i) out[i] = data[8 + i % payload];
   }
 
-  const std::vector<std::uint8_t> npy = io::encode_npy(m);
+  const std::vector<std::uint8_t> npy = tensors::encode_npy(m);
   const auto h = read_npy_header(npy);
   require(h.has_value(), "encode_npy wrote a header the .npy reader cannot parse");
   require(h->data_offset % 64 == 0, "the data of the .npy file do not start 64-byte aligned");
@@ -304,9 +304,9 @@ Outcome npy_input(const std::uint8_t* data, std::size_t size) {
 
 Outcome npy_read_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "input.npy";
-  io::NpyArray a;
+  tensors::NpyArray a;
   try {
-    a = io::parse_npy(std::vector<std::uint8_t>(data, data + size), source);
+    a = tensors::parse_npy(std::vector<std::uint8_t>(data, data + size), source);
   } catch (const Error& e) {
     require_names(e, source);
     return Outcome::refused;
@@ -314,7 +314,7 @@ Outcome npy_read_input(const std::uint8_t* data, std::size_t size) {
   std::uint64_t count = 1;
   for (auto n : a.shape) count *= n;
   require(count == a.values.size(), "parse_npy returned a value count that does not match its shape");
-  const io::NpyArray back = io::parse_npy(io::encode_npy(a.values.data(), a.shape), "again.npy");
+  const tensors::NpyArray back = tensors::parse_npy(tensors::encode_npy(a.values.data(), a.shape), "again.npy");
   require(back.shape == a.shape, "encode_npy → parse_npy changed the shape");
   require(same_bits(back.values.data(), a.values.data(), a.values.size()), "encode_npy → parse_npy changed the values");
   return Outcome::accepted;
@@ -324,7 +324,7 @@ Outcome pth_input(const std::uint8_t* data, std::size_t size) {
   const std::string source = "fuzz.pth";
   const std::vector<std::uint8_t> bytes(data, data + size);
   try {
-    const io::TensorFile st = io::parse_pth(bytes, source);
+    const tensors::TensorFile st = tensors::parse_pth(bytes, source);
     for (const auto& [name, info] : st.tensors()) {
       require(is_float_dtype(info.dtype), "parse_pth kept a tensor whose dtype is not a float type");
       const std::vector<float> v = st.floats(name, info.shape);  // must not throw: the reader checked it
@@ -349,21 +349,21 @@ Outcome png_input(const std::uint8_t* data, std::size_t size) {
   const int width = (1 + head[0] % 64) * (1 + head[1] % 4);  // up to 256: rows longer than a filter's reach
   const int height = 1 + head[2] % 64;
   const int channels = head[3] % 3 == 0 ? 1 : head[3] % 3 == 1 ? 3 : 4;
-  constexpr io::PngFilter filters[] = {io::PngFilter::none, io::PngFilter::sub, io::PngFilter::up,
-                                       io::PngFilter::paeth, io::PngFilter::adaptive};
+  constexpr image::PngFilter filters[] = {image::PngFilter::none, image::PngFilter::sub, image::PngFilter::up,
+                                       image::PngFilter::paeth, image::PngFilter::adaptive};
   // level -1: the own Huffman-only deflate; 0-3: libdeflate
-  const io::PngOptions options{filters[head[4] % 5], static_cast<int>(head[5] % 5) - 1, 1 + static_cast<std::size_t>(head[6]) * 64};
+  const image::PngOptions options{filters[head[4] % 5], static_cast<int>(head[5] % 5) - 1, 1 + static_cast<std::size_t>(head[6]) * 64};
   cv::Mat image(height, width, CV_8UC(channels));
   const std::size_t n = image.total() * image.elemSize();
   const std::size_t payload = size > 7 ? size - 7 : 0;
   for (std::size_t i = 0; i < n; ++i) image.data[i] = payload == 0 ? 0 : data[7 + i % payload];
 
-  const std::vector<std::uint8_t> png = io::encode_png(image, options);
+  const std::vector<std::uint8_t> png = image::encode_png(image, options);
   const cv::Mat back = cv::imdecode(png, cv::IMREAD_UNCHANGED);
   require(!back.empty(), "libpng cannot decode the encoder's output");
   require(back.size() == image.size() && back.type() == image.type(), "libpng decodes another size or type");
   require(cv::norm(back, image, cv::NORM_INF) == 0.0, "libpng decodes other pixels than were encoded");
-  require(io::encode_png(image, options) == png, "encoding the same image twice gave different bytes");
+  require(image::encode_png(image, options) == png, "encoding the same image twice gave different bytes");
   return Outcome::accepted;
 }
 

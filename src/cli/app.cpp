@@ -82,7 +82,7 @@ int run(int argc, char** argv) {
   if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command, *serve_command))
     return *status;
   setup_logging(options.verbosity);
-  io::set_video_module_path(video_module_override(process_environment));  // before any video code
+  video::set_video_module_path(video_module_override(process_environment));  // before any video code
   const int status = run_reporting_errors([&] {
     if (explain_command->parsed()) return run_explain(explain);
     if (forward_command->parsed()) return run_forward(forward, options.verbosity);

@@ -16,9 +16,9 @@ namespace {
 
 // "3 images", "1 video", "2 images and 1 video": a video is one input, not one image.
 std::string count_inputs(std::size_t total, std::size_t videos) {
-  if (videos == 0) return io::counted(total, "image", "images");
-  if (videos == total) return io::counted(total, "video", "videos");
-  return io::counted(total - videos, "image", "images") + " and " + io::counted(videos, "video", "videos");
+  if (videos == 0) return files::counted(total, "image", "images");
+  if (videos == total) return files::counted(total, "video", "videos");
+  return files::counted(total - videos, "image", "images") + " and " + files::counted(videos, "video", "videos");
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ std::string batch_summary(const pipeline::BatchOutcome& b, const std::string& ou
                      r.not_started ? fmt::format(", {} not started", r.not_started) : std::string(), skip);
 }
 
-ImageBatchEvents::ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes,
+ImageBatchEvents::ImageBatchEvents(const ImageOptions& o, model::ClassLabels labels, std::vector<pipeline::ChosenClass> classes,
                                    bool draw)
     : o_(o), labels_(std::move(labels)), classes_(std::move(classes)), draw_(draw) {}
 
@@ -93,7 +93,7 @@ void ImageBatchEvents::jobs_done() {
 
 void ImageBatchEvents::batch_files_written(const std::vector<std::filesystem::path>& written,
                                            const std::vector<std::string>& errors) {
-  for (const std::filesystem::path& p : written) spdlog::debug("wrote {}", io::display(p));
+  for (const std::filesystem::path& p : written) spdlog::debug("wrote {}", files::display(p));
   for (const std::string& e : errors) spdlog::error("{}", e);
 }
 
@@ -101,7 +101,7 @@ bool ImageBatchEvents::should_stop() { return InterruptGuard::signal_received() 
 
 // The summary, after a signal the jobs not started in the log; the exit status.
 int ImageBatchEvents::report(const pipeline::BatchOutcome& b) {
-  const std::string out = io::display(o_.output);
+  const std::string out = files::display(o_.output);
   if (const int sig = InterruptGuard::signal_received()) {
     if (log_) log_->not_started(b.jobs, b.counts.not_started, fmt::format("the run was interrupted by {}", signal_name(sig)));
     spdlog::warn("{}", batch_summary(b, out, sig));

@@ -26,7 +26,7 @@ class ImageBatchEvents final : public pipeline::BatchEvents {
  public:
   // `labels` name --top's classes; `classes`: those --class named (said once the run goes
   // ahead); `draw`: the request's (no --log-json log when nothing is drawn).
-  ImageBatchEvents(const ImageOptions& o, io::ClassLabels labels, std::vector<pipeline::ChosenClass> classes, bool draw);
+  ImageBatchEvents(const ImageOptions& o, model::ClassLabels labels, std::vector<pipeline::ChosenClass> classes, bool draw);
 
   std::optional<std::string> name_of(const std::string& role) const override;  // its flag
   void message(Level level, const std::string& text) override;
@@ -51,7 +51,7 @@ class ImageBatchEvents final : public pipeline::BatchEvents {
   int report(const pipeline::BatchOutcome& outcome);
 
   const ImageOptions& o_;
-  io::ClassLabels labels_;
+  model::ClassLabels labels_;
   std::vector<pipeline::ChosenClass> classes_;
   bool draw_;
   std::optional<RunLog> log_;

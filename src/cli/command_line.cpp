@@ -25,8 +25,8 @@ std::optional<std::string> flag_of(const std::string& role) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {pipeline::roles::layer, "--layer"},         {pipeline::roles::head, "--head"},
       {pipeline::roles::input_size, "--img-size"}, {pipeline::roles::keep_aspect, "--keep-aspect"},
-      {io::roles::head_count, "--heads"},          {io::roles::saved_model, "--save-model"},
-      {io::roles::pixel_limit, "--max-pixels"},    {io::roles::strict_decoding, "--strict"},
+      {model::roles::head_count, "--heads"},          {model::roles::saved_model, "--save-model"},
+      {image::roles::pixel_limit, "--max-pixels"},    {image::roles::strict_decoding, "--strict"},
       {pipeline::roles::method, "--method"},       {pipeline::roles::class_choice, "--class"},
       {pipeline::roles::legrad_from, "--legrad-from"}, {pipeline::roles::query, "--query"},
       {pipeline::roles::log, "--log-json"},        {kHeatmapRole, "--heatmap"},
@@ -73,7 +73,7 @@ void check_not_a_misspelt_command(const CLI::App& app, const ImageOptions& o) {
   std::error_code ec;
   if (fs::symlink_status(first, ec).type() != fs::file_type::not_found) return;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (first.size() >= 3 && edit_distance(io::lower_case(first), sub->get_name()) <= 2)
+    if (first.size() >= 3 && edit_distance(files::lower_case(first), sub->get_name()) <= 2)
       throw CLI::ValidationError(fmt::format("{}: no such file or folder; did you mean {}?", first, sub->get_name()));
 }
 

@@ -36,8 +36,8 @@ std::optional<std::string> process_environment(const char* name) {
   return v ? std::optional<std::string>(v) : std::nullopt;
 }
 
-io::HubSettings hub_settings(const EnvLookup& env) {
-  io::HubSettings hub;
+hub::HubSettings hub_settings(const EnvLookup& env) {
+  hub::HubSettings hub;
   if (const std::string e = value(env, "HF_ENDPOINT"); !e.empty()) hub.endpoint = e;
   while (hub.endpoint.ends_with('/')) hub.endpoint.pop_back();
   hub.token = value(env, "HF_TOKEN");

@@ -25,7 +25,7 @@ std::optional<std::string> process_environment(const char* name);
 //              $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub
 //   offline    HF_HUB_OFFLINE set to 1, ON, YES or TRUE (any case)
 // and the messages' words for them. Throws Error when no cache folder can be found (no HOME).
-io::HubSettings hub_settings(const EnvLookup& env);
+hub::HubSettings hub_settings(const EnvLookup& env);
 
 // VITATTN_VIDEO_MODULE: the video module to load instead of the one beside the binary; empty
 // when unset (video/video_module.hpp).

@@ -129,18 +129,18 @@ int explain(std::ostream& out, const std::string& heatmap_png, const std::string
   // Before any output: each is written whole, over a file of its own kind only, and the two are
   // two files (pipeline::OutputGuard).
   if (!html.empty()) check_explain_html(html);
-  if (!heatmap_png.empty() && io::lower_extension(heatmap_png) != io::extension(io::ImageFormat::png))
+  if (!heatmap_png.empty() && files::lower_extension(heatmap_png) != image::extension(image::ImageFormat::png))
     throw Error(Subject{kHeatmapRole, heatmap_png}, "writes a PNG image; give a name ending in .png");
   pipeline::OutputGuard guard;
-  if (!heatmap_png.empty()) guard.writes(heatmap_png, kHeatmapRole, io::FileKind::png);
-  if (!html.empty()) guard.writes(html, kPageRole, io::FileKind::vitattn_page);
+  if (!heatmap_png.empty()) guard.writes(heatmap_png, kHeatmapRole, files::FileKind::png);
+  if (!html.empty()) guard.writes(html, kPageRole, files::FileKind::vitattn_page);
   out << "Attention, step by step: weights = softmax(Q·Kᵀ / √d_k), output = weights·V\n";
   example_a(out);
   const Matrix weights_b = example_b(out);
   example_c(out);
   example_d(out);
   if (!heatmap_png.empty()) {
-    io::write_image_atomic(heatmap_png, io::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
+    image::write_image_atomic(heatmap_png, image::render_heatmap(weights_b, 64, cv::COLORMAP_VIRIDIS));
     out << "\nWrote example (b)'s weights as a heatmap: " << heatmap_png << "\n";
   }
   if (!html.empty()) {

@@ -51,7 +51,7 @@ Matrix softmax_of(std::initializer_list<float> s) {
 std::vector<DotVariance> explain_variance_table() { return dot_product_variance({4, 16, 64, 256}, 20000, 0); }
 
 void check_explain_html(const std::string& path) {
-  const std::string ext = io::lower_extension(path);
+  const std::string ext = files::lower_extension(path);
   if (ext != ".html" && ext != ".htm") throw Error(Subject{kPageRole, path}, "writes an HTML page; give a name ending in .html");
 }
 
@@ -87,7 +87,7 @@ void write_explain_html(const std::string& path) {
   for (const DotVariance& row : explain_variance_table())
     variance.push_back({{"d_k", row.d_k}, {"var", row.var}, {"scaled_var", row.scaled_var}});
   const json data = {{"examples", std::move(examples)}, {"why_scale", why_scale}, {"variance", std::move(variance)}};
-  io::write_explain_page(path, data.dump());
+  report::write_explain_page(path, data.dump());
 }
 
 }  // namespace vitattn::cli

@@ -25,7 +25,7 @@ pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const s
   pipeline::ForwardRequest r;
   r.inputs.assign(o.tensors.begin(), o.tensors.end());
   r.output = o.output;
-  if (!io::is_hf_model(o.model.file)) r.model_file = o.model.file;  // a hub model is in the cache, far from any output
+  if (!hub::is_hf_model(o.model.file)) r.model_file = o.model.file;  // a hub model is in the cache, far from any output
   r.scale = !o.no_scale;
   for (const pipeline::ChosenClass& c : classes) r.classes.push_back(c.index);
   r.methods = chosen_relevance_methods(o.methods);
@@ -36,7 +36,7 @@ pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const s
 
 // Before any input: --class by the image command's rules (pipeline/class_choice.hpp) against
 // the model's classifier and class names. One line, exit 2 (run_reporting_errors).
-std::vector<pipeline::ChosenClass> resolve_forward_classes(const io::OpenedModel& opened, const ForwardCommandOptions& o) {
+std::vector<pipeline::ChosenClass> resolve_forward_classes(const model::OpenedModel& opened, const ForwardCommandOptions& o) {
   if (o.classes.empty()) return {};
   if (!opened.model.has_classifier())
     throw Error("--class: " + o.model.file + " has no classifier: there is no class logit to take the gradient of" +
@@ -59,7 +59,7 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
   // `forward` needs --model (check_forward); the class names for --class's labels
-  const io::OpenedModel opened = open_model(o.model, verbosity, !o.classes.empty());
+  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty());
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
   const pipeline::ForwardRequest request = forward_request(o, classes);
@@ -75,8 +75,8 @@ int run_forward(const ForwardCommandOptions& o, int verbosity) {
       ++failed;
       continue;
     }
-    spdlog::info("{}: {} input{} → {}", io::display(r.input), r.images, r.images == 1 ? "" : "s",
-                 io::display(request.output / (r.input.stem().string() + pipeline::array_suffix("*"))));
+    spdlog::info("{}: {} input{} → {}", files::display(r.input), r.images, r.images == 1 ? "" : "s",
+                 files::display(request.output / (r.input.stem().string() + pipeline::array_suffix("*"))));
   }
   return failed ? 1 : 0;
 }

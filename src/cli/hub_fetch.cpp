@@ -29,9 +29,9 @@ auto progress_bar() {
 }
 
 std::filesystem::path fetch(const std::string& name, int verbosity) {
-  io::HubSettings hub = hub_settings(process_environment);  // only now: a run without hf: needs no HOME
+  hub::HubSettings hub = hub_settings(process_environment);  // only now: a run without hf: needs no HOME
   if (verbosity >= 0 && ::isatty(STDERR_FILENO)) hub.progress = progress_bar();
-  const io::HfModelFiles files = io::resolve_hf_model(name, hub);
+  const hub::HfModelFiles files = hub::resolve_hf_model(name, hub);
   if (files.downloaded) spdlog::info("{}: downloaded to {}", name, files.weights.parent_path().string());
   else spdlog::debug("{}: from the Hugging Face cache, commit {}", name, files.commit);
   return files.weights;
@@ -39,9 +39,9 @@ std::filesystem::path fetch(const std::string& name, int verbosity) {
 
 }  // namespace
 
-io::HubLocator hub_locator(int verbosity) {
+model::HubLocator hub_locator(int verbosity) {
   return [verbosity](const std::string& source) -> std::optional<std::filesystem::path> {
-    if (!io::is_hf_model(source)) return std::nullopt;
+    if (!hub::is_hf_model(source)) return std::nullopt;
     return fetch(source, verbosity);
   };
 }

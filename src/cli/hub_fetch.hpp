@@ -9,6 +9,6 @@ namespace vitattn::cli {
 // For a hub name: its local weights file (snapshots/<commit>/…), fetched when missing, with
 // the hub's settings read from the environment then (environment.hpp); nullopt for any other
 // source (a path). `verbosity` < 0 (-q) draws no progress bar. Throws Error in one line.
-io::HubLocator hub_locator(int verbosity);
+model::HubLocator hub_locator(int verbosity);
 
 }  // namespace vitattn::cli

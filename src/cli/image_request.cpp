@@ -25,15 +25,15 @@ namespace {
 
 // The colormap's name as the page lists it ("jet"): the typed option holds OpenCV's number.
 std::string colormap_name(int colormap) {
-  for (const std::string& name : io::colormap_names())
-    if (io::colormap_by_name(name) == colormap) return io::lower_case(name);
+  for (const std::string& name : image::colormap_names())
+    if (image::colormap_by_name(name) == colormap) return files::lower_case(name);
   return "jet";
 }
 
 // --report: the page starts from the run's own view (pipeline::report_start), rollout's discard
 // ratio, threshold and colours.
-io::ReportSettings report_settings(const ImageOptions& o, const pipeline::EncoderView& view) {
-  io::ReportSettings r;
+report::ReportSettings report_settings(const ImageOptions& o, const pipeline::EncoderView& view) {
+  report::ReportSettings r;
   r.max_mb = o.report_max_mb;
   r.precision = o.report_precision;
   r.start = pipeline::report_start(view);
@@ -41,7 +41,7 @@ io::ReportSettings report_settings(const ImageOptions& o, const pipeline::Encode
   if (o.threshold) r.start.threshold = static_cast<float>(*o.threshold);
   r.start.alpha = o.render.alpha;
   r.start.colormap = colormap_name(o.render.colormap);
-  r.start.smooth = o.render.interp != io::Interp::nearest;
+  r.start.smooth = o.render.interp != image::Interp::nearest;
   return r;
 }
 
@@ -95,9 +95,9 @@ void log_grid(const ImageOptions& o, const VitModel& model, pipeline::ProcessOpt
   if (o.keep_aspect) {
     const int s = file && o.model.img_size_given ? shape.img_size : model.grid_h * p;
     spdlog::debug("grid per image (--keep-aspect): shorter side {} px = {} of {} px", s,
-                  io::counted(static_cast<std::size_t>(s / p), "patch", "patches"), p);
+                  files::counted(static_cast<std::size_t>(s / p), "patch", "patches"), p);
     options.on_grid = [](const pipeline::InputJob& job, const pipeline::InputGrid& g) {
-      spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", io::display(job.input), g.image_w, g.image_h, g.input_w,
+      spdlog::debug("{}: {}x{} image, input {}x{}, grid {}x{}", files::display(job.input), g.image_w, g.image_h, g.input_w,
                     g.input_h, g.grid_w, g.grid_h);
     };
   } else if (file && o.model.img_size_given) {
@@ -121,7 +121,7 @@ void warn_small_grid(const ImageOptions& o, const VitModel& model) {
   const int p = model.patch_size, side = o.model.shape.img_size / p;
   if (side >= kUsefulGridSide) return;
   const std::string grid =
-      o.keep_aspect ? fmt::format("a shorter side of {}", io::counted(static_cast<std::size_t>(side), "patch", "patches"))
+      o.keep_aspect ? fmt::format("a shorter side of {}", files::counted(static_cast<std::size_t>(side), "patch", "patches"))
                     : fmt::format("a {0}x{0} grid", side);
   const int own = model.grid_h * p;  // a RoPE model's default input
   spdlog::warn("--img-size {}: {} px patches make {}, too few for a map; give --img-size {} or more{}",
@@ -131,7 +131,7 @@ void warn_small_grid(const ImageOptions& o, const VitModel& model) {
 
 // --method all narrowed to what the model allows (no class-specific method without a
 // classifier), and --class resolved against the classifier's classes and names.
-void choose_maps(const ImageOptions& o, const VitModel& model, const io::ClassLabels& labels, const std::string& model_name,
+void choose_maps(const ImageOptions& o, const VitModel& model, const model::ClassLabels& labels, const std::string& model_name,
                     pipeline::EncoderView& view) {
   view.methods = chosen_methods(o, model.has_classifier());
   if (!o.classes.empty() && !model.has_classifier()) {  // a class-specific method names itself in check_view; --method all comes here
@@ -155,10 +155,10 @@ pipeline::PcaFitChoice pca_fit_choice(const ImageOptions& o) {
 // What the batch reads and writes beside its inputs and outputs, for the output guard: the
 // model file (not a hub model: its cache is not the user's), the log, the saved model.
 void guarded_files(const ImageOptions& o, pipeline::BatchRequest& b) {
-  if (!o.model.file.empty() && !io::is_hf_model(o.model.file)) b.reads.emplace_back(o.model.file, pipeline::roles::model_file);
+  if (!o.model.file.empty() && !hub::is_hf_model(o.model.file)) b.reads.emplace_back(o.model.file, pipeline::roles::model_file);
   if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
-    b.writes.push_back({o.scale_out.log_json, pipeline::roles::log, io::FileKind::json_lines});
-  if (!o.save_model.empty()) b.writes.push_back({o.save_model, io::roles::saved_model, io::FileKind::safetensors});
+    b.writes.push_back({o.scale_out.log_json, pipeline::roles::log, files::FileKind::json_lines});
+  if (!o.save_model.empty()) b.writes.push_back({o.save_model, model::roles::saved_model, files::FileKind::safetensors});
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   // The class names: --top's, --class's, the report's class picker, and the titles of a sheet of class-specific maps.
   const std::vector<pipeline::MapMethod> methods = chosen_methods(o, true);
   const bool class_specific = std::any_of(methods.begin(), methods.end(), pipeline::class_specific);
-  io::OpenedModel opened = open_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific);
+  model::OpenedModel opened = open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   b.model = &r.model;
@@ -184,8 +184,8 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   log_grid(o, r.model, p);
   if (o.clean && o.verbosity >= 1)
     p.on_clean = [](const pipeline::InputJob& job, int layer, std::size_t left_out) {
-      spdlog::debug("{}: --clean left out {} at layer {}", io::display(job.input),
-                    io::counted(left_out, "flagged token", "flagged tokens"), layer);
+      spdlog::debug("{}: --clean left out {} at layer {}", files::display(job.input),
+                    files::counted(left_out, "flagged token", "flagged tokens"), layer);
     };
   if (o.top > 0) p.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the pipeline's few most likely.

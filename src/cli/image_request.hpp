@@ -16,7 +16,7 @@ struct ImageRequest {
   ImageRequest& operator=(const ImageRequest&) = delete;
 
   VitModel model;
-  io::ClassLabels labels;  // the classifier's class names (--top, --class, the report's picker)
+  model::ClassLabels labels;  // the classifier's class names (--top, --class, the report's picker)
   pipeline::BatchRequest batch;
 };
 

@@ -25,7 +25,7 @@ extern "C" void on_signal(int sig) {
   // Second signal: the user wants out now. Leave no temporary behind, then die of the
   // signal as if it had not been caught (the signal is blocked in here, so raise() takes
   // effect as soon as the handler returns).
-  io::remove_temporaries_in_flight();
+  files::remove_temporaries_in_flight();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);

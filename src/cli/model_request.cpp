@@ -9,8 +9,8 @@
 
 namespace vitattn::cli {
 
-io::ModelRequest model_request(const ModelOptions& o, int verbosity, bool labels) {
-  io::ModelRequest r;
+model::ModelRequest model_request(const ModelOptions& o, int verbosity, bool labels) {
+  model::ModelRequest r;
   r.source = o.file;
   r.shape = o.shape;
   r.seed = o.seed;
@@ -23,7 +23,7 @@ io::ModelRequest model_request(const ModelOptions& o, int verbosity, bool labels
   return r;
 }
 
-void log_opened_model(const ModelOptions& o, const io::OpenedModel& opened) {
+void log_opened_model(const ModelOptions& o, const model::OpenedModel& opened) {
   if (const auto& g = opened.heads_guessed)
     spdlog::warn("{}: the file does not say how many heads it has; assumed D/64 = {} (D = {}). If the model has "
                  "another count, its maps are wrong: give --heads N", o.file, g->heads, g->d_model);
@@ -32,12 +32,12 @@ void log_opened_model(const ModelOptions& o, const io::OpenedModel& opened) {
   // Pixels are scaled to 0…1 before the mean is taken off: a mean above 1 is on the 0–255 scale.
   if (o.mean && std::any_of(o.mean->values.begin(), o.mean->values.end(), [](float v) { return v > 1.0f; }))
     spdlog::warn("--mean {}: above 1, on the 0–255 scale? Pixels are scaled to 0…1 first, x = (u8/255 − mean) / std: "
-                 "give the mean and std divided by 255", io::format_rgb_triplet(o.mean->values));
+                 "give the mean and std divided by 255", model::format_rgb_triplet(o.mean->values));
   for (const std::string& line : opened.details) spdlog::debug("{}", line);
 }
 
-io::OpenedModel open_model(const ModelOptions& o, int verbosity, bool labels) {
-  io::OpenedModel opened = io::open_model(model_request(o, verbosity, labels));
+model::OpenedModel open_requested_model(const ModelOptions& o, int verbosity, bool labels) {
+  model::OpenedModel opened = model::open_model(model_request(o, verbosity, labels));
   log_opened_model(o, opened);
   return opened;
 }

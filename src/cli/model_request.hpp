@@ -10,12 +10,12 @@ namespace vitattn::cli {
 // --seed), --key, --family/--heads/--eps/--gelu/--pos-interp, --mean/--std; `labels` when the
 // class names are wanted (--top). Hub names go through hub_fetch.hpp, with a progress bar
 // unless `verbosity` < 0.
-io::ModelRequest model_request(const ModelOptions& options, int verbosity, bool labels);
+model::ModelRequest model_request(const ModelOptions& options, int verbosity, bool labels);
 
 // The guessed head count as a warning that names --heads, the details at -v.
-void log_opened_model(const ModelOptions& options, const io::OpenedModel& opened);
+void log_opened_model(const ModelOptions& options, const model::OpenedModel& opened);
 
 // Both, around open_model: what images, videos and `forward` call.
-io::OpenedModel open_model(const ModelOptions& options, int verbosity, bool labels = false);
+model::OpenedModel open_requested_model(const ModelOptions& options, int verbosity, bool labels = false);
 
 }  // namespace vitattn::cli

@@ -49,7 +49,7 @@ std::istream& operator>>(std::istream& in, Rgb& rgb) {
   std::string text;
   std::getline(in, text);
   try {
-    rgb.values = io::parse_rgb_triplet(text, "value");
+    rgb.values = model::parse_rgb_triplet(text, "value");
   } catch (const Error&) {
     in.setstate(std::ios::failbit);
   }
@@ -121,7 +121,7 @@ void check_method(const CLI::App& app, const ImageOptions& o) {
 
 void check_combinations(const CLI::App& app, ImageOptions& o) {
   if (o.model.file.empty()) check_seeded_shape(o.model.shape);
-  if (app.count("--quality") > 0 && o.format.format == io::ImageFormat::png)
+  if (app.count("--quality") > 0 && o.format.format == image::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
   fold_rollout(app, o);
   check_method(app, o);
@@ -179,9 +179,9 @@ const CLI::Validator kReadableFile(
 // --model: a file, or a hub model hf:ORG/NAME[@REVISION] (its form checked here, fetched later).
 const CLI::Validator kModelSource(
     [](std::string& s) -> std::string {
-      if (!io::is_hf_model(s)) return kReadableFile(s);
+      if (!hub::is_hf_model(s)) return kReadableFile(s);
       try {
-        io::parse_hf_model(s);
+        hub::parse_hf_model(s);
       } catch (const Error& e) {
         return e.what();
       }
@@ -198,7 +198,7 @@ CLI::Validator rgb_triplet(bool positive) {
   return CLI::Validator(
       [positive](std::string& s) -> std::string {
         try {
-          const auto v = io::parse_rgb_triplet(s, "value");
+          const auto v = model::parse_rgb_triplet(s, "value");
           if (positive && !(v[0] > 0 && v[1] > 0 && v[2] > 0))
             return fmt::format("each value must be positive, got \"{}\"", s);
           // normalization_limits.hpp: what can be a normalisation of pixels in 0…1
@@ -249,14 +249,14 @@ std::vector<std::pair<std::string, std::string>> named(const std::vector<std::st
 
 std::vector<std::pair<std::string, int>> colormaps() {
   std::vector<std::pair<std::string, int>> out;
-  for (const std::string& name : io::colormap_names()) out.emplace_back(name, *io::colormap_by_name(name));
+  for (const std::string& name : image::colormap_names()) out.emplace_back(name, *image::colormap_by_name(name));
   return out;
 }
 
 std::vector<std::pair<std::string, PosInterp>> pos_interps() {
   std::vector<std::pair<std::string, PosInterp>> out;
   for (PosInterp p : {PosInterp::bicubic, PosInterp::antialias, PosInterp::offset, PosInterp::align_corners})
-    out.emplace_back(io::pos_interp_name(p), p);
+    out.emplace_back(model::pos_interp_name(p), p);
   return out;
 }
 
@@ -420,7 +420,7 @@ std::vector<CLI::Option*> add_checkpoint_options(CLI::App& app, ModelOptions& m,
   CLI::Option* gelu = app.add_option("--gelu", m.overrides.gelu, "MLP activation: erf (exact GELU), tanh (its approximation) or quick (CLIP's "
                                        "QuickGELU, x·σ(1.702x)) (default: the family's)");
   choose_from(gelu, std::vector<std::pair<std::string, Gelu>>{{"erf", Gelu::erf}, {"tanh", Gelu::tanh}, {"quick", Gelu::quick}});
-  choose_from(file_only[1], named(io::family_names()), {{"deit", "timm"}, {"hf_vit", "hf-vit"}, {"hf_dinov2", "hf-dinov2"}});
+  choose_from(file_only[1], named(model::family_names()), {{"deit", "timm"}, {"hf_vit", "hf-vit"}, {"hf_dinov2", "hf-dinov2"}});
   for (CLI::Option* option : file_only) option->group(group)->needs(model);
   gelu->group(group)->needs(model);
   CLI::Option* pos_interp = app.add_option("--pos-interp", m.overrides.pos_interp,
@@ -512,16 +512,16 @@ void add_output_options(CLI::App& app, ImageOptions& o) {
                   ->default_str("u8")
                   ->needs(report)
                   ->group(group),
-              std::vector<std::pair<std::string, io::ReportPrecision>>{{"u8", io::ReportPrecision::u8},
-                                                                       {"f16", io::ReportPrecision::f16}},
+              std::vector<std::pair<std::string, report::ReportPrecision>>{{"u8", report::ReportPrecision::u8},
+                                                                       {"f16", report::ReportPrecision::f16}},
               {{"fp16", "f16"}, {"float16", "f16"}, {"half", "f16"}, {"uint8", "u8"}});
   choose_from(app.add_option("--interp", o.render.interp,
                              "Upsampling of the map: nearest shows the patch grid (bilinear and bicubic are linear and "
                              "cubic)")
                   ->default_str("linear")
                   ->group(group),
-              std::vector<std::pair<std::string, io::Interp>>{
-                  {"nearest", io::Interp::nearest}, {"linear", io::Interp::linear}, {"cubic", io::Interp::cubic}},
+              std::vector<std::pair<std::string, image::Interp>>{
+                  {"nearest", image::Interp::nearest}, {"linear", image::Interp::linear}, {"cubic", image::Interp::cubic}},
               {{"bilinear", "linear"}, {"bicubic", "cubic"}});
   choose_from(app.add_option("--colormap", o.render.colormap, "OpenCV colormap")->default_str("jet")->group(group),
               colormaps());
@@ -533,8 +533,8 @@ void add_output_options(CLI::App& app, ImageOptions& o) {
                              "Overlay file format: png (lossless), or jpg (jpeg) and webp for small previews")
                   ->default_str("png")
                   ->group(group),
-              std::vector<std::pair<std::string, io::ImageFormat>>{
-                  {"png", io::ImageFormat::png}, {"jpg", io::ImageFormat::jpg}, {"webp", io::ImageFormat::webp}},
+              std::vector<std::pair<std::string, image::ImageFormat>>{
+                  {"png", image::ImageFormat::png}, {"jpg", image::ImageFormat::jpg}, {"webp", image::ImageFormat::webp}},
               {{"jpeg", "jpg"}});
   app.add_option("--quality", o.format.quality, "JPEG or WebP quality (default 90)")
       ->check(CLI::Range(1, 100))

@@ -27,7 +27,7 @@ using HeadArg = pipeline::HeadSpec;
 struct Rgb {
   std::array<float, 3> values{};
 };
-std::istream& operator>>(std::istream& in, Rgb& rgb);  // how CLI11 converts (io::parse_rgb_triplet)
+std::istream& operator>>(std::istream& in, Rgb& rgb);  // how CLI11 converts (model::parse_rgb_triplet)
 
 // --method: one map method (pipeline/map_methods.hpp), or all of them (those the model
 // allows). --rollout is --method rollout: check_combinations folds it in.
@@ -44,7 +44,7 @@ std::istream& operator>>(std::istream& in, MethodChoice& m);  // how CLI11 conve
 struct ModelOptions {
   std::string file;             // --model; empty: the seeded model
   std::string key;              // .pth: the dict holding the weights; empty: the usual ones
-  io::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
+  model::VitOverrides overrides;   // --family, --heads, --eps, --gelu, --pos-interp; unset: the file's or family's
   std::uint64_t seed = 0;
   SeededShape shape;
   bool img_size_given = false;  // --img-size was on the command line
@@ -64,10 +64,10 @@ struct ImageOptions {
   bool save_attention = false;
   bool report = false;         // also <name>_report.html (and index.html for a batch)
   double report_max_mb = 16;   // the page's attention data budget
-  io::ReportPrecision report_precision = io::ReportPrecision::u8;  // --report-precision u8 | f16
+  report::ReportPrecision report_precision = report::ReportPrecision::u8;  // --report-precision u8 | f16
   bool no_scale = false;
-  io::RenderOptions render;     // --interp, --colormap, --alpha
-  io::OutputFormat format;      // --format, --quality
+  image::RenderOptions render;     // --interp, --colormap, --alpha
+  image::OutputFormat format;      // --format, --quality
   std::uint64_t max_pixels = 100'000'000;
   bool strict = false;          // damaged-but-decodable images fail instead of a warning
   // What is drawn from a checkpoint (and from the seeded model)

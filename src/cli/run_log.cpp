@@ -45,7 +45,7 @@ std::string log_line(const fs::path& path, RunStatus status, const std::string& 
 RunLog::RunLog(const std::string& path, pipeline::OutputSet outputs)
     : path_(path), owned_(path != "-"), outputs_(std::move(outputs)) {
   fd_ = owned_ ? ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : STDOUT_FILENO;
-  if (fd_ < 0) throw Error(fmt::format("--log-json {}: cannot write: {}", io::display(path), std::strerror(errno)));
+  if (fd_ < 0) throw Error(fmt::format("--log-json {}: cannot write: {}", files::display(path), std::strerror(errno)));
 }
 
 RunLog::~RunLog() {
@@ -59,7 +59,7 @@ void RunLog::fail(int error_number) {
     standard_output_failed("the log (--log-json -)", error_number);
     return;
   }
-  spdlog::error("--log-json {}: cannot write: {}; no more lines are written to it", io::display(path_),
+  spdlog::error("--log-json {}: cannot write: {}; no more lines are written to it", files::display(path_),
                 std::strerror(error_number));
 }
 

@@ -78,7 +78,7 @@ std::vector<std::filesystem::path> batch_inputs(const std::vector<std::string>& 
   std::vector<std::filesystem::path> inputs(named.begin(), named.end());
   if (o.files_from.empty()) return inputs;
   try {
-    auto listed = io::read_file_list(o.files_from, o.null_separated);
+    auto listed = files::read_file_list(o.files_from, o.null_separated);
     inputs.insert(inputs.end(), std::make_move_iterator(listed.begin()), std::make_move_iterator(listed.end()));
   } catch (const Error& e) {
     const bool nul_in_lines = !o.null_separated && std::string_view(e.what()).find("NUL byte") != std::string_view::npos;

@@ -40,7 +40,7 @@ std::vector<serve::ServedModel> open_models(const ServeOptions& o, int verbosity
   std::vector<ModelOptions> entries = o.models;
   if (entries.empty()) entries.emplace_back();
   for (const ModelOptions& m : entries) {
-    io::OpenedModel opened = open_model(m, verbosity, true);
+    model::OpenedModel opened = open_requested_model(m, verbosity, true);
     models.push_back({m.file.empty() ? "the seeded model" : m.file, std::move(opened.model), std::move(opened.labels),
                       m.img_size_given ? m.shape.img_size : 0});
     check_input_size(models.back());

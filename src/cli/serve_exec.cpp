@@ -46,7 +46,7 @@ int run_serve(const ServeOptions&, int) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string tried;
-  for (const std::filesystem::path& server : io::companion_candidates(kServerName)) {
+  for (const std::filesystem::path& server : files::companion_candidates(kServerName)) {
     args.front() = server.string();
     argv.front() = args.front().data();
     ::execv(server.c_str(), argv.data());  // returns only when it failed

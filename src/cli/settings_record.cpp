@@ -46,7 +46,7 @@ std::optional<Recorded> recorded_otherwise(const std::string& name) {
 
 // "model config.json: XXH64 … of … bytes"
 std::string file_line(const std::string& what, const fs::path& file) {
-  return what + ": " + io::describe(io::file_digest(file)) + "\n";
+  return what + ": " + files::describe(files::file_digest(file)) + "\n";
 }
 
 bool is_file(const fs::path& p) {
@@ -57,7 +57,7 @@ bool is_file(const fs::path& p) {
 std::string model_lines(const std::optional<fs::path>& model_file) {
   if (!model_file) return "model: seeded, by the options below\n";
   std::string lines = file_line("model", *model_file);
-  for (const fs::path& beside : io::model_config_files(model_file->parent_path()))
+  for (const fs::path& beside : model::model_config_files(model_file->parent_path()))
     if (is_file(beside)) lines += file_line("model " + beside.filename().string(), beside);
   return lines;
 }

@@ -52,7 +52,7 @@ std::vector<GivenOption> recorded_options(const CLI::App& app);
 
 // The whole record. `model_file`: the weights file read (nullopt: the seeded model, which its
 // options given make); with it, the settings files read beside it that are there
-// (io::model_config_files). Throws Error naming a file that cannot be read.
+// (model::model_config_files). Throws Error naming a file that cannot be read.
 std::string settings_record(const std::vector<GivenOption>& options, const std::optional<std::filesystem::path>& model_file);
 
 }  // namespace vitattn::cli

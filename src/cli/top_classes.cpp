@@ -34,12 +34,12 @@ void warn_top_above_classes(const ImageOptions& o, const VitModel& model) {
                o.model.file.empty() ? std::string("the model") : o.model.file, classes, classes);
 }
 
-TopClasses::TopClasses(io::ClassLabels labels, const std::vector<pipeline::InputJob>& jobs)
+TopClasses::TopClasses(model::ClassLabels labels, const std::vector<pipeline::InputJob>& jobs)
     : labels_(std::move(labels)), jobs_(jobs), top_(jobs.size()) {}
 
 void TopClasses::add(const pipeline::InputJob& job, std::vector<ClassScore> top) {
   const auto index = static_cast<std::size_t>(&job - jobs_.data());
-  if (index >= jobs_.size()) throw Error(io::display(job.input) + ": not a job of this batch");  // a caller's bug
+  if (index >= jobs_.size()) throw Error(files::display(job.input) + ": not a job of this batch");  // a caller's bug
   const std::lock_guard lock(mutex_);
   top_[index] = std::move(top);
 }

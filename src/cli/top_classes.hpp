@@ -23,7 +23,7 @@ void warn_top_above_classes(const ImageOptions& o, const VitModel& model);
 class TopClasses {
  public:
   // `jobs` must outlive this and be the vector whose elements add() is handed.
-  TopClasses(io::ClassLabels labels, const std::vector<pipeline::InputJob>& jobs);
+  TopClasses(model::ClassLabels labels, const std::vector<pipeline::InputJob>& jobs);
 
   // Thread-safe: called by the workers (ProcessOptions::on_top).
   void add(const pipeline::InputJob& job, std::vector<ClassScore> top);
@@ -33,7 +33,7 @@ class TopClasses {
   bool print() const;
 
  private:
-  io::ClassLabels labels_;
+  model::ClassLabels labels_;
   const std::vector<pipeline::InputJob>& jobs_;
   mutable std::mutex mutex_;
   std::vector<std::optional<std::vector<ClassScore>>> top_;  // [job index]

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace fs = std::filesystem;
 namespace {
 
@@ -43,4 +43,4 @@ std::string module_version_mismatch(const std::string& where, const int* version
                      version == nullptr ? 0 : *version, expected);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // The places to try for `file_name`, in order.
 std::vector<std::filesystem::path> companion_candidates(const std::string& file_name);
@@ -28,4 +28,4 @@ LoadedModule load_module(const std::vector<std::filesystem::path>& candidates, c
 // binary's (each ABI header raises its kVersion whenever its Table changes). Empty: accepted.
 std::string module_version_mismatch(const std::string& where, const int* version, int expected);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -17,7 +17,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 FileDigest file_digest(const std::filesystem::path& path) {
   // O_NONBLOCK: a FIFO at the name is refused below instead of waiting for a writer.
@@ -52,4 +52,4 @@ std::string describe(const FileDigest& digest) {
   return fmt::format("XXH64 {:016x} of {} bytes", digest.xxh64, digest.size);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

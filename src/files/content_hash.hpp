@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 struct FileDigest {
   std::uint64_t xxh64 = 0;
@@ -23,4 +23,4 @@ FileDigest file_digest(const std::filesystem::path& path);
 // "XXH64 0123456789abcdef of 1234 bytes"
 std::string describe(const FileDigest& digest);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

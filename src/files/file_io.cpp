@@ -16,7 +16,7 @@
 
 #include "core/error.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace fs = std::filesystem;
 
 std::string display(const fs::path& path) {
@@ -239,4 +239,4 @@ void TemporaryPath::commit() {
   committed_ = true;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

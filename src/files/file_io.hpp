@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // Reads a regular file of at most `max_bytes`; throws Error "PATH: <reason>" (missing,
 // a folder, unreadable, too large).
@@ -78,4 +78,4 @@ std::string display(const std::filesystem::path& path);
 // for text that may not be valid UTF-8 (the JSON parser quotes the bytes it choked on).
 std::string printable(std::string_view text, bool ascii = false);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 
 using Bytes = std::span<const std::uint8_t>;
@@ -155,4 +155,4 @@ void check_replaceable(const std::filesystem::path& path, FileKind kind, const s
     throw Error(Subject{role, display(path)}, "exists and " + *why + "; not replaced (remove it or choose another name)");
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // json_lines: a log whose first byte is '{'. vitattn_page: an HTML page vitattn wrote, one
 // whose first kPageMarkWithin bytes hold page_generator_tag() (a page of someone else's, with
@@ -43,4 +43,4 @@ std::optional<std::string> not_replaceable(const std::filesystem::path& path, Fi
 // pipeline::OutputGuard calls this for every output given a kind.
 void check_replaceable(const std::filesystem::path& path, FileKind kind, const std::string& role);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 
 // Everything `fd` gives until end of file, whatever it is (file, pipe, FIFO, terminal).
@@ -66,4 +66,4 @@ std::vector<std::filesystem::path> read_file_list(const std::string& list, bool 
   return parse_file_list(text, nul_separated, display(list));
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // The paths in `text`: one per line ('\n'; a '\r' before it is dropped, for lists written on
 // Windows), or with `nul_separated` one per NUL-ended entry (kept byte for byte: a file name
@@ -21,4 +21,4 @@ std::vector<std::filesystem::path> parse_file_list(std::string_view text, bool n
 // parses it. Throws Error "<list>: cannot read the file list: <reason>".
 std::vector<std::filesystem::path> read_file_list(const std::string& list, bool nul_separated);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

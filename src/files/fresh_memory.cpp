@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 
 // Debian 12's headers know it; older ones may not (the kernel then refuses it: a hint lost).
@@ -33,4 +33,4 @@ void prefault_for_writing(void* data, std::size_t bytes) {
   ::madvise(p, end - begin, kPopulateWrite);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

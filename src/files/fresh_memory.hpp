@@ -13,10 +13,10 @@
 // would be touched anyway).
 #include <cstddef>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // Prepares the whole pages inside [data, data + bytes); small buffers are left alone (a
 // system call costs more than their few faults).
 void prefault_for_writing(void* data, std::size_t bytes);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

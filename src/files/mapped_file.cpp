@@ -16,7 +16,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
@@ -169,4 +169,4 @@ void MappedFile::release(std::size_t offset, std::size_t n) const {
   if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

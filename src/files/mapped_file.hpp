@@ -21,7 +21,7 @@
 #include <optional>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 class MappedFile {
  public:
@@ -69,4 +69,4 @@ class MappedFile {
   mutable std::atomic<bool> lost_{false};
 };
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

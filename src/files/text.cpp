@@ -1,6 +1,6 @@
 #include "files/text.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 std::string lower_case(std::string_view text) {
   std::string out(text);
@@ -15,4 +15,4 @@ std::string counted(std::size_t n, std::string_view one, std::string_view many) 
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

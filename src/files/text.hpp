@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace vitattn::io {
+namespace vitattn::files {
 
 // `text` with A–Z made a–z; every other byte as it is.
 std::string lower_case(std::string_view text);
@@ -20,4 +20,4 @@ std::string lower_extension(const std::filesystem::path& path);
 // "1 patch", "14 patches", "0 images": n and the noun in its number.
 std::string counted(std::size_t n, std::string_view one, std::string_view many);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 namespace fs = std::filesystem;
 namespace {
 
@@ -50,7 +50,7 @@ std::string temp_name(const fs::path& path) {
 void make_dirs(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("{}: cannot create cache folder: {}", display(dir), ec.message()));
+  if (ec) throw Error(fmt::format("{}: cannot create cache folder: {}", files::display(dir), ec.message()));
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ bool is_hf_model(const std::string& text) { return text.rfind("hf:", 0) == 0; }
 HfRepo parse_hf_model(const std::string& text) {
   const auto bad = [&](const char* why) {
     return Error(fmt::format("{}: not a hub model name ({}); expected hf:ORG/NAME or hf:ORG/NAME@REVISION",
-                             printable(text, true), why));
+                             files::printable(text, true), why));
   };
   if (!is_hf_model(text)) throw bad("no hf: prefix");
   std::string rest = text.substr(3);
@@ -118,17 +118,17 @@ fs::path HfCache::lock_path(const std::string& etag) const {
   return root_ / ".locks" / repo_dir().filename() / (etag + ".lock");
 }
 
-LockFile HfCache::lock_blob(const std::string& etag) const {
+files::LockFile HfCache::lock_blob(const std::string& etag) const {
   const fs::path path = lock_path(etag);
   make_dirs(path.parent_path());
-  return LockFile(path, LockFile::OnRelease::keep);
+  return files::LockFile(path, files::LockFile::OnRelease::keep);
 }
 
 void HfCache::write_ref(const std::string& commit) const {
   if (is_commit_hash(repo_.revision)) return;
   const fs::path ref = repo_dir() / "refs" / repo_.revision;
   make_dirs(ref.parent_path());
-  write_file_atomic(ref, commit.data(), commit.size());  // huggingface_hub writes the bare hash, no newline
+  files::write_file_atomic(ref, commit.data(), commit.size());  // huggingface_hub writes the bare hash, no newline
 }
 
 void HfCache::link_snapshot(const std::string& commit, const std::string& file, const std::string& etag) const {
@@ -142,14 +142,14 @@ void HfCache::link_snapshot(const std::string& commit, const std::string& file, 
   if (!ec) fs::rename(temp, link, ec);
   if (ec) {
     fs::remove(temp);
-    throw Error(fmt::format("{}: cannot link it to its blob: {}", display(link), ec.message()));
+    throw Error(fmt::format("{}: cannot link it to its blob: {}", files::display(link), ec.message()));
   }
 }
 
 void HfCache::mark_missing(const std::string& commit, const std::string& file) const {
   const fs::path marker = repo_dir() / ".no_exist" / commit / file;
   make_dirs(marker.parent_path());
-  write_file_atomic(marker, "", 0);
+  files::write_file_atomic(marker, "", 0);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

@@ -13,7 +13,7 @@
 
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 
 struct HfRepo {
   std::string id;                 // "ORG/NAME"
@@ -50,8 +50,8 @@ class HfCache {
   std::filesystem::path incomplete_path(const std::string& etag) const;  // blob + ".incomplete"
   std::filesystem::path lock_path(const std::string& etag) const;
   // The exclusive lock on lock_path(etag), held for the object's life: its folders made, the
-  // file kept when released, as huggingface_hub's processes lock it too (io::LockFile).
-  LockFile lock_blob(const std::string& etag) const;
+  // file kept when released, as huggingface_hub's processes lock it too (files::LockFile).
+  files::LockFile lock_blob(const std::string& etag) const;
 
   // Writers. Each makes its folders, and replaces atomically what it writes (temp + rename).
   void write_ref(const std::string& commit) const;  // refs/<revision>, unless the revision is a hash
@@ -63,4 +63,4 @@ class HfCache {
   HfRepo repo_;
 };
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

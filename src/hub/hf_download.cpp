@@ -15,7 +15,7 @@
 #include "files/text.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 namespace fs = std::filesystem;
 namespace {
 
@@ -48,7 +48,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   } else if (const auto colon = line.find(':'); colon != std::string::npos) {
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
-    headers[lower_case(line.substr(0, colon))] = value;
+    headers[files::lower_case(line.substr(0, colon))] = value;
   }
   return size * n;
 }
@@ -121,7 +121,7 @@ std::string repo_name(const HfRepo& repo) { return "hf:" + repo.id; }
 }
 
 [[noreturn]] void throw_curl(const HfRepo& repo, const std::string& url, CURLcode rc, const char* detail) {
-  throw Error(fmt::format("{}: cannot reach {}: {}", repo_name(repo), printable(url, true), *detail ? detail : curl_easy_strerror(rc)));
+  throw Error(fmt::format("{}: cannot reach {}: {}", repo_name(repo), files::printable(url, true), *detail ? detail : curl_easy_strerror(rc)));
 }
 
 // Relative redirects (a renamed repository) are followed, others reported: the GET follows those.
@@ -190,7 +190,7 @@ bool get_once(const HubSettings& hub, const HfRepo& repo, const HubFileInfo& inf
     sink.offset = 0;
   }
   sink.file = std::fopen(part.c_str(), sink.offset ? "ab" : "wb");
-  if (!sink.file) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), display(part)));
+  if (!sink.file) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), files::display(part)));
   const std::unique_ptr<std::FILE, decltype(&std::fclose)> closer(sink.file, &std::fclose);
 
   const Curl curl = make_curl();
@@ -216,12 +216,12 @@ bool get_once(const HubSettings& hub, const HfRepo& repo, const HubFileInfo& inf
   const CURLcode rc = curl_easy_perform(curl.get());
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (std::fflush(sink.file) != 0) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), display(part)));
+  if (std::fflush(sink.file) != 0) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), files::display(part)));
   if (status >= 300 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)) {
     if (status == 416 && info.size && sink.offset == *info.size) return true;
     throw_http(hub, repo, file, status, headers);
   }
-  if (rc == CURLE_WRITE_ERROR) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), display(part)));
+  if (rc == CURLE_WRITE_ERROR) throw Error(fmt::format("{}: cannot write {}", repo_name(repo), files::display(part)));
   if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) throw_curl(repo, info.location, rc, error);
   return rc == CURLE_OK;
 }
@@ -237,13 +237,13 @@ std::string digest_file(const fs::path& path, const EVP_MD* md, const std::strin
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f || !ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1) {
     if (f) std::fclose(f);
-    throw Error(fmt::format("{}: cannot read it to check its hash", display(path)));
+    throw Error(fmt::format("{}: cannot read it to check its hash", files::display(path)));
   }
   const std::unique_ptr<std::FILE, decltype(&std::fclose)> closer(f, &std::fclose);
   EVP_DigestUpdate(ctx.get(), prefix.data(), prefix.size());
   std::vector<unsigned char> buf(1 << 20);
   for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) EVP_DigestUpdate(ctx.get(), buf.data(), n);
-  if (std::ferror(f)) throw Error(fmt::format("{}: read error while checking its hash", display(path)));
+  if (std::ferror(f)) throw Error(fmt::format("{}: read error while checking its hash", files::display(path)));
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned len = 0;
   EVP_DigestFinal_ex(ctx.get(), out, &len);
@@ -265,7 +265,7 @@ void verify(const HfRepo& repo, const std::string& file, const HubFileInfo& info
   const std::uint64_t got = file_size_or_zero(part);
   if (info.size && got != *info.size)
     throw Error(fmt::format("{}: {} is {} bytes, the hub said {}", repo_name(repo), file, got, *info.size));
-  const std::string etag = lower_case(info.etag);
+  const std::string etag = files::lower_case(info.etag);
   std::string actual, kind;
   if (is_hex(etag, 64)) actual = sha256_file(part), kind = "sha256";
   else if (is_hex(etag, 40)) actual = git_blob_sha1_file(part), kind = "git sha1";
@@ -325,11 +325,11 @@ fs::path fetch_to_cache(const HubSettings& hub, const HfCache& cache, const HubF
   const fs::path blob = cache.blob_path(info.etag);
   {
     // One process fetches a blob at a time; the others wait and then find it done.
-    const LockFile lock = cache.lock_blob(info.etag);
+    const files::LockFile lock = cache.lock_blob(info.etag);
     std::error_code ec;
     if (!fs::is_regular_file(blob, ec)) {
       fs::create_directories(blob.parent_path(), ec);
-      if (ec) throw Error(fmt::format("{}: cannot create cache folder: {}", display(blob.parent_path()), ec.message()));
+      if (ec) throw Error(fmt::format("{}: cannot create cache folder: {}", files::display(blob.parent_path()), ec.message()));
       const fs::path part = cache.incomplete_path(info.etag);
       bool complete = false;
       for (int attempt = 0; attempt < std::max(1, hub.attempts) && !complete; ++attempt)
@@ -340,7 +340,7 @@ fs::path fetch_to_cache(const HubSettings& hub, const HfCache& cache, const HubF
                                 info.size ? std::to_string(*info.size) : std::string("?"), std::max(1, hub.attempts)));
       verify(repo, file, info, part);
       fs::rename(part, blob, ec);
-      if (ec) throw Error(fmt::format("{}: cannot move it into the cache: {}", display(blob), ec.message()));
+      if (ec) throw Error(fmt::format("{}: cannot move it into the cache: {}", files::display(blob), ec.message()));
     }
   }
   cache.link_snapshot(info.commit, file, info.etag);
@@ -355,4 +355,4 @@ std::string git_blob_sha1_file(const fs::path& path) {
   return digest_file(path, EVP_sha1(), prefix);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

@@ -12,7 +12,7 @@
 
 #include "hub/hf_cache.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 
 // Everything the hub code needs to know, as values: this library reads no environment (the
 // command line does: cli/environment.hpp), so a test or another caller sets these directly.
@@ -53,4 +53,4 @@ std::filesystem::path fetch_to_cache(const HubSettings& hub, const HfCache& cach
 std::string sha256_file(const std::filesystem::path& path);
 std::string git_blob_sha1_file(const std::filesystem::path& path);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

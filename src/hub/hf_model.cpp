@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 namespace {
 
 constexpr const char* kWeights[] = {"model.safetensors", "pytorch_model.bin"};
@@ -30,7 +30,7 @@ HfModelFiles resolve_hf_model(const std::string& name, const HubSettings& hub) {
   if (auto cached = from_cache(cache)) return *cached;
   if (hub.offline)
     throw Error(fmt::format("hf:{}: not in the Hugging Face cache ({}) at revision {}, and {}: no download", repo.id,
-                            display(cache.root()), repo.revision, hub.offline_reason));
+                            files::display(cache.root()), repo.revision, hub.offline_reason));
 
   HfModelFiles out;
   out.downloaded = true;
@@ -56,4 +56,4 @@ HfModelFiles resolve_hf_model(const std::string& name, const HubSettings& hub) {
   return out;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

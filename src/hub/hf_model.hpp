@@ -7,7 +7,7 @@
 
 #include "hub/hf_download.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 
 struct HfModelFiles {
   std::filesystem::path weights;   // snapshots/<commit>/<file>; config files sit beside it
@@ -19,4 +19,4 @@ struct HfModelFiles {
 // a checksum mismatch, a hub out of reach.
 HfModelFiles resolve_hf_model(const std::string& name, const HubSettings& hub);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "files/companion.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 struct Loaded {
@@ -14,14 +14,14 @@ struct Loaded {
 };
 
 Loaded checked(const codec_abi::Table* table, const std::string& where) {
-  std::string why_not = module_version_mismatch(where, table != nullptr ? &table->version : nullptr, codec_abi::kVersion);
+  std::string why_not = files::module_version_mismatch(where, table != nullptr ? &table->version : nullptr, codec_abi::kVersion);
   if (!why_not.empty()) return {nullptr, std::move(why_not)};
   return {table, ""};
 }
 
 Loaded load() {
   if (&vitattn_codec_module != nullptr) return checked(vitattn_codec_module(), "the linked codec module");
-  const LoadedModule module = load_module(companion_candidates(codec_abi::kFileName), codec_abi::kEntryPoint);
+  const files::LoadedModule module = files::load_module(files::companion_candidates(codec_abi::kFileName), codec_abi::kEntryPoint);
   if (module.entry == nullptr) return {nullptr, module.why_not};
   using Entry = const codec_abi::Table* (*)();
   return checked(reinterpret_cast<Entry>(module.entry)(), module.path);
@@ -36,4 +36,4 @@ const codec_abi::Table& codec_module(const std::string& source) {
   return *loaded.table;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

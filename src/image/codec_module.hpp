@@ -7,10 +7,10 @@
 
 #include "image/codec_module_abi.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 // The module's table, loaded once (thread-safe). Throws Error "SOURCE: image decoding of
 // this format is not available: <why>" when it cannot be loaded.
 const codec_abi::Table& codec_module(const std::string& source);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

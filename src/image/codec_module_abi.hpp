@@ -15,7 +15,7 @@ namespace cv {
 class Mat;
 }
 
-namespace vitattn::io::codec_abi {
+namespace vitattn::image::codec_abi {
 
 // Raised whenever Table changes: a module of another version is refused with a clear error.
 inline constexpr int kVersion = 1;
@@ -35,9 +35,9 @@ struct Table {
                 void* ctx, Status* status);
 };
 
-}  // namespace vitattn::io::codec_abi
+}  // namespace vitattn::image::codec_abi
 
 // The module's one entry point: its table (static, lives as long as the module). Declared weak
 // so that a program that links the implementation in (the tests, the fuzzers: codec_module.cpp
 // uses it without dlopen) and one that does not (vitattn) share this header.
-extern "C" const vitattn::io::codec_abi::Table* vitattn_codec_module() __attribute__((weak));
+extern "C" const vitattn::image::codec_abi::Table* vitattn_codec_module() __attribute__((weak));

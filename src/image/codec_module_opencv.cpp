@@ -12,9 +12,9 @@
 #include "image/module_guard.hpp"
 
 namespace {
-using vitattn::io::codec_abi::Status;
-using vitattn::io::codec_abi::Table;
-using vitattn::io::guarded;
+using vitattn::image::codec_abi::Status;
+using vitattn::image::codec_abi::Table;
+using vitattn::image::guarded;
 
 int decode_color(const std::uint8_t* bytes, std::size_t size, cv::Mat* bgr, Status* status) {
   return guarded(status, 0, "codec module", [&] {
@@ -36,7 +36,7 @@ int encode(const char* ext, const cv::Mat* image, int quality, void (*sink)(void
   });
 }
 
-constexpr Table kTable = {vitattn::io::codec_abi::kVersion, decode_color, encode};
+constexpr Table kTable = {vitattn::image::codec_abi::kVersion, decode_color, encode};
 
 }  // namespace
 

@@ -25,7 +25,7 @@
 // redirect of fd 2 could not tell which of N concurrent decodes printed a line without
 // serialising them all.
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 thread_local DecoderMessages* t_current = nullptr;
@@ -137,23 +137,23 @@ DecoderMessages::DecoderMessages() {
 
 DecoderMessages::~DecoderMessages() { t_current = nullptr; }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image
 
 extern "C" {
 
 jpeg_error_mgr* jpeg_std_error(jpeg_error_mgr* err) {
-  static const auto real = vitattn::io::next_definition<jpeg_error_mgr* (*)(jpeg_error_mgr*)>("jpeg_std_error");
+  static const auto real = vitattn::image::next_definition<jpeg_error_mgr* (*)(jpeg_error_mgr*)>("jpeg_std_error");
   jpeg_error_mgr* mgr = real(err);
-  mgr->output_message = vitattn::io::jpeg_output_message;
+  mgr->output_message = vitattn::image::jpeg_output_message;
   return mgr;
 }
 
 png_structp png_create_read_struct(png_const_charp user_png_ver, png_voidp error_ptr, png_error_ptr error_fn,
                                    png_error_ptr warn_fn) {
   using Create = png_structp (*)(png_const_charp, png_voidp, png_error_ptr, png_error_ptr);
-  static const auto real = vitattn::io::next_definition<Create>("png_create_read_struct");
-  return real(user_png_ver, error_ptr, error_fn ? error_fn : vitattn::io::png_error_message,
-              warn_fn ? warn_fn : vitattn::io::png_warning_message);
+  static const auto real = vitattn::image::next_definition<Create>("png_create_read_struct");
+  return real(user_png_ver, error_ptr, error_fn ? error_fn : vitattn::image::png_error_message,
+              warn_fn ? warn_fn : vitattn::image::png_warning_message);
 }
 
 }  // extern "C"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 // While one is alive, what libjpeg, libpng and OpenCV's logger say on this thread is added
 // to lines() ("libjpeg: Corrupt JPEG data: …", "libpng error: …", "OpenCV: …"), never to
@@ -23,4 +23,4 @@ class DecoderMessages {
   std::vector<std::string> lines_;
 };
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 using Byte = std::uint8_t;
@@ -207,4 +207,4 @@ void HuffmanZlibWriter::add_block(const Byte* data, std::size_t n, bool last) {
   size_ = static_cast<std::size_t>(at_ - out_.get());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

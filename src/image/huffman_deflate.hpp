@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 class HuffmanZlibWriter {
  public:
@@ -47,4 +47,4 @@ class HuffmanZlibWriter {
 // an incomplete one). Exposed for the tests.
 void huffman_code_lengths(const std::uint32_t* counts, int n_symbols, int max_length, std::uint8_t* lengths);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -5,7 +5,7 @@
 #include <cstring>
 #include "files/text.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 using Bytes = std::span<const std::uint8_t>;
@@ -59,7 +59,7 @@ const std::vector<Entry>& table() {
 }  // namespace
 
 const ImageFormat* format_by_extension(const std::filesystem::path& path) {
-  std::string ext = lower_extension(path);
+  std::string ext = files::lower_extension(path);
   if (ext.size() < 2) return nullptr;
   ext.erase(0, 1);
   for (const auto& e : table())
@@ -86,4 +86,4 @@ bool has_image_extension(const std::filesystem::path& path) {
   return format && format->readable;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

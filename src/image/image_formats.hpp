@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 struct ImageFormat {
   const char* name;                     // "JPEG", "OpenEXR", …
@@ -28,4 +28,4 @@ bool has_image_extension(const std::filesystem::path& path);
 // "PNG, JPEG, …": the readable formats, for messages.
 std::string readable_format_names();
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 using Bytes = std::span<const std::uint8_t>;
@@ -296,4 +296,4 @@ std::optional<std::string> container_problem(Bytes b) {
   return std::nullopt;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 struct ImageSize {
   std::uint64_t width = 0;
@@ -28,4 +28,4 @@ std::optional<ImageSize> read_image_size(std::span<const std::uint8_t> bytes);
 // decoded with its missing rows filled grey, and libpng would print its own complaint.
 std::optional<std::string> container_problem(std::span<const std::uint8_t> bytes);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

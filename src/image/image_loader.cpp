@@ -14,7 +14,7 @@
 #include "image/image_header.hpp"
 #include "image/jpeg_decoder.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 std::string megapixels(std::uint64_t pixels) {
@@ -117,7 +117,7 @@ cv::Mat load_image(const std::filesystem::path& path, std::uint64_t max_pixels, 
   const std::uint64_t max_bytes = max_pixels > (std::numeric_limits<std::uint64_t>::max() - (64u << 20)) / 8
                                       ? std::numeric_limits<std::uint64_t>::max()
                                       : 8 * max_pixels + (64u << 20);
-  return decode_image(read_file(path, max_bytes), display(path), max_pixels, damage);
+  return decode_image(files::read_file(path, max_bytes), files::display(path), max_pixels, damage);
 }
 
 ImageTensor preprocess(const cv::Mat& bgr, int width, int height, const Normalization& norm) {
@@ -133,4 +133,4 @@ ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& no
   return preprocess(bgr, img_size, img_size, norm);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

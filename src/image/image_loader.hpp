@@ -9,7 +9,7 @@
 
 #include "core/image_tensor.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 // The values an Error from here may be about (core/error.hpp's Subject): a caller maps them
 // to its own names for them (the command line to its flags).
@@ -42,4 +42,4 @@ ImageTensor preprocess(const cv::Mat& bgr, int img_size, const Normalization& no
 // Same to (3, height, width): INTER_AREA only when both sides shrink.
 ImageTensor preprocess(const cv::Mat& bgr, int width, int height, const Normalization& norm);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -7,7 +7,7 @@
 #include "image/codec_module.hpp"
 #include "image/png_writer.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 const char* extension(ImageFormat format) {
   switch (format) {
@@ -40,8 +40,8 @@ std::vector<std::uint8_t> encode_image(const cv::Mat& image, const OutputFormat&
 }
 
 void write_image_atomic(const std::filesystem::path& path, const cv::Mat& image, const OutputFormat& format) {
-  const std::vector<std::uint8_t> bytes = naming_source(display(path), [&] { return encode_image(image, format); });
-  write_file_atomic(path, bytes.data(), bytes.size());
+  const std::vector<std::uint8_t> bytes = naming_source(files::display(path), [&] { return encode_image(image, format); });
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

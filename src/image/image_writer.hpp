@@ -6,7 +6,7 @@
 #include <opencv2/core.hpp>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 enum class ImageFormat { png, jpg, webp };
 
@@ -28,4 +28,4 @@ std::vector<std::uint8_t> encode_image(const cv::Mat& image, const OutputFormat&
 // Encodes and writes via a temporary file and rename; throws Error naming `path`.
 void write_image_atomic(const std::filesystem::path& path, const cv::Mat& image, const OutputFormat& format = {});
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -7,7 +7,7 @@
 #include <jpeglib.h>  // after <cstdio>: it uses FILE
 // clang-format on
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 // libjpeg's error manager, with messages kept for the file and fatal errors returning to
@@ -136,4 +136,4 @@ cv::Mat decode_jpeg(std::span<const std::uint8_t> bytes, DecoderMessages& said) 
   return bgr;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -12,7 +12,7 @@
 
 #include "image/decoder_messages.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 // 8-bit BGR (H, W), or an empty Mat when libjpeg gave up (its error is then in `said`, as
 // "libjpeg: …"). Warnings (corrupt data worked around) are added to `said` and the image is
@@ -25,4 +25,4 @@ int exif_orientation(std::span<const std::uint8_t> app1);
 // OpenCV's ApplyExifOrientation: flips and transposes for orientations 2–8, in place.
 void apply_exif_orientation(int orientation, cv::Mat& image);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -8,7 +8,7 @@
 
 #include "image/module_status.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 inline void say(ModuleStatus* status, const char* what) {
   std::snprintf(status->message, sizeof status->message, "%s", what);
@@ -30,4 +30,4 @@ R guarded(ModuleStatus* status, R failed, const char* module, F&& f) {
   return failed;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

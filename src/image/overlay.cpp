@@ -8,7 +8,7 @@
 #include "core/attention_maps.hpp"
 #include "files/text.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 struct NamedColormap {
@@ -49,7 +49,7 @@ cv::Mat upsample_to_u8(const Matrix& unit_map, cv::Size size, int interpolation)
 }  // namespace
 
 std::optional<int> colormap_by_name(const std::string& name) {
-  const std::string lower = lower_case(name);
+  const std::string lower = files::lower_case(name);
   for (const auto& c : kColormaps)
     if (lower == c.name) return c.id;
   return std::nullopt;
@@ -115,4 +115,4 @@ cv::Mat render_heatmap(const Matrix& map, int cell, int colormap) {
   return heat;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

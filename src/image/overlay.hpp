@@ -7,7 +7,7 @@
 
 #include "core/tensor.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 enum class Interp { nearest, linear, cubic };
 
@@ -40,4 +40,4 @@ cv::Mat tile_images(const std::vector<cv::Mat>& images, const std::vector<std::s
 // A map alone as a coloured image, each cell `cell` pixels wide (used by explain).
 cv::Mat render_heatmap(const Matrix& map, int cell, int colormap);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

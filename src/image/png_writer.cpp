@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "image/huffman_deflate.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 using Byte = std::uint8_t;
@@ -229,4 +229,4 @@ std::vector<std::uint8_t> encode_png(const cv::Mat& image, const PngOptions& opt
   return png;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -12,7 +12,7 @@
 #include <opencv2/core.hpp>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::image {
 
 // The filter put before each row (PNG spec §9). `adaptive` picks, row by row, the one of
 // None, Sub, Up and Paeth whose output has the smallest sum of |byte as signed|, libpng's
@@ -45,4 +45,4 @@ inline std::uint8_t paeth_predictor(int a, int b, int c) {
   return static_cast<std::uint8_t>(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);  // ties: a, then b
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::image

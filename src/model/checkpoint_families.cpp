@@ -1,6 +1,6 @@
 #include "model/checkpoint_families.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 constexpr Normalization kImageNet{};
@@ -332,4 +332,4 @@ std::vector<std::string> family_names() {
   return names;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -10,7 +10,7 @@
 #include "core/pos_embed.hpp"
 #include "core/vit.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 // Names inside one block, relative to the block's prefix. Empty: the block has no such tensor.
 // Every field here and in CheckpointFamily has a default (`= {}`: empty), so that a family's row in
@@ -103,4 +103,4 @@ const CheckpointFamily* family_by_name(const std::string& name);
 const CheckpointFamily* family_by_model_type(const std::string& model_type);
 std::vector<std::string> family_names();
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 extern const char* const kImagenet1kClassesText;  // imagenet_classes.cpp, generated at build time
 
 namespace {
@@ -52,7 +52,7 @@ std::vector<std::string> config_labels(const std::string& json_text, const std::
   try {
     config = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON ({})", source, printable(e.what(), true)));
+    throw Error(fmt::format("{}: not valid JSON ({})", source, files::printable(e.what(), true)));
   }
   if (!config.is_object()) throw Error(fmt::format("{}: not a JSON object", source));
   std::vector<std::string> names;
@@ -69,7 +69,7 @@ std::vector<std::string> config_labels(const std::string& json_text, const std::
       }
       if (used != key.size() || i < 0 || i >= n_classes || !value.is_string() || named[static_cast<std::size_t>(i)])
         throw Error(fmt::format("{}: id2label entry \"{}\" is not a distinct class index 0…{} with a name", source,
-                                printable(key, true), n_classes - 1));
+                                files::printable(key, true), n_classes - 1));
       names[static_cast<std::size_t>(i)] = value.get<std::string>();
       named[static_cast<std::size_t>(i)] = true;
     }
@@ -97,12 +97,12 @@ ClassLabels find_class_labels(const std::map<std::string, std::string>& metadata
   }
   std::error_code ec;
   if (!config.empty() && std::filesystem::is_regular_file(config, ec)) {
-    const std::vector<std::uint8_t> bytes = read_file(config, 16u << 20);
-    std::vector<std::string> names = config_labels(std::string(bytes.begin(), bytes.end()), display(config), n_classes);
-    if (!names.empty()) return {std::move(names), display(config)};
+    const std::vector<std::uint8_t> bytes = files::read_file(config, 16u << 20);
+    std::vector<std::string> names = config_labels(std::string(bytes.begin(), bytes.end()), files::display(config), n_classes);
+    if (!names.empty()) return {std::move(names), files::display(config)};
   }
   if (n_classes == 1000) return {imagenet1k_classes(), "ImageNet-1k (built in)"};
   return {};
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 struct ClassLabels {
   std::vector<std::string> names;  // one per class, or empty: show indices
@@ -30,4 +30,4 @@ std::vector<std::string> config_labels(const std::string& json_text, const std::
 // The 1000 ImageNet-1k names (data/imagenet1k_classes.txt, built into the binary).
 const std::vector<std::string>& imagenet1k_classes();
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -7,14 +7,14 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 // "a, b, c and 4 more": a whole block missing names its prefix in the gap message instead.
 std::string name_list(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 8;
   std::string s;
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + printable(names[i]);
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + files::printable(names[i]);
   if (names.size() > kShown) s += " and " + std::to_string(names.size() - kShown) + " more";
   return s;
 }
@@ -59,7 +59,7 @@ std::vector<std::string> role_names(const CheckpointFamily& f) {
 
 class LayoutCheck {
  public:
-  LayoutCheck(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix)
+  LayoutCheck(const tensors::TensorFile& st, const CheckpointFamily& f, const std::string& prefix)
       : st_(st), f_(f), prefix_(prefix) {}
 
   Layout run() {
@@ -154,7 +154,7 @@ class LayoutCheck {
   void refuse_unsupported() const {
     for (const auto& name : f_.unsupported)
       if (has(prefix_ + name))
-        throw Error(st_.source() + ": holds " + printable(prefix_ + name) + ": " + f_.unsupported_why);
+        throw Error(st_.source() + ": holds " + files::printable(prefix_ + name) + ": " + f_.unsupported_why);
   }
 
   // Parts some models of a family lack (a qkv bias, layer scale): counted per block, then
@@ -304,7 +304,7 @@ class LayoutCheck {
     throw Error(what);
   }
 
-  const TensorFile& st_;
+  const tensors::TensorFile& st_;
   const CheckpointFamily& f_;
   const std::string prefix_;
   std::set<std::string> used_;
@@ -314,8 +314,8 @@ class LayoutCheck {
 
 }  // namespace
 
-Layout check_layout(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
+Layout check_layout(const tensors::TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
   return LayoutCheck(st, f, prefix).run();
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

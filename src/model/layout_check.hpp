@@ -32,7 +32,7 @@
 #include "model/checkpoint_families.hpp"
 #include "tensors/safetensors.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 struct Layout {
   int n_blocks = 0;
@@ -42,6 +42,6 @@ struct Layout {
 // Throws Error "PATH: …" naming the tensors: "no blocks.5.* (the blocks go up to blocks.11.)"
 // for a gap, else "not a complete timm model: missing …; not of the layout …: …; it holds …,
 // which other families read …" (only the last: "not a timm model: it holds …").
-Layout check_layout(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix);
+Layout check_layout(const tensors::TensorFile& st, const CheckpointFamily& f, const std::string& prefix);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

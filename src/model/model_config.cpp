@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace fs = std::filesystem;
 namespace {
 
@@ -18,13 +18,13 @@ using nlohmann::json;
 std::optional<json> read_json(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return std::nullopt;
-  const std::vector<std::uint8_t> bytes = read_file(path, 16u << 20);
+  const std::vector<std::uint8_t> bytes = files::read_file(path, 16u << 20);
   try {
     json j = json::parse(bytes.begin(), bytes.end());
-    if (!j.is_object()) throw Error(display(path) + ": not a JSON object");
+    if (!j.is_object()) throw Error(files::display(path) + ": not a JSON object");
     return j;
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON ({})", display(path), printable(e.what(), true)));
+    throw Error(fmt::format("{}: not valid JSON ({})", files::display(path), files::printable(e.what(), true)));
   }
 }
 
@@ -32,7 +32,7 @@ int positive_int(const json& j, const char* key, const fs::path& file, int max) 
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return 0;
   if (!it->is_number_integer() || it->get<long long>() <= 0 || it->get<long long>() > max)
-    throw Error(fmt::format("{}: {} is {}, expected an integer 1…{}", display(file), key, printable(it->dump(), true), max));
+    throw Error(fmt::format("{}: {} is {}, expected an integer 1…{}", files::display(file), key, files::printable(it->dump(), true), max));
   return it->get<int>();
 }
 
@@ -42,7 +42,7 @@ std::optional<std::array<float, 3>> triplet(const json& j, const char* key, cons
   if (it == j.end() || it->is_null()) return std::nullopt;
   std::array<float, 3> v{};
   const auto bad = [&] {
-    return Error(fmt::format("{}: {} is {}, expected three numbers{}", display(file), key, printable(it->dump(), true),
+    return Error(fmt::format("{}: {} is {}, expected three numbers{}", files::display(file), key, files::printable(it->dump(), true),
                              positive ? " above 0" : ""));
   };
   if (it->is_number()) {
@@ -65,8 +65,8 @@ std::optional<Gelu> activation(const json& c, const fs::path& file) {
   if (name == "gelu") return Gelu::erf;
   if (name == "quick_gelu") return Gelu::quick;
   if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") return Gelu::tanh;
-  throw Error(fmt::format("{}: hidden_act is {}, expected gelu, quick_gelu, gelu_pytorch_tanh or gelu_new", display(file),
-                          printable(it->dump(), true)));
+  throw Error(fmt::format("{}: hidden_act is {}, expected gelu, quick_gelu, gelu_pytorch_tanh or gelu_new", files::display(file),
+                          files::printable(it->dump(), true)));
 }
 
 void read_config(const json& top, const fs::path& file, ModelConfig& out) {
@@ -83,12 +83,12 @@ void read_config(const json& top, const fs::path& file, ModelConfig& out) {
   out.intermediate_size = positive_int(c, "intermediate_size", file, 1 << 20);
   if (const auto it = c.find("layer_norm_eps"); it != c.end() && !it->is_null()) {
     if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() >= 1)
-      throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", display(file), printable(it->dump(), true)));
+      throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", files::display(file), files::printable(it->dump(), true)));
     out.eps = it->get<float>();
   }
   if (const auto it = c.find("rope_theta"); it != c.end() && !it->is_null()) {  // HF DINOv3ViTConfig
     if (!it->is_number() || !(it->get<double>() > 1) || it->get<double>() > 1e9)
-      throw Error(fmt::format("{}: rope_theta is {}, expected a number above 1", display(file), printable(it->dump(), true)));
+      throw Error(fmt::format("{}: rope_theta is {}, expected a number above 1", files::display(file), files::printable(it->dump(), true)));
     out.rope_theta = it->get<float>();
   }
   // timm: {"architecture": …, "model_args": {"num_heads": …}, "pretrained_cfg": {"input_size": [3, H, W], "mean", "std"}}
@@ -119,14 +119,14 @@ ModelConfig read_model_config(const fs::path& dir) {
   const fs::path &config = files[0], &preprocessor = files[1];
   if (const auto c = read_json(config)) {
     read_config(*c, config, out);
-    out.sources = display(config);
+    out.sources = files::display(config);
     out.config_json = config;
   }
   if (const auto p = read_json(preprocessor)) {
     read_preprocessor(*p, preprocessor, out);
-    out.sources += (out.sources.empty() ? "" : ", ") + display(preprocessor);
+    out.sources += (out.sources.empty() ? "" : ", ") + files::display(preprocessor);
   }
   return out;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -12,7 +12,7 @@
 
 #include "core/layers.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 struct ModelConfig {
   int heads = 0;                              // num_attention_heads (HF), model_args.num_heads (timm); 0: not said
@@ -39,4 +39,4 @@ std::vector<std::filesystem::path> model_config_files(const std::filesystem::pat
 // file when one is not JSON or a value has the wrong type or range.
 ModelConfig read_model_config(const std::filesystem::path& dir);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -8,7 +8,7 @@
 #include "model/model_config.hpp"
 #include "tensors/tensor_file.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace fs = std::filesystem;
 namespace {
 
@@ -55,15 +55,15 @@ VitOverrides merged_overrides(const VitOverrides& asked, const ModelConfig& conf
 
 // The file's head count against its config.json's: two different models, an error. The
 // request's over either: said back, the request wins.
-std::optional<HeadsOverridden> check_head_counts(const TensorFile& st, const ModelConfig& config, const std::string& name,
+std::optional<HeadsOverridden> check_head_counts(const tensors::TensorFile& st, const ModelConfig& config, const std::string& name,
                                                  int asked) {
   const std::optional<long> file = metadata_heads(st);
   if (file && config.heads > 0 && *file != config.heads)
-    throw Error(fmt::format("{}: its __metadata__ gives {} heads, {} gives {}", name, *file, display(config.config_json),
+    throw Error(fmt::format("{}: its __metadata__ gives {} heads, {} gives {}", name, *file, files::display(config.config_json),
                             config.heads));
   if (asked <= 0) return std::nullopt;
   if (file && *file != asked) return HeadsOverridden{asked, static_cast<int>(*file), "the file's __metadata__"};
-  if (config.heads > 0 && config.heads != asked) return HeadsOverridden{asked, config.heads, display(config.config_json)};
+  if (config.heads > 0 && config.heads != asked) return HeadsOverridden{asked, config.heads, files::display(config.config_json)};
   return std::nullopt;
 }
 
@@ -71,7 +71,7 @@ std::optional<HeadsOverridden> check_head_counts(const TensorFile& st, const Mod
 void check_config_sizes(const ModelConfig& config, const VitModel& m, const std::string& name) {
   const auto differ = [&](const char* key, int said, int has, const std::string& has_text) {
     if (said > 0 && said != has)
-      throw Error(fmt::format("{}: {} says {} {}, the file's model has {}", name, display(config.config_json), key, said,
+      throw Error(fmt::format("{}: {} says {} {}, the file's model has {}", name, files::display(config.config_json), key, said,
                               has_text));
   };
   differ("hidden_size", config.hidden_size, m.d_model(), fmt::format("D = {}", m.d_model()));
@@ -89,14 +89,14 @@ void check_config_sizes(const ModelConfig& config, const VitModel& m, const std:
 std::string some_names(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 20;
   std::string s;
-  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + printable(names[i]);
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) s += (i ? ", " : "") + files::printable(names[i]);
   if (names.size() > kShown) s += fmt::format(" and {} more", names.size() - kShown);
   return s;
 }
 
 // For VitModel::weights_lost: a mapped file's weights are read in place by every forward, and
 // another program may cut the file short meanwhile (mapped_file.hpp).
-std::function<std::string()> weights_lost(const TensorFile& st) {
+std::function<std::string()> weights_lost(const tensors::TensorFile& st) {
   if (!st.mapping()) return {};  // in memory: nothing can take the values away
   return [map = st.mapping(), source = st.source()]() -> std::string {
     if (!map->lost()) return {};
@@ -113,7 +113,7 @@ struct Beside {
 
 // Every step after the tensor file is read, shared by the file and the bytes: load, the config's
 // checks and normalisation, the request's normalisation, validation once, labels.
-OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::string& name, const ModelRequest& r) {
+OpenedModel open_tensors(const tensors::TensorFile& st, const Beside& beside, const std::string& name, const ModelRequest& r) {
   const ModelConfig& config = beside.config;
   OpenedModel out;
   if (!config.sources.empty()) out.details.push_back("settings from " + config.sources);
@@ -155,7 +155,7 @@ OpenedModel open_tensors(const TensorFile& st, const Beside& beside, const std::
 OpenedModel open_model(const ModelRequest& r) {
   if (r.source.empty()) return open_seeded(r);
   const fs::path path = weights_file(r);
-  const TensorFile st = load_tensor_file(path, r.key);
+  const tensors::TensorFile st = tensors::load_tensor_file(path, r.key);
   // config.json / preprocessor_config.json beside the weights (a hub snapshot folder).
   const Beside beside{read_model_config(path.parent_path()), path.parent_path() / "config.json"};
   OpenedModel out = open_tensors(st, beside, r.source, r);
@@ -164,8 +164,8 @@ OpenedModel open_model(const ModelRequest& r) {
 }
 
 OpenedModel open_model_bytes(std::vector<std::uint8_t> bytes, const std::string& name, const ModelRequest& r) {
-  const TensorFile st = parse_tensor_file(std::move(bytes), name, r.key);
+  const tensors::TensorFile st = tensors::parse_tensor_file(std::move(bytes), name, r.key);
   return open_tensors(st, Beside{}, name, r);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -37,7 +37,7 @@
 #include "model/class_labels.hpp"
 #include "model/vit_loader.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 // The local weights file for a hub name, or nullopt when `source` is no hub name (a path).
 // May throw Error (not cached while offline, not on the hub, a checksum mismatch…).
@@ -86,4 +86,4 @@ OpenedModel open_model(const ModelRequest& request);
 // config files (there is no folder); the request's source and hub are not used.
 OpenedModel open_model_bytes(std::vector<std::uint8_t> bytes, const std::string& name, const ModelRequest& request);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -7,10 +7,10 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::string& what) {
-  const auto bad = [&] { return Error(what + " is \"" + printable(text) + "\", expected three numbers \"r,g,b\""); };
+  const auto bad = [&] { return Error(what + " is \"" + files::printable(text) + "\", expected three numbers \"r,g,b\""); };
   std::array<float, 3> out{};
   const char* p = text.data();
   const char* end = text.data() + text.size();
@@ -40,4 +40,4 @@ std::string format_rgb_triplet(const std::array<float, 3>& v) {
   return s;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

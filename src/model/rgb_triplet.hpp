@@ -4,7 +4,7 @@
 #include <array>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 // "0.485,0.456,0.406" → {0.485, 0.456, 0.406}: three finite numbers, spaces allowed around
 // each. Throws Error "WHAT is \"TEXT\", expected three numbers \"r,g,b\"" otherwise.
@@ -13,4 +13,4 @@ std::array<float, 3> parse_rgb_triplet(const std::string& text, const std::strin
 // The inverse, with as many digits as a float needs to come back bit for bit.
 std::string format_rgb_triplet(const std::array<float, 3>& values);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -7,7 +7,7 @@
 #include "model/rgb_triplet.hpp"
 #include "tensors/safetensors.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 bool has_single_head_layout(const VitModel& m) {
   if (m.n_layers() != 1 || m.n_heads != 1 || m.n_registers() != 0 || m.has_dist() || m.pos_prefix != 1 || m.final_norm.present() ||
@@ -34,7 +34,7 @@ std::vector<std::uint8_t> encode_model(const VitModel& m) {
   const auto dki = static_cast<Eigen::Index>(d_k);
   const RowVector b_qkv = b.b_qkv.size() ? b.b_qkv : RowVector::Zero(3 * dki);
   // w_qkv (3·d_k, D) = [W_Q; W_K; W_V]: each its own tensor, as the layout has them
-  const std::vector<NamedTensor> tensors = {
+  const std::vector<tensors::NamedTensor> tensors = {
       {"patch_embed.proj.weight", {d, 3, p, p}, values(m.w_patch)},
       {"patch_embed.proj.bias", {d}, bias(m.b_patch, static_cast<Eigen::Index>(d))},
       {"cls_token", {1, 1, d}, values(m.cls_token)},
@@ -46,14 +46,14 @@ std::vector<std::uint8_t> encode_model(const VitModel& m) {
       {"attn.v.weight", {d_k, d}, values(Matrix(b.w_qkv.bottomRows(dki)))},
       {"attn.v.bias", {d_k}, values(RowVector(b_qkv.segment(2 * dki, dki)))},
   };
-  return encode_safetensors(tensors, {{"format", "vitattn-single-head"},
+  return tensors::encode_safetensors(tensors, {{"format", "vitattn-single-head"},
                                       {"mean", format_rgb_triplet(m.norm.mean)},
                                       {"std", format_rgb_triplet(m.norm.std)}});
 }
 
 void save_model(const std::filesystem::path& path, const VitModel& m) {
   const auto bytes = encode_model(m);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

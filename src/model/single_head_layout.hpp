@@ -8,7 +8,7 @@
 
 #include "core/vit.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 namespace roles {
 inline constexpr const char* saved_model = "the saved model";  // an Error's Subject (core/error.hpp): the file written
@@ -24,4 +24,4 @@ bool has_single_head_layout(const VitModel& model);
 void save_model(const std::filesystem::path& path, const VitModel& model);
 std::vector<std::uint8_t> encode_model(const VitModel& model);  // the bytes save_model writes
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -10,7 +10,7 @@
 #include "model/layout_check.hpp"
 #include "model/rgb_triplet.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 using Shape = std::vector<std::uint64_t>;
@@ -18,12 +18,12 @@ using Shape = std::vector<std::uint64_t>;
 // One checkpoint, read tensor by tensor with the file's name in every message.
 class Reader {
  public:
-  explicit Reader(const TensorFile& st) : st_(st) {}
+  explicit Reader(const tensors::TensorFile& st) : st_(st) {}
   const std::string& source() const { return st_.source(); }
   bool has(const std::string& name) const { return st_.find(name) != nullptr; }
 
   const Shape& shape(const std::string& name, const char* layout) const {
-    const TensorInfo* t = st_.find(name);
+    const tensors::TensorInfo* t = st_.find(name);
     if (!t) throw Error(source() + ": tensor " + name + " is missing (expected " + layout + ")");
     return t->shape;
   }
@@ -57,7 +57,7 @@ class Reader {
 
  private:
   void require_present(const std::string& name, const Shape& expected) const {
-    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + shape_string(expected) + ")");
+    if (!has(name)) throw Error(source() + ": tensor " + name + " is missing (expected " + tensors::shape_string(expected) + ")");
   }
 
   // One vectorised pass, the index only when needed. In place, this is the first read of the
@@ -68,7 +68,7 @@ class Reader {
       Eigen::Index n, bad = -1;  // the first non-finite value's index, or -1
       float value = 0.0f;
     } scan{v, n};
-    const bool read = MappedFile::guarded([](void* context) {
+    const bool read = files::MappedFile::guarded([](void* context) {
       auto& s = *static_cast<Scan*>(context);
       if (Eigen::Map<const Eigen::ArrayXf>(s.v, s.n).allFinite()) return;
       for (s.bad = 0; std::isfinite(s.v[s.bad]); ++s.bad) {}
@@ -80,7 +80,7 @@ class Reader {
                   std::to_string(scan.bad) + ")");
   }
 
-  const TensorFile& st_;
+  const tensors::TensorFile& st_;
 };
 
 std::string block_prefix(const std::string& prefix, const CheckpointFamily& f, int i) {
@@ -99,7 +99,7 @@ std::vector<std::string> block_markers(const CheckpointFamily& f) {
   return names;
 }
 
-bool has_block(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix, int i) {
+bool has_block(const tensors::TensorFile& st, const CheckpointFamily& f, const std::string& prefix, int i) {
   if (i > 0 && f.block.find("{i}") == std::string::npos) return false;  // a family of one block
   for (const auto& name : block_markers(f))
     if (st.find(block_prefix(prefix, f, i) + name)) return true;
@@ -107,7 +107,7 @@ bool has_block(const TensorFile& st, const CheckpointFamily& f, const std::strin
 }
 
 // A family is recognised by its first block; the reader then names any other tensor missing.
-bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
+bool matches(const tensors::TensorFile& st, const CheckpointFamily& f, const std::string& prefix) {
   if (!f.probe_head.empty() && !st.find(prefix + f.probe_head + ".probe")) return false;  // HF CLIP shares SigLIP's block names
   if (!has_block(st, f, prefix, 0)) return false;
   return std::all_of(f.detect_also.begin(), f.detect_also.end(),
@@ -115,7 +115,7 @@ bool matches(const TensorFile& st, const CheckpointFamily& f, const std::string&
 }
 
 // The timm naming is shared by timm ViT/DeiT, DINO and DINOv2, whose defaults differ.
-const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& prefix) {
+const CheckpointFamily& refine_timm(const tensors::TensorFile& st, const std::string& prefix) {
   const CheckpointFamily& timm = *family_by_name("timm");
   if (st.find(prefix + "rope_embed.periods") || st.find(prefix + "storage_tokens")) return *family_by_name("dinov3");
   if (st.find(prefix + "dist_token")) return *family_by_name("deit-distilled");
@@ -128,7 +128,7 @@ const CheckpointFamily& refine_timm(const TensorFile& st, const std::string& pre
   return timm;
 }
 
-std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, const std::string& wanted,
+std::pair<const CheckpointFamily*, std::string> detect(const tensors::TensorFile& st, const std::string& wanted,
                                                        const std::string& hint) {
   if (const CheckpointFamily* f = hint.empty() || !wanted.empty() ? nullptr : family_by_name(hint))
     for (const auto& prefix : f->prefixes)
@@ -151,7 +151,7 @@ std::pair<const CheckpointFamily*, std::string> detect(const TensorFile& st, con
   }() + "; see models/README.md)");
 }
 
-std::optional<long> metadata_int(const TensorFile& st, const char* key) {
+std::optional<long> metadata_int(const tensors::TensorFile& st, const char* key) {
   const auto it = st.metadata().find(key);
   if (it == st.metadata().end()) return std::nullopt;
   long v = 0;
@@ -180,10 +180,10 @@ std::uint64_t attention_width(const Reader& r, const BlockNaming& n, const std::
   // With an output projection the heads span D, as in every ViT; only an attention-only
   // block (the single-head layout) has a width of its own.
   if (!n.proj.empty() && (s.size() != 2 || s[1] != d || rows != d || (n.qkv.size() == 1 && s[0] != 3 * d)))
-    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected " +
-                shape_string({n.qkv.size() == 1 ? 3 * d : d, d}));
+    throw Error(r.source() + ": " + name + " is " + tensors::shape_string(s) + ", expected " +
+                tensors::shape_string({n.qkv.size() == 1 ? 3 * d : d, d}));
   if (s.size() != 2 || s[1] != d || rows == 0 || rows > (1u << 20) || (n.qkv.size() == 1 && s[0] % 3 != 0))
-    throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected [" +
+    throw Error(r.source() + ": " + name + " is " + tensors::shape_string(s) + ", expected [" +
                 (n.qkv.size() == 1 ? std::string("3·D")
                  : s.size() == 2 && rows > 0 && rows <= (1u << 20) ? std::to_string(rows)  // its own d_k, wrong width
                                                                     : std::string("d_k")) +
@@ -227,7 +227,7 @@ EncoderBlock read_block(const Reader& r, const CheckpointFamily& f, const std::s
   if (!r.has(bp + weight_of(fc1)) && n.fc_alt.size() == 2) fc1 = n.fc_alt[0], fc2 = n.fc_alt[1];
   const Shape& s1 = r.shape(bp + weight_of(fc1), "[d_mlp, D]");
   if (s1.size() != 2 || s1[1] != d || s1[0] == 0 || s1[0] > (1u << 20))
-    throw Error(r.source() + ": " + bp + weight_of(fc1) + " is " + shape_string(s1) + ", expected [d_mlp, " +
+    throw Error(r.source() + ": " + bp + weight_of(fc1) + " is " + tensors::shape_string(s1) + ", expected [d_mlp, " +
                 std::to_string(d) + "]");
   const std::uint64_t d_mlp = s1[0];
   const auto dmi = static_cast<Eigen::Index>(d_mlp);
@@ -246,7 +246,7 @@ int square_root(std::uint64_t n) {
 
 }  // namespace
 
-std::optional<long> metadata_heads(const TensorFile& st) {
+std::optional<long> metadata_heads(const tensors::TensorFile& st) {
   std::optional<long> heads = metadata_int(st, "num_heads");
   return heads ? heads : metadata_int(st, "heads");
 }
@@ -259,9 +259,9 @@ std::uint64_t read_patch_embedding(const Reader& r, const CheckpointFamily& f, c
   const std::string patch_w = prefix + f.patch_embed + ".weight";
   const Shape& ps = r.shape(patch_w, "[D, 3, P, P]");
   if (ps.size() != 4 || ps[1] != 3 || ps[2] != ps[3] || ps[0] == 0 || ps[2] == 0 || ps[0] > (1u << 16) || ps[2] > 1024)
-    throw Error(r.source() + ": " + patch_w + " is " + shape_string(ps) + ", expected " +
+    throw Error(r.source() + ": " + patch_w + " is " + tensors::shape_string(ps) + ", expected " +
                 (ps.size() == 4 && ps[1] == 3 && ps[0] > 0 && ps[2] > 0 && ps[2] != ps[3]  // patches not square
-                     ? shape_string({ps[0], 3, ps[2], ps[2]})
+                     ? tensors::shape_string({ps[0], 3, ps[2], ps[2]})
                      : std::string("[D, 3, P, P] with D and P positive")));
   const std::uint64_t d = ps[0], p = ps[2];
   const auto di = static_cast<Eigen::Index>(d);
@@ -284,7 +284,7 @@ void read_registers(const Reader& r, const CheckpointFamily& f, const std::strin
     if (!r.has(prefix + name)) continue;
     const Shape& rs = r.shape(prefix + name, "[1, R, D]");
     if (rs.size() != 3 || rs[0] != 1 || rs[2] != d || rs[1] > 1024)
-      throw Error(r.source() + ": " + prefix + name + " is " + shape_string(rs) + ", expected [1, R, " +
+      throw Error(r.source() + ": " + prefix + name + " is " + tensors::shape_string(rs) + ", expected [1, R, " +
                   std::to_string(d) + "]");
     m.register_tokens = r.matrix(prefix + name, rs, static_cast<Eigen::Index>(rs[1]), static_cast<Eigen::Index>(d));
     return;
@@ -300,7 +300,7 @@ void read_positions(const Reader& r, const CheckpointFamily& f, const std::strin
     if (!f.rope_periods.empty() && r.has(prefix + f.rope_periods)) {
       const Shape& ps = r.shape(prefix + f.rope_periods, "[d_head/4]");
       if (ps.size() != 1 || ps[0] == 0 || ps[0] > d)
-        throw Error(r.source() + ": " + prefix + f.rope_periods + " is " + shape_string(ps) + ", expected [d_head/4]");
+        throw Error(r.source() + ": " + prefix + f.rope_periods + " is " + tensors::shape_string(ps) + ", expected [d_head/4]");
       m.rope.periods = r.row(prefix + f.rope_periods, ps[0]);
     }
     return;
@@ -313,7 +313,7 @@ void read_positions(const Reader& r, const CheckpointFamily& f, const std::strin
   const Shape pe = f.flat_tokens && stored.size() == 2 ? Shape{1, stored[0], stored[1]} : stored;
   if (pe.size() != 3 || pe[0] != 1 || pe[2] != d || pe[1] == 0 || pe[1] > (1u << 20) ||
       (f.flat_tokens && stored.size() != 2))
-    throw Error(r.source() + ": " + pos + " is " + shape_string(stored) + ", expected [" +
+    throw Error(r.source() + ": " + pos + " is " + tensors::shape_string(stored) + ", expected [" +
                 (f.flat_tokens ? "" : "1, ") + count + std::to_string(d) + "]");
   const auto registers = static_cast<std::uint64_t>(m.n_registers());
   const std::uint64_t cls = m.has_dist() ? 2 : 1;  // the class (and distillation) token's positions
@@ -375,7 +375,7 @@ void read_embedding_projection(const Reader& r, const CheckpointFamily& f, const
     const std::uint64_t e = s.size() == 2 ? s[f.embed_transposed ? 1 : 0] : 0;
     const std::uint64_t width = s.size() == 2 ? s[f.embed_transposed ? 0 : 1] : 0;
     if (s.size() != 2 || width != d || e == 0 || e > (1u << 16))
-      throw Error(r.source() + ": " + name + " is " + shape_string(s) + ", expected " +
+      throw Error(r.source() + ": " + name + " is " + tensors::shape_string(s) + ", expected " +
                   (f.embed_transposed ? "[" + std::to_string(d) + ", E]" : "[E, " + std::to_string(d) + "]"));
     const auto ei = static_cast<Eigen::Index>(e), di = static_cast<Eigen::Index>(d);
     if (!f.embed_transposed) {
@@ -404,7 +404,7 @@ void read_probe_head(const Reader& r, const CheckpointFamily& f, const std::stri
   p.norm = read_norm(r, h + "layernorm", d);
   const Shape& s1 = r.shape(h + "mlp.fc1.weight", "[d_mlp, D]");
   if (s1.size() != 2 || s1[1] != d || s1[0] == 0 || s1[0] > (1u << 20))
-    throw Error(r.source() + ": " + h + "mlp.fc1.weight is " + shape_string(s1) + ", expected [d_mlp, " +
+    throw Error(r.source() + ": " + h + "mlp.fc1.weight is " + tensors::shape_string(s1) + ", expected [d_mlp, " +
                 std::to_string(d) + "]");
   const auto dm = static_cast<Eigen::Index>(s1[0]);
   p.w_fc1 = r.matrix(h + "mlp.fc1.weight", {s1[0], d}, dm, di);  // (d_mlp, D)
@@ -416,7 +416,7 @@ void read_probe_head(const Reader& r, const CheckpointFamily& f, const std::stri
 
 // Heads: the override, else __metadata__, else the family's own count, else D/64 (every
 // standard ViT uses 64-wide heads). open_model says where the sources disagree.
-void choose_heads(const TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, LoadedVit& out) {
+void choose_heads(const tensors::TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, LoadedVit& out) {
   VitModel& m = out.model;
   const std::string& src = st.source();
   const auto d_attn = static_cast<long>(m.d_attn());
@@ -451,7 +451,7 @@ void choose_heads(const TensorFile& st, const CheckpointFamily& f, const VitOver
 
 // ε, GELU, normalisation and position resampling: the family's, then the file's own
 // metadata, then the overrides.
-void apply_settings(const TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, VitModel& m) {
+void apply_settings(const tensors::TensorFile& st, const CheckpointFamily& f, const VitOverrides& overrides, VitModel& m) {
   const std::string& src = st.source();
   m.eps = f.eps;
   m.gelu = f.gelu;
@@ -479,7 +479,7 @@ void apply_settings(const TensorFile& st, const CheckpointFamily& f, const VitOv
 
 }  // namespace
 
-LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides) {
+LoadedVit load_vit(const tensors::TensorFile& st, const VitOverrides& overrides) {
   const auto [family, prefix] = detect(st, overrides.family, overrides.family_hint);
   const CheckpointFamily& f = *family;
   // The whole layout, on the names, before any tensor is read: nothing missing, nothing left over.
@@ -574,4 +574,4 @@ std::string LoadedVit::summary() const {
   return buf;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

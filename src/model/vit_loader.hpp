@@ -11,7 +11,7 @@
 #include "core/vit.hpp"
 #include "tensors/safetensors.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 
 namespace roles {
 inline constexpr const char* head_count = "head count";  // an Error's Subject (core/error.hpp): the count asked for
@@ -43,7 +43,7 @@ const char* pos_interp_name(PosInterp p);
 std::optional<PosInterp> pos_interp_by_name(const std::string& name);
 
 // The head count the file's __metadata__ gives (num_heads, or heads), if any.
-std::optional<long> metadata_heads(const TensorFile& st);
+std::optional<long> metadata_heads(const tensors::TensorFile& st);
 
 // Reads every tensor the family names, checking its shape and, as it is read, its values (a
 // NaN or infinity names the tensor). The whole model is not validated here: open_model does
@@ -51,6 +51,6 @@ std::optional<long> metadata_heads(const TensorFile& st);
 // "PATH: …" naming the missing or misshaped tensor (first the whole layout, on the names:
 // layout_check.hpp); Error about roles::head_count when the head count asked for, or the lack
 // of one, does not fit the file. A head count asked for wins over __metadata__'s.
-LoadedVit load_vit(const TensorFile& st, const VitOverrides& overrides = {});
+LoadedVit load_vit(const tensors::TensorFile& st, const VitOverrides& overrides = {});
 
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -42,7 +42,7 @@ std::vector<fs::path> done_images(const fs::path& out, const std::vector<InputJo
     if (!in_batch.count(base.lexically_normal()) && job_state(base, outputs, false) == JobState::done)
       others.push_back(base);
   }
-  if (ec) errors.push_back(fmt::format("{}: cannot list the output folder for other batches' images: {}", io::display(out),
+  if (ec) errors.push_back(fmt::format("{}: cannot list the output folder for other batches' images: {}", files::display(out),
                                        ec.message()));
   std::sort(others.begin(), others.end());
   bases.insert(bases.end(), others.begin(), others.end());
@@ -55,11 +55,11 @@ std::string gathered_csv(const BatchFile& file, const std::vector<fs::path>& par
   const std::string header = std::string(file.header) + "\n";
   std::string csv = header;
   for (const fs::path& part : parts) {
-    const std::vector<std::uint8_t> bytes = io::read_file(part);
+    const std::vector<std::uint8_t> bytes = files::read_file(part);
     const std::string text(bytes.begin(), bytes.end());
     if (text.compare(0, header.size(), header) != 0) {
       errors.push_back(fmt::format("{}: not a part of {} (its first line is not \"{}\"); left out of it",
-                                   io::display(part), file.name, file.header));
+                                   files::display(part), file.name, file.header));
       continue;
     }
     csv.append(text, header.size());
@@ -75,9 +75,9 @@ void write_one(const fs::path& out, const BatchFile& file, const std::vector<fs:
     case BatchFileKind::csv: {
       std::error_code ec;  // never followed out of the output folder
       if (fs::is_symlink(fs::symlink_status(path, ec)))
-        throw Error(fmt::format("{}: is a symbolic link; not written", io::display(path)));
+        throw Error(fmt::format("{}: is a symbolic link; not written", files::display(path)));
       const std::string csv = gathered_csv(file, parts, result.errors);
-      io::write_file_atomic(path, csv.data(), csv.size());
+      files::write_file_atomic(path, csv.data(), csv.size());
       break;
     }
     case BatchFileKind::gallery: {
@@ -97,7 +97,7 @@ BatchFilesWritten write_batch_files(const fs::path& out, const std::vector<Input
   const bool any = std::any_of(batch_files().begin(), batch_files().end(), [&](const BatchFile& f) { return outputs.*f.on; });
   if (!any) return result;
   try {
-    const io::LockFile lock(out / kLockName);  // another batch into this folder waits here
+    const files::LockFile lock(out / kLockName);  // another batch into this folder waits here
     const std::vector<fs::path> images = done_images(out, jobs, outputs, result.errors);
     const auto batch_images = static_cast<std::size_t>(
         std::count_if(jobs.begin(), jobs.end(), [](const InputJob& job) { return !job.video; }));

@@ -14,7 +14,7 @@
 //
 // Several batches into one folder (other inputs, the same settings): a batch file lists them
 // all, this batch's images first, then every other done image whose record is in the output
-// tree, by path. Batches that end at the same time on one machine take turns (an io::LockFile
+// tree, by path. Batches that end at the same time on one machine take turns (an files::LockFile
 // in the output folder, held from the gathering to the rename), so the last one to write sees
 // every image the others finished.
 //

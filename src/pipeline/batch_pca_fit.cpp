@@ -24,7 +24,7 @@ std::optional<PcaFit> fit_batch_pca(const std::vector<InputJob>& jobs, const Vit
   set_library_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const std::string fit = events.named(roles::pca_fit);
   events.message(Level::info, fmt::format("{} batch: one PCA over the {} first (one more forward each){}", fit,
-                                          io::counted(image_jobs(jobs), "image", "images"),
+                                          files::counted(image_jobs(jobs), "image", "images"),
                                           sharded ? fmt::format("; every shard fits over the whole batch, {} FILE avoids it", fit)
                                                   : std::string()));
   CovarianceSum sum(pca_feature_width(model));
@@ -42,7 +42,7 @@ std::optional<PcaFit> fit_batch_pca(const std::vector<InputJob>& jobs, const Vit
   if (events.should_stop()) return std::nullopt;
   if (used == 0) throw Error(fit + " batch: no image of the batch could be read");
   PcaFit result = as_in_file(fit_pca(sum));
-  events.message(Level::debug, fmt::format("{} batch: one fit over {}", fit, io::counted(used, "image", "images")));
+  events.message(Level::debug, fmt::format("{} batch: one fit over {}", fit, files::counted(used, "image", "images")));
   return result;
 }
 

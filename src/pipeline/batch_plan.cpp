@@ -20,7 +20,9 @@
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
-using namespace vitattn::io;  // the formats this step reads and writes
+using namespace vitattn::files;  // the formats this step reads and writes
+using namespace vitattn::image;
+using namespace vitattn::video;
 namespace fs = std::filesystem;
 namespace {
 

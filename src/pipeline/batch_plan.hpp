@@ -16,7 +16,7 @@ struct InputJob {
   // The input's path relative to the folder it was found in, or as named (lexically
   // normal): what --shard hashes, so that adding files does not move the others.
   std::filesystem::path root_relative = {};
-  bool video = false;  // a video by its extension (io::has_video_extension): process_video.hpp
+  bool video = false;  // a video by its extension (video::has_video_extension): process_video.hpp
 };
 
 struct BatchPlan {

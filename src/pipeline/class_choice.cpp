@@ -83,27 +83,27 @@ const std::vector<Tier>& label_tiers() {
          return has_synonym(label, [&](const std::string& s) { return s == text; });
        }},
       {"have this label in some case",
-       [](const std::string& label, const std::string& text) { return io::lower_case(label) == io::lower_case(text); }},
+       [](const std::string& label, const std::string& text) { return files::lower_case(label) == files::lower_case(text); }},
       {"have it among their names in some case",
        [](const std::string& label, const std::string& text) {
-         const std::string wanted = io::lower_case(text);
-         return has_synonym(label, [&](const std::string& s) { return io::lower_case(s) == wanted; });
+         const std::string wanted = files::lower_case(text);
+         return has_synonym(label, [&](const std::string& s) { return files::lower_case(s) == wanted; });
        }}};
   return tiers;
 }
 
-ChosenClass chosen(const io::ClassLabels& labels, int index) {
+ChosenClass chosen(const model::ClassLabels& labels, int index) {
   return {index, labels.names.empty() ? std::string() : labels.names[static_cast<std::size_t>(index)]};
 }
 
-std::string listed(const io::ClassLabels& labels, const std::vector<int>& indices) {
+std::string listed(const model::ClassLabels& labels, const std::vector<int>& indices) {
   std::vector<ChosenClass> classes;
   for (int i : indices) classes.push_back(chosen(labels, i));
   return class_names(classes);
 }
 
 // The one class of `found`, the matches of a tier for `text`; two or more are ambiguous.
-ChosenClass the_one(const std::vector<int>& found, const char* what, const std::string& text, const io::ClassLabels& labels,
+ChosenClass the_one(const std::vector<int>& found, const char* what, const std::string& text, const model::ClassLabels& labels,
                     const std::string& model) {
   if (found.size() > 1)
     throw Error({roles::class_choice, text}, fmt::format("ambiguous: {} classes of {} {}: {}; give one by its index",
@@ -112,7 +112,7 @@ ChosenClass the_one(const std::vector<int>& found, const char* what, const std::
 }
 
 // The class of one item: an index, or a label by the first tier that names any class.
-ChosenClass resolve_item(const std::string& text, const io::ClassLabels& labels, int n_classes, const std::string& model) {
+ChosenClass resolve_item(const std::string& text, const model::ClassLabels& labels, int n_classes, const std::string& model) {
   if (text.empty()) throw Error({roles::class_choice, ""}, "an empty class in the list");
   if (is_index(text)) {
     const int index = std::stoi(text);
@@ -132,7 +132,7 @@ ChosenClass resolve_item(const std::string& text, const io::ClassLabels& labels,
 }
 
 // The classes of one value: the whole of it as one label with commas (step 1), else its items.
-std::vector<ChosenClass> resolve_value(const std::string& value, const io::ClassLabels& labels, int n_classes,
+std::vector<ChosenClass> resolve_value(const std::string& value, const model::ClassLabels& labels, int n_classes,
                                        const std::string& model) {
   const std::string whole = trimmed(value);
   if (whole.find(',') != std::string::npos) {
@@ -157,11 +157,11 @@ std::string class_names(const std::vector<ChosenClass>& classes) {
 }
 
 std::vector<int> closest_labels(const std::string& text, const std::vector<std::string>& labels, std::size_t n) {
-  const std::string wanted = io::lower_case(trimmed(text));
+  const std::string wanted = files::lower_case(trimmed(text));
   std::vector<std::pair<std::size_t, int>> ranked;  // (distance, index)
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    std::size_t best = edit_distance(wanted, io::lower_case(labels[i]));
-    for (const std::string& synonym : comma_items(labels[i])) best = std::min(best, edit_distance(wanted, io::lower_case(synonym)));
+    std::size_t best = edit_distance(wanted, files::lower_case(labels[i]));
+    for (const std::string& synonym : comma_items(labels[i])) best = std::min(best, edit_distance(wanted, files::lower_case(synonym)));
     ranked.emplace_back(best, static_cast<int>(i));
   }
   std::stable_sort(ranked.begin(), ranked.end());
@@ -170,7 +170,7 @@ std::vector<int> closest_labels(const std::string& text, const std::vector<std::
   return out;
 }
 
-std::vector<ChosenClass> resolve_classes(const std::vector<std::string>& values, const io::ClassLabels& labels,
+std::vector<ChosenClass> resolve_classes(const std::vector<std::string>& values, const model::ClassLabels& labels,
                                          int n_classes, const std::string& model) {
   std::vector<ChosenClass> classes;
   for (const std::string& value : values) {

@@ -36,7 +36,7 @@ struct ChosenClass {
 // classifier of n_classes does not have, a label when the model has no names, a label no
 // class has (naming the closest), an ambiguous label (listing every candidate with its index),
 // a class given twice, any class when n_classes is 0. `model` names the model in messages.
-std::vector<ChosenClass> resolve_classes(const std::vector<std::string>& values, const io::ClassLabels& labels,
+std::vector<ChosenClass> resolve_classes(const std::vector<std::string>& values, const model::ClassLabels& labels,
                                          int n_classes, const std::string& model);
 
 // A class as messages and logs name it: "cardigan" (474), or 474 without a label.

@@ -62,9 +62,9 @@ void write_faithfulness_part(const std::filesystem::path& part, const std::files
                              const VitModel& model, const ImageTensor& x, const std::vector<ScoredMap>& maps,
                              const FaithfulnessRequest& request, bool scale) {
   const std::vector<FaithfulnessRow> rows =  // the core names no file
-      naming_source(io::display(input), [&] { return faithfulness_rows(model, x, maps, request, scale); });
+      naming_source(files::display(input), [&] { return faithfulness_rows(model, x, maps, request, scale); });
   const std::string csv = faithfulness_csv(input, rows);
-  io::write_file_atomic(part, csv.data(), csv.size());
+  files::write_file_atomic(part, csv.data(), csv.size());
 }
 
 }  // namespace vitattn::pipeline

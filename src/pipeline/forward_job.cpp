@@ -22,12 +22,12 @@ constexpr std::uint64_t kMaxPixels = 4096ull * 4096ull;  // per image of an inpu
 
 // One .npy of [3, H, W] or [N, 3, H, W] → N images, H and W multiples of the patch size.
 std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
-  const io::NpyArray a = io::read_npy(path);
+  const tensors::NpyArray a = tensors::read_npy(path);
   std::vector<std::uint64_t> s = a.shape;
   if (s.size() == 3) s.insert(s.begin(), 1);
   const auto p = static_cast<std::uint64_t>(patch_size);
   if (s.size() != 4 || s[1] != 3 || s[0] == 0 || s[2] == 0 || s[3] == 0 || s[2] % p || s[3] % p || s[2] * s[3] > kMaxPixels)
-    throw Error(fmt::format("{}: expected [3, H, W] or [N, 3, H, W] with H and W multiples of {}", io::display(path),
+    throw Error(fmt::format("{}: expected [3, H, W] or [N, 3, H, W] with H and W multiples of {}", files::display(path),
                             patch_size));
   std::vector<ImageTensor> images(s[0]);
   const std::size_t per = 3 * s[2] * s[3];
@@ -37,7 +37,7 @@ std::vector<ImageTensor> read_inputs(const fs::path& path, int patch_size) {
     images[n].chw.assign(a.values.begin() + static_cast<std::ptrdiff_t>(n * per),
                          a.values.begin() + static_cast<std::ptrdiff_t>((n + 1) * per));
     for (float v : images[n].chw)
-      if (!std::isfinite(v)) throw Error(fmt::format("{}: holds a non-finite value", io::display(path)));
+      if (!std::isfinite(v)) throw Error(fmt::format("{}: holds a non-finite value", files::display(path)));
   }
   return images;
 }
@@ -135,36 +135,36 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
 ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f) {
   const auto layers = static_cast<std::uint64_t>(model.n_layers()), heads = static_cast<std::uint64_t>(model.n_heads);
   ForwardOutputs written;
-  io::write_npy(f.attention, a.attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
+  tensors::write_npy(f.attention, a.attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
   written.attention = f.attention;
-  io::write_npy(f.features, a.features.data(), {n, a.width});
+  tensors::write_npy(f.features, a.features.data(), {n, a.width});
   written.features = f.features;
-  io::write_npy(f.tokens, a.tokens.data(), {n, a.n_tokens, a.width});
+  tensors::write_npy(f.tokens, a.tokens.data(), {n, a.n_tokens, a.width});
   written.tokens = f.tokens;
-  io::write_npy(f.norms, a.norms.data(), {n, layers, a.n_tokens});
+  tensors::write_npy(f.norms, a.norms.data(), {n, layers, a.n_tokens});
   written.norms = f.norms;
   if (!a.embedding.empty()) {
-    io::write_npy(f.embedding, a.embedding.data(), {n, a.embedding.size() / n});
+    tensors::write_npy(f.embedding, a.embedding.data(), {n, a.embedding.size() / n});
     written.embedding = f.embedding;
   }
   if (!a.probe_attention.empty()) {
-    io::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
+    tensors::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
     written.probe_attention = f.probe_attention;
   }
   if (!model.has_classifier()) return written;
-  io::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
+  tensors::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
   written.logits = f.logits;
   for (std::size_t c = 0; c < f.classes.size(); ++c) {
     const ClassOutputs& names = f.classes[c];
     const Arrays::OfClass& arrays = a.classes[c];
     ClassOutputs& done = written.classes.emplace_back();
     done.class_index = names.class_index;
-    io::write_npy(names.grad_attention, arrays.grad_attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
+    tensors::write_npy(names.grad_attention, arrays.grad_attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
     done.grad_attention = names.grad_attention;
-    io::write_npy(names.grad_blocks, arrays.grad_blocks.data(), {n, layers, a.n_tokens, a.width});
+    tensors::write_npy(names.grad_blocks, arrays.grad_blocks.data(), {n, layers, a.n_tokens, a.width});
     done.grad_blocks = names.grad_blocks;
     for (std::size_t m = 0; m < names.relevance.size(); ++m) {
-      io::write_npy(names.relevance[m], arrays.relevance[m].data(), {n, a.grid_h, a.grid_w});
+      tensors::write_npy(names.relevance[m], arrays.relevance[m].data(), {n, a.grid_h, a.grid_w});
       done.relevance.push_back(names.relevance[m]);
     }
   }
@@ -174,7 +174,7 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
 ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
-  naming_source(io::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
+  naming_source(files::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
     for (const ImageTensor& x : images) add_image(model, x, r, arrays);
   });
   ForwardInputResult out;
@@ -232,7 +232,7 @@ void check_forward_outputs(const ForwardRequest& r) {
   if (!r.model_file.empty()) guard.reads(r.model_file, roles::model_file);
   for (const fs::path& in : inputs) guard.reads(in, roles::input);
   for (const fs::path& in : inputs) {
-    for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + io::display(in));
+    for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + files::display(in));
   }
 }
 

@@ -23,7 +23,7 @@ std::string heads_csv(const std::filesystem::path& input, const TokenDiagnostics
 void write_heads_part(const std::filesystem::path& part, const std::filesystem::path& input,
                       const TokenDiagnostics& tokens) {
   const std::string csv = heads_csv(input, tokens);
-  io::write_file_atomic(part, csv.data(), csv.size());
+  files::write_file_atomic(part, csv.data(), csv.size());
 }
 
 }  // namespace vitattn::pipeline

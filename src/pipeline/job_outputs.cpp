@@ -12,9 +12,9 @@
 namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 
-std::string default_image_extension() { return io::extension(io::ImageFormat::png); }
+std::string default_image_extension() { return image::extension(image::ImageFormat::png); }
 
-std::string default_video_extension() { return io::extension(io::VideoCodec::h264_mp4); }
+std::string default_video_extension() { return video::extension(video::VideoCodec::h264_mp4); }
 
 std::string overlay_suffix(const std::string& image_extension) { return "_attn" + image_extension; }
 
@@ -54,7 +54,7 @@ const std::vector<BatchFile>& batch_files() {
       {"heads.csv", "_heads.csv", &OutputSet::heads, BatchFileKind::csv,
        "image,layer,head,entropy,distance_px,mask_share,flagged_share", 1, roles::heads, std::nullopt},
       {"index.html", "_report.html", &OutputSet::report, BatchFileKind::gallery, nullptr, 2, roles::gallery,
-       io::FileKind::vitattn_page},
+       files::FileKind::vitattn_page},
   };
   return files;
 }
@@ -114,10 +114,10 @@ std::vector<fs::path> output_paths(const fs::path& output_base, const OutputSet&
   return paths;
 }
 
-std::optional<io::FileKind> replaces_only(const fs::path& output) {
+std::optional<files::FileKind> replaces_only(const fs::path& output) {
   const std::string name = output.filename().string(), page = report_suffix();
   if (name.size() > page.size() && name.compare(name.size() - page.size(), page.size(), page) == 0)
-    return io::FileKind::vitattn_page;
+    return files::FileKind::vitattn_page;
   return std::nullopt;
 }
 
@@ -160,10 +160,10 @@ bool is_output_name(const fs::path& file) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (is_tagged_map_name(name, "_cls", kArrayExtension)) return true;
-  for (const io::VideoCodec codec : io::kVideoCodecs)  // video_output_suffixes' overlay, either codec
-    if (ends_with(overlay_suffix(io::extension(codec)))) return true;
-  for (const io::ImageFormat format : io::kImageFormats) {
-    const std::string ext = io::extension(format);
+  for (const video::VideoCodec codec : video::kVideoCodecs)  // video_output_suffixes' overlay, either codec
+    if (ends_with(overlay_suffix(video::extension(codec)))) return true;
+  for (const image::ImageFormat format : image::kImageFormats) {
+    const std::string ext = image::extension(format);
     OutputSet every;  // every output of fixed name any run can write; the tagged maps' below
     every.image_extension = ext;
     every.save_attention = true;

@@ -1,8 +1,8 @@
 #pragma once
 // The files one image job writes, and the batch files gathered from them, named in one place:
 // every suffix, batch file and folder name of an output is spelled here, and the formats'
-// extensions are the image and video writers' (io::extension), asked from here. (A lint,
-// tests/lint/test_output_names.py, finds a name spelled anywhere else.)
+// extensions are the image and video writers' (image::extension, video::extension), asked
+// from here. (A lint, tests/lint/test_output_names.py, finds a name spelled anywhere else.)
 // Input protection, the symlink refusal, --skip-existing and the folder scan's "leave out
 // vitattn's own outputs" all ask here, so an output added later is covered by all of them at
 // once: add it to OutputSet and output_suffixes (and to `every` in is_output_name), and to
@@ -19,8 +19,9 @@
 namespace vitattn::pipeline {
 
 // The default formats' extensions, ".png" and ".mp4", as the writers spell them
-// (io::extension: image/image_writer.hpp, video/video_writer.hpp; asked in job_outputs.cpp,
-// since image_writer.hpp's io::ImageFormat is another type than image_formats.hpp's).
+// (image::extension in image/image_writer.hpp, video::extension in video/video_writer.hpp;
+// asked in job_outputs.cpp, since image_writer.hpp's image::ImageFormat is another type than
+// image_formats.hpp's).
 std::string default_image_extension();
 std::string default_video_extension();
 
@@ -105,7 +106,7 @@ std::string array_suffix(const std::string& what);
 // the job writes beside its other outputs (batch_files.hpp says why and when).
 enum class BatchFileKind {
   csv,      // `header`, then every part's rows (each part is `header` and its image's rows)
-  gallery,  // a page linking every part (the report pages), io::write_report_index
+  gallery,  // a page linking every part (the report pages), report::write_report_index
 };
 struct BatchFile {
   const char* name;         // in the output folder: "predictions.csv"
@@ -115,7 +116,7 @@ struct BatchFile {
   const char* header;       // csv: the first line of the file and of every part, without "\n"
   std::size_t min_images;   // written for a batch of at least this many images
   const char* role;         // what the output guard calls it ("the predictions file")
-  std::optional<io::FileKind> replaces_only;  // an existing file it may replace (a page vitattn wrote), or any
+  std::optional<files::FileKind> replaces_only;  // an existing file it may replace (a page vitattn wrote), or any
 };
 
 // Every batch file, in the order they are written: predictions.csv (--top), faithfulness.csv
@@ -146,7 +147,7 @@ std::vector<std::filesystem::path> output_paths(const std::filesystem::path& out
 // page ("_report.html") replaces only a page vitattn wrote (a page of someone else's may well
 // have that name); nothing for the other outputs, which replace a file of their name (an
 // earlier run's).
-std::optional<io::FileKind> replaces_only(const std::filesystem::path& output);
+std::optional<files::FileKind> replaces_only(const std::filesystem::path& output);
 
 // True when the file name is one that some vitattn run writes ("x_attn.png", "x_attn.jpg",
 // "x_attn_h3.png", "x_cls.npy", …), whatever its options.

@@ -23,7 +23,7 @@ bool is_plain_file(const fs::path& p) {
 bool record_holds(const fs::path& record, const std::string& settings) {
   if (!is_plain_file(record)) return false;
   try {
-    const std::vector<std::uint8_t> bytes = io::read_file(record, settings.size() + 1);
+    const std::vector<std::uint8_t> bytes = files::read_file(record, settings.size() + 1);
     return bytes.size() == settings.size() && std::equal(bytes.begin(), bytes.end(), settings.begin());
   } catch (const Error&) {  // larger than the settings, or unreadable: not this run's record
     return false;
@@ -50,11 +50,11 @@ JobState job_state(const fs::path& output_base, const OutputSet& outputs, bool v
 void commit_job(const InputJob& job, const OutputSet& outputs, const std::function<void()>& write) {
   const fs::path record = with_suffix(job.output_base, settings_suffix().c_str());
   if (!outputs.settings.empty() && ::unlink(record.c_str()) != 0 && errno != ENOENT)
-    throw Error(io::display(job.input) + ": cannot remove the settings record " + io::display(record) + ": " +
+    throw Error(files::display(job.input) + ": cannot remove the settings record " + files::display(record) + ": " +
                 std::strerror(errno));
   try {
     write();
-    if (!outputs.settings.empty()) io::write_file_atomic(record, outputs.settings.data(), outputs.settings.size());
+    if (!outputs.settings.empty()) files::write_file_atomic(record, outputs.settings.data(), outputs.settings.size());
   } catch (...) {
     remove_outputs(job, outputs);
     throw;

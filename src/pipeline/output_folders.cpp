@@ -11,7 +11,7 @@
 #include "files/file_io.hpp"
 
 namespace vitattn::pipeline {
-using io::display;
+using files::display;
 namespace fs = std::filesystem;
 
 void prepare_output_folder(const fs::path& out) {

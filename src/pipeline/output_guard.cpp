@@ -13,7 +13,7 @@ namespace {
 // " (out/predictions.csv)" when the other file goes by another name; nothing when it is the
 // same name (the role then says enough).
 std::string other_name(const fs::path& file, const fs::path& other) {
-  return file.lexically_normal() == other.lexically_normal() ? std::string() : " (" + io::display(other) + ")";
+  return file.lexically_normal() == other.lexically_normal() ? std::string() : " (" + files::display(other) + ")";
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ OutputGuard::Key OutputGuard::key_of(const fs::path& file) {
 }
 
 Error OutputGuard::clash(const Entry& written, const Entry& other) {
-  const std::string name = io::display(written.file);
+  const std::string name = files::display(written.file);
   const std::string also = other_name(written.file, other.file);
   if (!other.written) {  // an output would replace a file the run reads
     if (written.named) return Error({written.role, name}, "is " + other.role + also + "; not replaced");
@@ -60,9 +60,9 @@ void OutputGuard::add(Entry entry) {
 
 void OutputGuard::reads(const fs::path& file, const std::string& role) { add({file, role, false, false}); }
 
-void OutputGuard::writes(const fs::path& file, const std::string& role, std::optional<io::FileKind> kind) {
+void OutputGuard::writes(const fs::path& file, const std::string& role, std::optional<files::FileKind> kind) {
   add({file, role, true, true});
-  if (kind) io::check_replaceable(file, *kind, role);  // after: "an input" says more than "a JPEG image"
+  if (kind) files::check_replaceable(file, *kind, role);  // after: "an input" says more than "a JPEG image"
 }
 
 void OutputGuard::derives(const fs::path& file, const std::string& role) { add({file, role, true, false}); }
@@ -70,7 +70,7 @@ void OutputGuard::derives(const fs::path& file, const std::string& role) { add({
 void OutputGuard::jobs(const BatchPlan& plan, const OutputSet& outputs) {
   for (const InputJob& job : plan.jobs) add({job.input, roles::input, false, false});
   for (const InputJob& job : plan.jobs) {
-    const std::string role = "the output of " + io::display(job.input);
+    const std::string role = "the output of " + files::display(job.input);
     for (const fs::path& p : output_paths(job.output_base, outputs, job.video)) {
       derives(p, role);
       check_kind(p, role);
@@ -83,8 +83,8 @@ void OutputGuard::check_kind(const fs::path& file, const std::string& role) {
   if (!kind) return;
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(file, ec))) return;  // refused when its job writes it, for that job alone
-  if (const auto why = io::not_replaceable(file, *kind))
-    throw Error(io::display(file) + ": exists and " + *why + ", where " + role +
+  if (const auto why = files::not_replaceable(file, *kind))
+    throw Error(files::display(file) + ": exists and " + *why + ", where " + role +
                 " goes; nothing done (remove it, or choose another output folder)");
 }
 

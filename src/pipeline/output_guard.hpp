@@ -45,10 +45,10 @@ class OutputGuard {
 
   // A file the run writes, named by the caller (the log, the saved model): throws Error about
   // {role, file} when it is a file the run reads or that another output writes; with `kind`,
-  // also when it exists and is a file of another kind (io::check_replaceable), so that only
+  // also when it exists and is a file of another kind (files::check_replaceable), so that only
   // an earlier output of the same kind is replaced.
   void writes(const std::filesystem::path& file, const std::string& role,
-              std::optional<io::FileKind> kind = std::nullopt);
+              std::optional<files::FileKind> kind = std::nullopt);
 
   // A file the run derives from an input (forward's <stem>_attention.npy): as writes, but the
   // Error has no Subject (no caller named the file), and `role` says whose output it is.

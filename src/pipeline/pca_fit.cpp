@@ -32,12 +32,12 @@ void write_pca_fit(const std::filesystem::path& path, const PcaFit& fit) {
     rows.row(1 + k) = fit.components.row(k);
     if (k < dim) rows(4, k) = std::sqrt(std::max(fit.variances(k), 0.0f));
   }
-  io::write_npy(path, rows);
+  tensors::write_npy(path, rows);
 }
 
 PcaFit read_pca_fit(const std::filesystem::path& path, int dim) {
-  const std::string name = io::display(path);
-  const io::NpyArray a = io::read_npy(path);
+  const std::string name = files::display(path);
+  const tensors::NpyArray a = tensors::read_npy(path);
   if (a.shape.size() != 2 || a.shape[0] != kRows || a.shape[1] != static_cast<std::uint64_t>(dim)) {
     std::string shape;
     for (std::uint64_t s : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
@@ -63,11 +63,11 @@ PcaFit read_pca_fit(const std::filesystem::path& path, int dim) {
   return fit;
 }
 
-cv::Mat pca_image(const PcaPicture& picture, cv::Size size, io::Interp interp) {
+cv::Mat pca_image(const PcaPicture& picture, cv::Size size, image::Interp interp) {
   cv::Mat rgb(picture.grid_h, picture.grid_w, CV_8UC3, const_cast<std::uint8_t*>(picture.rgb.data()));
   cv::Mat bgr, big;
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
-  const int how = interp == io::Interp::nearest ? cv::INTER_NEAREST : interp == io::Interp::cubic ? cv::INTER_CUBIC
+  const int how = interp == image::Interp::nearest ? cv::INTER_NEAREST : interp == image::Interp::cubic ? cv::INTER_CUBIC
                                                                                                   : cv::INTER_LINEAR;
   cv::resize(bgr, big, size, 0, 0, how);  // 8-bit: cubic's overshoot saturates
   return big;

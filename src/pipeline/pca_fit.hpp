@@ -37,6 +37,6 @@ void write_pca_fit(const std::filesystem::path& path, const PcaFit& fit);
 PcaFit read_pca_fit(const std::filesystem::path& path, int dim);
 
 // picture (grid_h, grid_w) RGB → (size) BGR 8-bit, upsampled by `interp`.
-cv::Mat pca_image(const PcaPicture& picture, cv::Size size, io::Interp interp);
+cv::Mat pca_image(const PcaPicture& picture, cv::Size size, image::Interp interp);
 
 }  // namespace vitattn::pipeline

@@ -13,14 +13,14 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels) {
-  std::string line = io::display(p.input) + ":";
+std::string prediction_line(const ImagePrediction& p, const model::ClassLabels& labels) {
+  std::string line = files::display(p.input) + ":";
   for (std::size_t r = 0; r < p.top.size(); ++r)
-    line += fmt::format("{} {} {:.2f}%", r ? "," : "", io::printable(labels.label(p.top[r].index)), 100.0 * p.top[r].probability);
+    line += fmt::format("{} {} {:.2f}%", r ? "," : "", files::printable(labels.label(p.top[r].index)), 100.0 * p.top[r].probability);
   return line;
 }
 
-std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels) {
+std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const model::ClassLabels& labels) {
   std::string csv = std::string(batch_file(&OutputSet::top).header) + "\n";
   for (const ImagePrediction& p : predictions)
     for (std::size_t r = 0; r < p.top.size(); ++r)
@@ -31,7 +31,7 @@ std::string predictions_csv(const std::vector<ImagePrediction>& predictions, con
 }
 
 std::string frame_predictions_csv(const std::filesystem::path& input, const std::vector<FramePrediction>& frames,
-                                  const io::ClassLabels& labels) {
+                                  const model::ClassLabels& labels) {
   std::string csv = "file,frame,rank,class,label,probability\n";
   const std::string file = csv_field(input.string());
   for (const FramePrediction& f : frames)
@@ -42,9 +42,9 @@ std::string frame_predictions_csv(const std::filesystem::path& input, const std:
 }
 
 void write_predictions(const std::filesystem::path& path, const std::vector<ImagePrediction>& predictions,
-                       const io::ClassLabels& labels) {
+                       const model::ClassLabels& labels) {
   const std::string csv = predictions_csv(predictions, labels);
-  io::write_file_atomic(path, csv.data(), csv.size());
+  files::write_file_atomic(path, csv.data(), csv.size());
 }
 
 }  // namespace vitattn::pipeline

@@ -22,11 +22,11 @@ struct ImagePrediction {
 std::string csv_field(const std::string& text);
 
 // "photo.jpg: cat 81.23%, dog 10.02%, frog 3.10%"
-std::string prediction_line(const ImagePrediction& p, const io::ClassLabels& labels);
+std::string prediction_line(const ImagePrediction& p, const model::ClassLabels& labels);
 
 // RFC 4180 CSV, header "file,rank,class,label,probability" (batch_files()), one row per
 // (image, rank), images in the order given; a field with a comma, quote or line break is quoted.
-std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const io::ClassLabels& labels);
+std::string predictions_csv(const std::vector<ImagePrediction>& predictions, const model::ClassLabels& labels);
 
 // A video's classes, frame by frame (--top): `frame` is the frame's number in the source video.
 struct FramePrediction {
@@ -37,10 +37,10 @@ struct FramePrediction {
 // A video's <name>_predictions.csv: RFC 4180 CSV, header "file,frame,rank,class,label,probability",
 // one row per (drawn frame, rank), frames in order; the other fields as predictions_csv's.
 std::string frame_predictions_csv(const std::filesystem::path& input, const std::vector<FramePrediction>& frames,
-                                  const io::ClassLabels& labels);
+                                  const model::ClassLabels& labels);
 
 // predictions_csv written atomically to `path` (temp + rename). Throws Error naming it.
 void write_predictions(const std::filesystem::path& path, const std::vector<ImagePrediction>& predictions,
-                       const io::ClassLabels& labels);
+                       const model::ClassLabels& labels);
 
 }  // namespace vitattn::pipeline

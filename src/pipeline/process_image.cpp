@@ -22,7 +22,10 @@
 #include "output_folders.hpp"
 
 namespace vitattn::pipeline {
-using namespace vitattn::io;  // the formats this step reads and writes
+using namespace vitattn::files;  // the formats this step reads and writes
+using namespace vitattn::image;
+using namespace vitattn::report;
+using namespace vitattn::tensors;
 namespace fs = std::filesystem;
 namespace {
 

@@ -20,9 +20,9 @@
 
 namespace vitattn::pipeline {
 
-using io::DamagePolicy;
-using io::OutputFormat;
-using io::RenderOptions;
+using image::DamagePolicy;
+using image::OutputFormat;
+using image::RenderOptions;
 
 // The patch grid an image went through: after --img-size and --keep-aspect, for -v.
 struct InputGrid {
@@ -34,7 +34,7 @@ struct InputGrid {
 // --top: each image's k most likely classes, named by `labels`.
 struct TopRequest {
   int k = 0;
-  io::ClassLabels labels;
+  model::ClassLabels labels;
 };
 
 struct ProcessOptions {
@@ -45,7 +45,7 @@ struct ProcessOptions {
   std::uint64_t max_pixels = 100'000'000;
   DamagePolicy damage;          // an image the decoder had to patch up: warn, or fail with --strict
   EncoderView view;
-  std::optional<io::ReportSettings> report;  // also write <name>_report.html, the interactive page
+  std::optional<report::ReportSettings> report;  // also write <name>_report.html, the interactive page
   // With report and a model with a classifier: the page lists the k most likely classes, named
   // by labels, with every gradient method's map of each (core/relevance.hpp).
   std::optional<TopRequest> report_classes;
@@ -127,7 +127,7 @@ std::vector<std::string> titles_of(const std::vector<NamedMap>& maps);
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
                                    std::vector<Matrix>* masks = nullptr);
 // `overlay`, one of draw_overlays' for `map`, with the map's caption written on it (the sheet's
-// labelling, io::draw_label); as it is without a caption. An image's overlay file, a video's
+// labelling, image::draw_label); as it is without a caption. An image's overlay file, a video's
 // frame of one map and serve's PNG answer all carry it.
 cv::Mat captioned(const cv::Mat& overlay, const NamedMap& map);
 // The sheet of several maps' overlays (--head all, --method all, --class a,b), each labelled

@@ -37,7 +37,7 @@ struct DecodeEnd {
 };
 
 // Every `every`-th frame, at most `max_frames` of them, into `out`.
-void decode_frames(io::VideoReader& reader, const VideoOptions& video, FrameQueue<Decoded>& out, DecodeEnd& end) {
+void decode_frames(video::VideoReader& reader, const VideoOptions& video, FrameQueue<Decoded>& out, DecodeEnd& end) {
   try {
     std::int64_t sent = 0;
     for (std::int64_t index = 0;; ++index) {
@@ -60,15 +60,15 @@ void decode_frames(io::VideoReader& reader, const VideoOptions& video, FrameQueu
 
 // Writes each drawn frame to the video (and as a PNG with frames_dir), in order.
 void encode_frames(const fs::path& video_path, const fs::path& frames_dir, double fps, const ProcessOptions& options,
-                   const VideoOptions& video, FrameQueue<Drawn>& in, std::unique_ptr<io::VideoWriter>& writer,
+                   const VideoOptions& video, FrameQueue<Drawn>& in, std::unique_ptr<video::VideoWriter>& writer,
                    std::exception_ptr& error) {
   try {
     for (std::optional<Drawn> d; (d = in.pop());) {
       // The sheet's size is known at the first frame; it stays the same for the whole video.
-      if (!writer) writer = std::make_unique<io::VideoWriter>(video_path, video.codec, fps, d->frame.cols, d->frame.rows);
+      if (!writer) writer = std::make_unique<video::VideoWriter>(video_path, video.codec, fps, d->frame.cols, d->frame.rows);
       writer->write(d->frame);
       if (!frames_dir.empty())
-        io::write_image_atomic(frames_dir / fmt::format("{:06d}{}", d->index, overlay_suffix(io::extension(options.format.format))),
+        image::write_image_atomic(frames_dir / fmt::format("{:06d}{}", d->index, overlay_suffix(image::extension(options.format.format))),
                                d->frame, options.format);
       if (video.on_frame) video.on_frame();
     }
@@ -95,11 +95,11 @@ void make_frames_folder(const fs::path& dir, const InputJob& job) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (fs::is_symlink(st))
-    throw Error(io::display(job.input) + ": " + io::display(dir) + " is a symbolic link; not followed");
+    throw Error(files::display(job.input) + ": " + files::display(dir) + " is a symbolic link; not followed");
   if (fs::exists(st) && !fs::is_directory(st))
-    throw Error(io::display(job.input) + ": " + io::display(dir) + " exists and is not a folder");
+    throw Error(files::display(job.input) + ": " + files::display(dir) + " exists and is not a folder");
   fs::create_directory(dir, ec);
-  if (ec) throw Error(io::display(job.input) + ": cannot make " + io::display(dir) + ": " + ec.message());
+  if (ec) throw Error(files::display(job.input) + ": cannot make " + files::display(dir) + ": " + ec.message());
 }
 
 // One frame's maps (the class-specific ones for the frame's own top-1 class unless classes are
@@ -114,10 +114,10 @@ std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const 
 // The video's outputs but its settings record (process_video's commit writes that).
 void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions& options, const VideoOptions& video,
                 const OutputSet& outputs) {
-  const std::string source = io::display(job.input);
+  const std::string source = files::display(job.input);
 
-  io::VideoReader reader(job.input, options.max_pixels);
-  const io::VideoInfo& info = reader.info();
+  video::VideoReader reader(job.input, options.max_pixels);
+  const video::VideoInfo& info = reader.info();
   if (video.on_frames_expected && info.frame_count > 0) {
     std::int64_t n = (info.frame_count + video.every - 1) / video.every;
     if (video.max_frames > 0) n = std::min(n, video.max_frames);
@@ -129,7 +129,7 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
   FrameQueue<Decoded> decoded(kQueued);
   FrameQueue<Drawn> drawn(kQueued);
   DecodeEnd decode_end;
-  std::unique_ptr<io::VideoWriter> writer;
+  std::unique_ptr<video::VideoWriter> writer;
   std::exception_ptr encode_error;
   const fs::path video_path = with_suffix(job.output_base, video_output_suffixes(outputs).front().c_str());
   std::vector<float> saved;  // the drawn maps, frame after frame: (frames, [n_maps,] grid_h, grid_w)
@@ -183,20 +183,20 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
   if (decode_end.stream_ended && info.frame_count > 0 && decode_end.decoded < info.frame_count) {
     const std::string what = fmt::format("truncated or corrupt video: decoded {} of the {} frames its header announces",
                                          decode_end.decoded, info.frame_count);
-    if (options.damage.strict) throw Error({io::roles::strict_decoding, ""}, what + "; refused as damaged", source);
+    if (options.damage.strict) throw Error({image::roles::strict_decoding, ""}, what + "; refused as damaged", source);
     if (options.damage.warn) options.damage.warn(source + ": " + what + "; wrote those");
   }
   if (const cv::Size f = writer->frame_size(), s = writer->encoded_size(); video.warn && f != s)
     video.warn(fmt::format("{}: {}x{} frames written as {}x{}, their last column or row repeated: {} needs an even width "
-                           "and height", io::display(video_path), f.width, f.height, s.width, s.height,
-                           io::describe(video.codec)));
+                           "and height", files::display(video_path), f.width, f.height, s.width, s.height,
+                           video::describe(video.codec)));
   if (options.save_attention) {
     map_shape.front() = static_cast<std::uint64_t>(n_drawn);  // n_drawn > 0 (checked above), so map_shape is set
-    io::write_npy(with_suffix(job.output_base, map_values_suffix("").c_str()), saved.data(), map_shape);
+    tensors::write_npy(with_suffix(job.output_base, map_values_suffix("").c_str()), saved.data(), map_shape);
   }
   if (outputs.top) {
     const std::string csv = frame_predictions_csv(job.input, classes, options.top->labels);
-    io::write_file_atomic(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), csv.data(), csv.size());
+    files::write_file_atomic(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), csv.data(), csv.size());
   }
   writer->commit();  // last: when the video exists, the rest does too
 }

@@ -15,7 +15,7 @@
 namespace vitattn::pipeline {
 
 struct VideoOptions {
-  io::VideoCodec codec = io::VideoCodec::h264_mp4;  // its extension is OutputSet::video_extension
+  video::VideoCodec codec = video::VideoCodec::h264_mp4;  // its extension is OutputSet::video_extension
   bool frames_dir = false;      // also each frame's overlay as <name>_frames/<frame index, 6 digits>_attn.png
   int every = 1;                // draw frames 0, every, 2·every, …; the video's rate is fps / every
   std::int64_t max_frames = 0;  // at most this many frames drawn; 0: all
@@ -32,7 +32,7 @@ struct VideoOptions {
 std::filesystem::path frames_folder(const InputJob& job);
 
 // Throws Error with a one-line message naming the video (nothing under its output names then),
-// Error about io::roles::pixel_limit when its frames are over the limit. A truncated or corrupt video
+// Error about image::roles::pixel_limit when its frames are over the limit. A truncated or corrupt video
 // gives the frames decoded before the damage and a warning through options.damage (an Error
 // with damage.strict, or when no frame decodes). Writes output_paths(job.output_base, outputs,
 // true), the video last but the settings record (one commit: job_record.hpp), and with

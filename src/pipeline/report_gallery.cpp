@@ -14,8 +14,8 @@ fs::path write_report_gallery(const fs::path& out, const std::vector<fs::path>& 
   const fs::path index = out / report_index_name();
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(index, ec)))
-    throw Error(fmt::format("{}: is a symbolic link; the gallery is not written", io::display(index)));
-  io::write_report_index(index, pages);
+    throw Error(fmt::format("{}: is a symbolic link; the gallery is not written", files::display(index)));
+  report::write_report_index(index, pages);
   return index;
 }
 

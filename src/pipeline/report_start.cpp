@@ -6,8 +6,8 @@
 
 namespace vitattn::pipeline {
 
-io::ReportStart report_start(const EncoderView& view) {
-  io::ReportStart start;
+report::ReportStart report_start(const EncoderView& view) {
+  report::ReportStart start;
   start.layer = view.layer;
   start.head = view.head == HeadChoice::all ? "mean" : head_text(HeadSpec{view.head, view.head_index, view.fusion});
   const bool one = view.methods.size() == 1;
@@ -16,7 +16,7 @@ io::ReportStart report_start(const EncoderView& view) {
   return start;
 }
 
-TopRequest report_class_picker(std::optional<int> top, io::ClassLabels labels) {
+TopRequest report_class_picker(std::optional<int> top, model::ClassLabels labels) {
   return TopRequest{top.value_or(kReportPickerClasses), std::move(labels)};
 }
 

@@ -15,9 +15,9 @@ inline constexpr int kReportPickerClasses = 3;
 // The page's first view for `view`: its layer; its head, or the mean when every head is drawn
 // (the page shows one map); rollout when that is the one method; the class-specific method
 // when that is the one method (else attention). The rest of ReportStart keeps its defaults.
-io::ReportStart report_start(const EncoderView& view);
+report::ReportStart report_start(const EncoderView& view);
 
 // The page's class picker: the `top` most likely classes, else kReportPickerClasses, named by `labels`.
-TopRequest report_class_picker(std::optional<int> top, io::ClassLabels labels);
+TopRequest report_class_picker(std::optional<int> top, model::ClassLabels labels);
 
 }  // namespace vitattn::pipeline

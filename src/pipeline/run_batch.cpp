@@ -87,9 +87,9 @@ int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurr
 void BatchRun::plan_jobs() {
   plan_ = plan_batch(q_.inputs, q_.output, q_.recursive, outputs_);
   if (!has_video(plan_)) return;
-  video_.codec = io::available_video_codec();
-  if (io::video_module_loads())  // else each video says it cannot be read, and why
-    say(Level::info, fmt::format("videos are written as {}, without sound", io::describe(video_.codec)));
+  video_.codec = video::available_video_codec();
+  if (video::video_module_loads())  // else each video says it cannot be read, and why
+    say(Level::info, fmt::format("videos are written as {}, without sound", video::describe(video_.codec)));
   if (process_.report) say(Level::warn, named(roles::report) + ": videos get no page (only images do)");
   if (outputs_.top)
     say(Level::info, fmt::format("{}: a video's classes go frame by frame to <name>_predictions.csv (not printed, nor in {})",
@@ -97,8 +97,8 @@ void BatchRun::plan_jobs() {
   if (process_.faithfulness) say(Level::warn, named(roles::faithfulness_scores) + ": videos are not scored (only images are)");
   if (process_.heads_csv) say(Level::warn, "heads.csv: videos get no rows (only images do)");
   if (process_.pca) say(Level::warn, named(roles::pca) + ": videos get no PCA picture (only images do)");
-  if (outputs_.video_extension == io::extension(video_.codec)) return;
-  outputs_.video_extension = io::extension(video_.codec);
+  if (outputs_.video_extension == video::extension(video_.codec)) return;
+  outputs_.video_extension = video::extension(video_.codec);
   plan_ = plan_batch(q_.inputs, q_.output, q_.recursive, outputs_);
 }
 
@@ -111,7 +111,7 @@ void BatchRun::choose_pca_fit() {
     const std::size_t images = image_jobs(plan_.jobs);
     if (q_.draw && images < 2)
       throw Error(fmt::format("{0} batch: fits one PCA over the images of a batch, and this run has {1}; use "
-                              "{0} image (the default)", named(roles::pca_fit), io::counted(images, "image", "images")));
+                              "{0} image (the default)", named(roles::pca_fit), files::counted(images, "image", "images")));
     pca_batch_ = q_.draw;
     return;
   }
@@ -143,7 +143,7 @@ void BatchRun::check() {
 void BatchRun::prepare() {
   if (q_.draw) prepare_output_folder(q_.output);
   if (q_.saved_model.empty()) return;
-  io::save_model(q_.saved_model, model_);
+  model::save_model(q_.saved_model, model_);
   say(Level::info, "wrote model to " + q_.saved_model.string());
 }
 
@@ -155,7 +155,7 @@ void BatchRun::tell_plan() {
                                   plan_.folders_not_walked));
   for (const auto& note : plan_.warnings) say(Level::warn, note);
   for (const auto& p : plan_.own_outputs)
-    say(Level::debug, fmt::format("left out {}: a vitattn output (named like one, in the output folder)", io::display(p)));
+    say(Level::debug, fmt::format("left out {}: a vitattn output (named like one, in the output folder)", files::display(p)));
   for (const auto& note : plan_.renamed) say(Level::warn, note);
   for (const auto& err : plan_.errors) say(Level::error, err);
 }
@@ -169,7 +169,7 @@ void BatchRun::fit_batch_pca() {
   if (q_.shard) return;
   const fs::path file = q_.output / pca_fit_name();
   write_pca_fit(file, *process_.pca->fit);
-  say(Level::debug, fmt::format("wrote {}", io::display(file)));
+  say(Level::debug, fmt::format("wrote {}", files::display(file)));
 }
 
 // This process's jobs: the shard's (after planning, so that output names, collisions resolved
@@ -179,7 +179,7 @@ void BatchRun::select_jobs() {
   if (q_.shard) {
     const std::size_t others = keep_shard(plan_.jobs, *q_.shard);
     say(Level::debug, fmt::format("shard {}/{}: {}, {} left to the other shards", q_.shard->index, q_.shard->count,
-                                  io::counted(plan_.jobs.size(), "input", "inputs"), others));
+                                  files::counted(plan_.jobs.size(), "input", "inputs"), others));
   }
   out_.total = plan_.jobs.size();
   out_.videos = static_cast<std::size_t>(std::count_if(plan_.jobs.begin(), plan_.jobs.end(), [](const InputJob& j) { return j.video; }));
@@ -198,7 +198,7 @@ void BatchRun::select_jobs() {
   out_.redone = finished.redone.size();
   for (const InputJob& job : finished.redone)
     say(Level::debug, fmt::format("{}: drawn again: its outputs are there, but {} is missing or holds other settings",
-                                  io::display(job.input), io::display(with_suffix(job.output_base, settings_suffix().c_str()))));
+                                  files::display(job.input), files::display(with_suffix(job.output_base, settings_suffix().c_str()))));
 }
 
 // One job on a worker: an image, or a video with its frames told as they are written. An
@@ -222,7 +222,7 @@ void BatchRun::run_job(const ProcessOptions& process, const InputJob& job) {
     if (!name) throw;
     // "x.png: image is 9000x9000 (81.0 MP), over the pixel limit of 50.0 MP (--max-pixels)"
     const std::string value = e.subject()->value.empty() ? "" : " " + e.subject()->value;
-    throw Error((e.source().empty() ? io::display(job.input) : e.source()) + ": " + e.detail() + " (" + *name + value + ")");
+    throw Error((e.source().empty() ? files::display(job.input) : e.source()) + ": " + e.detail() + " (" + *name + value + ")");
   }
 }
 
@@ -231,9 +231,9 @@ void BatchRun::run_jobs() {
   const int workers = std::min(q_.jobs > 0 ? q_.jobs : cores(), static_cast<int>(plan_.jobs.size()));
   const int threads_each = workers > 1 ? 1 : cores();
   set_library_threads(threads_each);
-  say(Level::debug, fmt::format("{}, {}, {} each", io::counted(plan_.jobs.size(), "image", "images"),
-                                io::counted(static_cast<std::size_t>(workers), "worker", "workers"),
-                                io::counted(static_cast<std::size_t>(threads_each), "thread", "threads")));
+  say(Level::debug, fmt::format("{}, {}, {} each", files::counted(plan_.jobs.size(), "image", "images"),
+                                files::counted(static_cast<std::size_t>(workers), "worker", "workers"),
+                                files::counted(static_cast<std::size_t>(threads_each), "thread", "threads")));
   ProcessOptions process = process_;
   if (process.top)
     process.on_top = [this](const InputJob& job, std::vector<ClassScore> classes) { ev_.top_classes(job, std::move(classes)); };

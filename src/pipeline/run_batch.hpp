@@ -44,7 +44,7 @@ struct BatchRequest {
   struct Written {
     std::filesystem::path file;
     std::string role;
-    std::optional<io::FileKind> kind;
+    std::optional<files::FileKind> kind;
   };
   std::vector<Written> writes;
   std::filesystem::path saved_model;  // when not empty: the model is written there, before any job

@@ -16,7 +16,7 @@ namespace vitattn::pipeline {
 std::optional<HeadSpec> parse_head(std::string_view text) {
   static const std::pair<const char*, HeadFusion> fusions[] = {
       {"mean", HeadFusion::mean}, {"max", HeadFusion::max}, {"min", HeadFusion::min}};
-  const std::string lower = io::lower_case(text);
+  const std::string lower = files::lower_case(text);
   if (lower == "all") return HeadSpec{HeadChoice::all, 0, HeadFusion::mean};
   for (const auto& [name, fusion] : fusions)
     if (lower == name) return HeadSpec{HeadChoice::fuse, 0, fusion};

@@ -28,11 +28,11 @@ BatchCounts run_on_workers(const std::vector<InputJob>& jobs, int workers, const
       } catch (const Error& e) {
         error = e.what();  // already names the file
       } catch (const cv::Exception& e) {
-        error = fmt::format("{}: {}", io::display(jobs[i].input), e.err);
+        error = fmt::format("{}: {}", files::display(jobs[i].input), e.err);
       } catch (const std::bad_alloc&) {
-        error = fmt::format("{}: out of memory", io::display(jobs[i].input));
+        error = fmt::format("{}: out of memory", files::display(jobs[i].input));
       } catch (const std::exception& e) {
-        error = fmt::format("{}: {}", io::display(jobs[i].input), e.what());
+        error = fmt::format("{}: {}", files::display(jobs[i].input), e.what());
       }
       if (done) done(jobs[i], error, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       if (error.empty()) ++written;

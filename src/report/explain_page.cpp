@@ -4,14 +4,14 @@
 #include "report/html_page.hpp"
 #include "report_assets.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 void write_explain_page(const std::filesystem::path& path, const std::string& data_json) {
   const PageTemplate page{report_assets::explain_html_text, report_assets::report_css_text,
                           report_assets::report_css_sha256, report_assets::explain_js_text,
                           report_assets::explain_js_sha256};
   const std::string html = render_page(page, {{"DATA", script_safe_json(data_json)}});
-  write_file_atomic(path, html.data(), html.size());
+  files::write_file_atomic(path, html.data(), html.size());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 // data_json: the examples' matrices, as `vitattn explain` computes them. Temporary file, then rename.
 void write_explain_page(const std::filesystem::path& path, const std::string& data_json);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "files/file_kind.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 std::string page_csp(const PageTemplate& page) {
   return fmt::format(
@@ -32,7 +32,7 @@ std::string render_page(const PageTemplate& page, const std::map<std::string, st
     out.append(page.html.substr(at, open - at));
     const std::string key(page.html.substr(open + 2, close - open - 2));
     if (key == "CSP") out += csp;
-    else if (key == "GENERATOR") out += page_generator_tag();
+    else if (key == "GENERATOR") out += files::page_generator_tag();
     else if (key == "STYLE") out.append(page.css);
     else if (key == "SCRIPT") out.append(page.js);
     else if (auto it = fields.find(key); it != fields.end()) out += it->second;
@@ -87,4 +87,4 @@ std::string base64(const void* data, std::size_t size) {
   return out;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 struct PageTemplate {
   std::string_view html;        // with {{CSP}}, {{STYLE}}, {{SCRIPT}} and the caller's {{KEY}}s
@@ -18,9 +18,9 @@ struct PageTemplate {
 
 // The template with every {{KEY}} replaced in one pass (what is put in is never searched
 // again): CSP, STYLE and SCRIPT from the template, GENERATOR vitattn's mark
-// (io::page_generator_tag: the one sign that vitattn may replace the page), the rest from
+// (files::page_generator_tag: the one sign that vitattn may replace the page), the rest from
 // `fields`, given ready to insert. Throws Error on a {{KEY}} that has no value, and on a
-// template without {{GENERATOR}}, which must come within io::kPageMarkWithin bytes.
+// template without {{GENERATOR}}, which must come within files::kPageMarkWithin bytes.
 std::string render_page(const PageTemplate& page, const std::map<std::string, std::string>& fields);
 
 // The Content-Security-Policy render_page puts in the page's meta tag: a server sends it as a
@@ -39,4 +39,4 @@ std::string script_safe_json(std::string_view json_text);
 // vectors in tests/unit/html_page_test.cpp.
 std::string base64(const void* data, std::size_t size);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -18,7 +18,7 @@
 #include "image/overlay.hpp"
 #include "report_assets.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -81,7 +81,7 @@ std::string jpeg_data_uri(const cv::Mat& bgr, int longest_side, int quality) {
     cv::resize(bgr, small, cv::Size(std::max(1, static_cast<int>(std::lround(bgr.cols * f))),
                                     std::max(1, static_cast<int>(std::lround(bgr.rows * f)))),
                0, 0, cv::INTER_AREA);
-  const std::vector<std::uint8_t> bytes = encode_image(small, {ImageFormat::jpg, quality});
+  const std::vector<std::uint8_t> bytes = image::encode_image(small, {image::ImageFormat::jpg, quality});
   return "data:image/jpeg;base64," + base64(bytes.data(), bytes.size());
 }
 
@@ -376,7 +376,7 @@ std::string report_csp() { return page_csp(report_template()); }
 void ReportBuilder::write(const fs::path& page, const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
                           const std::string& model) const {
   const std::string html = page_text(name, bgr, drawn_map, model);
-  write_file_atomic(page, html.data(), html.size());
+  files::write_file_atomic(page, html.data(), html.size());
 }
 
 std::string ReportBuilder::page_text(const std::string& name, const cv::Mat& bgr, const Matrix& drawn_map,
@@ -458,7 +458,7 @@ std::string ReportBuilder::page_text(const std::string& name, const cv::Mat& bgr
   // (Not a vector with an insert at its front: GCC 12 at -O3 flags a null dereference in
   // std::vector's reallocation path there, with -Werror an error in the release build.)
   const auto add_colormap = [&](const std::string& c) {
-    if (const auto id = colormap_by_name(c)) colormaps[c] = colormap_lut(*id);
+    if (const auto id = image::colormap_by_name(c)) colormaps[c] = colormap_lut(*id);
   };
   if (std::find(std::begin(kColormaps), std::end(kColormaps), start.colormap) == std::end(kColormaps))
     add_colormap(start.colormap);
@@ -499,7 +499,7 @@ void write_report_index(const fs::path& index, const std::vector<fs::path>& page
                            report_assets::report_css_sha256, report_assets::index_js_text,
                            report_assets::index_js_sha256};
   const std::string html = render_page(gallery, {{"COUNT", std::to_string(pages.size())}, {"ITEMS", items}});
-  write_file_atomic(index, html.data(), html.size());
+  files::write_file_atomic(index, html.data(), html.size());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -21,7 +21,7 @@
 #include "core/tensor.hpp"
 #include "core/token_diagnostics.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 // What the page shows first: the run's own choices.
 struct ReportStart {
@@ -184,4 +184,4 @@ std::string report_csp();
 
 void write_report_index(const std::filesystem::path& index, const std::vector<std::filesystem::path>& pages);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

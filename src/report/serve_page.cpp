@@ -5,7 +5,7 @@
 #include "report/html_page.hpp"
 #include "report_assets.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 std::string serve_page_html() {
   const PageTemplate page{report_assets::serve_html_text, report_assets::report_css_text,
@@ -20,4 +20,4 @@ std::string serve_page_csp() {
                      report_assets::serve_js_sha256, report_assets::report_css_sha256);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

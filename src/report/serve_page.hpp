@@ -5,9 +5,9 @@
 // only (connect-src, frame-src 'self'), images from data: and blob:, no framing by others.
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::report {
 
 std::string serve_page_html();
 std::string serve_page_csp();
 
-}  // namespace vitattn::io
+}  // namespace vitattn::report

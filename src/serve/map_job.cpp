@@ -57,15 +57,15 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
 MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string& source, const ServedModel& served,
                       const MapQuery& query, std::uint64_t max_pixels) {
   const pipeline::ProcessOptions options = map_options(served, query, max_pixels);
-  const cv::Mat bgr = io::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit
+  const cv::Mat bgr = image::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit
   // one map: one method, one class, one head or fusion; as process_image's: the core's errors name no input
   const std::vector<pipeline::NamedMap> maps =
       naming_source(source, [&] { return pipeline::image_maps(bgr, served.model, options); });
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
-  if (query.format == MapFormat::npy) return {io::encode_npy(map), "application/octet-stream"};
+  if (query.format == MapFormat::npy) return {tensors::encode_npy(map), "application/octet-stream"};
   // (H, W) BGR, with the class's caption as the CLI's overlay file has it
   const cv::Mat overlay = pipeline::captioned(pipeline::draw_overlays(bgr, {map}, options).front(), maps.front());
-  return {io::encode_image(overlay, options.format), "image/png"};
+  return {image::encode_image(overlay, options.format), "image/png"};
 }
 
 }  // namespace vitattn::serve

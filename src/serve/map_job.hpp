@@ -18,7 +18,7 @@ namespace vitattn::serve {
 struct ServedModel {
   std::string name;  // "the seeded model", or the file or hub name the user gave
   VitModel model;
-  io::ClassLabels labels;
+  model::ClassLabels labels;
   int img_size = 0;  // the input size every map of it is drawn at (pipeline::EncoderView); 0: its own
 };
 
@@ -35,7 +35,7 @@ pipeline::ProcessOptions map_options(const ServedModel& served, const MapQuery& 
 
 // image: the upload's bytes (JPEG, PNG, WebP…), named `source` in errors. Throws Error
 // naming `source` for bytes that are no image the CLI reads, an image over max_pixels
-// (checked from the header, before decoding: its Subject is io::roles::pixel_limit), or a
+// (checked from the header, before decoding: its Subject is image::roles::pixel_limit), or a
 // view that does not fit (map_options).
 MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string& source, const ServedModel& served,
                       const MapQuery& query, std::uint64_t max_pixels);

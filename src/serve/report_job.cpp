@@ -25,7 +25,7 @@ std::string sha256_hex(const void* data, std::size_t size) {
 
 pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuery& query, std::uint64_t max_pixels) {
   pipeline::ProcessOptions options = map_options(served, query, max_pixels);
-  io::ReportSettings r;  // the page opens as the image command's does (pipeline/report_start.hpp)
+  report::ReportSettings r;  // the page opens as the image command's does (pipeline/report_start.hpp)
   r.start = pipeline::report_start(options.view);
   r.start.layer = query.layer;  // as asked, as the CLI's page starts (map_options resolved the view's)
   options.report = r;
@@ -39,7 +39,7 @@ pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuer
 std::string compute_report(const std::vector<std::uint8_t>& image, const std::string& source, const ServedModel& served,
                            const MapQuery& query, std::uint64_t max_pixels) {
   const pipeline::ProcessOptions options = report_options(served, query, max_pixels);
-  const cv::Mat bgr = io::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit
+  const cv::Mat bgr = image::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit
   return pipeline::report_page(bgr, query.name, source, served.model, options);
 }
 

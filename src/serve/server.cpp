@@ -43,7 +43,7 @@ void answer_error(httplib::Response& res, int status, const std::string& message
 // (found from its header, before decoding), else 400 (no image the CLI reads, a view the model
 // does not have).
 void answer_upload_error(httplib::Response& res, const Error& e) {
-  const bool pixels = e.subject() && e.subject()->role == io::roles::pixel_limit;
+  const bool pixels = e.subject() && e.subject()->role == image::roles::pixel_limit;
   answer_error(res, pixels ? 413 : 400, e.what());
 }
 
@@ -198,8 +198,8 @@ class Service {
       res.set_content(body, "application/json");
     });
     svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_header("Content-Security-Policy", io::serve_page_csp());
-      res.set_content(io::serve_page_html(), "text/html; charset=utf-8");
+      res.set_header("Content-Security-Policy", report::serve_page_csp());
+      res.set_content(report::serve_page_html(), "text/html; charset=utf-8");
     });
     svr.Post("/api/map", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       upload(req, res, reader, QueryKind::map);
@@ -305,7 +305,7 @@ class Service {
         return answer_error(res, 400, "a report page takes download=1 and token only");
     const std::shared_ptr<const CachedPage> page = cache_.find(req.matches[1].str());
     if (!page) return answer_error(res, 404, "no such report: it was never made, or the cache let it go; post the image again");
-    std::string csp = io::report_csp();
+    std::string csp = report::report_csp();
     csp += "; frame-ancestors 'self'";
     res.set_header("Content-Security-Policy", csp);
     if (req.has_param("download")) res.set_header("Content-Disposition", report_disposition(page->name));

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 constexpr std::uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -84,17 +84,17 @@ std::vector<std::uint8_t> encode_npy(const Matrix& m) {
 
 void write_npy(const std::filesystem::path& path, const float* data, const std::vector<std::uint64_t>& shape) {
   const auto bytes = encode_npy(data, shape);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 void write_npy_bool(const std::filesystem::path& path, const std::uint8_t* data, const std::vector<std::uint64_t>& shape) {
   const auto bytes = encode_npy_bool(data, shape);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 void write_npy(const std::filesystem::path& path, const Matrix& m) {
   const auto bytes = encode_npy(m);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& source) {
@@ -118,7 +118,7 @@ NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& so
   std::size_t item = 0;
   if (descr == "'<f4'") item = 4;
   else if (descr == "'<f8'") item = 8;
-  else throw Error(source + ": .npy dtype " + printable(descr, true) + " is not supported (float32 or float64 only)");
+  else throw Error(source + ": .npy dtype " + files::printable(descr, true) + " is not supported (float32 or float64 only)");
   if (dict_value(dict, "fortran_order", source) != "False")
     throw Error(source + ": .npy array is in Fortran order; save it with numpy.ascontiguousarray");
 
@@ -135,7 +135,7 @@ NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& so
     for (; p < shape.size() && shape[p] >= '0' && shape[p] <= '9' && digits < 12; ++p, ++digits)
       n = n * 10 + static_cast<std::uint64_t>(shape[p] - '0');
     if (digits == 0 || (p < shape.size() && shape[p] != ',' && shape[p] != ' '))
-      throw Error(source + ": .npy shape (" + printable(shape, true) + ") is malformed");
+      throw Error(source + ": .npy shape (" + files::printable(shape, true) + ") is malformed");
     a.shape.push_back(n);
     if (n != 0 && count > (std::uint64_t{1} << 40) / n) throw Error(source + ": .npy shape is implausibly large");
     count *= n;
@@ -159,7 +159,7 @@ NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& so
 }
 
 NpyArray read_npy(const std::filesystem::path& path, std::uint64_t max_bytes) {
-  return parse_npy(read_file(path, max_bytes), display(path));
+  return parse_npy(files::read_file(path, max_bytes), files::display(path));
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

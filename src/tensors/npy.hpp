@@ -8,7 +8,7 @@
 
 #include "core/tensor.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 
 struct NpyArray {
   std::vector<std::uint64_t> shape;
@@ -28,4 +28,4 @@ void write_npy_bool(const std::filesystem::path& path, const std::uint8_t* data,
 NpyArray parse_npy(const std::vector<std::uint8_t>& bytes, const std::string& source);
 NpyArray read_npy(const std::filesystem::path& path, std::uint64_t max_bytes = std::uint64_t{1} << 32);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io::pickle {
+namespace vitattn::tensors::pickle {
 namespace {
 
 struct StorageType {
@@ -131,7 +131,7 @@ class Machine {
         for (const auto& t : kStorageTypes)
           if (name == t.name) v.global = Global::storage_type, v.dtype = t.dtype, storage = true;
       if (!storage)
-        fail("refers to " + printable(shorten(module + "." + name), true) +
+        fail("refers to " + files::printable(shorten(module + "." + name), true) +
              ", which vitattn does not accept (only tensors, their storages, OrderedDict, plain containers and "
              "argparse.Namespace; nothing in the file is run)");
     }
@@ -368,4 +368,4 @@ Unpickled unpickle(std::span<const std::uint8_t> pickle, const std::string& sour
   return Machine(pickle, source).run();
 }
 
-}  // namespace vitattn::io::pickle
+}  // namespace vitattn::tensors::pickle

@@ -13,7 +13,7 @@
 
 #include "tensors/safetensors.hpp"  // DType
 
-namespace vitattn::io::pickle {
+namespace vitattn::tensors::pickle {
 
 using Id = std::uint32_t;
 
@@ -53,4 +53,4 @@ inline constexpr std::size_t kMaxRank = 16;
 // global, opcode or malformed part; `source` is the file name plus the entry.
 Unpickled unpickle(std::span<const std::uint8_t> pickle, const std::string& source);
 
-}  // namespace vitattn::io::pickle
+}  // namespace vitattn::tensors::pickle

@@ -9,7 +9,7 @@
 #include "tensors/pickle_vm.hpp"
 #include "tensors/zip_reader.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 using pickle::Kind;
@@ -57,10 +57,10 @@ Storage storage_of(const Value& s, const std::vector<ZipEntry>& entries, const s
                    const std::string& source) {
   const std::string name = dir + "data/" + s.text;
   const ZipEntry* e = find_entry(entries, name);
-  if (!e) throw Error(source + ": storage " + printable(s.text) + " has no zip entry " + printable(name));
+  if (!e) throw Error(source + ": storage " + files::printable(s.text) + " has no zip entry " + files::printable(name));
   const auto bytes = mul(s.numel, dtype_size(s.dtype));
   if (!bytes || *bytes != e->data.size())
-    throw Error(source + ": storage " + printable(s.text) + " declares " + std::to_string(s.numel) + " " +
+    throw Error(source + ": storage " + files::printable(s.text) + " declares " + std::to_string(s.numel) + " " +
                 dtype_name(s.dtype) + " elements but its zip entry holds " + std::to_string(e->data.size()) + " bytes");
   return {e->data, s.dtype};
 }
@@ -128,8 +128,8 @@ const Value& state_dict(const Unpickled& u, const std::string& key, const std::s
       std::string keys;
       if (root.kind == Kind::dict)
         for (std::size_t i = 0; i + 1 < root.items.size(); i += 2)
-          if (u.at(root.items[i]).kind == Kind::string) keys += (keys.empty() ? "" : ", ") + printable(u.at(root.items[i]).text);
-      throw Error(source + ": no dict under key " + printable(key) + (keys.empty() ? std::string() : " (the file has: " + keys + ")"));
+          if (u.at(root.items[i]).kind == Kind::string) keys += (keys.empty() ? "" : ", ") + files::printable(u.at(root.items[i]).text);
+      throw Error(source + ": no dict under key " + files::printable(key) + (keys.empty() ? std::string() : " (the file has: " + keys + ")"));
     }
     return *v;
   }
@@ -162,7 +162,7 @@ TensorFile parse_pth(const std::vector<std::uint8_t>& bytes, const std::string& 
     if (is_float(u.at(v.items[0]).dtype)) tensors[k.text] = &v;  // e.g. num_batches_tracked (I64) is left out
     else tensors.erase(k.text);
   }
-  if (!any) throw Error(source + ": no tensors in " + (key.empty() ? std::string("the file") : "key " + printable(key)) +
+  if (!any) throw Error(source + ": no tensors in " + (key.empty() ? std::string("the file") : "key " + files::printable(key)) +
                         " (its weights may sit under another key)");
   tensors = without_wrapper_prefixes(std::move(tensors), source);
 
@@ -173,7 +173,7 @@ TensorFile parse_pth(const std::vector<std::uint8_t>& bytes, const std::string& 
   std::vector<Storage> storages;
   std::uint64_t total = 0;
   for (const auto& [name, t] : tensors) {
-    const std::string what = source + ": tensor " + printable(name);
+    const std::string what = source + ": tensor " + files::printable(name);
     const Value& s = u.at(t->items[0]);
     storages.push_back(storage_of(s, entries, dir, source));
     const std::uint64_t n = check_view(*t, storages.back(), what);
@@ -197,7 +197,7 @@ TensorFile parse_pth(const std::vector<std::uint8_t>& bytes, const std::string& 
 }
 
 TensorFile load_pth(const std::filesystem::path& path, const std::string& key) {
-  return parse_pth(read_file(path), display(path), key);
+  return parse_pth(files::read_file(path), files::display(path), key);
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

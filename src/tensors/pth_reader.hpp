@@ -12,7 +12,7 @@
 #include "tensors/safetensors.hpp"
 #include "tensors/wrapper_prefixes.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 
 // The dict of tensors inside the pickled object: `key` names it ("teacher"); empty picks the
 // first of model, state_dict, teacher, student that is a dict, else the object itself (as
@@ -25,4 +25,4 @@ TensorFile load_pth(const std::filesystem::path& path, const std::string& key = 
 // The keys scripts/pth_to_safetensors.py tries, in order, when no key is given.
 inline constexpr const char* kNestedStateKeys[] = {"model", "state_dict", "teacher", "student"};
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -13,7 +13,7 @@
 #include "files/mapped_file.hpp"
 #include "tensors/wrapper_prefixes.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "vitattn reads little-endian data in place");
@@ -79,10 +79,10 @@ std::uint64_t TensorInfo::element_count() const {
 }
 
 TensorFile TensorFile::load(const std::filesystem::path& path) {
-  return map(std::make_shared<const MappedFile>(path), display(path));
+  return map(std::make_shared<const files::MappedFile>(path), files::display(path));
 }
 
-TensorFile TensorFile::map(std::shared_ptr<const MappedFile> file, const std::string& source) {
+TensorFile TensorFile::map(std::shared_ptr<const files::MappedFile> file, const std::string& source) {
   // The header is copied out of the mapping (so that a truncation is caught here, once) and
   // parsed; the data stays in the mapping.
   auto shrank = [&] { return Error(source + ": the file shrank while it was being read (another program truncated it?)"); };
@@ -126,8 +126,8 @@ nlohmann::json read_header_json(std::span<const std::uint8_t> head, std::uint64_
   // Not even the start of one (a photo, a .pth): say what it is, not what its first 8 bytes
   // would mean as a header length.
   const bool header_fits = header_len <= kMaxHeaderBytes && header_len <= file_size - 8;
-  if (file_size > 8 && head[8] != '{' && (!header_fits || !describe_kind(head, file_size).empty())) {
-    const std::string kind = describe_kind(head, file_size);
+  if (file_size > 8 && head[8] != '{' && (!header_fits || !files::describe_kind(head, file_size).empty())) {
+    const std::string kind = files::describe_kind(head, file_size);
     throw fail("not a safetensors file" + (kind.empty() ? std::string() : " (it is " + kind + ")"));
   }
   if (header_len > kMaxHeaderBytes)
@@ -140,7 +140,7 @@ nlohmann::json read_header_json(std::span<const std::uint8_t> head, std::uint64_
   try {
     header = nlohmann::json::parse(head.begin() + 8, head.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
   } catch (const nlohmann::json::exception& e) {
-    throw fail("header is not valid JSON: " + printable(e.what(), true));
+    throw fail("header is not valid JSON: " + files::printable(e.what(), true));
   }
   if (!header.is_object()) throw fail("header is not a JSON object");
   return header;
@@ -150,7 +150,7 @@ std::map<std::string, std::string> read_metadata(const nlohmann::json& entry, co
   if (!entry.is_object()) throw fail("__metadata__ is not an object");
   std::map<std::string, std::string> metadata;
   for (const auto& [key, value] : entry.items()) {
-    if (!value.is_string()) throw fail("__metadata__." + printable(key) + " is not a string");
+    if (!value.is_string()) throw fail("__metadata__." + files::printable(key) + " is not a string");
     metadata[key] = value.get<std::string>();
   }
   return metadata;
@@ -163,7 +163,7 @@ TensorInfo read_entry(const std::string& name, const nlohmann::json& entry, std:
   if (!entry.is_object()) throw fail(name + ": entry is not an object");
   if (!entry.contains("dtype") || !entry["dtype"].is_string()) throw fail(name + ": no dtype");
   const auto dtype = parse_dtype(entry["dtype"].get<std::string>());
-  if (!dtype) throw fail(name + ": unknown dtype " + printable(entry["dtype"].get<std::string>()));
+  if (!dtype) throw fail(name + ": unknown dtype " + files::printable(entry["dtype"].get<std::string>()));
   if (!entry.contains("shape") || !entry["shape"].is_array()) throw fail(name + ": no shape");
   if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
     throw fail(name + ": data_offsets is not [begin, end]");
@@ -206,7 +206,7 @@ void check_tiling(const std::map<std::string, TensorInfo>& tensors, std::uint64_
   std::uint64_t expected_begin = 0;
   std::string previous;
   for (const auto& [key_in_file, info] : order) {
-    const std::string name = printable(key_in_file);
+    const std::string name = files::printable(key_in_file);
     if (info->begin < expected_begin)
       throw fail(name + ": data overlaps " + previous + " (starts at byte " + std::to_string(info->begin) +
                  ", " + previous + " ends at " + std::to_string(expected_begin) + ")");
@@ -234,7 +234,7 @@ TensorFile TensorFile::parse_header(std::span<const std::uint8_t> head, std::uin
     if (key_in_file == "__metadata__")
       st.metadata_ = read_metadata(entry, fail);
     else
-      st.tensors_[key_in_file] = read_entry(printable(key_in_file), entry, data_size, fail);
+      st.tensors_[key_in_file] = read_entry(files::printable(key_in_file), entry, data_size, fail);
   }
   check_tiling(st.tensors_, data_size, fail);
   st.tensors_ = without_wrapper_prefixes(std::move(st.tensors_), source);  // as a .pth's are
@@ -246,9 +246,9 @@ TensorFile TensorFile::from_memory(std::vector<std::uint8_t> data, std::map<std:
   for (const auto& [name, info] : tensors) {
     std::uint64_t n_bytes = dtype_size(info.dtype);
     for (auto d : info.shape)
-      if (__builtin_mul_overflow(n_bytes, d, &n_bytes)) throw Error(source + ": " + printable(name) + " is too large");
+      if (__builtin_mul_overflow(n_bytes, d, &n_bytes)) throw Error(source + ": " + files::printable(name) + " is too large");
     if (info.end < info.begin || info.end > data.size() || info.end - info.begin != n_bytes)
-      throw Error(source + ": " + printable(name) + " does not fit its bytes");
+      throw Error(source + ": " + files::printable(name) + " does not fit its bytes");
   }
   TensorFile st;
   st.source_ = source;
@@ -312,11 +312,11 @@ void convert(void* job) {
 
 const TensorInfo& TensorFile::float_tensor(const std::string& name, const std::vector<std::uint64_t>& expected) const {
   const TensorInfo* info = find(name);
-  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing (expected " + shape_string(expected) + ")");
+  if (!info) throw Error(source_ + ": tensor " + files::printable(name) + " is missing (expected " + shape_string(expected) + ")");
   if (info->shape != expected)
-    throw Error(source_ + ": " + printable(name) + " is " + shape_string(info->shape) + ", expected " + shape_string(expected));
+    throw Error(source_ + ": " + files::printable(name) + " is " + shape_string(info->shape) + ", expected " + shape_string(expected));
   if (!is_float(info->dtype))
-    throw Error(source_ + ": " + printable(name) + " has dtype " + dtype_name(info->dtype) +
+    throw Error(source_ + ": " + files::printable(name) + " has dtype " + dtype_name(info->dtype) +
                 "; weights must be F32, F16, BF16 or F64");
   return *info;
 }
@@ -335,20 +335,20 @@ void TensorFile::read_floats(const std::string& name, const std::vector<std::uin
   const TensorInfo* info = &float_tensor(name, expected);
   const std::size_t n = static_cast<std::size_t>(info->element_count());
   if (n == 0) return;
-  prefault_for_writing(out, n * sizeof(float));  // `out` is usually fresh: no fault per page while converting
+  files::prefault_for_writing(out, n * sizeof(float));  // `out` is usually fresh: no fault per page while converting
   ConvertJob job{info->dtype, data() + data_start_ + info->begin, n, out};
   if (!map_) {
     convert(&job);
     return;
   }
-  if (!MappedFile::guarded(convert, &job))
+  if (!files::MappedFile::guarded(convert, &job))
     throw Error(source_ + ": the file shrank while it was being read (another program truncated it?)");
   map_->release(static_cast<std::size_t>(data_start_ + info->begin), static_cast<std::size_t>(info->end - info->begin));
 }
 
 std::vector<float> TensorFile::floats(const std::string& name) const {
   const TensorInfo* info = find(name);
-  if (!info) throw Error(source_ + ": tensor " + printable(name) + " is missing");
+  if (!info) throw Error(source_ + ": tensor " + files::printable(name) + " is missing");
   return floats(name, info->shape);
 }
 
@@ -393,7 +393,7 @@ std::vector<std::uint8_t> encode_safetensors(const std::vector<NamedTensor>& ten
 void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const auto bytes = encode_safetensors(tensors, metadata);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  files::write_file_atomic(path, bytes.data(), bytes.size());
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::files {
+class MappedFile;
+}  // namespace vitattn::files
+
+namespace vitattn::tensors {
 
 inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
@@ -28,8 +32,6 @@ struct TensorInfo {
   std::uint64_t element_count() const;  // product of shape (checked when read)
 };
 
-class MappedFile;
-
 // The tensors of one checkpoint file, whatever its format: a safetensors file is read here
 // (mapped), a PyTorch file is gathered into one by pth_reader.hpp (from_memory), and the
 // model loaders take either alike.
@@ -43,7 +45,7 @@ class TensorFile {
   static TensorFile load(const std::filesystem::path& path);
   static TensorFile parse(std::vector<std::uint8_t> bytes, const std::string& source);
   // A file already mapped; the TensorFile shares the mapping.
-  static TensorFile map(std::shared_ptr<const MappedFile> file, const std::string& source);
+  static TensorFile map(std::shared_ptr<const files::MappedFile> file, const std::string& source);
   // Tensors already in memory (gathered from a PyTorch file, pth_reader.hpp): each one's bytes
   // at [begin, end) of `data`, checked against its dtype and shape.
   static TensorFile from_memory(std::vector<std::uint8_t> data, std::map<std::string, TensorInfo> tensors,
@@ -78,7 +80,7 @@ class TensorFile {
   std::optional<InPlace> floats_in_place(const std::string& name, const std::vector<std::uint64_t>& expected) const;
 
   // The file's mapping, or null when its bytes are in memory: for asking lost() later.
-  const std::shared_ptr<const MappedFile>& mapping() const { return map_; }
+  const std::shared_ptr<const files::MappedFile>& mapping() const { return map_; }
 
  private:
   static TensorFile parse_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& source);
@@ -88,7 +90,7 @@ class TensorFile {
 
   std::string source_;
   std::shared_ptr<const std::vector<std::uint8_t>> bytes_;  // the file in memory, or null when it is mapped
-  std::shared_ptr<const MappedFile> map_;    // the file mapped, or null
+  std::shared_ptr<const files::MappedFile> map_;    // the file mapped, or null
   std::uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;
   std::map<std::string, TensorInfo> tensors_;
@@ -108,4 +110,4 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Name
 
 std::string shape_string(const std::vector<std::uint64_t>& shape);  // "[64, 768]"
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -13,7 +13,7 @@
 
 #include "tensors/safetensors.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 
 // True for a PyTorch checkpoint: `head` (the file's first bytes, 16 are enough) starts with the
 // zip magic, or is no safetensors header and the name ends .pth, .pt or .bin.
@@ -27,4 +27,4 @@ TensorFile load_tensor_file(const std::filesystem::path& path, const std::string
 // `source` stands for the file's name, in messages and by its extension.
 TensorFile parse_tensor_file(std::vector<std::uint8_t> bytes, const std::string& source, const std::string& key = {});
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

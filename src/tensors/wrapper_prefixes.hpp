@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 
 inline constexpr const char* kWrapperPrefixes[] = {"module.", "backbone.", "model."};
 
@@ -22,11 +22,11 @@ std::map<std::string, T> without_wrapper_prefixes(std::map<std::string, T> tenso
     for (auto& [name, t] : tensors) {
       const std::string n = name.starts_with(prefix) ? name.substr(std::strlen(prefix)) : name;
       if (!renamed.emplace(n, std::move(t)).second)
-        throw Error(source + ": removing the prefix " + prefix + " makes two tensors named " + printable(n));
+        throw Error(source + ": removing the prefix " + prefix + " makes two tensors named " + files::printable(n));
     }
     tensors = std::move(renamed);
   }
   return tensors;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

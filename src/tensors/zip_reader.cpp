@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 constexpr std::uint32_t kLocalHeader = 0x04034b50;
@@ -136,7 +136,7 @@ std::vector<ZipEntry> read_zip(std::span<const std::uint8_t> bytes, const std::s
     if (next > d.offset + d.size) throw Error(source + ": zip central directory entry " + std::to_string(i) + " runs past the directory");
     const auto* name_bytes = bytes.data() + pos + kCentralSize;
     std::string name(reinterpret_cast<const char*>(name_bytes), name_len);
-    const std::string entry = source + ": zip entry " + printable(name);
+    const std::string entry = source + ": zip entry " + files::printable(name);
     if (flags & 0x1) throw Error(entry + " is encrypted");
     if (method != 0) throw Error(entry + " is compressed (method " + std::to_string(method) + "); torch.save stores entries uncompressed");
     read_zip64_extra(c, pos + kCentralSize + name_len, extra_len, s, entry);
@@ -166,7 +166,7 @@ std::vector<ZipEntry> read_zip(std::span<const std::uint8_t> bytes, const std::s
     const auto& prev = placed[i - 1];
     const std::uint64_t prev_end = static_cast<std::uint64_t>(prev.entry.data.data() - bytes.data()) + prev.entry.data.size();
     if (placed[i].begin < prev_end)
-      throw Error(source + ": zip entries " + printable(prev.entry.name) + " and " + printable(placed[i].entry.name) + " overlap");
+      throw Error(source + ": zip entries " + files::printable(prev.entry.name) + " and " + files::printable(placed[i].entry.name) + " overlap");
   }
   std::vector<ZipEntry> out;
   out.reserve(placed.size());
@@ -174,4 +174,4 @@ std::vector<ZipEntry> read_zip(std::span<const std::uint8_t> bytes, const std::s
   return out;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 
 struct ZipEntry {
   std::string name;
@@ -24,4 +24,4 @@ struct ZipEntry {
 // or overlapping one another, zip64 fields missing or out of range, duplicate names.
 std::vector<ZipEntry> read_zip(std::span<const std::uint8_t> bytes, const std::string& source);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

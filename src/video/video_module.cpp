@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "files/companion.hpp"
 
-namespace vitattn::io {
+namespace vitattn::video {
 namespace fs = std::filesystem;
 namespace {
 
@@ -24,12 +24,12 @@ fs::path& module_path() {
 
 Loaded load() {
   const std::vector<fs::path> candidates =
-      module_path().empty() ? companion_candidates(video_abi::kFileName) : std::vector<fs::path>{module_path()};
-  const LoadedModule module = load_module(candidates, video_abi::kEntryPoint);
+      module_path().empty() ? files::companion_candidates(video_abi::kFileName) : std::vector<fs::path>{module_path()};
+  const files::LoadedModule module = files::load_module(candidates, video_abi::kEntryPoint);
   if (module.entry == nullptr) return {nullptr, module.why_not};
   using Entry = const video_abi::Table* (*)();
   const video_abi::Table* table = reinterpret_cast<Entry>(module.entry)();
-  std::string why_not = module_version_mismatch(module.path, table != nullptr ? &table->version : nullptr, video_abi::kVersion);
+  std::string why_not = files::module_version_mismatch(module.path, table != nullptr ? &table->version : nullptr, video_abi::kVersion);
   if (!why_not.empty()) return {nullptr, std::move(why_not)};
   return {table, ""};
 }
@@ -57,4 +57,4 @@ const video_abi::Table& video_module(const std::string& source) {
   return naming_source(source, []() -> const video_abi::Table& { return video_module(); });
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

@@ -8,7 +8,7 @@
 
 #include "video/video_module_abi.hpp"
 
-namespace vitattn::io {
+namespace vitattn::video {
 
 // The module to load instead of looking beside the executable; empty: look there. Takes effect
 // only before the first video_module() call (the module is loaded once): call it at start-up,
@@ -25,4 +25,4 @@ bool video_module_loads();
 // The same, the error naming the file it was needed for: "SOURCE: video support is not available: …".
 const video_abi::Table& video_module(const std::string& source);
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

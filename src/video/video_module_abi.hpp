@@ -13,7 +13,7 @@ namespace cv {
 class Mat;
 }
 
-namespace vitattn::io::video_abi {
+namespace vitattn::video::video_abi {
 
 // Raised whenever Table changes: a module of another version is refused with a clear error.
 inline constexpr int kVersion = 1;
@@ -21,7 +21,7 @@ inline constexpr const char* kFileName = "libvitattn_video.so";
 inline constexpr const char* kEntryPoint = "vitattn_video_module";
 
 // Why a call failed (module_status.hpp).
-using Status = ModuleStatus;
+using Status = image::ModuleStatus;
 
 struct Table {
   int version;  // kVersion; first, so that any module's version can be read
@@ -39,7 +39,7 @@ struct Table {
   void (*writer_close)(void* writer);
 };
 
-}  // namespace vitattn::io::video_abi
+}  // namespace vitattn::video::video_abi
 
 // The module's one entry point: its table (static, lives as long as the module).
-extern "C" const vitattn::io::video_abi::Table* vitattn_video_module();
+extern "C" const vitattn::video::video_abi::Table* vitattn_video_module();

@@ -10,9 +10,9 @@
 #include "video/video_module_abi.hpp"
 
 namespace {
-using vitattn::io::video_abi::Status;
-using vitattn::io::video_abi::Table;
-using vitattn::io::guarded;
+using vitattn::video::video_abi::Status;
+using vitattn::video::video_abi::Table;
+using vitattn::image::guarded;
 
 void* reader_open(const char* path, Status* status) {
   return guarded<void*>(status, nullptr, "video module", [&]() -> void* {
@@ -78,7 +78,7 @@ void writer_close(void* writer) {
   });
 }
 
-constexpr Table kTable = {vitattn::io::video_abi::kVersion, reader_open, reader_info, reader_read, reader_close,
+constexpr Table kTable = {vitattn::video::video_abi::kVersion, reader_open, reader_info, reader_read, reader_close,
                           writer_open, writer_write, writer_finish, writer_close};
 
 }  // namespace

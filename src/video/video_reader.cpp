@@ -15,7 +15,7 @@
 #include "video/video_module.hpp"
 #include "files/text.hpp"
 
-namespace vitattn::io {
+namespace vitattn::video {
 namespace {
 
 constexpr std::array<const char*, 5> kVideoExtensions = {"mp4", "mov", "mkv", "webm", "avi"};
@@ -25,7 +25,7 @@ std::string megapixels(std::uint64_t pixels) { return fmt::format("{:.1f} MP", s
 }  // namespace
 
 bool has_video_extension(const std::filesystem::path& path) {
-  std::string ext = lower_extension(path);
+  std::string ext = files::lower_extension(path);
   if (ext.size() < 2) return false;
   ext.erase(0, 1);
   return std::find(kVideoExtensions.begin(), kVideoExtensions.end(), ext) != kVideoExtensions.end();
@@ -49,7 +49,7 @@ struct VideoReader::Impl {
   Impl& operator=(const Impl&) = delete;
 };
 
-VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : source_(display(path)) {
+VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pixels) : source_(files::display(path)) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     if (!std::filesystem::exists(path, ec)) throw Error(source_ + ": No such file or directory");
@@ -59,7 +59,7 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
   impl_ = std::make_unique<Impl>(video_module(source_));
   video_abi::Status status;
   {
-    const DecoderMessages said;  // OpenCV's own log lines about this file, off stderr
+    const image::DecoderMessages said;  // OpenCV's own log lines about this file, off stderr
     impl_->capture = impl_->module.reader_open(path.c_str(), &status);
   }
   if (impl_->capture == nullptr && status.message[0] != '\0')
@@ -73,7 +73,7 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
     throw Error(fmt::format("{}: video has no frame size ({}x{})", source_, info_.width, info_.height));
   const std::uint64_t pixels = static_cast<std::uint64_t>(info_.width) * static_cast<std::uint64_t>(info_.height);
   if (pixels > max_pixels)
-    throw Error({roles::pixel_limit, ""},
+    throw Error({image::roles::pixel_limit, ""},
                       fmt::format("video frames are {}x{} ({}), over the pixel limit of {}", info_.width, info_.height,
                                   megapixels(pixels), megapixels(max_pixels)),
                       source_);
@@ -84,7 +84,7 @@ VideoReader::VideoReader(const std::filesystem::path& path, std::uint64_t max_pi
 VideoReader::~VideoReader() = default;
 
 bool VideoReader::read(cv::Mat& bgr) {
-  const DecoderMessages said;
+  const image::DecoderMessages said;
   // 0 also for a frame FFmpeg cannot decode: it ends the stream, like a truncated file
   if (impl_->module.reader_read(impl_->capture, &bgr) == 0 || bgr.empty()) return false;
   if (bgr.type() == CV_8UC1) cv::cvtColor(bgr, bgr, cv::COLOR_GRAY2BGR);
@@ -93,4 +93,4 @@ bool VideoReader::read(cv::Mat& bgr) {
   return bgr.cols == info_.width && bgr.rows == info_.height;
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

@@ -9,7 +9,7 @@
 
 #include "image/image_loader.hpp"  // roles::pixel_limit
 
-namespace vitattn::io {
+namespace vitattn::video {
 
 // Whether a file name's extension (any case) is a video container vitattn reads.
 bool has_video_extension(const std::filesystem::path& path);
@@ -50,4 +50,4 @@ class VideoReader {
   std::string source_;
 };
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

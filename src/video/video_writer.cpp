@@ -10,7 +10,7 @@
 #include "video/video_module.hpp"
 #include "video/video_reader.hpp"
 
-namespace vitattn::io {
+namespace vitattn::video {
 namespace fs = std::filesystem;
 namespace {
 
@@ -21,9 +21,9 @@ bool h264_opens() {
   const fs::path dir = fs::temp_directory_path(ec);
   if (ec) return false;
   // removed when it goes out of scope
-  const TemporaryPath scratch(dir / (std::string("vitattn-codec-probe") + extension(VideoCodec::h264_mp4)));
+  const files::TemporaryPath scratch(dir / (std::string("vitattn-codec-probe") + extension(VideoCodec::h264_mp4)));
   const video_abi::Table& module = video_module();
-  const DecoderMessages said;  // OpenCV's "could not open codec" lines, off stderr
+  const image::DecoderMessages said;  // OpenCV's "could not open codec" lines, off stderr
   video_abi::Status status;
   void* probe = module.writer_open(scratch.path().c_str(), fourcc(VideoCodec::h264_mp4), 25.0, 64, 64, &status);
   if (probe == nullptr) return false;
@@ -56,7 +56,7 @@ const char* describe(VideoCodec codec) {
 struct VideoWriter::Impl {
   const video_abi::Table& module;
   fs::path path;
-  TemporaryPath tmp;
+  files::TemporaryPath tmp;
   void* writer = nullptr;
   int width = 0, height = 0;              // the frames' size
   int encoded_width = 0, encoded_height = 0;  // the file's: padded to even for H.264
@@ -70,7 +70,7 @@ struct VideoWriter::Impl {
 };
 
 VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int width, int height)
-    : impl_(std::make_unique<Impl>(video_module(display(path)), path)) {
+    : impl_(std::make_unique<Impl>(video_module(files::display(path)), path)) {
   impl_->width = width;
   impl_->height = height;
   const bool even_only = codec == VideoCodec::h264_mp4;
@@ -78,14 +78,14 @@ VideoWriter::VideoWriter(const fs::path& path, VideoCodec codec, double fps, int
   impl_->encoded_height = even_only ? height + (height & 1) : height;
   video_abi::Status status;
   {
-    const DecoderMessages said;
+    const image::DecoderMessages said;
     impl_->writer = impl_->module.writer_open(impl_->tmp.path().c_str(), fourcc(codec), fps, impl_->encoded_width,
                                              impl_->encoded_height, &status);
   }
   if (impl_->writer == nullptr && status.message[0] != '\0')
-    throw Error(display(path) + ": cannot write video: " + status.message);
+    throw Error(files::display(path) + ": cannot write video: " + status.message);
   if (impl_->writer == nullptr)
-    throw Error(display(path) + ": cannot write video (" + describe(codec) + " at " + std::to_string(width) + "x" +
+    throw Error(files::display(path) + ": cannot write video (" + describe(codec) + " at " + std::to_string(width) + "x" +
                 std::to_string(height) + ")");
 }
 
@@ -101,7 +101,7 @@ void VideoWriter::write(const cv::Mat& bgr) {
   }
   video_abi::Status status;
   if (impl_->module.writer_write(impl_->writer, frame, &status) == 0)
-    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
+    throw Error(files::display(impl_->path) + ": cannot write video: " + status.message);
 }
 
 cv::Size VideoWriter::frame_size() const { return {impl_->width, impl_->height}; }
@@ -110,10 +110,10 @@ cv::Size VideoWriter::encoded_size() const { return {impl_->encoded_width, impl_
 void VideoWriter::commit() {
   video_abi::Status status;  // finishing writes the trailer (the MP4 index)
   if (impl_->module.writer_finish(impl_->writer, &status) == 0)
-    throw Error(display(impl_->path) + ": cannot write video: " + status.message);
+    throw Error(files::display(impl_->path) + ": cannot write video: " + status.message);
   std::error_code ec;
-  if (fs::file_size(impl_->tmp.path(), ec) == 0 || ec) throw Error(display(impl_->path) + ": cannot write video (nothing written)");
+  if (fs::file_size(impl_->tmp.path(), ec) == 0 || ec) throw Error(files::display(impl_->path) + ": cannot write video (nothing written)");
   impl_->tmp.commit();
 }
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

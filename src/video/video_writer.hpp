@@ -12,7 +12,7 @@
 #include <opencv2/core.hpp>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::video {
 
 enum class VideoCodec { h264_mp4, mjpg_avi };
 
@@ -47,4 +47,4 @@ class VideoWriter {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace vitattn::io
+}  // namespace vitattn::video

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """End-to-end tests of what a start of vitattn loads (src/image/codec_module_abi.hpp,
-src/hub/lazy_library.hpp): JPEGs are decoded in the binary with libjpeg-turbo, every other
+src/lazy/lazy_library.hpp): JPEGs are decoded in the binary with libjpeg-turbo, every other
 format goes through libvitattn_codecs.so (OpenCV's imgcodecs with GDAL, GDCM, OpenEXR, …),
 loaded only when such a file is met or JPEG/WebP is written; libcurl and libcrypto are loaded
 only for a download or a report; the HTTP server (cpp-httplib with OpenSSL and brotli) is a

@@ -3,8 +3,8 @@
 files a job writes (the suffixes after its output base: "_attn.png", "_cls<tag>.npy",
 "_report.html", "_settings.txt", …), the batch files in the output folder ("predictions.csv",
 "index.html", "heads.csv", "pca_fit.npy", …) and a video's "_frames" folder; the formats'
-extensions are the writers' (io::extension: src/image/image_writer.cpp for ".png", ".jpg",
-".webp", src/video/video_writer.cpp for ".mp4", ".avi"), which job_outputs asks. The input
+extensions are the writers' (image::extension in src/image/image_writer.cpp for ".png",
+".jpg", ".webp", video::extension in src/video/video_writer.cpp for ".mp4", ".avi"), which job_outputs asks. The input
 protection, --skip-existing, the folder scan's "leave out vitattn's own outputs" and the
 server's download name all ask there, so a name spelled again elsewhere would drift from
 theirs.
@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 ONE_PLACE = {
     "src/pipeline/job_outputs.hpp",
     "src/pipeline/job_outputs.cpp",
-    "src/image/image_writer.cpp",  # io::extension(ImageFormat)
-    "src/video/video_writer.cpp",  # io::extension(VideoCodec)
+    "src/image/image_writer.cpp",  # image::extension(ImageFormat)
+    "src/video/video_writer.cpp",  # video::extension(VideoCodec)
 }
 
 NAME = re.compile(r"\.(?:npy|png|jpg|webp|csv|html|txt|mp4|avi|json)$")
@@ -98,7 +98,7 @@ class OutputNames(unittest.TestCase):
         found = [f"{file}:{','.join(map(str, lines))}: {literal!r}"
                  for (file, literal), lines in sorted(found_names().items()) if (file, literal) not in ALLOWED]
         self.assertEqual(found, [], "an output's name is spelled in src/pipeline/job_outputs.cpp (the formats' "
-                         "extensions by io::extension, image_writer.cpp and video_writer.cpp): ask there "
+                         "extensions by image::extension and video::extension, image_writer.cpp and video_writer.cpp): ask there "
                          "(overlay_suffix, map_values_suffix, batch_file, …):\n" + "\n".join(found))
 
     def test_every_allowed_literal_is_still_there(self):

@@ -1,4 +1,4 @@
-// decode_tool: decodes image files with vitattn's loader (io::decode_image), for the Python
+// decode_tool: decodes image files with vitattn's loader (image::decode_image), for the Python
 // test that compares the pixels with python3-opencv's cv2.imdecode (tests/oracle/test_decoders.py).
 //
 //   decode_tool IN OUT.raw
@@ -21,10 +21,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    vitattn::io::DamagePolicy damage;
+    vitattn::image::DamagePolicy damage;
     damage.warn = [](const std::string& line) { std::cout << "warning: " << line << "\n"; };
-    const cv::Mat bgr = vitattn::io::load_image(argv[1], std::numeric_limits<std::uint32_t>::max(), damage);
-    vitattn::io::write_file_atomic(argv[2], bgr.isContinuous() ? bgr.data : bgr.clone().data, bgr.total() * bgr.elemSize());
+    const cv::Mat bgr = vitattn::image::load_image(argv[1], std::numeric_limits<std::uint32_t>::max(), damage);
+    vitattn::files::write_file_atomic(argv[2], bgr.isContinuous() ? bgr.data : bgr.clone().data, bgr.total() * bgr.elemSize());
     std::cout << bgr.cols << " " << bgr.rows << "\n";
   } catch (const vitattn::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -20,7 +20,7 @@
 #include "image/png_writer.hpp"
 
 int main(int argc, char** argv) {
-  using vitattn::io::PngFilter;
+  using vitattn::image::PngFilter;
   if (argc != 2) {
     std::cerr << "usage: png_encode_tool MANIFEST\n";
     return 2;
@@ -35,11 +35,11 @@ int main(int argc, char** argv) {
       int w = 0, h = 0, c = 0, level = 0;
       std::size_t idat = 0;
       if (!(in >> raw >> w >> h >> c >> filter >> level >> idat >> out)) throw vitattn::Error("bad line: " + line);
-      const std::vector<std::uint8_t> pixels = vitattn::io::read_file(raw);
+      const std::vector<std::uint8_t> pixels = vitattn::files::read_file(raw);
       if (pixels.size() != static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * static_cast<std::size_t>(c))
         throw vitattn::Error(raw + ": not " + std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c) + " bytes");
       const cv::Mat img(h, w, CV_8UC(c), const_cast<std::uint8_t*>(pixels.data()));
-      vitattn::io::PngOptions o;
+      vitattn::image::PngOptions o;
       if (filter != "default") {
         o.level = level;
         o.idat_bytes = idat;
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
                  : filter == "paeth" ? PngFilter::paeth : filter == "adaptive" ? PngFilter::adaptive
                  : throw vitattn::Error("unknown filter " + filter);
       }
-      const std::vector<std::uint8_t> png = vitattn::io::encode_png(img, o);
-      vitattn::io::write_file_atomic(out, png.data(), png.size());
+      const std::vector<std::uint8_t> png = vitattn::image::encode_png(img, o);
+      vitattn::files::write_file_atomic(out, png.data(), png.size());
       ++written;
     }
   } catch (const vitattn::Error& e) {

@@ -22,7 +22,7 @@ struct TimmOneBlock {
 
 struct CheckpointBuilder {
   explicit CheckpointBuilder(unsigned seed, float range = 1) : rng(seed), scale(range) {}
-  std::vector<io::NamedTensor> list;
+  std::vector<tensors::NamedTensor> list;
   std::mt19937 rng;
   float scale;
 
@@ -58,8 +58,8 @@ struct CheckpointBuilder {
     }
   }
   // The file these tensors make, as safetensors bytes parsed back ("m.safetensors").
-  io::TensorFile parse(const std::map<std::string, std::string>& meta = {}) const {
-    return io::TensorFile::parse(io::encode_safetensors(list, meta), "m.safetensors");
+  tensors::TensorFile parse(const std::map<std::string, std::string>& meta = {}) const {
+    return tensors::TensorFile::parse(tensors::encode_safetensors(list, meta), "m.safetensors");
   }
 };
 

@@ -11,16 +11,16 @@
 namespace vitattn::pipeline {
 namespace {
 
-io::ClassLabels labels(std::vector<std::string> names) { return {std::move(names), "test"}; }
+model::ClassLabels labels(std::vector<std::string> names) { return {std::move(names), "test"}; }
 
-std::vector<int> indices(const std::vector<std::string>& values, const io::ClassLabels& l) {
+std::vector<int> indices(const std::vector<std::string>& values, const model::ClassLabels& l) {
   std::vector<int> out;
   for (const ChosenClass& c : resolve_classes(values, l, static_cast<int>(l.names.size()), "m")) out.push_back(c.index);
   return out;
 }
 
 // The Error resolve_classes throws for `values`: its subject and message.
-Error refusal(const std::vector<std::string>& values, const io::ClassLabels& l, int n_classes = -1) {
+Error refusal(const std::vector<std::string>& values, const model::ClassLabels& l, int n_classes = -1) {
   try {
     resolve_classes(values, l, n_classes < 0 ? static_cast<int>(l.names.size()) : n_classes, "m");
   } catch (const Error& e) {
@@ -31,18 +31,18 @@ Error refusal(const std::vector<std::string>& values, const io::ClassLabels& l, 
 }
 
 // Hugging Face's id2label spelling of a few ImageNet classes: synonyms after commas.
-const io::ClassLabels kHf = labels({"Cardigan, Cardigan Welsh corgi", "cardigan", "cougar, puma, catamount",
+const model::ClassLabels kHf = labels({"Cardigan, Cardigan Welsh corgi", "cardigan", "cougar, puma, catamount",
                                     "lion, king of beasts, Panthera leo", "crane", "crane"});
 
 TEST(ClassChoice, AnExactLabelWinsOverOneInAnotherCase) {
-  const io::ClassLabels l = labels({"Cardigan", "cardigan"});
+  const model::ClassLabels l = labels({"Cardigan", "cardigan"});
   EXPECT_EQ(indices({"cardigan"}, l), std::vector<int>{1});
   EXPECT_EQ(indices({"Cardigan"}, l), std::vector<int>{0});
   EXPECT_EQ(indices({"cardigan,Cardigan"}, l), (std::vector<int>{1, 0}));  // two classes, not one twice
 }
 
 TEST(ClassChoice, ALabelInAnotherCaseMatchesWhenNoneIsExact) {
-  const io::ClassLabels l = labels({"Tabby cat", "dog"});
+  const model::ClassLabels l = labels({"Tabby cat", "dog"});
   EXPECT_EQ(indices({"tabby CAT"}, l), std::vector<int>{0});
 }
 
@@ -63,7 +63,7 @@ TEST(ClassChoice, ASynonymOfALabelNamesItsClass) {
 }
 
 TEST(ClassChoice, ASynonymInItsExactCaseWinsOverOneInAnotherCase) {
-  const io::ClassLabels l = labels({"Jaguar, panther", "jaguar car, Panther"});
+  const model::ClassLabels l = labels({"Jaguar, panther", "jaguar car, Panther"});
   EXPECT_EQ(indices({"panther"}, l), std::vector<int>{0});
   EXPECT_EQ(indices({"Panther"}, l), std::vector<int>{1});
 }
@@ -121,7 +121,7 @@ TEST(ClassChoice, IndicesNeedNoNames) {
 // The built-in ImageNet-1k names (0-based): "Cardigan" the corgi is 264, "cardigan" the
 // sweater 474, their only two labels alike but for case.
 TEST(ClassChoice, TheBuiltInImageNetNamesReachBothCardigans) {
-  const io::ClassLabels imagenet{io::imagenet1k_classes(), "built in"};
+  const model::ClassLabels imagenet{model::imagenet1k_classes(), "built in"};
   ASSERT_EQ(imagenet.names[264], "Cardigan");
   ASSERT_EQ(imagenet.names[474], "cardigan");
   EXPECT_EQ(indices({"cardigan"}, imagenet), std::vector<int>{474});

@@ -53,13 +53,13 @@ TEST(Classify, TopClassesOrderedWithTiesByIndex) {
 }
 
 TEST(ClassLabels, ConfigId2labelAndLabelNames) {
-  EXPECT_EQ(io::config_labels(R"({"id2label": {"1": "dog", "0": "cat"}})", "c.json", 2), (std::vector<std::string>{"cat", "dog"}));
-  EXPECT_EQ(io::config_labels(R"({"label_names": ["a", "b", "c"]})", "c.json", 3), (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_TRUE(io::config_labels(R"({"hidden_size": 768})", "c.json", 3).empty());
-  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "cat"}})", "c.json", 2), Error);          // too few
-  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "a", "2": "b"}})", "c.json", 2), Error);  // index out of range
-  EXPECT_THROW(io::config_labels(R"({"id2label": {"x": "a", "1": "b"}})", "c.json", 2), Error);  // not an index
-  EXPECT_THROW(io::config_labels("{", "c.json", 2), Error);
+  EXPECT_EQ(model::config_labels(R"({"id2label": {"1": "dog", "0": "cat"}})", "c.json", 2), (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(model::config_labels(R"({"label_names": ["a", "b", "c"]})", "c.json", 3), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(model::config_labels(R"({"hidden_size": 768})", "c.json", 3).empty());
+  EXPECT_THROW(model::config_labels(R"({"id2label": {"0": "cat"}})", "c.json", 2), Error);          // too few
+  EXPECT_THROW(model::config_labels(R"({"id2label": {"0": "a", "2": "b"}})", "c.json", 2), Error);  // index out of range
+  EXPECT_THROW(model::config_labels(R"({"id2label": {"x": "a", "1": "b"}})", "c.json", 2), Error);  // not an index
+  EXPECT_THROW(model::config_labels("{", "c.json", 2), Error);
 }
 
 // id2label's keys are class indices as text: read by their integer value, not in the JSON
@@ -72,30 +72,30 @@ TEST(ClassLabels, Id2labelIsReadByIntegerKeyPastTenClasses) {
   // append, not "c" + to_string(i): GCC 12 at -O3 warns on that operator+'s insert at the front
   // (a bogus -Wrestrict in libstdc++'s char_traits, an error in the release build's -Werror).
   for (int i = 0; i < 12; ++i) want.push_back(std::string("c").append(std::to_string(i)));
-  EXPECT_EQ(io::config_labels(json, "c.json", 12), want);
+  EXPECT_EQ(model::config_labels(json, "c.json", 12), want);
   // Two keys naming one index ("1" and "01") leave another without a name.
-  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "a", "1": "b", "01": "c"}})", "c.json", 3), Error);
-  EXPECT_THROW(io::config_labels(R"({"id2label": {"0": "", "1": "b", "00": "c"}})", "c.json", 3), Error);
+  EXPECT_THROW(model::config_labels(R"({"id2label": {"0": "a", "1": "b", "01": "c"}})", "c.json", 3), Error);
+  EXPECT_THROW(model::config_labels(R"({"id2label": {"0": "", "1": "b", "00": "c"}})", "c.json", 3), Error);
 }
 
 TEST(ClassLabels, MetadataThenConfigThenImagenetThenNone) {
   test::TempDir dir;
   const auto config = dir.path() / "config.json";
   std::ofstream(config) << R"({"id2label": {"0": "from config", "1": "b"}})";
-  const auto meta = io::find_class_labels({{"classes", "x, y"}}, "m", config, 2);
+  const auto meta = model::find_class_labels({{"classes", "x, y"}}, "m", config, 2);
   EXPECT_EQ(meta.names, (std::vector<std::string>{"x", "y"}));
-  EXPECT_EQ(io::find_class_labels({}, "m", config, 2).names[0], "from config");
-  EXPECT_THROW(io::find_class_labels({{"classes", "x,y,z"}}, "m", config, 2), Error);
-  const auto in1k = io::find_class_labels({}, "m", dir.path() / "absent.json", 1000);
+  EXPECT_EQ(model::find_class_labels({}, "m", config, 2).names[0], "from config");
+  EXPECT_THROW(model::find_class_labels({{"classes", "x,y,z"}}, "m", config, 2), Error);
+  const auto in1k = model::find_class_labels({}, "m", dir.path() / "absent.json", 1000);
   ASSERT_EQ(in1k.names.size(), 1000u);
   EXPECT_EQ(in1k.names.front(), "tench");
   EXPECT_EQ(in1k.names.back(), "toilet tissue");
-  EXPECT_TRUE(io::find_class_labels({}, "m", dir.path() / "absent.json", 7).names.empty());
-  EXPECT_EQ(io::ClassLabels{}.label(4), "4");
+  EXPECT_TRUE(model::find_class_labels({}, "m", dir.path() / "absent.json", 7).names.empty());
+  EXPECT_EQ(model::ClassLabels{}.label(4), "4");
 }
 
 TEST(Predictions, CsvQuotesCommasAndQuotes) {
-  const io::ClassLabels labels{{"plain", "a, \"b\""}, "test"};
+  const model::ClassLabels labels{{"plain", "a, \"b\""}, "test"};
   const std::vector<pipeline::ImagePrediction> p = {{"x,y.png", {{1, 0.75}, {0, 0.25}}}};
   EXPECT_EQ(pipeline::predictions_csv(p, labels),
             "file,rank,class,label,probability\n"

@@ -12,7 +12,7 @@
 #include "checkpoint_builder.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12, L = 2, E = 5;
@@ -27,15 +27,15 @@ struct Tensors : test::CheckpointBuilder {
     add(name + ".weight", {width});
     add(name + ".bias", {width});
   }
-  const NamedTensor& find(const std::string& name) const {
+  const tensors::NamedTensor& find(const std::string& name) const {
     for (const auto& n : list)
       if (n.name == name) return n;
     throw std::runtime_error("test: no " + name);
   }
   void drop(const std::string& name) {
-    std::erase_if(list, [&](const NamedTensor& n) { return n.name == name; });
+    std::erase_if(list, [&](const tensors::NamedTensor& n) { return n.name == name; });
   }
-  TensorFile parse() const { return CheckpointBuilder::parse({{"num_heads", "2"}}); }
+  tensors::TensorFile parse() const { return CheckpointBuilder::parse({{"num_heads", "2"}}); }
 };
 
 // OpenAI CLIP's names under `prefix`; with `text`, a text tower at the top as a whole CLIP state dict has.
@@ -159,4 +159,4 @@ TEST(ClipLoader, MisfitsAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::model

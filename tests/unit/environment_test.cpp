@@ -57,7 +57,7 @@ TEST(Environment, OfflineAsHuggingfaceHubReadsIt) {
 TEST(Environment, EndpointAndTokenWithTheOldNameSecond) {
   FakeEnvironment env;
   env.vars["HOME"] = "/home/u";
-  io::HubSettings hub = hub_settings(env.lookup());
+  hub::HubSettings hub = hub_settings(env.lookup());
   EXPECT_EQ(hub.endpoint, "https://huggingface.co");
   EXPECT_EQ(hub.token, "");
   EXPECT_NE(hub.give_token.find("HF_TOKEN"), std::string::npos);  // the advice names the variable

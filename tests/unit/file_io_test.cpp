@@ -19,7 +19,7 @@
 #include "core/error.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 namespace fs = std::filesystem;
 
@@ -153,4 +153,4 @@ TEST(ContentHash, AFifoOrAFolderIsRefusedWithoutWaiting) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::files

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::files {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::string_literals;
@@ -59,4 +59,4 @@ TEST(FileList, ReadsAFileAndNamesAMissingOne) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::files

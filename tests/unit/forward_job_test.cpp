@@ -17,8 +17,8 @@ TEST(ForwardJob, WritesEachInputsArraysAndReportsAFailureAsData) {
   test::TempDir dir;
   const VitModel model = make_seeded_model(SeededShape{32, 8, 24, 8}, 1);
   const std::vector<float> two(2 * 3 * 32 * 32, 0.25f);
-  io::write_npy(dir / "x.npy", two.data(), {2, 3, 32, 32});
-  io::write_npy(dir / "odd.npy", two.data(), {3, 30, 30});  // not a multiple of the patch size
+  tensors::write_npy(dir / "x.npy", two.data(), {2, 3, 32, 32});
+  tensors::write_npy(dir / "odd.npy", two.data(), {3, 30, 30});  // not a multiple of the patch size
   ForwardRequest r;
   r.inputs = {dir / "odd.npy", dir / "x.npy"};
   r.output = dir.path();
@@ -30,10 +30,10 @@ TEST(ForwardJob, WritesEachInputsArraysAndReportsAFailureAsData) {
   EXPECT_FALSE(fs::exists(dir / "odd_attention.npy"));
   ASSERT_EQ(results[1].error, "");
   EXPECT_EQ(results[1].images, 2u);
-  EXPECT_EQ(io::read_npy(results[1].written.attention).shape, (std::vector<std::uint64_t>{2, 1, 1, 17, 17}));
-  EXPECT_EQ(io::read_npy(results[1].written.features).shape, (std::vector<std::uint64_t>{2, 8}));  // d_attn: attention only
-  EXPECT_EQ(io::read_npy(results[1].written.tokens).shape, (std::vector<std::uint64_t>{2, 17, 8}));  // [N, T, d_attn]
-  EXPECT_EQ(io::read_npy(results[1].written.norms).shape, (std::vector<std::uint64_t>{2, 1, 17}));   // [N, layers, T]
+  EXPECT_EQ(tensors::read_npy(results[1].written.attention).shape, (std::vector<std::uint64_t>{2, 1, 1, 17, 17}));
+  EXPECT_EQ(tensors::read_npy(results[1].written.features).shape, (std::vector<std::uint64_t>{2, 8}));  // d_attn: attention only
+  EXPECT_EQ(tensors::read_npy(results[1].written.tokens).shape, (std::vector<std::uint64_t>{2, 17, 8}));  // [N, T, d_attn]
+  EXPECT_EQ(tensors::read_npy(results[1].written.norms).shape, (std::vector<std::uint64_t>{2, 1, 17}));   // [N, layers, T]
   EXPECT_TRUE(results[1].written.logits.empty());  // no classifier, no logits
   EXPECT_FALSE(fs::exists(dir / "x_logits.npy"));
 }

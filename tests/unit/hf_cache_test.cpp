@@ -10,7 +10,7 @@
 #include "hub/hf_model.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::hub {
 namespace {
 namespace fs = std::filesystem;
 
@@ -91,4 +91,4 @@ TEST(HfDownload, HashesOfKnownContents) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::hub

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "files/file_kind.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 namespace {
 
 std::string b64(const std::string& s) { return base64(s.data(), s.size()); }
@@ -57,34 +57,34 @@ TEST(HtmlPage, EscapesTextAndScriptEnds) {
 
 bool is_page(const std::string& text) {
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(text.data());
-  return is_kind(FileKind::vitattn_page, {bytes, text.size()}, text.size());
+  return files::is_kind(files::FileKind::vitattn_page, {bytes, text.size()}, text.size());
 }
 
 TEST(HtmlPage, EveryRenderedPageCarriesTheGeneratorMark) {
   const PageTemplate page{"<!DOCTYPE html>\n<html><head>\n{{GENERATOR}}\n<title>{{T}}</title></head></html>", "", "",
                           "", ""};
   const std::string html = render_page(page, {{"T", "x"}});
-  EXPECT_NE(html.find(page_generator_tag()), std::string::npos) << html;
-  EXPECT_EQ(page_generator_tag().rfind("<meta name=\"generator\" content=\"vitattn ", 0), 0u) << page_generator_tag();
+  EXPECT_NE(html.find(files::page_generator_tag()), std::string::npos) << html;
+  EXPECT_EQ(files::page_generator_tag().rfind("<meta name=\"generator\" content=\"vitattn ", 0), 0u) << files::page_generator_tag();
   EXPECT_TRUE(is_page(html));
   // A template that would write a page vitattn could never replace is refused.
   EXPECT_THROW(render_page({"<!DOCTYPE html><title>{{T}}</title>", "", "", "", ""}, {{"T", "x"}}), Error);
 }
 
 TEST(HtmlPage, OnlyAPageWithTheMarkNearItsStartIsVitattns) {
-  const std::string mark = page_generator_tag();
+  const std::string mark = files::page_generator_tag();
   EXPECT_TRUE(is_page("<!DOCTYPE html><head>" + mark));
   EXPECT_TRUE(is_page("\xef\xbb\xbf\n  <!doctype HTML><head>" + mark));  // BOM, white space, any case
   EXPECT_FALSE(is_page("<html>my notes</html>"));
   EXPECT_FALSE(is_page("<!DOCTYPE html><p>mine</p>"));
   EXPECT_FALSE(is_page(mark));                                              // not an HTML page
-  EXPECT_FALSE(is_page("<!DOCTYPE html>" + std::string(kPageMarkWithin, ' ') + mark));  // past the head read
+  EXPECT_FALSE(is_page("<!DOCTYPE html>" + std::string(files::kPageMarkWithin, ' ') + mark));  // past the head read
   const std::string notes = "<html>my notes</html>";
-  EXPECT_EQ(describe_kind({reinterpret_cast<const std::uint8_t*>(notes.data()), notes.size()}, notes.size()),
+  EXPECT_EQ(files::describe_kind({reinterpret_cast<const std::uint8_t*>(notes.data()), notes.size()}, notes.size()),
             "an HTML page");
   // Another generator's page.
   EXPECT_FALSE(is_page("<!DOCTYPE html><meta name=\"generator\" content=\"Hugo 0.1\">"));
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::report

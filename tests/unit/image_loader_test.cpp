@@ -11,7 +11,7 @@
 #include "image/image_formats.hpp"
 #include "image/image_header.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 std::vector<std::uint8_t> encode(const cv::Mat& img, const std::string& ext) {
@@ -190,4 +190,4 @@ TEST(Preprocess, ResizeRuleAndNormalisation) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::image

@@ -159,7 +159,7 @@ TEST(BatchFiles, AnotherBatchsGatheringIsWaitedFor) {
   const fs::path out = d / "out";
   const OutputSet outputs = top_outputs("now\n");
   drawn(out / "a", "a", "now\n");
-  std::optional<io::LockFile> other(std::in_place, out / ".vitattn-batch-files.lock");
+  std::optional<files::LockFile> other(std::in_place, out / ".vitattn-batch-files.lock");
   std::thread batch([&] { write_batch_files(out, {{d / "a.png", out / "a"}}, outputs); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(fs::exists(out / "predictions.csv")) << "written while another batch held the lock";
@@ -173,9 +173,9 @@ TEST(LockFile, ASecondHolderWaitsAndNoFileIsLeft) {
   test::TempDir d;
   const fs::path lock = d / ".lock";
   std::atomic<int> step{0};
-  std::optional<io::LockFile> first(std::in_place, lock);
+  std::optional<files::LockFile> first(std::in_place, lock);
   std::thread second([&] {
-    const io::LockFile l(lock);  // waits for the first
+    const files::LockFile l(lock);  // waits for the first
     EXPECT_EQ(step.load(), 1) << "got the lock while the first held it";
     step = 2;
   });
@@ -187,16 +187,16 @@ TEST(LockFile, ASecondHolderWaitsAndNoFileIsLeft) {
   EXPECT_EQ(step.load(), 2);
   EXPECT_FALSE(fs::exists(lock));
   fs::create_symlink(d / "elsewhere", lock);  // never made through a link
-  EXPECT_THROW(io::LockFile{lock}, Error);
+  EXPECT_THROW(files::LockFile{lock}, Error);
   EXPECT_FALSE(fs::exists(d / "elsewhere"));
 }
 
 TEST(LockFile, OneOtherProgramsLockTooIsKept) {
   test::TempDir d;
   const fs::path lock = d / "blob.lock";
-  { const io::LockFile held(lock, io::LockFile::OnRelease::keep); }
+  { const files::LockFile held(lock, files::LockFile::OnRelease::keep); }
   EXPECT_TRUE(fs::is_regular_file(lock)) << "removed while others may wait on it";
-  { const io::LockFile again(lock, io::LockFile::OnRelease::keep); }  // the kept file locks again
+  { const files::LockFile again(lock, files::LockFile::OnRelease::keep); }  // the kept file locks again
   EXPECT_TRUE(fs::is_regular_file(lock));
 }
 

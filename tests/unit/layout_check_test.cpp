@@ -10,7 +10,7 @@
 #include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 using test::error_of;
@@ -27,10 +27,10 @@ struct Names {
     list.erase(std::remove(list.begin(), list.end(), n), list.end());
     return *this;
   }
-  TensorFile parse() const {
-    std::vector<NamedTensor> t;
+  tensors::TensorFile parse() const {
+    std::vector<tensors::NamedTensor> t;
     for (const auto& n : list) t.push_back({n, {1}, {0.5f}});
-    return TensorFile::parse(encode_safetensors(t, {}), "m.safetensors");
+    return tensors::TensorFile::parse(tensors::encode_safetensors(t, {}), "m.safetensors");
   }
 };
 
@@ -123,4 +123,4 @@ TEST(LayoutCheck, TheSingleHeadLayoutHasOptionalBiases) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::model

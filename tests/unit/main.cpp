@@ -13,7 +13,7 @@ namespace {
 
 bool in_ci() {
   const char* v = std::getenv("CI");
-  const std::string s = vitattn::io::lower_case(v ? v : "");
+  const std::string s = vitattn::files::lower_case(v ? v : "");
   return !(s.empty() || s == "0" || s == "false" || s == "no");
 }
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 TEST(Npy, HeaderIsVersion1AlignedTo64AndDataIsRowMajor) {
@@ -47,4 +47,4 @@ TEST(Npy, BoolArrayIsOneByteEachWithNumpysBoolDescr) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

@@ -15,7 +15,7 @@
 #include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 namespace fs = std::filesystem;
 
@@ -23,7 +23,7 @@ constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12;
 
 // One timm block of width d (a classifier of `classes` when > 0): small, and its file says
 // nothing about its heads unless its metadata is given.
-std::vector<NamedTensor> timm_tensors(std::uint64_t classes, std::uint64_t d = D) {
+std::vector<tensors::NamedTensor> timm_tensors(std::uint64_t classes, std::uint64_t d = D) {
   test::CheckpointBuilder b(3);
   b.add_timm_one_block({.d = d, .patch = P, .grid = G, .mlp = MLP, .classes = classes});
   return b.list;
@@ -45,7 +45,7 @@ bool has_detail(const OpenedModel& m, const std::string& part) {
 
 TEST(OpenModel, ConfigHeadsAreUsedWhenTheFileSaysNone) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
   // D = 8 is no multiple of 64: without a count from somewhere, nothing can be guessed.
   try {
     open_model(request_for(dir / "m.safetensors"));
@@ -65,7 +65,7 @@ TEST(OpenModel, ConfigHeadsAreUsedWhenTheFileSaysNone) {
 
 TEST(OpenModel, TheRequestsHeadsWinOverTheConfig) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
   write_text(dir / "config.json", R"({"num_attention_heads": 2, "layer_norm_eps": 0.001})");
   ModelRequest r = request_for(dir / "m.safetensors");
   r.overrides.heads = 4;
@@ -79,7 +79,7 @@ TEST(OpenModel, TheRequestsHeadsWinOverTheConfig) {
 TEST(OpenModel, TheFileAndItsConfigMustAgreeAndTheRequestOverridesBoth) {
   test::TempDir dir;
   const fs::path m = dir / "m.safetensors";
-  write_safetensors(m, timm_tensors(0), {{"num_heads", "2"}});
+  tensors::write_safetensors(m, timm_tensors(0), {{"num_heads", "2"}});
   write_text(dir / "config.json", R"({"num_attention_heads": 4})");
   EXPECT_EQ(error_of([&] { open_model(request_for(m)); }),
             m.string() + ": its __metadata__ gives 2 heads, " + (dir / "config.json").string() + " gives 4");
@@ -102,7 +102,7 @@ TEST(OpenModel, TheFileAndItsConfigMustAgreeAndTheRequestOverridesBoth) {
 TEST(OpenModel, AGuessedHeadCountComesBackAsData) {
   // D = 128 and nothing saying how many heads: 128 / 64 = 2, said as a structured warning.
   test::TempDir dir;
-  write_safetensors(dir / "wide.safetensors", timm_tensors(0, 128), {});
+  tensors::write_safetensors(dir / "wide.safetensors", timm_tensors(0, 128), {});
   const OpenedModel m = open_model(request_for(dir / "wide.safetensors"));
   ASSERT_TRUE(m.heads_guessed);
   EXPECT_EQ(m.heads_guessed->heads, 2);
@@ -116,7 +116,7 @@ TEST(OpenModel, AGuessedHeadCountComesBackAsData) {
 // the file, and the same file opens when the request gives a std (it wins over the file's).
 TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"std", "0,0,0"}});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"std", "0,0,0"}});
   EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
             (dir / "m.safetensors").string() + ": mean must be finite and std finite and positive (a normalisation of "
             "pixels in 0…1: std at least 1e-06, |mean| at most 1000); got mean 0.485000, std 0.000000 for channel 0");
@@ -133,7 +133,7 @@ TEST(OpenModel, ValidatedOnceAfterTheRequestsSettings) {
 // preprocessor_config.json beside it, then the request (--mean/--std), each over the one before.
 TEST(OpenModel, TheRequestsNormalisationWinsOverThePreprocessorConfig) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"mean", "0.7"}, {"std", "0.9"}});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}, {"mean", "0.7"}, {"std", "0.9"}});
   write_text(dir / "preprocessor_config.json", R"({"image_mean": [0.4, 0.5, 0.6], "image_std": [0.2, 0.25, 0.3]})");
   const OpenedModel from_config = open_model(request_for(dir / "m.safetensors"));
   EXPECT_EQ(from_config.model.norm.mean, (std::array<float, 3>{0.4f, 0.5f, 0.6f}));  // over the file's
@@ -153,10 +153,10 @@ TEST(OpenModel, TheRequestsNormalisationWinsOverThePreprocessorConfig) {
 
 TEST(OpenModel, ANonFiniteWeightIsRefusedNamingTheFileAndTheTensor) {
   test::TempDir dir;
-  std::vector<NamedTensor> t = timm_tensors(0);
-  for (NamedTensor& n : t)
+  std::vector<tensors::NamedTensor> t = timm_tensors(0);
+  for (tensors::NamedTensor& n : t)
     if (n.name == "blocks.0.mlp.fc1.weight") n.values[5] = std::numeric_limits<float>::quiet_NaN();
-  write_safetensors(dir / "nan.safetensors", t, {{"num_heads", "2"}});
+  tensors::write_safetensors(dir / "nan.safetensors", t, {{"num_heads", "2"}});
   const std::string error = error_of([&] { open_model(request_for(dir / "nan.safetensors")); });
   EXPECT_EQ(error.rfind((dir / "nan.safetensors").string() + ": blocks.0.mlp.fc1.weight holds a non-finite value", 0), 0u)
       << error;
@@ -164,7 +164,7 @@ TEST(OpenModel, ANonFiniteWeightIsRefusedNamingTheFileAndTheTensor) {
 
 TEST(OpenModel, AConfigPatchSizeThatDisagreesIsRefused) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {{"num_heads", "2"}});
   write_text(dir / "config.json", R"({"patch_size": 16})");
   EXPECT_EQ(error_of([&] { open_model(request_for(dir / "m.safetensors")); }),
             (dir / "m.safetensors").string() + ": its config says patch_size 16, its patch embedding has 2");
@@ -175,7 +175,7 @@ TEST(OpenModel, AConfigPatchSizeThatDisagreesIsRefused) {
 // does not use leaves detection to the names.
 TEST(OpenModel, VisionConfigAndHiddenActAreRead) {
   test::TempDir dir;
-  write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(0), {});
   write_text(dir / "config.json", R"({"model_type": "vit", "num_attention_heads": 4,
     "vision_config": {"num_attention_heads": 2, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-5}})");
   const OpenedModel m = open_model(request_for(dir / "m.safetensors"));
@@ -199,7 +199,7 @@ TEST(OpenModel, VisionConfigAndHiddenActAreRead) {
 TEST(OpenModel, AHubNameGoesThroughTheCallbackAndItsFolderGivesTheSettings) {
   test::TempDir dir;
   fs::create_directories(dir / "snapshot");
-  write_safetensors(dir / "snapshot" / "model.safetensors", timm_tensors(3), {});
+  tensors::write_safetensors(dir / "snapshot" / "model.safetensors", timm_tensors(3), {});
   write_text(dir / "snapshot" / "config.json",
              R"({"num_attention_heads": 2, "id2label": {"0": "cat", "1": "dog", "2": "owl"}})");
   std::vector<std::string> asked;
@@ -217,7 +217,7 @@ TEST(OpenModel, AHubNameGoesThroughTheCallbackAndItsFolderGivesTheSettings) {
   EXPECT_EQ(m.labels.names, (std::vector<std::string>{"cat", "dog", "owl"}));
   EXPECT_TRUE(has_detail(m, "class names: " + (dir / "snapshot" / "config.json").string()));
   // Declined by the callback: the source is a path.
-  write_safetensors(dir / "plain.safetensors", timm_tensors(0), {{"num_heads", "2"}});
+  tensors::write_safetensors(dir / "plain.safetensors", timm_tensors(0), {{"num_heads", "2"}});
   r.source = (dir / "plain.safetensors").string();
   EXPECT_EQ(open_model(r).file, dir / "plain.safetensors");
   r.labels = false;
@@ -241,26 +241,26 @@ TEST(OpenModel, TheSeededModelTakesTheRequestsNormalisation) {
 TEST(OpenModel, BytesOpenLikeTheFile) {
   test::TempDir dir;
   const std::map<std::string, std::string> meta{{"num_heads", "2"}, {"classes", "a, b, c"}};
-  write_safetensors(dir / "m.safetensors", timm_tensors(3), meta);
+  tensors::write_safetensors(dir / "m.safetensors", timm_tensors(3), meta);
   ModelRequest r = request_for(dir / "m.safetensors");
   r.labels = true;
   const OpenedModel a = open_model(r);
-  const OpenedModel b = open_model_bytes(encode_safetensors(timm_tensors(3), meta), "mem.safetensors", r);
+  const OpenedModel b = open_model_bytes(tensors::encode_safetensors(timm_tensors(3), meta), "mem.safetensors", r);
   EXPECT_EQ(a.model.blocks.at(0).w_qkv, b.model.blocks.at(0).w_qkv);
   EXPECT_EQ(a.model.w_head, b.model.w_head);
   EXPECT_EQ(b.labels.names, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(b.labels.source, "__metadata__.classes");
-  std::vector<NamedTensor> t = timm_tensors(0);
+  std::vector<tensors::NamedTensor> t = timm_tensors(0);
   t.back().values[0] = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(error_of([&] { open_model_bytes(encode_safetensors(t, {{"num_heads", "2"}}), "mem.safetensors", {}); })
+  EXPECT_EQ(error_of([&] { open_model_bytes(tensors::encode_safetensors(t, {{"num_heads", "2"}}), "mem.safetensors", {}); })
                 .rfind("mem.safetensors: blocks.0.mlp.fc2.weight holds a non-finite value", 0),
             0u);
   ModelRequest keyed;
   keyed.key = "state_dict";
-  EXPECT_EQ(error_of([&] { open_model_bytes(encode_safetensors(timm_tensors(0), {}), "mem.safetensors", keyed); })
+  EXPECT_EQ(error_of([&] { open_model_bytes(tensors::encode_safetensors(timm_tensors(0), {}), "mem.safetensors", keyed); })
                 .rfind("mem.safetensors: a key (state_dict) picks a dict inside a PyTorch file", 0),
             0u);
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -55,10 +55,10 @@ TEST(OutputGuard, AnOutputThatIsAnInputIsRefusedByAnyName) {
   }
   // Told the other way round (the output first), the same refusal about the output.
   OutputGuard guard;
-  guard.writes(d / "link.jpg", io::roles::saved_model);
+  guard.writes(d / "link.jpg", model::roles::saved_model);
   const Error e = refusal([&] { guard.reads(d / "a/photo.jpg", roles::input); });
   ASSERT_TRUE(e.subject());
-  EXPECT_EQ(e.subject()->role, io::roles::saved_model);
+  EXPECT_EQ(e.subject()->role, model::roles::saved_model);
 }
 
 TEST(OutputGuard, TheModelIsNotReplaced) {
@@ -66,7 +66,7 @@ TEST(OutputGuard, TheModelIsNotReplaced) {
   touch(d / "m.safetensors");
   OutputGuard guard;
   guard.reads(d / "m.safetensors", roles::model_file);
-  const Error e = refusal([&] { guard.writes(d.path() / "." / "m.safetensors", io::roles::saved_model); });
+  const Error e = refusal([&] { guard.writes(d.path() / "." / "m.safetensors", model::roles::saved_model); });
   EXPECT_TRUE(has(e, "is the model file")) << e.what();
 }
 
@@ -75,7 +75,7 @@ TEST(OutputGuard, TwoOutputsOfOneFileAreRefusedEvenBeforeEitherExists) {
   fs::create_directories(d / "out");
   {  // --save-model same.x --log-json same.x
     OutputGuard guard;
-    guard.writes(d / "same.x", io::roles::saved_model);
+    guard.writes(d / "same.x", model::roles::saved_model);
     const Error e = refusal([&] { guard.writes(d.path() / "out" / ".." / "same.x", roles::log); });
     ASSERT_TRUE(e.subject());
     EXPECT_EQ(e.subject()->role, roles::log);
@@ -93,7 +93,7 @@ TEST(OutputGuard, TwoOutputsOfOneFileAreRefusedEvenBeforeEitherExists) {
     OutputGuard guard;
     guard.writes(d / "out/a.json", roles::log);
     fs::create_symlink(d / "out", d / "linked");
-    EXPECT_THROW(guard.writes(d / "linked/a.json", io::roles::saved_model), Error);
+    EXPECT_THROW(guard.writes(d / "linked/a.json", model::roles::saved_model), Error);
   }
 }
 
@@ -114,11 +114,11 @@ TEST(OutputGuard, ANamedOutputReplacesOnlyAFileOfItsKind) {
   touch(d / "photo.jpg", "\xff\xd8\xff\xe0 not a log");
   touch(d / "old.jsonl", "{\"path\":\"a.png\"}\n");
   OutputGuard guard;
-  const Error e = refusal([&] { guard.writes(d / "photo.jpg", roles::log, io::FileKind::json_lines); });
+  const Error e = refusal([&] { guard.writes(d / "photo.jpg", roles::log, files::FileKind::json_lines); });
   ASSERT_TRUE(e.subject());
   EXPECT_EQ(e.subject()->role, roles::log);
   EXPECT_TRUE(has(e, "exists and is a JPEG image, not a JSON Lines log")) << e.what();
-  EXPECT_NO_THROW(guard.writes(d / "old.jsonl", roles::log, io::FileKind::json_lines));
+  EXPECT_NO_THROW(guard.writes(d / "old.jsonl", roles::log, files::FileKind::json_lines));
 }
 
 TEST(OutputGuard, NoJobOutputReplacesAnInputNamedOnTheCommandLine) {
@@ -148,9 +148,9 @@ TEST(OutputGuard, ANamedOutputAtAJobsOutputIsAboutTheNamedOne) {
   touch(d / "photo.jpg");
   OutputGuard guard;
   guard.jobs(plan_batch({d / "photo.jpg"}, d / "o3", false), {});
-  const Error e = refusal([&] { guard.writes(d / "o3/photo_attn.png", io::roles::saved_model); });
+  const Error e = refusal([&] { guard.writes(d / "o3/photo_attn.png", model::roles::saved_model); });
   ASSERT_TRUE(e.subject());
-  EXPECT_EQ(e.subject()->role, io::roles::saved_model);
+  EXPECT_EQ(e.subject()->role, model::roles::saved_model);
   EXPECT_TRUE(has(e, "is where the output of ")) << e.what();
 }
 

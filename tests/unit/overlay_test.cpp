@@ -5,7 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 TEST(Overlay, KeepsTheOriginalSizeForEveryInterpolation) {
@@ -43,4 +43,4 @@ TEST(Overlay, ColormapsByName) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::image

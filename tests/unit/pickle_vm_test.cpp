@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace vitattn::io::pickle {
+namespace vitattn::tensors::pickle {
 namespace {
 
 // A tiny assembler for the protocol-2 opcodes, so each test reads like pickletools.dis output.
@@ -233,4 +233,4 @@ TEST(PickleVm, RefusesBrokenStreams) {
 }
 
 }  // namespace
-}  // namespace vitattn::io::pickle
+}  // namespace vitattn::tensors::pickle

@@ -19,7 +19,7 @@
 #include "core/error.hpp"
 #include "image/huffman_deflate.hpp"
 
-namespace vitattn::io {
+namespace vitattn::image {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -329,4 +329,4 @@ TEST(PngWriter, RefusesWhatItCannotWrite) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::image

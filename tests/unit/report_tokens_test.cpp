@@ -22,7 +22,7 @@
 #include "report/report_page.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::report {
 namespace {
 
 constexpr int kLayers = 2, kHeads = 2, kFirstPatch = 3, kGridH = 2, kGridW = 3, kT = kFirstPatch + kGridH * kGridW;
@@ -150,4 +150,4 @@ TEST(ReportTokens, NoCleanNoPca) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::report

@@ -61,8 +61,8 @@ class RunBatch : public ::testing::Test {
     fs::create_directories(dir_ / "in");
     cv::Mat image(40, 48, CV_8UC3);
     cv::randu(image, 0, 255);
-    io::write_image_atomic(dir_ / "in" / "a.png", image);
-    io::write_image_atomic(dir_ / "in" / "b.png", image);
+    image::write_image_atomic(dir_ / "in" / "a.png", image);
+    image::write_image_atomic(dir_ / "in" / "b.png", image);
     std::ofstream(dir_ / "in" / "c.png") << "not an image";  // planned by its name, unreadable
     request_.inputs = {dir_ / "in" / "a.png", dir_ / "in" / "b.png", dir_ / "in" / "c.png"};
     request_.output = dir_ / "out";

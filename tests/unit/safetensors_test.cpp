@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::tensors {
 namespace {
 
 std::vector<std::uint8_t> file_with(const std::string& header, std::size_t data_bytes) {
@@ -254,4 +254,4 @@ TEST(Safetensors, MissingFileIsAnErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::tensors

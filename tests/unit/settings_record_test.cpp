@@ -62,7 +62,7 @@ TEST(SettingsRecord, FilesAreRecordedByContent) {
   fs::copy_file(d / "m.safetensors", d / "moved/m.safetensors");
   const std::string here = settings_record({}, d / "m.safetensors");
   EXPECT_EQ(here, settings_record({}, d / "moved/m.safetensors")) << "the same weights elsewhere";
-  EXPECT_NE(here.find("model: " + io::describe(io::file_digest(d / "m.safetensors")) + "\n"), std::string::npos) << here;
+  EXPECT_NE(here.find("model: " + files::describe(files::file_digest(d / "m.safetensors")) + "\n"), std::string::npos) << here;
   std::ofstream(d / "config.json") << "{}";  // read beside the weights: in the record too
   const std::string with_config = settings_record({}, d / "m.safetensors");
   EXPECT_NE(with_config, here);

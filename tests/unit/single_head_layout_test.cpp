@@ -11,7 +11,7 @@
 #include "tensors/safetensors.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 // The file opened as the binary opens it.
@@ -35,7 +35,7 @@ std::string load_error(const std::filesystem::path& p) {
 }
 
 // The layout as models/README.md spells it, without the optional biases.
-std::vector<NamedTensor> native_tensors(const VitModel& m) {
+std::vector<tensors::NamedTensor> native_tensors(const VitModel& m) {
   auto v = [](const auto& x) { return std::vector<float>(x.data(), x.data() + x.size()); };
   const auto d = static_cast<std::uint64_t>(m.d_model()), p = static_cast<std::uint64_t>(m.patch_size),
              dk = static_cast<std::uint64_t>(m.d_head()), t = static_cast<std::uint64_t>(m.pos_embed.rows());
@@ -79,14 +79,14 @@ TEST(ModelFile, OnlyTheSingleHeadLayoutIsSaved) {
     FAIL() << "two heads written as the single-head layout";
   } catch (const Error& e) {
     ASSERT_TRUE(e.subject());
-    EXPECT_EQ(e.subject()->role, io::roles::saved_model);
+    EXPECT_EQ(e.subject()->role, model::roles::saved_model);
   }
 }
 
 TEST(ModelFile, BiasesAreOptionalAndShapesComeFromTheTensors) {
   test::TempDir dir;
   const VitModel m = make_seeded_model(SeededShape{48, 16, 20, 6}, 2);
-  write_safetensors(dir / "m.safetensors", native_tensors(m), {});
+  tensors::write_safetensors(dir / "m.safetensors", native_tensors(m), {});
   const VitModel back = load_model(dir / "m.safetensors");
   EXPECT_EQ(back.patch_size, 16);
   EXPECT_EQ(back.d_model(), 20);
@@ -104,31 +104,31 @@ TEST(ModelFile, RejectsMissingMisshapedAndNonFiniteTensors) {
 
   auto t = native_tensors(m);
   t.erase(t.begin() + 4);  // attn.k.weight
-  write_safetensors(dir / "missing.safetensors", t, {});
+  tensors::write_safetensors(dir / "missing.safetensors", t, {});
   EXPECT_NE(load_error(dir / "missing.safetensors").find("missing attn.k.weight"), std::string::npos)
       << load_error(dir / "missing.safetensors");
 
   t = native_tensors(m);
   t[3].shape = {4, 48};  // attn.q.weight: d_k=4 but k, v have 8
   t[3].values.resize(4 * 48);
-  write_safetensors(dir / "misshaped.safetensors", t, {});
+  tensors::write_safetensors(dir / "misshaped.safetensors", t, {});
   EXPECT_NE(load_error(dir / "misshaped.safetensors").find("attn.q.weight is [4, 48], expected [4, 24]"),
             std::string::npos)
       << load_error(dir / "misshaped.safetensors");
 
   t = native_tensors(m);
   t[5].values[7] = std::numeric_limits<float>::infinity();
-  write_safetensors(dir / "inf.safetensors", t, {});
+  tensors::write_safetensors(dir / "inf.safetensors", t, {});
   EXPECT_NE(load_error(dir / "inf.safetensors").find("attn.v.weight holds a non-finite value"), std::string::npos)
       << load_error(dir / "inf.safetensors");
 
   t = native_tensors(m);
   t[2].shape = {1, 16, 24};  // 15 patches: not a square grid
   t[2].values.resize(16 * 24);
-  write_safetensors(dir / "grid.safetensors", t, {});
+  tensors::write_safetensors(dir / "grid.safetensors", t, {});
   EXPECT_NE(load_error(dir / "grid.safetensors").find("square"), std::string::npos);
 
-  write_safetensors(dir / "meta.safetensors", native_tensors(m), {{"mean", "0.5,0.5"}});
+  tensors::write_safetensors(dir / "meta.safetensors", native_tensors(m), {{"mean", "0.5,0.5"}});
   EXPECT_NE(load_error(dir / "meta.safetensors").find("__metadata__.mean is \"0.5,0.5\""), std::string::npos)
       << load_error(dir / "meta.safetensors");
 }
@@ -137,8 +137,8 @@ TEST(ModelFile, ParseFromBytesMatchesLoadFromFile) {
   // open_model_bytes is what the fuzzer drives; open_model must stay the same thing read from a file.
   test::TempDir dir;
   const VitModel m = make_seeded_model(SeededShape{32, 8, 24, 8}, 5);
-  const auto bytes = encode_safetensors(native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
-  write_safetensors(dir / "m.safetensors", native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
+  const auto bytes = tensors::encode_safetensors(native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
+  tensors::write_safetensors(dir / "m.safetensors", native_tensors(m), {{"mean", "0.1,0.2,0.3"}});
   const VitModel a = parse_model(bytes, "m.safetensors");
   const VitModel b = load_model(dir / "m.safetensors");
   EXPECT_EQ(a.w_patch, b.w_patch);
@@ -169,4 +169,4 @@ TEST(ParseRgbTriplet, FormatGivesBackTheSameFloats) {
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::model

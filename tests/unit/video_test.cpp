@@ -23,8 +23,8 @@ void touch(const fs::path& p) {
 }
 
 TEST(Video, ExtensionsAnyCase) {
-  for (const char* name : {"a.mp4", "a.MOV", "a.mkv", "a.WebM", "a.avi"}) EXPECT_TRUE(io::has_video_extension(name)) << name;
-  for (const char* name : {"a.png", "a.gif", "mp4", "a.mp4.txt", "a."}) EXPECT_FALSE(io::has_video_extension(name)) << name;
+  for (const char* name : {"a.mp4", "a.MOV", "a.mkv", "a.WebM", "a.avi"}) EXPECT_TRUE(video::has_video_extension(name)) << name;
+  for (const char* name : {"a.png", "a.gif", "mp4", "a.mp4.txt", "a."}) EXPECT_FALSE(video::has_video_extension(name)) << name;
 }
 
 TEST(Video, FolderTakesVideosBesideImagesAndMarksThem) {
@@ -58,15 +58,15 @@ TEST(Video, TemporaryPathKeepsTheExtensionAndIsRemovedUnlessCommitted) {
   test::TempDir d;
   fs::path tmp;
   {
-    const io::TemporaryPath t(d / "clip_attn.mp4");
+    const files::TemporaryPath t(d / "clip_attn.mp4");
     tmp = t.path();
     EXPECT_EQ(tmp.extension(), ".mp4");  // the encoder picks its container by it
-    EXPECT_TRUE(io::is_temporary_name(tmp));
+    EXPECT_TRUE(files::is_temporary_name(tmp));
     touch(tmp);
   }
   EXPECT_FALSE(fs::exists(tmp));
   EXPECT_FALSE(fs::exists(d / "clip_attn.mp4"));
-  io::TemporaryPath t(d / "clip_attn.mp4");
+  files::TemporaryPath t(d / "clip_attn.mp4");
   touch(t.path());
   t.commit();
   EXPECT_TRUE(fs::exists(d / "clip_attn.mp4"));

@@ -14,7 +14,7 @@
 #include "checkpoint_builder.hpp"
 #include "test_util.hpp"
 
-namespace vitattn::io {
+namespace vitattn::model {
 namespace {
 
 constexpr std::uint64_t D = 8, P = 2, G = 2, MLP = 12, L = 2;
@@ -98,7 +98,7 @@ Tensors hf_vit(const std::string& prefix) {
   return t;
 }
 
-const NamedTensor& find(const Tensors& t, const std::string& name) {
+const tensors::NamedTensor& find(const Tensors& t, const std::string& name) {
   for (const auto& n : t.list)
     if (n.name == name) return n;
   throw std::runtime_error("test: no " + name);
@@ -229,7 +229,7 @@ TEST(VitLoader, AFamilyAskedForMustReadWhatOtherFamiliesWould) {
             "m.safetensors: not a timm model: it holds dist_token, head_dist.bias, head_dist.weight, which other "
             "families read and a timm model does not (a file of another family?)");
   // With a tensor missing too, both are said.
-  std::erase_if(vit.list, [](const NamedTensor& n) { return n.name == "norm.bias"; });
+  std::erase_if(vit.list, [](const tensors::NamedTensor& n) { return n.name == "norm.bias"; });
   EXPECT_EQ(error_of([&] { load_vit(vit.parse(meta), asked("dinov3")); }),
             "m.safetensors: not a complete dinov3 model: missing norm.bias; it holds head.bias, head.weight, pos_embed, "
             "which other families read and a dinov3 model does not (a file of another family?)");
@@ -307,7 +307,7 @@ TEST(VitLoader, MisfitsNameTheFileAndTheTensor) {
             "m.safetensors: pos_embed has 6 positions, which is neither N nor 1 + N for a square grid of N patches");
 
   t = timm(false, 0);
-  std::erase_if(t.list, [](const NamedTensor& n) { return n.name == "blocks.0.attn.proj.weight"; });
+  std::erase_if(t.list, [](const tensors::NamedTensor& n) { return n.name == "blocks.0.attn.proj.weight"; });
   EXPECT_EQ(error_of([&] { load_vit(t.parse(meta)); }), "m.safetensors: not a complete dino model: missing blocks.0.attn.proj.weight");
 
   t = timm(false, 0);
@@ -334,7 +334,7 @@ TEST(VitLoader, ANonFiniteValueInAnyTensorIsRefusedByName) {
     for (std::size_t i = 0; i < model.list.size(); ++i) {
       for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
         Tensors t = model;
-        NamedTensor& n = t.list[i];
+        tensors::NamedTensor& n = t.list[i];
         n.values.back() = bad;
         const std::string error = error_of([&] { load_vit(t.parse({{"num_heads", "2"}})); });
         EXPECT_NE(error.find("m.safetensors: " + n.name + " holds a non-finite value"), std::string::npos)
@@ -347,8 +347,8 @@ TEST(VitLoader, ANonFiniteValueInAnyTensorIsRefusedByName) {
 TEST(Npy, ReadsBackWhatItWritesAndFloat64) {
   test::TempDir dir;
   const std::vector<float> v = {1, 2, 3, 4, 5, 6};
-  write_npy(dir / "a.npy", v.data(), {1, 2, 3});
-  const NpyArray a = read_npy(dir / "a.npy");
+  tensors::write_npy(dir / "a.npy", v.data(), {1, 2, 3});
+  const tensors::NpyArray a = tensors::read_npy(dir / "a.npy");
   EXPECT_EQ(a.shape, (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_EQ(a.values, v);
 
@@ -363,17 +363,17 @@ TEST(Npy, ReadsBackWhatItWritesAndFloat64) {
   const double d[2] = {0.5, -2.25};
   const auto* p = reinterpret_cast<const std::uint8_t*>(d);
   bytes.insert(bytes.end(), p, p + 16);
-  EXPECT_EQ(parse_npy(bytes, "x.npy").values, (std::vector<float>{0.5f, -2.25f}));
+  EXPECT_EQ(tensors::parse_npy(bytes, "x.npy").values, (std::vector<float>{0.5f, -2.25f}));
 
   bytes.pop_back();
-  EXPECT_EQ(error_of([&] { parse_npy(bytes, "x.npy"); }), "x.npy: .npy data is 15 bytes, shape (2,) needs 16");
+  EXPECT_EQ(error_of([&] { tensors::parse_npy(bytes, "x.npy"); }), "x.npy: .npy data is 15 bytes, shape (2,) needs 16");
   std::string fortran = header;
   fortran.replace(fortran.find("False"), 5, "True ");
   const std::string fortran_head = preamble + static_cast<char>(fortran.size()) + '\0' + fortran;
   std::vector<std::uint8_t> fb(fortran_head.begin(), fortran_head.end());
   fb.insert(fb.end(), p, p + 16);
-  EXPECT_EQ(error_of([&] { parse_npy(fb, "x.npy"); }), "x.npy: .npy array is in Fortran order; save it with numpy.ascontiguousarray");
+  EXPECT_EQ(error_of([&] { tensors::parse_npy(fb, "x.npy"); }), "x.npy: .npy array is in Fortran order; save it with numpy.ascontiguousarray");
 }
 
 }  // namespace
-}  // namespace vitattn::io
+}  // namespace vitattn::model

@@ -25,7 +25,7 @@
 namespace vitattn {
 namespace {
 namespace fs = std::filesystem;
-using io::NamedTensor;
+using tensors::NamedTensor;
 
 TEST(WeightMatrix, OwnsAMatrixOrKeepsTheHolderOfItsValuesAlive) {
   std::mt19937 rng(1);
@@ -88,7 +88,7 @@ std::vector<std::uint8_t> as_f16(std::vector<NamedTensor> tensors, std::vector<N
       data.push_back(static_cast<std::uint8_t>(bits >> 8));
     }
     header += (header.size() > 1 ? "," : "") + std::string("\"") + t.name + "\":{\"dtype\":\"F16\",\"shape\":" +
-              io::shape_string(t.shape) + ",\"data_offsets\":[" + std::to_string(data.size() - 2 * t.values.size()) +
+              tensors::shape_string(t.shape) + ",\"data_offsets\":[" + std::to_string(data.size() - 2 * t.values.size()) +
               "," + std::to_string(data.size()) + "]}";
   }
   header += "}";
@@ -100,7 +100,7 @@ std::vector<std::uint8_t> as_f16(std::vector<NamedTensor> tensors, std::vector<N
   return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
 }
 
-bool inside(const float* p, const io::TensorFile& st) {
+bool inside(const float* p, const tensors::TensorFile& st) {
   const auto* b = reinterpret_cast<const std::uint8_t*>(p);
   return st.mapping() && b >= st.mapping()->data() && b < st.mapping()->data() + st.mapping()->size();
 }
@@ -129,15 +129,15 @@ void expect_values(const VitModel& m, const std::vector<NamedTensor>& file, cons
 TEST(WeightsInPlace, AlignedFloat32TensorsAreViewsOfTheMappingTheRestOwnedCopies) {
   test::TempDir dir;
   const std::vector<NamedTensor> t = timm_tensors();
-  const std::vector<std::uint8_t> aligned = io::encode_safetensors(t, {});
+  const std::vector<std::uint8_t> aligned = tensors::encode_safetensors(t, {});
   std::vector<NamedTensor> rounded;
   const std::pair<const char*, std::vector<std::uint8_t>> files[] = {
       {"aligned.safetensors", aligned}, {"shifted4.safetensors", shifted(aligned, 4)},
       {"shifted2.safetensors", shifted(aligned, 2)}, {"f16.safetensors", as_f16(t, rounded)}};
   for (const auto& [name, bytes] : files) {
-    io::write_file_atomic(dir / name, bytes.data(), bytes.size());
-    const io::TensorFile st = io::load_tensor_file(dir / name);
-    const io::LoadedVit v = io::load_vit(st);
+    files::write_file_atomic(dir / name, bytes.data(), bytes.size());
+    const tensors::TensorFile st = tensors::load_tensor_file(dir / name);
+    const model::LoadedVit v = model::load_vit(st);
     const bool f16 = std::string(name) == "f16.safetensors", misaligned = std::string(name) == "shifted2.safetensors";
     for (const auto& [tensor_name, w] : matrices(v.model)) {
       // A data section 4 bytes later is still float-aligned: read in place too.
@@ -154,10 +154,10 @@ TEST(WeightsInPlace, AlignedFloat32TensorsAreViewsOfTheMappingTheRestOwnedCopies
 TEST(WeightsInPlace, AModelFileCutShortAfterLoadingFailsTheForwardNotTheProcess) {
   test::TempDir dir;
   const fs::path path = dir / "m.safetensors";
-  io::write_safetensors(path, timm_tensors(), {});
-  io::ModelRequest r;
+  tensors::write_safetensors(path, timm_tensors(), {});
+  model::ModelRequest r;
   r.source = path.string();
-  const io::OpenedModel opened = io::open_model(r);
+  const model::OpenedModel opened = model::open_model(r);
   ImageTensor image;
   image.height = image.width = static_cast<int>(G * P);
   std::mt19937 rng(9);

@@ -1,4 +1,4 @@
-#include "hub/lazy_library.hpp"
+#include "lazy/lazy_library.hpp"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-namespace vitattn::hub {
+namespace vitattn::lazy {
 namespace {
 
 thread_local std::string t_why_not;
@@ -34,4 +34,4 @@ void* lazy_symbol(const char* soname, const char* symbol) {
 
 const char* lazy_why_not() { return t_why_not.c_str(); }
 
-}  // namespace vitattn::hub
+}  // namespace vitattn::lazy

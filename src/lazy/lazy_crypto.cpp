@@ -8,13 +8,13 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "hub/lazy_library.hpp"
+#include "lazy/lazy_library.hpp"
 
 namespace {
 
 template <typename F>
 F crypto_fn(const char* name) {
-  return reinterpret_cast<F>(vitattn::hub::lazy_symbol("libcrypto.so.3", name));
+  return reinterpret_cast<F>(vitattn::lazy::lazy_symbol("libcrypto.so.3", name));
 }
 #define VITATTN_CRYPTO(name) static const auto real = crypto_fn<decltype(&::name)>(#name)
 
@@ -59,7 +59,7 @@ int EVP_DigestFinal_ex(EVP_MD_CTX* ctx, unsigned char* md, unsigned int* n) {
 
 int EVP_EncodeBlock(unsigned char* t, const unsigned char* f, int n) {
   VITATTN_CRYPTO(EVP_EncodeBlock);
-  if (real == nullptr) throw vitattn::Error(std::string("cannot encode base64: ") + vitattn::hub::lazy_why_not());
+  if (real == nullptr) throw vitattn::Error(std::string("cannot encode base64: ") + vitattn::lazy::lazy_why_not());
   return real(t, f, n);
 }
 

@@ -6,13 +6,13 @@
 
 #include <cstdarg>
 
-#include "hub/lazy_library.hpp"
+#include "lazy/lazy_library.hpp"
 
 namespace {
 
 template <typename F>
 F curl_fn(const char* name) {
-  return reinterpret_cast<F>(vitattn::hub::lazy_symbol("libcurl.so.4", name));
+  return reinterpret_cast<F>(vitattn::lazy::lazy_symbol("libcurl.so.4", name));
 }
 #define VITATTN_CURL(name) static const auto real = curl_fn<decltype(&::name)>(#name)
 
@@ -81,7 +81,7 @@ CURLcode curl_easy_perform(CURL* c) {
 
 const char* curl_easy_strerror(CURLcode rc) {
   VITATTN_CURL(curl_easy_strerror);
-  return real != nullptr ? real(rc) : vitattn::hub::lazy_why_not();
+  return real != nullptr ? real(rc) : vitattn::lazy::lazy_why_not();
 }
 
 char* curl_easy_escape(CURL* c, const char* s, int n) {
