@@ -1,5 +1,5 @@
 #pragma once
-// A batch's gallery of report pages, <out>/index.html (the page format is io/report_page;
+// A batch's gallery of report pages, <out>/index.html (the page format: report/report_page.hpp;
 // which pages it lists: batch_files.hpp).
 #include <filesystem>
 #include <vector>
