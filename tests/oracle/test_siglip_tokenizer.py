@@ -16,7 +16,8 @@ no <s>), on a generated lower-case corpus, once with SentencePiece's default nor
 with none, and compares the ids of a few hundred texts:
 capitals (ASCII, Latin-1, Greek, "İ"), every ASCII punctuation mark, Python's whitespace
 (tabs, U+00A0, U+3000, U+2028, ...), "▁" itself, pieces the model lacks (unknown), empty and
-blank texts, and texts over the context (an error naming the count, or truncated).
+blank texts, and texts over the context (an error naming the count, or truncated). And the
+steps before the model (through the tool's --normalize) over every Unicode code point.
 
     VITATTN_SIGLIP_TOKENIZE_TOOL=build/dev/tests/siglip_tokenize_tool python3 -m pytest tests/oracle/test_siglip_tokenizer.py
 """
@@ -89,11 +90,16 @@ def hf_canonicalize(text):
     return text.strip()
 
 
-def hf_ids(sp, text, context=64, truncate=False):
-    """HF's ids for `text`, or ("error", count with the end token) when it does not fit."""
+def hf_normalized(text):
+    """Steps 1-3: the text HF hands to SentencePiece after its "<unk>" prefix."""
     text = UNDERLINE + text.replace(UNDERLINE, " ")
     text = re.sub(r"(.+?)", lambda m: m.group(1).lower(), text)
-    text = hf_canonicalize(text)
+    return hf_canonicalize(text)
+
+
+def hf_ids(sp, text, context=64, truncate=False):
+    """HF's ids for `text`, or ("error", count with the end token) when it does not fit."""
+    text = hf_normalized(text)
     unk_length = len(sp.encode("<unk>", out_type=str))
     pieces = sp.encode("<unk>" + text, out_type=str)
     pieces = pieces[unk_length:] if len(pieces) >= unk_length else pieces
@@ -173,6 +179,24 @@ def test_ids_match_hf(model, context, truncate):
     assert not failures, "\n".join(failures[:10])
     assert unknown > 0  # the unknown pieces were exercised
     assert (errors > 0) == (not truncate)
+
+
+def test_every_code_point_normalized_as_hf():
+    """Steps 1-3 over every Unicode scalar value but "\n" (it ends a line), 64 to a line, each
+    also alone beside an "A", a space and a comma: lower-casing (glibc's tables against
+    Python's), whitespace and punctuation, character by character."""
+    assert Path(TOOL).exists(), f"{TOOL} is not built (target siglip_tokenize_tool)"
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c != 0x0A]
+    lines = ["".join(chars[i:i + 64]) for i in range(0, len(chars), 64)]
+    lines += [f"A{c} ,{c}" for c in chars if c.lower() != c or c.isspace() or c in string.punctuation]
+    proc = subprocess.run([TOOL, "--normalize"], input="\n".join(lines).encode() + b"\n",
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    got = proc.stdout.decode().split("\n")[:-1]
+    assert len(got) == len(lines)
+    failures = [f"{t!r}: vitattn {g!r}, HF {hf_normalized(t)!r}" for t, g in zip(lines, got) if g != hf_normalized(t)]
+    print(f"{len(chars)} code points in {len(lines)} lines, {len(failures)} differ")
+    assert not failures, "\n".join(failures[:10])
 
 
 def test_model_errors_name_the_file(tmp_path):

@@ -3,19 +3,39 @@
 // (tests/oracle/test_siglip_tokenizer.py).
 //
 //   siglip_tokenize_tool SPIECE_MODEL [CONTEXT [truncate]]
+//   siglip_tokenize_tool --normalize
 //
 // Reads one text per line of stdin (a line's "\n" is not part of its text) and prints one
 // line per text: its ids separated by spaces, or "error: <message>" for a text's Error.
-// An Error loading the model: "error: <message>" on stderr, exit 1.
+// An Error loading the model: "error: <message>" on stderr, exit 1. With --normalize, no
+// model: each text as it goes to SentencePiece (text::siglip_normalized_text, the steps
+// before the model), or "error: <message>".
 #include <iostream>
 #include <string>
 
 #include "core/error.hpp"
 #include "text/siglip_tokenizer.hpp"
 
+namespace {
+
+int normalize_lines() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    try {
+      std::cout << vitattn::text::siglip_normalized_text(line) << "\n";
+    } catch (const vitattn::Error& e) {
+      std::cout << "error: " << e.what() << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--normalize") return normalize_lines();
   if (argc < 2 || argc > 4 || (argc == 4 && std::string(argv[3]) != "truncate")) {
-    std::cerr << "usage: siglip_tokenize_tool SPIECE_MODEL [CONTEXT [truncate]]\n";
+    std::cerr << "usage: siglip_tokenize_tool SPIECE_MODEL [CONTEXT [truncate]] | --normalize\n";
     return 2;
   }
   try {
@@ -26,7 +46,10 @@ int main(int argc, char** argv) {
     while (std::getline(std::cin, line)) {
       try {
         std::string out;
-        for (const int id : tokenizer.tokenize(line, context, truncate)) out += (out.empty() ? "" : " ") + std::to_string(id);
+        for (const int id : tokenizer.tokenize(line, context, truncate)) {
+          if (!out.empty()) out += ' ';
+          out += std::to_string(id);
+        }
         std::cout << out << "\n";
       } catch (const vitattn::Error& e) {
         std::cout << "error: " << e.what() << "\n";
