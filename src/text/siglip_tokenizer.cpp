@@ -2,12 +2,9 @@
 
 #include <sentencepiece_processor.h>
 
-#include <algorithm>
-#include <clocale>
 #include <cwctype>
 #include <locale.h>
 #include <string_view>
-#include <utility>
 
 #include <fmt/format.h>
 

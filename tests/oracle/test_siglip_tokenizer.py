@@ -199,6 +199,13 @@ def test_every_code_point_normalized_as_hf():
     assert not failures, "\n".join(failures[:10])
 
 
+def test_context_without_room_for_the_end_token(model):
+    assert run_tool(model, ["a cat"], "0") == ["error: context 0: must be at least 1, for the end token"]
+    assert hf_ids(hf_processor(model), "a cat", 1) == ("error", 3)  # "▁a", "▁cat", "</s>"
+    assert run_tool(model, ["a cat"], "1") == ['error: text "a cat": 3 tokens with the end token, over the context of 1']
+    assert run_tool(model, ["a cat"], "1", "truncate") == ["1"]
+
+
 def test_model_errors_name_the_file(tmp_path):
     assert Path(TOOL).exists(), f"{TOOL} is not built (target siglip_tokenize_tool)"
     missing = tmp_path / "spiece.model"
