@@ -91,7 +91,9 @@ std::string shortened(std::string_view text) {
 
 // Appending a serialized message to a serialized message merges the two, as protobuf's
 // MergeFrom does: this is ModelProto{normalizer_spec (field 3): {add_dummy_prefix (field 3):
-// false}}, HF's change to the model before it loads it.
+// false}}, HF's change to the model before it loads it. Behind step 4's "<unk>" prefix the
+// dummy prefix would fall on the prefix, whose pieces are dropped: no difference the oracle
+// test could show, kept so that the model is the one HF encodes with.
 constexpr std::string_view kNoDummyPrefix{"\x1A\x02\x18\x00", 4};
 
 }  // namespace
