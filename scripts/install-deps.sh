@@ -7,6 +7,8 @@
 # libxxhash-dev: the hash of a model file in each output's settings record (src/files/content_hash.cpp).
 # libwebp-dev: WebP decoded directly (libopencv-dev pulls it in too); libcpp-httplib-dev: the HTTP
 # server of `vitattn serve` (header-only).
+# libsentencepiece-dev: SigLIP's tokeniser (src/text/siglip_tokenizer.cpp); python3-sentencepiece and
+# python3-protobuf: its oracle test trains a tiny model and encodes with it (tests/oracle/test_siglip_tokenizer.py).
 # ccache: the build compiles through it when present (CMakeLists.txt, VITATTN_CCACHE).
 # Run as root (or with sudo). Safe to run again: apt skips what is present.
 set -euo pipefail
@@ -16,8 +18,8 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ccache \
-  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev libwebp-dev libcpp-httplib-dev libxxhash-dev \
-  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread \
+  libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev libwebp-dev libcpp-httplib-dev libxxhash-dev libsentencepiece-dev \
+  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread python3-sentencepiece python3-protobuf \
   hyperfine time \
   slurm-wlm munge \
   chromium chromium-driver python3-selenium \
