@@ -32,6 +32,7 @@ NAMESPACES = {
     "report": "vitattn::report",
     "serve": "vitattn::serve",
     "tensors": "vitattn::tensors",
+    "text": "vitattn::text",
     "video": "vitattn::video",
 }
 # Other libraries' namespaces a file may open to forward-declare or specialise their names.
