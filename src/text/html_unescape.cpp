@@ -13,9 +13,11 @@ constexpr char32_t kReplacement = 0xFFFD;
 constexpr char32_t kPastUnicode = 0x110000;
 
 // Named references the tokeniser decodes, with ';' where the name needs it.
-constexpr std::array<std::pair<std::u32string_view, char32_t>, 11> kNamed = {{
-    {U"amp;", U'&'}, {U"amp", U'&'}, {U"lt;", U'<'}, {U"lt", U'<'}, {U"gt;", U'>'}, {U"gt", U'>'},
-    {U"quot;", U'"'}, {U"quot", U'"'}, {U"nbsp;", 0xA0}, {U"nbsp", 0xA0}, {U"apos;", U'\''},
+constexpr std::array<std::pair<std::u32string_view, char32_t>, 19> kNamed = {{
+    {U"amp;", U'&'},   {U"amp", U'&'},    {U"AMP;", U'&'},  {U"AMP", U'&'},    {U"lt;", U'<'},
+    {U"lt", U'<'},     {U"LT;", U'<'},    {U"LT", U'<'},    {U"gt;", U'>'},    {U"gt", U'>'},
+    {U"GT;", U'>'},    {U"GT", U'>'},     {U"quot;", U'"'}, {U"quot", U'"'},   {U"QUOT;", U'"'},
+    {U"QUOT", U'"'},   {U"nbsp;", 0xA0},  {U"nbsp", 0xA0},  {U"apos;", U'\''},
 }};
 
 // What Python reads 0x80…0x9F as (Windows-1252; the five unassigned stay themselves).
