@@ -14,7 +14,10 @@ int main() {
     try {
       const auto ids = tokenizer.encode(line);
       std::string out;
-      for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) out += ' ';
+        out += std::to_string(ids[i]);
+      }
       std::cout << out << '\n';
     } catch (const vitattn::Error& e) {
       std::cout << "error: " << e.what() << '\n';
