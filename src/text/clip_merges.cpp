@@ -2,8 +2,10 @@
 
 #include <libdeflate.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
