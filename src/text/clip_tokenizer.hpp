@@ -1,0 +1,48 @@
+#pragma once
+// CLIP's text tokeniser: OpenAI's clip/simple_tokenizer.py (SimpleTokenizer.encode) and
+// clip.tokenize, over the vocabulary of clip_merges.hpp.
+//
+// encode(text): the text cleaned (clip_text_clean.hpp: html.unescape twice, whitespace,
+// lower-case; ftfy.fix_text is NOT applied), split into words (clip_word_split.hpp), each
+// word's UTF-8 bytes mapped to their byte characters and merged by byte-pair encoding: the
+// adjacent pair of lowest merge rank merged everywhere (left to right), again until no pair
+// has a rank; the last character carries '</w>'. "<|startoftext|>" and "<|endoftext|>" in the
+// text are their own ids. Each word's ids are cached for the tokeniser's life (as Python's
+// cache; guarded, so one tokeniser serves any threads).
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/clip_merges.hpp"
+
+namespace vitattn::text {
+
+inline constexpr int kClipContext = 77;  // CLIP's context length (clip.tokenize's default)
+
+class ClipTokenizer {
+ public:
+  ClipTokenizer();  // the built-in vocabulary
+  explicit ClipTokenizer(const ClipVocabulary& vocabulary);
+
+  // The ids of `text` (UTF-8; invalid UTF-8 is an Error naming the text), without the marks.
+  std::vector<int32_t> encode(std::string_view text) const;
+
+  // clip.tokenize for one text: <|startoftext|>, encode(text), <|endoftext|>, then 0 up to
+  // `context` ids. A text whose ids with the marks are more than `context` is an Error naming
+  // the text (its first 40 characters) and the count, unless `truncate`: then the first
+  // `context` ids are kept and the last of them is <|endoftext|>. `context` below 2 is an Error.
+  std::vector<int32_t> tokenize(std::string_view text, int context = kClipContext, bool truncate = false) const;
+
+ private:
+  const std::vector<int32_t>& word_ids(const std::string& word_bytes) const;
+  std::vector<int32_t> byte_pair_encode(const std::string& word_bytes) const;
+
+  const ClipVocabulary& vocabulary_;
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+}  // namespace vitattn::text

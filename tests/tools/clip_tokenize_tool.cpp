@@ -1,0 +1,27 @@
+// CLIP's tokeniser for tests/oracle/test_clip_tokenizer.py: each line of standard input (UTF-8,
+// '\n' ends a line) is one text; prints its encode() ids, space-separated, on one line, or
+// "error: <message>" when the text is refused.
+#include <iostream>
+#include <string>
+
+#include "core/error.hpp"
+#include "text/clip_tokenizer.hpp"
+
+int main() {
+  const vitattn::text::ClipTokenizer tokenizer;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    try {
+      const auto ids = tokenizer.encode(line);
+      std::string out;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) out += ' ';
+        out += std::to_string(ids[i]);
+      }
+      std::cout << out << '\n';
+    } catch (const vitattn::Error& e) {
+      std::cout << "error: " << e.what() << '\n';
+    }
+  }
+  return 0;
+}
