@@ -13,9 +13,14 @@ Greek, Cyrillic, Thai and CJK letters, emoji, odd whitespace and HTML references
 references vitattn decodes appear (numeric ones, &amp; &lt; &gt; &quot; in either case, &apos; &nbsp;);
 a named one outside that set (&copy;) Python would decode and vitattn keeps as written, so
 the texts avoid them (test_texts_only_use_supported_references checks it).
+
+test_same_ids_as_reference_fixture compares with ids made by OpenAI's own simple_tokenizer.py
+(ftfy stubbed as identity), kept in tests/oracle/data/clip_tokens.jsonl: 1,200 texts written by
+make_clip_token_fixture.py (tests/oracle/data/README.md says how and from which commit).
 """
 import gzip
 import html
+import json
 import os
 import random
 import subprocess
@@ -28,6 +33,7 @@ regex = pytest.importorskip("regex")
 
 TOOL = os.environ.get("VITATTN_CLIP_TOKENIZE_TOOL", str(REPO / "build/dev/tests/clip_tokenize_tool"))
 MERGES = REPO / "data" / "clip" / "bpe_simple_vocab_16e6.txt.gz"
+FIXTURE = REPO / "tests" / "oracle" / "data" / "clip_tokens.jsonl"
 SPLIT = regex.compile(r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
                       regex.IGNORECASE)
 
@@ -183,3 +189,29 @@ def test_same_ids_as_simple_tokenizer():
     for text, want, have in differ[:10]:
         print(f"FAIL: {text!r}\n  python:  {want}\n  vitattn: {have}")
     assert not differ, f"{len(differ)} of {len(TEXTS)} texts differ"
+
+
+def fixture_rows():
+    with open(FIXTURE, encoding="ascii") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_fixture_only_uses_supported_references():
+    rows = fixture_rows()
+    assert len(rows) >= 1000 and len({r["text"] for r in rows}) >= 1000
+    outside = [r["text"] for r in rows
+               if unescape_with_names(unescape_with_names(r["text"], DECODED_NAMES), DECODED_NAMES)
+               != html.unescape(html.unescape(r["text"]))]
+    assert not outside, f"fixture texts with references vitattn does not decode: {outside[:5]}"
+
+
+def test_same_ids_as_reference_fixture():
+    """The ids OpenAI's simple_tokenizer.py itself gave (make_clip_token_fixture.py), all equal."""
+    rows = fixture_rows()
+    got = vitattn_ids([r["text"] for r in rows])
+    differ = [(r["text"], r["ids"], g) for r, g in zip(rows, got) if r["ids"] != g]
+    tokens = sum(len(r["ids"]) for r in rows)
+    print(f"\nclip_tokenizer fixture: {len(rows)} texts ({tokens} tokens) compared, {len(rows) - len(differ)} equal")
+    for text, want, have in differ[:10]:
+        print(f"FAIL: {text!r}\n  simple_tokenizer.py: {want}\n  vitattn:             {have}")
+    assert not differ, f"{len(differ)} of {len(rows)} fixture texts differ"
