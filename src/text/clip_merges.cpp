@@ -62,13 +62,24 @@ std::vector<std::string_view> symbols_of(std::string_view line) {
   return out;
 }
 
-// Lines 1…kClipMerges of the text, each split into its two symbols.
-std::vector<std::pair<std::string_view, std::string_view>> merge_lines(std::string_view text, std::string_view source) {
-  std::vector<std::pair<std::string_view, std::string_view>> out;
+}  // namespace
+
+std::array<char32_t, 256> clip_byte_characters() {
+  std::array<char32_t, 256> table{};
+  char32_t next_unprintable = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    table[static_cast<size_t>(b)] = printable ? static_cast<char32_t>(b) : next_unprintable++;
+  }
+  return table;
+}
+
+ClipMergeLines clip_merge_lines(std::string_view text, std::string_view source) {
+  ClipMergeLines out;
   out.reserve(kClipMerges);
   size_t at = text.find('\n');
   for (int32_t n = 1; n <= kClipMerges; ++n) {
-    if (at == std::string_view::npos)
+    if (at == std::string_view::npos || at + 1 == text.size())  // no line after, or only the final newline
       throw Error(std::string(source) + ": " + std::to_string(n) + " lines, CLIP reads " + std::to_string(kClipMerges + 1));
     const size_t start = at + 1;
     at = text.find('\n', start);
@@ -81,16 +92,22 @@ std::vector<std::pair<std::string_view, std::string_view>> merge_lines(std::stri
   return out;
 }
 
-}  // namespace
+std::function<std::string(size_t)> clip_merges_file_lines(std::string_view source) {
+  return [source = std::string(source)](size_t index) { return source + ": line " + std::to_string(index + 2); };
+}
 
-std::array<char32_t, 256> clip_byte_characters() {
-  std::array<char32_t, 256> table{};
-  char32_t next_unprintable = 256;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    table[static_cast<size_t>(b)] = printable ? static_cast<char32_t>(b) : next_unprintable++;
+void add_clip_merges(ClipVocabulary& v, const ClipMergeLines& lines, const std::function<std::string(size_t)>& where) {
+  const auto id_in_vocabulary = [&](const std::string& symbol, size_t r) {
+    const auto it = v.id_of.find(symbol);
+    if (it == v.id_of.end()) throw Error(where(r) + " names \"" + symbol + "\", which is no symbol of the vocabulary");
+    return it->second;
+  };
+  for (size_t r = 0; r < lines.size(); ++r) {
+    const std::string first(lines[r].first), second(lines[r].second);
+    const int32_t merged = id_in_vocabulary(first + second, r);
+    v.merges.insert_or_assign(pair_key(id_in_vocabulary(first, r), id_in_vocabulary(second, r)),
+                              ClipMerge{static_cast<int32_t>(r), merged});
   }
-  return table;
 }
 
 ClipVocabulary parse_clip_merges(std::string_view merges_text, std::string_view source) {
@@ -106,7 +123,7 @@ ClipVocabulary parse_clip_merges(std::string_view merges_text, std::string_view 
   symbols.reserve(kClipVocabularySize);
   for (int b : byte_order) symbols.push_back(utf8_of(characters[static_cast<size_t>(b)]));
   for (int i = 0; i < 256; ++i) symbols.push_back(symbols[static_cast<size_t>(i)] + std::string(kEndOfWord));
-  const auto lines = merge_lines(merges_text, source);
+  const auto lines = clip_merge_lines(merges_text, source);
   for (const auto& [first, second] : lines) symbols.push_back(std::string(first) + std::string(second));
   symbols.emplace_back("<|startoftext|>");
   symbols.emplace_back("<|endoftext|>");
@@ -114,19 +131,7 @@ ClipVocabulary parse_clip_merges(std::string_view merges_text, std::string_view 
   for (size_t id = 0; id < symbols.size(); ++id) v.id_of.insert_or_assign(symbols[id], static_cast<int32_t>(id));
   for (size_t i = 0; i < byte_order.size(); ++i)
     v.byte_id[static_cast<size_t>(byte_order[i])] = static_cast<int32_t>(i);
-  const auto id_in_vocabulary = [&](std::string_view symbol, size_t line) {
-    const auto it = v.id_of.find(std::string(symbol));
-    if (it == v.id_of.end())
-      throw Error(std::string(source) + ": line " + std::to_string(line + 2) + " names \"" + std::string(symbol) +
-                  "\", which is no symbol of the vocabulary");
-    return it->second;
-  };
-  for (size_t r = 0; r < lines.size(); ++r) {
-    const auto& [first, second] = lines[r];
-    const int32_t merged = v.id_of.at(std::string(first) + std::string(second));
-    v.merges.insert_or_assign(pair_key(id_in_vocabulary(first, r), id_in_vocabulary(second, r)),
-                              ClipMerge{static_cast<int32_t>(r), merged});
-  }
+  add_clip_merges(v, lines, clip_merges_file_lines(source));
   return v;
 }
 

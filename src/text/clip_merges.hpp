@@ -10,9 +10,12 @@
 //   49406, 49407 <|startoftext|> and <|endoftext|>: 49,408 ids.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace vitattn::text {
 
@@ -39,6 +42,20 @@ inline uint64_t pair_key(int32_t first, int32_t second) {
 
 // bytes_to_unicode(): the code point standing for each byte.
 std::array<char32_t, 256> clip_byte_characters();
+
+// Lines 1…kClipMerges of a merges text (line 0, a version header, is skipped, as both
+// simple_tokenizer.py and Hugging Face's CLIPTokenizer skip it), each split into its two
+// symbols; views into `merges_text`. Too few lines, or a line that is not two symbols, is an
+// Error naming `source` and the line.
+using ClipMergeLines = std::vector<std::pair<std::string_view, std::string_view>>;
+ClipMergeLines clip_merge_lines(std::string_view merges_text, std::string_view source);
+
+// The merges of `lines` (rank = index) added to `v`, whose id_of must already hold each merge's
+// two symbols and their join: one that lacks any is an Error "<where(index)> names …".
+void add_clip_merges(ClipVocabulary& v, const ClipMergeLines& lines, const std::function<std::string(size_t)>& where);
+
+// where() for add_clip_merges on a merges text: "<source>: line <n>" (the file's lines from 1).
+std::function<std::string(size_t)> clip_merges_file_lines(std::string_view source);
 
 // The vocabulary of a merges text (the gunzipped file). A line that is not two symbols, or
 // names a symbol the vocabulary lacks, or too few lines, is an Error naming `source`.

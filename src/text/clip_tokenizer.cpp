@@ -2,8 +2,10 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
+#include "text/clip_hf_vocabulary.hpp"
 #include "text/clip_text_clean.hpp"
 #include "text/clip_word_split.hpp"
 #include "text/unicode_text.hpp"
@@ -62,6 +64,13 @@ std::vector<int32_t> merge_all(const std::vector<int32_t>& word, int32_t first, 
 ClipTokenizer::ClipTokenizer() : ClipTokenizer(clip_vocabulary()) {}
 
 ClipTokenizer::ClipTokenizer(const ClipVocabulary& vocabulary) : vocabulary_(vocabulary) {}
+
+ClipTokenizer::ClipTokenizer(std::shared_ptr<const ClipVocabulary> vocabulary)
+    : owned_(std::move(vocabulary)), vocabulary_(*owned_) {}
+
+ClipTokenizer ClipTokenizer::from_folder(const std::filesystem::path& folder) {
+  return ClipTokenizer(std::make_shared<const ClipVocabulary>(read_clip_hf_vocabulary(folder)));
+}
 
 std::vector<int32_t> ClipTokenizer::byte_pair_encode(const std::string& word_bytes) const {
   if (word_bytes == "<|startoftext|>") return {kClipStartOfText};

@@ -10,6 +10,8 @@
 // text are their own ids. Each word's ids are cached for the tokeniser's life (as Python's
 // cache; guarded, so one tokeniser serves any threads).
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -25,7 +27,12 @@ inline constexpr int kClipContext = 77;  // CLIP's context length (clip.tokenize
 class ClipTokenizer {
  public:
   ClipTokenizer();  // the built-in vocabulary
-  explicit ClipTokenizer(const ClipVocabulary& vocabulary);
+  explicit ClipTokenizer(const ClipVocabulary& vocabulary);        // kept by reference: it must outlive the tokeniser
+  explicit ClipTokenizer(std::shared_ptr<const ClipVocabulary> vocabulary);  // shared
+
+  // The vocabulary of Hugging Face's files in `folder` (clip_hf_vocabulary.hpp: vocab.json +
+  // merges.txt, or tokenizer.json), checked to be CLIP's; errors name the file.
+  static ClipTokenizer from_folder(const std::filesystem::path& folder);
 
   // The ids of `text` (UTF-8; invalid UTF-8 is an Error naming the text), without the marks.
   std::vector<int32_t> encode(std::string_view text) const;
@@ -40,6 +47,7 @@ class ClipTokenizer {
   const std::vector<int32_t>& word_ids(const std::string& word_bytes) const;
   std::vector<int32_t> byte_pair_encode(const std::string& word_bytes) const;
 
+  std::shared_ptr<const ClipVocabulary> owned_;  // empty for the built-in or a borrowed vocabulary
   const ClipVocabulary& vocabulary_;
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;

@@ -17,6 +17,11 @@ the texts avoid them (test_texts_only_use_supported_references checks it).
 test_same_ids_as_reference_fixture compares with ids made by OpenAI's own simple_tokenizer.py
 (ftfy stubbed as identity), kept in tests/oracle/data/clip_tokens.jsonl: 1,200 texts written by
 make_clip_token_fixture.py (tests/oracle/data/README.md says how and from which commit).
+
+The test_hf_* tests write Hugging Face's form of the vocabulary (CLIPTokenizer's vocab.json +
+merges.txt, and tokenizer.json) from data/clip's merges file as simple_tokenizer.py builds its
+vocabulary, and check that ClipTokenizer::from_folder gives the fixture's ids, and that each
+kind of malformed file is refused with one line naming it.
 """
 import gzip
 import html
@@ -24,6 +29,8 @@ import json
 import os
 import random
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -160,11 +167,13 @@ def unescape_with_names(text, names):
         html._html5 = full
 
 
-def vitattn_ids(texts):
+def vitattn_ids(texts, folder=None):
+    """The tool's ids for each text; with `folder`, from the Hugging Face files there."""
     assert all("\n" not in t and "\r" not in t for t in texts)
     if not os.path.exists(TOOL):
         pytest.skip(f"{TOOL} is not built")
-    out = subprocess.run([TOOL], input=("\n".join(texts) + "\n").encode("utf-8"), capture_output=True, check=True).stdout
+    args = [TOOL] + ([str(folder)] if folder else [])
+    out = subprocess.run(args, input=("\n".join(texts) + "\n").encode("utf-8"), capture_output=True, check=True).stdout
     lines = out.decode("utf-8").split("\n")[:-1]
     assert len(lines) == len(texts)
     return [[int(x) for x in line.split()] if not line.startswith("error:") else line for line in lines]
@@ -215,3 +224,103 @@ def test_same_ids_as_reference_fixture():
     for text, want, have in differ[:10]:
         print(f"FAIL: {text!r}\n  simple_tokenizer.py: {want}\n  vitattn:             {have}")
     assert not differ, f"{len(differ)} of {len(rows)} fixture texts differ"
+
+
+def merge_pairs():
+    """The merges simple_tokenizer.py reads: lines 1…48,894 of the file, each two symbols."""
+    lines = gzip.open(MERGES).read().decode("utf-8").split("\n")[1:49152 - 256 - 2 + 1]
+    return [tuple(line.split()) for line in lines]
+
+
+def write_hf_files(folder, vocab=None, merges_text=None):
+    """vocab.json + merges.txt as Hugging Face ships CLIP's: the reference's vocabulary
+    (byte characters, their '</w>' forms, the merges joined, the two marks) and '#version: 0.2'
+    then the merges. `vocab` / `merges_text` replace either for the malformed cases."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = Reference().ids if vocab is None else vocab
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    if merges_text is None:
+        merges_text = "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merge_pairs())
+    (folder / "merges.txt").write_text(merges_text, encoding="utf-8")
+
+
+def write_tokenizer_json(folder, merges=None, pairs=False):
+    folder.mkdir(parents=True, exist_ok=True)
+    if merges is None:
+        merges = [list(m) if pairs else " ".join(m) for m in merge_pairs()]
+    model = {"type": "BPE", "vocab": Reference().ids, "merges": merges, "end_of_word_suffix": "</w>"}
+    (folder / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": model}, ensure_ascii=False),
+                                           encoding="utf-8")
+
+
+@pytest.mark.parametrize("form", ["vocab_merges", "tokenizer_json", "tokenizer_json_pairs"])
+def test_hf_files_give_reference_ids(form):
+    rows = fixture_rows()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if form == "vocab_merges":
+            write_hf_files(folder)
+        else:
+            write_tokenizer_json(folder, pairs=form == "tokenizer_json_pairs")
+        got = vitattn_ids([r["text"] for r in rows], folder)
+    differ = [(r["text"], r["ids"], g) for r, g in zip(rows, got) if r["ids"] != g]
+    print(f"\nclip_tokenizer {form}: {len(rows)} fixture texts, {len(rows) - len(differ)} equal")
+    for text, want, have in differ[:5]:
+        print(f"FAIL: {text!r}\n  simple_tokenizer.py: {want}\n  vitattn ({form}): {have}")
+    assert not differ, f"{len(differ)} of {len(rows)} fixture texts differ with {form}"
+
+
+def swapped_marks():
+    v = dict(Reference().ids)
+    v["<|startoftext|>"], v["<|endoftext|>"] = v["<|endoftext|>"], v["<|startoftext|>"]
+    return v
+
+
+def shifted_end_of_word():
+    v = dict(Reference().ids)
+    v["a</w>"], v["b</w>"] = v["b</w>"], v["a</w>"]
+    return v
+
+
+HEADER = "#version: 0.2\n"
+# (name, how the folder is written, the file the error names, what it says)
+MALFORMED = [
+    ("vocab_not_json", lambda f: write_hf_files(f, vocab=None) or (f / "vocab.json").write_text("{\"a\": 1,"),
+     "vocab.json", "not valid JSON"),
+    ("vocab_short", lambda f: write_hf_files(f, vocab={k: v for k, v in Reference().ids.items() if v != 600}),
+     "vocab.json", "49407 symbols, CLIP's vocabulary has 49408"),
+    ("vocab_id_not_integer", lambda f: write_hf_files(f, vocab={**Reference().ids, "in": "512"}),
+     "vocab.json", "not an integer"),
+    ("vocab_id_twice", lambda f: write_hf_files(f, vocab={**Reference().ids, "in": 513}), "vocab.json", "id 513 is given twice"),
+    ("vocab_marks_swapped", lambda f: write_hf_files(f, vocab=swapped_marks()),
+     "vocab.json", '"<|startoftext|>" is id 49407, CLIP\'s is 49406'),
+    ("vocab_end_of_word_moved", lambda f: write_hf_files(f, vocab=shifted_end_of_word()),
+     "vocab.json", '"a</w>" is id'),
+    ("merges_no_header", lambda f: write_hf_files(f, merges_text="".join(f"{a} {b}\n" for a, b in merge_pairs())),
+     "merges.txt", "line 1 is not the \"#version\" header"),
+    ("merges_short", lambda f: write_hf_files(f, merges_text=HEADER + "i n\n"), "merges.txt", "CLIP reads 48895"),
+    ("merges_three_symbols", lambda f: write_hf_files(f, merges_text=HEADER + "i n x\n" * 48894),
+     "merges.txt", "line 2 is not two symbols"),
+    ("merges_unknown_symbol", lambda f: write_hf_files(f, merges_text=HEADER + "i n\n" * 9 + "q一 z\n" * 48885),
+     "merges.txt", 'line 11 names "q一z", which is no symbol'),
+    ("merges_missing", lambda f: write_hf_files(f) or (f / "merges.txt").unlink(), "merges.txt", ""),
+    ("tokenizer_json_merges_not_array", lambda f: write_tokenizer_json(f, merges={"i": "n"}),
+     "tokenizer.json", "model.merges is not an array"),
+    ("tokenizer_json_merge_malformed", lambda f: write_tokenizer_json(f, merges=["i n"] * 3 + ["in"] * 48891),
+     "tokenizer.json", "model.merges[3] is not two symbols"),
+    ("nothing", lambda f: f.mkdir(parents=True), "", "no CLIP tokeniser files"),
+]
+
+
+@pytest.mark.parametrize("name,write,file,says", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_hf_files_malformed_give_one_line(name, write, file, says):
+    if not os.path.exists(TOOL):
+        pytest.skip(f"{TOOL} is not built")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "model"
+        write(folder)
+        run = subprocess.run([TOOL, str(folder)], input=b"a photo of a cat\n", capture_output=True)
+    lines = run.stdout.decode("utf-8").splitlines()
+    print(f"\n{name}: {lines}")
+    assert run.returncode == 1 and run.stderr == b"" and len(lines) == 1, (run.returncode, lines, run.stderr)
+    assert lines[0].startswith(f"error: {folder / file}") and says in lines[0], lines[0]
