@@ -14,7 +14,7 @@ namespace vitattn::text {
 
 namespace {
 
-constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;  // far above CLIP's few MB, below a mistake
+constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;  // well above CLIP's files; a bigger one is a mistake
 constexpr int32_t kEndOfWordOffset = 256;                // a byte character's id → its '</w>' form's
 
 // Built up in place: GCC 12 at -O3 warns a false -Wrestrict on "\"" + std::string(s).

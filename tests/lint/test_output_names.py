@@ -47,6 +47,9 @@ ALLOWED = {
     ("src/model/model_config.cpp", "config.json"): "an input",
     ("src/model/model_config.cpp", "preprocessor_config.json"): "an input",
     ("src/model/open_model.cpp", "config.json"): "an input",
+    ("src/text/clip_hf_vocabulary.cpp", "vocab.json"): "an input (CLIP's tokeniser files)",
+    ("src/text/clip_hf_vocabulary.cpp", "merges.txt"): "an input (CLIP's tokeniser files)",
+    ("src/text/clip_hf_vocabulary.cpp", "tokenizer.json"): "an input (CLIP's tokeniser files)",
     # explain writes its heatmap and page under the names the user gives: --help's placeholders
     # and the page's accepted extensions.
     ("src/cli/explain_command.cpp", "FILE.png"): "a placeholder in --help",
