@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/error.hpp"
@@ -69,7 +70,8 @@ void set_byte_ids(ClipVocabulary& v, std::string_view source) {
     std::string symbol;
     append_utf8(symbol, characters[b]);
     const auto it = v.id_of.find(symbol);
-    if (it == v.id_of.end()) throw Error(std::string(source) + ": no symbol for byte " + std::to_string(b) + " (" + in_quotes(symbol) + ")");
+    if (it == v.id_of.end())
+      throw Error(std::string(source) + ": no symbol for byte " + std::to_string(b) + " (" + in_quotes(symbol) + ")");
     v.byte_id[b] = it->second;
     expect_id(v, symbol + "</w>", it->second + kEndOfWordOffset, source);
   }
@@ -98,7 +100,9 @@ ClipMergeLines tokenizer_json_merges(const nlohmann::json& merges, std::string_v
     const auto& m = merges[i];
     const auto* text = m.is_string() ? m.get_ptr<const std::string*>() : nullptr;
     const size_t space = text ? text->find(' ') : std::string::npos;
-    if (text && space != std::string::npos && space > 0 && space + 1 < text->size() && text->find(' ', space + 1) == std::string::npos) {
+    const bool one_space = space != std::string::npos && space > 0 && space + 1 < text->size() &&
+                           text->find(' ', space + 1) == std::string::npos;
+    if (one_space) {
       out.emplace_back(std::string_view(*text).substr(0, space), std::string_view(*text).substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       out.emplace_back(*m[0].get_ptr<const std::string*>(), *m[1].get_ptr<const std::string*>());
@@ -144,9 +148,13 @@ ClipVocabulary parse_clip_tokenizer_json(std::string_view json_text, std::string
 
 ClipVocabulary read_clip_hf_vocabulary(const std::filesystem::path& folder) {
   const auto vocab = folder / "vocab.json", merges = folder / "merges.txt", tokenizer = folder / "tokenizer.json";
-  if (std::filesystem::exists(vocab) || std::filesystem::exists(merges))
+  const auto there = [](const std::filesystem::path& p) {
+    std::error_code ec;  // an unreadable folder: "no files", then read_file names what it meets
+    return std::filesystem::exists(p, ec);
+  };
+  if (there(vocab) || there(merges))
     return parse_clip_hf_vocabulary(read_text(vocab), vocab.string(), read_text(merges), merges.string());
-  if (std::filesystem::exists(tokenizer)) return parse_clip_tokenizer_json(read_text(tokenizer), tokenizer.string());
+  if (there(tokenizer)) return parse_clip_tokenizer_json(read_text(tokenizer), tokenizer.string());
   throw Error(folder.string() + ": no CLIP tokeniser files (vocab.json + merges.txt, or tokenizer.json)");
 }
 

@@ -28,7 +28,7 @@ class ClipTokenizer {
  public:
   ClipTokenizer();  // the built-in vocabulary
   explicit ClipTokenizer(const ClipVocabulary& vocabulary);        // kept by reference: it must outlive the tokeniser
-  explicit ClipTokenizer(std::shared_ptr<const ClipVocabulary> vocabulary);  // shared
+  explicit ClipTokenizer(std::shared_ptr<const ClipVocabulary> vocabulary);  // shared; not null
 
   // The vocabulary of Hugging Face's files in `folder` (clip_hf_vocabulary.hpp: vocab.json +
   // merges.txt, or tokenizer.json), checked to be CLIP's; errors name the file.
