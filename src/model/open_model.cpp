@@ -145,6 +145,15 @@ OpenedModel open_tensors(const tensors::TensorFile& st, const Beside& beside, co
     out.labels = find_class_labels(st.metadata(), name, beside.config_json, loaded.model.n_classes());
     out.details.push_back("class names: " + (out.labels.source.empty() ? std::string("none (indices)") : out.labels.source));
   }
+  out.text = load_text_tower(st, loaded.family, loaded.prefix,
+                             TextSettings{.heads = config.text_heads, .eps = loaded.model.eps, .gelu = loaded.model.gelu});
+  if (out.text.tower.present())
+    out.details.push_back(fmt::format("text tower ({} names): {} layers, W={}, {} heads ({}), context {}, embedding {}",
+                                      out.text.naming, out.text.tower.n_layers(), out.text.tower.width(),
+                                      out.text.tower.n_heads, out.text.heads_from, out.text.tower.context(),
+                                      out.text.tower.d_embed()));
+  else if (!out.text.naming.empty())
+    out.details.push_back("text tower not read: " + out.text.missing);
   out.model = std::move(loaded.model);
   out.model.weights_lost = weights_lost(st);
   return out;

@@ -35,6 +35,7 @@
 #include "core/seeded_model.hpp"
 #include "core/vit.hpp"
 #include "model/class_labels.hpp"
+#include "model/text_tower_loader.hpp"
 #include "model/vit_loader.hpp"
 
 namespace vitattn::model {
@@ -77,6 +78,7 @@ struct OpenedModel {
   std::optional<HeadsGuessed> heads_guessed;
   std::optional<HeadsOverridden> heads_overridden;
   std::vector<std::string> details;          // for -v, in order: settings sources, summary, class names
+  LoadedText text;                           // CLIP's text tower when the file holds one (text_tower_loader.hpp)
 };
 
 OpenedModel open_model(const ModelRequest& request);
