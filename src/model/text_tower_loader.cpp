@@ -62,7 +62,7 @@ const std::vector<TextNaming>& text_namings() {
 // Tensors read by name with the file's name and the expected shape in every message; values copied.
 class TextReader {
  public:
-  explicit TextReader(const tensors::TensorFile& st) : st_(st) {}
+  TextReader(const tensors::TensorFile& st, std::vector<std::string>& read) : st_(st), read_(read) {}
   bool has(const std::string& name) const { return st_.find(name) != nullptr; }
 
   const Shape& shape(const std::string& name) const {
@@ -98,10 +98,12 @@ class TextReader {
   Matrix read(const std::string& name, const Shape& expected, Eigen::Index rows, Eigen::Index cols) const {
     Matrix m(rows, cols);  // row-major, as the file
     st_.read_floats(name, expected, m.data());
+    read_.push_back(name);
     if (!m.allFinite()) throw Error(st_.source() + ": " + name + " holds a non-finite value");
     return m;
   }
   const tensors::TensorFile& st_;
+  std::vector<std::string>& read_;
 };
 
 std::string block_at(const TextNaming& n, int i) {
@@ -146,8 +148,8 @@ EncoderBlock read_block(const TextReader& r, const BlockNaming& n, const std::st
 }
 
 TextTower read_tower(const tensors::TensorFile& st, const TextNaming& n, const TextSettings& settings,
-                     std::string& heads_from) {
-  const TextReader r(st);
+                     std::string& heads_from, std::vector<std::string>& read) {
+  const TextReader r(st, read);
   TextTower t;
   t.eps = settings.eps;
   t.gelu = settings.gelu;
@@ -188,9 +190,10 @@ LoadedText load_text_tower(const tensors::TensorFile& st, const std::string& ima
     if (n.name != image_family || n.image_prefix != image_prefix || !st.find(n.token_embedding)) continue;
     out.naming = n.name;
     try {
-      out.tower = read_tower(st, n, settings, out.heads_from);
+      out.tower = read_tower(st, n, settings, out.heads_from, out.tensors);
     } catch (const Error& e) {
       out.tower = TextTower();
+      out.tensors.clear();
       out.missing = e.what();
     }
     return out;

@@ -6,6 +6,7 @@
 // The namings are rows of a table (text_tower_loader.cpp), each tied to the image family it
 // ships with. Nothing here changes how the image tower is read.
 #include <string>
+#include <vector>
 
 #include "core/text_tower.hpp"
 #include "tensors/safetensors.hpp"
@@ -20,6 +21,7 @@ struct LoadedText {
   std::string naming;     // the row's name ("clip", "hf-clip"); empty: none
   std::string heads_from; // "config.json's text_config", "width / 64"
   std::string missing;    // empty when the tower was read
+  std::vector<std::string> tensors;  // the names read, when the tower was (not "outside the encoder" then)
 };
 
 struct TextSettings {

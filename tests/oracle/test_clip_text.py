@@ -38,7 +38,7 @@ except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
 
 from clip_reference import (as_torch, clip_logits, CONTEXT, D, EMBED, GRID, HEADS, hf_clip_forward, hf_names,
                             hf_text_names, images, LAYERS, MLP, openai_clip_forward, openai_encode_text,
-                            openai_tensors, openai_text_tensors, P, SQUARE, TEXT_LAYERS, TEXT_W)
+                            openai_tensors, openai_text_tensors, P, SQUARE, TEXT_LAYERS, TEXT_W, text_tower)
 
 torch.set_grad_enabled(False)
 TOL = 1e-4
@@ -95,6 +95,7 @@ def test_openai_whole_state_dict(tmp_path):
     x = images(SQUARE, n=2)
     got, log = run_text(path, tmp_path / "o", image=x)
     assert f"text tower (clip names): {TEXT_LAYERS} layers, W={TEXT_W}, 2 heads (width / 64)" in log, log[-2000:]
+    assert "token_embedding" not in log and "outside the encoder" not in log, log[-2000:]  # read, so not outside
     de, da = check_text(got, text_t, heads=TEXT_W // 64)
     _, image_e = openai_clip_forward(as_torch(image_t), torch.from_numpy(x.astype(np.float64)))
     assert np.abs(got["image_embedding"] - image_e).max() <= TOL
@@ -147,7 +148,10 @@ def test_text_only_and_refusals(tmp_path):
     visual = tmp_path / "visual.safetensors"
     safetensors_io.write(visual, {"visual." + k: v for k, v in openai_tensors(seed=2).items()})
     long_text = " ".join(["lighthouse"] * 80)
+    narrow = tmp_path / "narrow.safetensors"  # a 32-wide text tower, no config: no head count (images still work)
+    safetensors_io.write(narrow, {"visual." + k: v for k, v in openai_tensors(seed=2).items()} | text_tower())
     for model, text, says in ((visual, "a dog", "visual.safetensors holds a CLIP image tower without its text tower"),
+                              (narrow, "a dog", "not a multiple of 64"),
                               (whole, "  ", "empty text"), (whole, long_text, "lighthouse")):
         code, _, err = harness.run("forward", "--model", model, "--text", text, "--heads", str(HEADS), "-o",
                                    tmp_path / "refused")
