@@ -80,7 +80,7 @@ std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel&
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
   // `forward` needs --model (check_forward); the class names for --class's labels
-  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty());
+  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), !o.texts.empty());
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
   pipeline::ForwardRequest request = forward_request(o, classes);

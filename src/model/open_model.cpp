@@ -142,7 +142,7 @@ OpenedModel open_tensors(const tensors::TensorFile& st, const Beside& beside, co
   if (loaded.heads_guessed) out.heads_guessed = HeadsGuessed{loaded.model.n_heads, static_cast<int>(loaded.model.d_model())};
   if (r.overrides.heads == 0 && config.heads > 0 && !metadata_heads(st)) loaded.heads_from = config.sources;
   check_config_sizes(config, loaded.model, name);
-  read_text_tower(st, config, loaded, out);
+  if (r.text_tower) read_text_tower(st, config, loaded, out);
   if (!loaded.outside.empty())
     out.details.push_back("tensors outside the encoder, not read: " + some_names(loaded.outside));
   if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)
