@@ -78,8 +78,12 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "  vitattn forward --model vit.safetensors --class 3 --method chefer,legrad x.npy\n"
       "                                                  also x_grad_attention.npy, x_grad_blocks.npy,\n"
       "                                                  x_relevance_chefer.npy, x_relevance_legrad.npy\n"
+      "  vitattn forward --model clip.safetensors --text 'a cat' --text 'a dog' x.npy\n"
+      "                                                  text_ids.npy, text_embedding.npy, text_attention.npy,\n"
+      "                                                  x_logits.npy [N, 2] beside x's own files\n"
       "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
-      "(--class on a model without a classifier or out of its range among them).");
+      "(--class on a model without a classifier or out of its range among them; --text on a model without\n"
+      "a text tower, an empty text, a text over the context).");
   forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text")
       ->type_name("FILE.npy...")
       ->check(readable_file());
