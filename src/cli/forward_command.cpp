@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -16,6 +17,7 @@
 #include "pipeline/job_outputs.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/threads.hpp"
+#include "text/clip_tokenizer.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -55,21 +57,47 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
                             o.legrad_from, layers - 1));
 }
 
+// Before any input: --text's texts as clip.tokenize's rows, each the tower's context long. A
+// model without a text tower, an empty text, a text longer than the context: one line, exit 2.
+std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel& opened, const ForwardCommandOptions& o) {
+  if (o.texts.empty()) return {};
+  const TextTower& tower = opened.text.tower;
+  if (!tower.present())
+    throw Error("--text: " + (opened.text.missing.empty() ? o.model.file + " has no CLIP text tower" : opened.text.missing));
+  if (!o.tensors.empty() && opened.model.w_embed.rows() != tower.d_embed())
+    throw Error(fmt::format("--text: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
+                            o.model.file, opened.model.w_embed.rows(), tower.d_embed()));
+  const text::ClipTokenizer tokenizer;
+  std::vector<std::vector<std::int32_t>> ids;
+  for (const std::string& t : o.texts) {
+    if (t.find_first_not_of(" \t\n\r\f\v") == std::string::npos) throw Error("--text: an empty text (nothing to encode)");
+    ids.push_back(tokenizer.tokenize(t, tower.context()));
+  }
+  return ids;
+}
+
 }  // namespace
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
   // `forward` needs --model (check_forward); the class names for --class's labels
-  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty());
+  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), !o.texts.empty());
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
-  const pipeline::ForwardRequest request = forward_request(o, classes);
+  pipeline::ForwardRequest request = forward_request(o, classes);
+  request.texts = tokenized_texts(opened, o);
   pipeline::check_forward_outputs(request);
   if (!classes.empty()) spdlog::info("--class: the gradients of {}", pipeline::class_names(classes));
   pipeline::prepare_output_folder(request.output);
   pipeline::set_library_threads(o.threads > 0 ? o.threads
                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  std::optional<pipeline::EncodedTexts> texts;
+  if (!request.texts.empty()) {
+    texts = pipeline::forward_texts(opened.text.tower, request);
+    spdlog::info("{} text{} → {}", request.texts.size(), request.texts.size() == 1 ? "" : "s",
+                 files::display(texts->written.embedding));
+  }
   int failed = 0;
-  for (const pipeline::ForwardInputResult& r : pipeline::forward_files(opened.model, request)) {
+  for (const pipeline::ForwardInputResult& r : pipeline::forward_files(opened.model, request, texts ? &*texts : nullptr)) {
     if (!r.error.empty()) {
       spdlog::error("{}", r.error);
       ++failed;

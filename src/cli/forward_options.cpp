@@ -78,10 +78,13 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "  vitattn forward --model vit.safetensors --class 3 --method chefer,legrad x.npy\n"
       "                                                  also x_grad_attention.npy, x_grad_blocks.npy,\n"
       "                                                  x_relevance_chefer.npy, x_relevance_legrad.npy\n"
+      "  vitattn forward --model clip.safetensors --text 'a cat' --text 'a dog' x.npy\n"
+      "                                                  text_ids.npy, text_embedding.npy, text_attention.npy,\n"
+      "                                                  x_logits.npy [N, 2] beside x's own files\n"
       "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
-      "(--class on a model without a classifier or out of its range among them).");
-  forward->add_option("tensors", o.tensors, "Input tensors (.npy)")
-      ->required()
+      "(--class on a model without a classifier or out of its range among them; --text on a model without\n"
+      "a text tower, an empty text, a text over the context).");
+  forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text")
       ->type_name("FILE.npy...")
       ->check(readable_file());
   forward->add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(non_empty());
@@ -92,12 +95,23 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
   forward->add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
   add_checkpoint_options(*forward, o.model, model);
   add_gradient_options(*forward, o);
+  forward
+      ->add_option("--text", o.texts,
+                   "A text through a CLIP model's text tower (repeat for several): writes <out>/text_ids.npy int32\n"
+                   "[n, 77] (clip.tokenize's ids), text_embedding.npy [n, E] (L2-normalised) and text_attention.npy\n"
+                   "[n, L, H, 77, 77] (causal; zeros after each text's end token), and with tensors, each\n"
+                   "<stem>_logits.npy [N, n] = exp(logit_scale)·cos(image, text embedding)")
+      ->allow_extra_args(false)  // one text per --text: the tensors after it stay inputs
+      ->type_name("TEXT")
+      ->group("Text (CLIP)");
   add_verbosity_options(*forward, verbosity);
   return forward;
 }
 
 void check_forward(const CLI::App& forward) {
   if (forward.count("--model") == 0) throw CLI::ValidationError("forward requires --model");
+  if (forward.count("tensors") == 0 && forward.count("--text") == 0)
+    throw CLI::ValidationError("forward requires input tensors (.npy), or --text");
 }
 
 std::vector<pipeline::MapMethod> chosen_relevance_methods(const std::vector<std::string>& names) {

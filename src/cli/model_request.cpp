@@ -36,8 +36,10 @@ void log_opened_model(const ModelOptions& o, const model::OpenedModel& opened) {
   for (const std::string& line : opened.details) spdlog::debug("{}", line);
 }
 
-model::OpenedModel open_requested_model(const ModelOptions& o, int verbosity, bool labels) {
-  model::OpenedModel opened = model::open_model(model_request(o, verbosity, labels));
+model::OpenedModel open_requested_model(const ModelOptions& o, int verbosity, bool labels, bool text_tower) {
+  model::ModelRequest request = model_request(o, verbosity, labels);
+  request.text_tower = text_tower;
+  model::OpenedModel opened = model::open_model(request);
   log_opened_model(o, opened);
   return opened;
 }

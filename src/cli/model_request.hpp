@@ -16,6 +16,7 @@ model::ModelRequest model_request(const ModelOptions& options, int verbosity, bo
 void log_opened_model(const ModelOptions& options, const model::OpenedModel& opened);
 
 // Both, around open_model: what images, videos and `forward` call.
-model::OpenedModel open_requested_model(const ModelOptions& options, int verbosity, bool labels = false);
+model::OpenedModel open_requested_model(const ModelOptions& options, int verbosity, bool labels = false,
+                                        bool text_tower = false);
 
 }  // namespace vitattn::cli

@@ -75,7 +75,7 @@ std::string no_classifier_reason(const VitModel& model) {
   if (model.pooling == Pooling::probe) return "SigLIP's zero-shot classes need its text tower, which vitattn does not read";
   // A CLIP image tower: a projection to the joint embedding, or CLIP's norm before the first block.
   if (model.w_embed.size() > 0 || model.norm_pre.present())
-    return "CLIP's zero-shot classes need its text tower, which vitattn does not read";
+    return "CLIP's zero-shot classes need its text tower, which the image command does not read yet";
   return "";
 }
 

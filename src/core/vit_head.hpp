@@ -44,7 +44,8 @@ RowVector l2_normalized(const RowVector& v);
 
 // Why a model has no classifier, for a refusal: "" in general; a SigLIP tower's (Pooling::probe)
 // and a CLIP tower's (a projection to a joint embedding, or CLIP's norm before the first block):
-// their zero-shot classes are their text tower's, which vitattn does not read.
+// their zero-shot classes are their text tower's, which the image command does not read (CLIP's:
+// read for the forward command only).
 std::string no_classifier_reason(const VitModel& model);
 // The same as a clause to append to a sentence: "; " + the reason, or "" when there is none.
 std::string no_classifier_note(const VitModel& model);

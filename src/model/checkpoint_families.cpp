@@ -250,9 +250,9 @@ std::vector<CheckpointFamily> make_families() {
       // CLIP's image towers: OpenAI CLIP and OpenCLIP (visual.*), and Hugging Face CLIP (vision_model.*).
       // Both: a class embedding [D] and positions [1 + N, D], no patch bias, ln_pre before the first
       // block, ln_post on the tokens (the class token's row is what CLIP pools), a projection to the
-      // joint embedding. The text tower's tensors are outside these names and left alone.
+      // joint embedding. The text tower's tensors are outside these names: text_tower_loader.cpp reads them.
       {.name = "clip",
-       .description = "OpenAI CLIP / OpenCLIP ViT image tower (visual.*; the text tower is not read)",
+       .description = "OpenAI CLIP / OpenCLIP ViT image tower (visual.*; and its text tower, beside it)",
        .prefixes = {"visual.", ""},
        .patch_embed = "conv1",
        .cls_token = "class_embedding",

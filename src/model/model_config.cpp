@@ -74,6 +74,8 @@ void read_config(const json& top, const fs::path& file, ModelConfig& out) {
   const auto vision = top.find("vision_config");
   const json& c = vision != top.end() && vision->is_object() ? *vision : top;
   out.projection_dim = positive_int(top, "projection_dim", file, 1 << 16);
+  if (const auto text = top.find("text_config"); text != top.end() && text->is_object())
+    out.text_heads = positive_int(*text, "num_attention_heads", file, 4096);
   out.activation = activation(c, file);
   out.heads = positive_int(c, "num_attention_heads", file, 4096);
   out.image_size = positive_int(c, "image_size", file, 1 << 16);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 #include "files/mapped_file.hpp"
@@ -105,6 +107,24 @@ std::function<std::string()> weights_lost(const tensors::TensorFile& st) {
   };
 }
 
+// CLIP's text tower beside the image tower (text_tower_loader.hpp), with the image tower's ε and
+// GELU (the family's, the file's and the config's, already in); its tensors, when read, are no
+// longer "outside the encoder". Said for -v either way.
+void read_text_tower(const tensors::TensorFile& st, const ModelConfig& config, LoadedVit& loaded, OpenedModel& out) {
+  out.text = load_text_tower(st, loaded.family, loaded.prefix,
+                             TextSettings{.heads = config.text_heads, .eps = loaded.model.eps, .gelu = loaded.model.gelu});
+  if (out.text.tower.present()) {
+    const std::set<std::string> read(out.text.tensors.begin(), out.text.tensors.end());
+    std::erase_if(loaded.outside, [&](const std::string& name) { return read.count(name) > 0; });
+    out.details.push_back(fmt::format("text tower ({} names): {} layers, W={}, {} heads ({}), context {}, embedding {}",
+                                      out.text.naming, out.text.tower.n_layers(), out.text.tower.width(),
+                                      out.text.tower.n_heads, out.text.heads_from, out.text.tower.context(),
+                                      out.text.tower.d_embed()));
+  } else if (!out.text.naming.empty()) {
+    out.details.push_back("text tower not read: " + out.text.missing);
+  }
+}
+
 // Where the config files beside the weights are, and what they said; none for bytes in memory.
 struct Beside {
   ModelConfig config;
@@ -122,6 +142,7 @@ OpenedModel open_tensors(const tensors::TensorFile& st, const Beside& beside, co
   if (loaded.heads_guessed) out.heads_guessed = HeadsGuessed{loaded.model.n_heads, static_cast<int>(loaded.model.d_model())};
   if (r.overrides.heads == 0 && config.heads > 0 && !metadata_heads(st)) loaded.heads_from = config.sources;
   check_config_sizes(config, loaded.model, name);
+  if (r.text_tower) read_text_tower(st, config, loaded, out);
   if (!loaded.outside.empty())
     out.details.push_back("tensors outside the encoder, not read: " + some_names(loaded.outside));
   if (config.patch_size > 0 && config.patch_size != loaded.model.patch_size)

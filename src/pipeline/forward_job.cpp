@@ -132,7 +132,19 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   for (std::size_t c = 0; c < r.classes.size(); ++c) add_gradients(model, tape, r, r.classes[c], out, out.classes[c]);
 }
 
-ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f) {
+// CLIP's logits_per_image: exp(logit_scale) · image embedding (n_images, E) · text embeddingsᵀ
+// (E, n_texts), both L2-normalised, so each is the cosine times the temperature.
+std::vector<float> image_text_logits(const Arrays& a, std::uint64_t n_images, const EncodedTexts& texts) {
+  const auto e = static_cast<Eigen::Index>(texts.embeddings.cols());
+  if (a.embedding.size() != n_images * static_cast<std::uint64_t>(e))
+    throw Error(fmt::format("the image embedding is not {} wide, as the text embedding is", e));
+  const Eigen::Map<const Matrix> images(a.embedding.data(), static_cast<Eigen::Index>(n_images), e);  // (N, E)
+  const Matrix logits = std::exp(texts.logit_scale) * (images * texts.embeddings.transpose());       // (N, n)
+  return {logits.data(), logits.data() + logits.size()};
+}
+
+ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f,
+                            const EncodedTexts* texts) {
   const auto layers = static_cast<std::uint64_t>(model.n_layers()), heads = static_cast<std::uint64_t>(model.n_heads);
   ForwardOutputs written;
   tensors::write_npy(f.attention, a.attention.data(), {n, layers, heads, a.n_tokens, a.n_tokens});
@@ -150,6 +162,11 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   if (!a.probe_attention.empty()) {
     tensors::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
     written.probe_attention = f.probe_attention;
+  }
+  if (texts && !model.has_classifier()) {
+    const std::vector<float> logits = image_text_logits(a, n, *texts);
+    tensors::write_npy(f.logits, logits.data(), {n, static_cast<std::uint64_t>(texts->embeddings.rows())});
+    written.logits = f.logits;
   }
   if (!model.has_classifier()) return written;
   tensors::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
@@ -171,7 +188,8 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
   return written;
 }
 
-ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r) {
+ForwardInputResult forward_file(const VitModel& model, const fs::path& input, const ForwardRequest& r,
+                                const EncodedTexts* texts) {
   const std::vector<ImageTensor> images = read_inputs(input, model.patch_size);
   Arrays arrays;
   naming_source(files::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
@@ -180,7 +198,7 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
   ForwardInputResult out;
   out.input = input;
   out.images = images.size();
-  out.written = write_arrays(model, arrays, images.size(), forward_outputs(r, input));
+  out.written = write_arrays(model, arrays, images.size(), forward_outputs(r, input), texts);
   return out;
 }
 
@@ -234,13 +252,56 @@ void check_forward_outputs(const ForwardRequest& r) {
   for (const fs::path& in : inputs) {
     for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + files::display(in));
   }
+  for (const fs::path& p : text_outputs(r).all()) guard.derives(p, "the texts' output");
 }
 
-std::vector<ForwardInputResult> forward_files(const VitModel& model, const ForwardRequest& r) {
+TextOutputs text_outputs(const ForwardRequest& r) {
+  if (r.texts.empty()) return {};
+  return {r.output / text_array_name("ids"), r.output / text_array_name("embedding"),
+          r.output / text_array_name("attention")};
+}
+
+std::vector<fs::path> TextOutputs::all() const {
+  std::vector<fs::path> out;
+  for (const fs::path& p : {ids, embedding, attention})
+    if (!p.empty()) out.push_back(p);
+  return out;
+}
+
+EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
+  const auto n = static_cast<std::uint64_t>(r.texts.size()), ctx = static_cast<std::uint64_t>(tower.context());
+  const auto layers = static_cast<std::uint64_t>(tower.n_layers()), heads = static_cast<std::uint64_t>(tower.n_heads);
+  EncodedTexts out;
+  out.logit_scale = tower.logit_scale;
+  out.embeddings.resize(static_cast<Eigen::Index>(n), tower.d_embed());
+  std::vector<std::int32_t> ids;                                   // [n, ctx]
+  std::vector<float> attention(n * layers * heads * ctx * ctx, 0.0f);  // [n, L, H, ctx, ctx], zeros after each EOT
+  for (std::uint64_t t = 0; t < n; ++t) {
+    const TextResult result = encode_text(tower, r.texts[t], true);
+    out.embeddings.row(static_cast<Eigen::Index>(t)) = result.embedding;
+    ids.insert(ids.end(), r.texts[t].begin(), r.texts[t].end());
+    const auto len = static_cast<std::uint64_t>(result.length);
+    for (std::uint64_t l = 0; l < layers; ++l)
+      for (std::uint64_t h = 0; h < heads; ++h) {
+        const Matrix& a = result.attention[l][h];  // (len, len)
+        float* at = attention.data() + (((t * layers + l) * heads + h) * ctx) * ctx;
+        for (std::uint64_t i = 0; i < len; ++i)
+          std::copy(a.row(static_cast<Eigen::Index>(i)).data(), a.row(static_cast<Eigen::Index>(i)).data() + len, at + i * ctx);
+      }
+  }
+  const TextOutputs f = text_outputs(r);
+  tensors::write_npy_int32(f.ids, ids.data(), {n, ctx});
+  tensors::write_npy(f.embedding, out.embeddings);
+  tensors::write_npy(f.attention, attention.data(), {n, layers, heads, ctx, ctx});
+  out.written = f;
+  return out;
+}
+
+std::vector<ForwardInputResult> forward_files(const VitModel& model, const ForwardRequest& r, const EncodedTexts* texts) {
   std::vector<ForwardInputResult> results;
   for (const fs::path& input : r.inputs) {
     try {
-      results.push_back(forward_file(model, input, r));
+      results.push_back(forward_file(model, input, r, texts));
     } catch (const Error& e) {
       ForwardInputResult failed;
       failed.input = input;

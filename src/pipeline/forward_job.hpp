@@ -26,13 +26,25 @@
 //   x_relevance_<method>.npy [N, grid_h, grid_w]       one per method asked, before any display scaling
 // With several classes, each class's files carry its index, as the image command's do:
 // x_grad_attention_c<C>.npy, x_grad_blocks_c<C>.npy, x_relevance_<method>_c<C>.npy.
+// With texts (ForwardRequest::texts, a CLIP model's text tower: core/text_tower.hpp), once for
+// all of them:
+//   text_ids.npy        int32 [n, ctx]  the token ids (clip.tokenize's rows; ctx = 77 for CLIP)
+//   text_embedding.npy  [n, E]          the L2-normalised text embeddings
+//   text_attention.npy  [n, layers, heads, ctx, ctx]  each layer's causal attention; rows and
+//                                       columns after a text's end-of-text token are zeros (they
+//                                       are not computed: the contract of text_tower.hpp)
+// and for each input, in place of a classifier's logits (CLIP has none):
+//   x_logits.npy        [N, n]  exp(logit_scale)·cos(image embedding, text embedding), CLIP's
+//                                logits_per_image
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/relevance.hpp"
+#include "core/text_tower.hpp"
 #include "core/vit.hpp"
 #include "map_methods.hpp"
 
@@ -50,7 +62,28 @@ struct ForwardRequest {
   std::vector<MapMethod> methods;             // the class-specific maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
+  // The texts' token ids, each row the text tower's context long (clip.tokenize's); none: no
+  // text outputs.
+  std::vector<std::vector<std::int32_t>> texts;
 };
+
+// The texts' files, one of each for every text (named always when there are texts).
+struct TextOutputs {
+  std::filesystem::path ids, embedding, attention;
+  std::vector<std::filesystem::path> all() const;  // every name above that is set
+};
+TextOutputs text_outputs(const ForwardRequest& request);
+
+// What forward_texts computed: the embeddings the logits read, and the files it wrote.
+struct EncodedTexts {
+  Matrix embeddings;        // (n, E) L2-normalised
+  float logit_scale = 0.0f; // the tower's (the logits' factor is its exp)
+  TextOutputs written;
+};
+
+// Every text of the request through `tower`, its three files written. Throws Error (nothing of
+// it written) when the tower refuses an id or its activations overflow.
+EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& request);
 
 // What forward writes for one class of one input (relevance: one per method, in its order).
 struct ClassOutputs {
@@ -85,6 +118,9 @@ struct ForwardInputResult {
 // non-finite value, an unwritable output) is said in its result and the others go on. The
 // output folder must exist (prepare_output_folder), and the model is one open_model gave
 // (validated there, once).
-std::vector<ForwardInputResult> forward_files(const VitModel& model, const ForwardRequest& request);
+// With `texts` (forward_texts's), each input's logits are the image-text logits [N, n]; the
+// image and text embeddings must be as wide (the CLI checks it before any input).
+std::vector<ForwardInputResult> forward_files(const VitModel& model, const ForwardRequest& request,
+                                              const EncodedTexts* texts = nullptr);
 
 }  // namespace vitattn::pipeline

@@ -35,6 +35,8 @@ constexpr const char* kArrayExtension = ".npy";
 
 std::string array_suffix(const std::string& what) { return "_" + what + kArrayExtension; }
 
+std::string text_array_name(const std::string& what) { return "text_" + what + kArrayExtension; }
+
 std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + kArrayExtension; }
 
 std::string attention_values_suffix() { return array_suffix("attn"); }

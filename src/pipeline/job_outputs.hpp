@@ -102,6 +102,10 @@ std::string mask_suffix();
 // "_<what>.npy": one array of the forward command's ("_attention.npy", "_features.npy", …).
 std::string array_suffix(const std::string& what);
 
+// "text_<what>.npy": one array of the forward command's texts, one file for all of them
+// ("text_ids.npy", "text_embedding.npy", "text_attention.npy").
+std::string text_array_name(const std::string& what);
+
 // A file in the output folder over the whole batch, rebuilt from one part per image job that
 // the job writes beside its other outputs (batch_files.hpp says why and when).
 enum class BatchFileKind {

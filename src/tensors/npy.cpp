@@ -77,6 +77,15 @@ std::vector<std::uint8_t> encode_npy_bool(const std::uint8_t* data, const std::v
   return encode_array("|b1", data, 1, shape);  // numpy's bool: one byte, 0 or 1
 }
 
+std::vector<std::uint8_t> encode_npy_int32(const std::int32_t* data, const std::vector<std::uint64_t>& shape) {
+  return encode_array("<i4", data, sizeof(std::int32_t), shape);  // little-endian, as every target vitattn builds for
+}
+
+void write_npy_int32(const std::filesystem::path& path, const std::int32_t* data, const std::vector<std::uint64_t>& shape) {
+  const auto bytes = encode_npy_int32(data, shape);
+  files::write_file_atomic(path, bytes.data(), bytes.size());
+}
+
 std::vector<std::uint8_t> encode_npy(const Matrix& m) {
   // Matrix is row-major, which is C order.
   return encode_npy(m.data(), {static_cast<std::uint64_t>(m.rows()), static_cast<std::uint64_t>(m.cols())});

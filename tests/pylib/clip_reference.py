@@ -204,3 +204,81 @@ def hf_text_tower(seed=8):
                         ("mlp.fc1", (4 * w, w)), ("mlp.fc2", (w, 4 * w))):
         t[b + name + ".weight"], t[b + name + ".bias"] = r(*shape), r(shape[0])
     return t
+
+
+# A text tower the real tokeniser's ids fit: CLIP's vocabulary (49408) and context (77), 128 wide
+# (2 heads of 64, OpenAI's width // 64), 2 layers, projecting to the image towers' EMBED.
+VOCAB, CONTEXT, TEXT_W, TEXT_LAYERS = 49408, 77, 128, 2
+
+
+def openai_text_tensors(seed=11, width=TEXT_W):
+    """A random text tower under OpenAI CLIP's names (clip/model.py CLIP: token_embedding,
+    positional_embedding, transformer.resblocks, ln_final, text_projection [W, E], logit_scale)."""
+    rng = np.random.default_rng(seed)
+    r = lambda *s, sc=0.3: (rng.standard_normal(s) * sc).astype(np.float32)  # noqa: E731
+    w = width
+    t = {"token_embedding.weight": r(VOCAB, w), "positional_embedding": r(CONTEXT, w), "ln_final.weight": 1 + r(w),
+         "ln_final.bias": r(w), "text_projection": r(w, EMBED), "logit_scale": np.array(np.log(1 / 0.07), np.float32)}
+    for i in range(TEXT_LAYERS):
+        b = f"transformer.resblocks.{i}."
+        t.update({b + "ln_1.weight": 1 + r(w), b + "ln_1.bias": r(w), b + "attn.in_proj_weight": r(3 * w, w),
+                  b + "attn.in_proj_bias": r(3 * w), b + "attn.out_proj.weight": r(w, w), b + "attn.out_proj.bias": r(w),
+                  b + "ln_2.weight": 1 + r(w), b + "ln_2.bias": r(w), b + "mlp.c_fc.weight": r(4 * w, w),
+                  b + "mlp.c_fc.bias": r(4 * w), b + "mlp.c_proj.weight": r(w, 4 * w), b + "mlp.c_proj.bias": r(w)})
+    return t
+
+
+def hf_text_names(t, width=TEXT_W):
+    """OpenAI text names → CLIPModel's (convert_clip_original_pytorch_to_hf.py's mapping): text_model.*,
+    in_proj split into q/k/v_proj, text_projection.weight = text_projectionᵀ."""
+    m = "text_model."
+    out = {m + "embeddings.token_embedding.weight": t["token_embedding.weight"],
+           m + "embeddings.position_embedding.weight": t["positional_embedding"],
+           m + "final_layer_norm.weight": t["ln_final.weight"], m + "final_layer_norm.bias": t["ln_final.bias"],
+           "text_projection.weight": np.ascontiguousarray(t["text_projection"].T), "logit_scale": t["logit_scale"]}
+    for i in range(TEXT_LAYERS):
+        s, d = f"transformer.resblocks.{i}.", f"{m}encoder.layers.{i}."
+        for k, part in enumerate(("q_proj", "k_proj", "v_proj")):
+            out[d + f"self_attn.{part}.weight"] = t[s + "attn.in_proj_weight"][k * width:(k + 1) * width]
+            out[d + f"self_attn.{part}.bias"] = t[s + "attn.in_proj_bias"][k * width:(k + 1) * width]
+        for a, b in (("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"), ("attn.out_proj", "self_attn.out_proj"),
+                     ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
+            out[d + b + ".weight"], out[d + b + ".bias"] = t[s + a + ".weight"], t[s + a + ".bias"]
+    return out
+
+
+def openai_encode_text(t, text, heads, act=quick_gelu):
+    """OpenAI clip/model.py CLIP.encode_text on OpenAI-named float64 tensors, text [n, ctx] int64:
+    x = token_embedding(text) + positional_embedding; the transformer sequence-first with
+    attn_mask = build_attention_mask() (−inf strictly above the diagonal, 0 elsewhere); ln_final;
+    x[arange(n), text.argmax(-1)] @ text_projection. Returns (attention [n, L, H, ctx, ctx], the
+    embedding [n, E] L2-normalised as CLIP.forward normalises it)."""
+    n, ctx = text.shape
+    w = t["token_embedding.weight"].shape[1]
+    mask = torch.empty(ctx, ctx, dtype=torch.float64).fill_(float("-inf")).triu_(1)  # build_attention_mask
+    x = F.embedding(text, t["token_embedding.weight"]) + t["positional_embedding"]
+    x = x.permute(1, 0, 2)  # NLD -> LND
+    ln = lambda v, p: F.layer_norm(v, (w,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
+    attention, i = [], 0
+    while f"transformer.resblocks.{i}.ln_1.weight" in t:
+        b = f"transformer.resblocks.{i}."
+        mha = torch.nn.MultiheadAttention(w, heads).double()
+        mha.in_proj_weight.copy_(t[b + "attn.in_proj_weight"])
+        mha.in_proj_bias.copy_(t[b + "attn.in_proj_bias"])
+        mha.out_proj.weight.copy_(t[b + "attn.out_proj.weight"])
+        mha.out_proj.bias.copy_(t[b + "attn.out_proj.bias"])
+        y = ln(x, b + "ln_1")
+        o, a = mha(y, y, y, need_weights=True, attn_mask=mask, average_attn_weights=False)  # a [n, H, ctx, ctx]
+        x = x + o
+        x = x + F.linear(act(F.linear(ln(x, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"])),
+                         t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
+        attention.append(a)
+        i += 1
+    x = ln(x.permute(1, 0, 2), "ln_final")
+    e = x[torch.arange(n), text.argmax(dim=-1)] @ t["text_projection"]
+    return torch.stack(attention, 1).numpy(), F.normalize(e, dim=-1).numpy()
+
+
+def clip_logits(image_embedding, text_embedding, logit_scale):
+    """CLIP.forward's logits_per_image: logit_scale.exp() · image_features @ text_features.t() (both normalised)."""
+    return np.exp(np.float64(logit_scale)) * (np.asarray(image_embedding, np.float64) @ np.asarray(text_embedding, np.float64).T)

@@ -46,5 +46,18 @@ TEST(Npy, BoolArrayIsOneByteEachWithNumpysBoolDescr) {
   EXPECT_EQ(std::memcmp(bytes.data() + 10 + header_len, cells, 6), 0);
 }
 
+TEST(Npy, Int32ArrayIsLittleEndianI4) {
+  const std::int32_t ids[4] = {49406, 320, 49407, 0};
+  const auto bytes = encode_npy_int32(ids, {2, 2});
+  const std::size_t header_len = bytes[8] | static_cast<std::size_t>(bytes[9]) << 8;
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 10, header_len);
+  EXPECT_EQ(header.rfind("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }", 0), 0u) << header;
+  ASSERT_EQ(bytes.size(), 10 + header_len + 4 * sizeof(std::int32_t));
+  EXPECT_EQ(bytes[10 + header_len], 49406 & 0xff);
+  EXPECT_EQ(bytes[10 + header_len + 1], 49406 >> 8);
+  EXPECT_EQ(std::memcmp(bytes.data() + 10 + header_len, ids, sizeof ids), 0);
+}
+
 }  // namespace
 }  // namespace vitattn::tensors

@@ -1,0 +1,123 @@
+// CLIP's text encoder (core/text_tower.hpp) against a direct computation over the whole context
+// with scaled_dot_product_attention and causal_mask (attention.hpp, its own tests), which is
+// what the contract says the computed length must reproduce on rows 0…EOT.
+#include "core/text_tower.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/attention.hpp"
+#include "core/error.hpp"
+#include "test_util.hpp"
+
+namespace vitattn {
+namespace {
+
+constexpr int kWidth = 8, kHeads = 2, kContext = 6, kVocab = 10, kEmbed = 4, kMlp = 16;
+
+TextTower small_tower(std::mt19937& rng) {
+  TextTower t;
+  t.n_heads = kHeads;
+  t.gelu = Gelu::quick;
+  t.token_embedding = test::random_matrix(kVocab, kWidth, rng);        // (vocab, W)
+  t.positional_embedding = test::random_matrix(kContext, kWidth, rng); // (ctx, W)
+  for (int l = 0; l < 2; ++l) {
+    EncoderBlock b;
+    b.norm1 = {RowVector::Ones(kWidth) + test::random_matrix(1, kWidth, rng, 0.2f).row(0), test::random_matrix(1, kWidth, rng, 0.2f).row(0)};
+    b.w_qkv = test::random_matrix(3 * kWidth, kWidth, rng);  // (3·W, W)
+    b.b_qkv = test::random_matrix(1, 3 * kWidth, rng).row(0);
+    b.w_proj = test::random_matrix(kWidth, kWidth, rng, 0.5f);
+    b.b_proj = test::random_matrix(1, kWidth, rng).row(0);
+    b.norm2 = {RowVector::Ones(kWidth), RowVector::Zero(kWidth)};
+    b.w_fc1 = test::random_matrix(kMlp, kWidth, rng, 0.5f);
+    b.b_fc1 = test::random_matrix(1, kMlp, rng).row(0);
+    b.w_fc2 = test::random_matrix(kWidth, kMlp, rng, 0.5f);
+    b.b_fc2 = test::random_matrix(1, kWidth, rng).row(0);
+    t.blocks.push_back(std::move(b));
+  }
+  t.final_norm = {RowVector::Ones(kWidth), RowVector::Zero(kWidth)};
+  t.w_projection = test::random_matrix(kEmbed, kWidth, rng);  // (E, W)
+  t.validate("test");
+  return t;
+}
+
+// The whole context, every head through scaled_dot_product_attention with the causal mask.
+struct Direct {
+  RowVector embedding;
+  std::vector<std::vector<Matrix>> attention;  // [layer][head] (ctx, ctx)
+};
+Direct direct(const TextTower& t, const std::vector<std::int32_t>& ids) {
+  Matrix x(kContext, kWidth);
+  for (int i = 0; i < kContext; ++i) x.row(i) = Matrix(t.token_embedding).row(ids[static_cast<std::size_t>(i)]) + Matrix(t.positional_embedding).row(i);
+  Direct out;
+  const int d = kWidth / kHeads;
+  for (const EncoderBlock& b : t.blocks) {
+    const Matrix qkv = (layer_norm(x, b.norm1, t.eps) * Matrix(b.w_qkv).transpose()).rowwise() + b.b_qkv;
+    Matrix heads(kContext, kWidth);
+    auto& layer = out.attention.emplace_back();
+    for (int h = 0; h < kHeads; ++h) {
+      const Attention a = scaled_dot_product_attention(qkv.middleCols(h * d, d), qkv.middleCols(kWidth + h * d, d),
+                                                       qkv.middleCols(2 * kWidth + h * d, d), causal_mask(kContext));
+      heads.middleCols(h * d, d) = a.output;
+      layer.push_back(a.weights);
+    }
+    x += (heads * Matrix(b.w_proj).transpose()).rowwise() + b.b_proj;
+    Matrix hidden = (layer_norm(x, b.norm2, t.eps) * Matrix(b.w_fc1).transpose()).rowwise() + b.b_fc1;
+    hidden = hidden.array() / (1.0f + (-1.702f * hidden.array()).exp());  // QuickGELU x·σ(1.702x)
+    x += (hidden * Matrix(b.w_fc2).transpose()).rowwise() + b.b_fc2;
+  }
+  const int eot = end_of_text_position(ids);
+  const RowVector e = layer_norm(Matrix(x.row(eot)), t.final_norm, t.eps) * Matrix(t.w_projection).transpose();
+  out.embedding = e / e.norm();
+  return out;
+}
+
+TEST(TextTower, ComputedLengthMatchesTheWholeContextUnderTheCausalMask) {
+  std::mt19937 rng(5);
+  const TextTower t = small_tower(rng);
+  const std::vector<std::int32_t> ids = {7, 3, 2, 9, 0, 0};  // SOT-like 7, two tokens, the largest id (EOT) at 3
+  const TextResult got = encode_text(t, ids, true);
+  const Direct want = direct(t, ids);
+  ASSERT_EQ(got.length, 4);
+  EXPECT_LT((got.embedding - want.embedding).cwiseAbs().maxCoeff(), 1e-5f);
+  EXPECT_NEAR(got.embedding.norm(), 1.0f, 1e-5f);
+  ASSERT_EQ(got.attention.size(), 2u);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(kHeads); ++h) {
+      const Matrix& a = got.attention[l][h];
+      ASSERT_EQ(a.rows(), 4);
+      ASSERT_EQ(a.cols(), 4);
+      EXPECT_LT((a - want.attention[l][h].topLeftCorner(4, 4)).cwiseAbs().maxCoeff(), 1e-5f) << "layer " << l << " head " << h;
+      EXPECT_EQ(a(0, 1), 0.0f);  // masked exactly
+    }
+}
+
+TEST(TextTower, EndOfTextIsTheFirstLargestId) {
+  EXPECT_EQ(end_of_text_position({5, 1, 9, 9, 0}), 2);
+  EXPECT_EQ(end_of_text_position({5, 0, 0}), 0);
+}
+
+TEST(TextTower, RefusesIdsOutsideTheVocabularyOrTheContext) {
+  std::mt19937 rng(6);
+  const TextTower t = small_tower(rng);
+  EXPECT_THROW(encode_text(t, {7, 3, kVocab, 0, 0, 0}), Error);
+  EXPECT_THROW(encode_text(t, {7, 3, -1, 0, 0, 0}), Error);
+  EXPECT_THROW(encode_text(t, {7, 3, 9}), Error);
+}
+
+TEST(TextTower, ValidateNamesTheMisshapenTensor) {
+  std::mt19937 rng(7);
+  TextTower t = small_tower(rng);
+  t.blocks[1].w_proj = test::random_matrix(kWidth, kWidth + 1, rng);
+  try {
+    t.validate("m.safetensors");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("m.safetensors: text tower block 1 out_proj weight is [8, 9]"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vitattn
