@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "files/file_io.hpp"
 #include "text/clip_hf_vocabulary.hpp"
 #include "text/clip_text_clean.hpp"
 #include "text/clip_word_split.hpp"
@@ -16,7 +17,8 @@ namespace {
 
 constexpr size_t kShownCharacters = 40;
 
-// "text \"a photo of …\"": how an error names a text, its first characters.
+// "text \"a photo of …\"": how an error names a text, its first characters, on one line (a
+// newline or other control character among them is shown as \xNN).
 std::string named_text(std::string_view utf8) {
   std::u32string shown;
   try {
@@ -26,7 +28,7 @@ std::string named_text(std::string_view utf8) {
   }
   const bool cut = shown.size() > kShownCharacters;
   if (cut) shown.resize(kShownCharacters);
-  return "text \"" + encode_utf8(shown) + (cut ? "…" : "") + "\"";
+  return "text \"" + files::printable(encode_utf8(shown)) + (cut ? "…" : "") + "\"";
 }
 
 // The lowest-ranked adjacent pair of `word`: its index, or npos when no pair has a rank.

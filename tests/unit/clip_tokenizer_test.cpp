@@ -104,6 +104,17 @@ TEST(ClipTokenizer, TooLongIsAnErrorNamingTheTextAndCount) {
   }
 }
 
+TEST(ClipTokenizer, TooLongErrorIsOneLineWhateverTheText) {
+  try {
+    tokenizer().tokenize("line one\nline two\r" + repeated("a", 76));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find_first_of("\n\r"), std::string::npos) << what;
+    EXPECT_NE(what.find("text \"line one\\x0Aline two\\x0D"), std::string::npos) << what;
+  }
+}
+
 TEST(ClipTokenizer, TruncateEndsWithTheEndMark) {
   const auto ids = tokenizer().tokenize(repeated("a", 76), 77, true);
   ASSERT_EQ(ids.size(), 77u);
