@@ -375,6 +375,23 @@ write("png", "ok-empty.bin", b"")
 # 2x2 grey whose last pixel has a Paeth tie between b (0) and c (10) with a = 15: b must win
 write("png", "ok-paeth-tie.bin", png_seed(1, 0, 1, 0, 3, 1, 0, [10, 0, 15, 99]))
 
+# --- clip_text (a user's text as given to CLIP's tokeniser; ok-* fits 77 ids, bad-* is refused:
+#     invalid UTF-8, or too long without truncating) -------------------------------------------
+
+write("clip_text", "ok-caption.txt", b"a photo of a dog on the beach.")
+write("clip_text", "ok-empty.txt", b"")
+write("clip_text", "ok-accents.txt", "Crème brûlée à la Café Müller, naïve SÃO PAULO".encode())
+write("clip_text", "ok-cjk.txt", "一只猫坐在窗台上 東京の夜景 고양이".encode())
+write("clip_text", "ok-emoji.txt", "a 🐶 and a 👩🏽‍🚀 with 🇫🇷 flag!!".encode())
+write("clip_text", "ok-html-references.txt", b"Tom &amp; Jerry &lt;3 &amp;amp; &eacute;t&#233; &#x1F600; &notit; &#0;")
+write("clip_text", "ok-marks-and-spaces.txt", b"  <|startoftext|>a\tb\n\nc<|endoftext|>!!! 3.14 don't  ")
+write("clip_text", "bad-utf8-lone-continuation.txt", b"a photo \x80 of")
+write("clip_text", "bad-utf8-overlong.txt", b"slash \xc0\xaf")
+write("clip_text", "bad-utf8-surrogate.txt", b"\xed\xa0\x80 half a pair")
+write("clip_text", "bad-utf8-truncated.txt", "caf\u00e9".encode()[:-1])
+write("clip_text", "bad-too-long.txt", b"a photo of a dog, " * 20)
+write("clip_text", "bad-too-long-starting-with-lines.txt", b"line one\nline two\n" + b"word " * 100)
+
 if __name__ == "__main__":
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"{sum(1 for p in OUT.rglob('*') if p.is_file())} seed files, {total} bytes in {OUT}")

@@ -375,6 +375,7 @@ Target target_by_name(std::string_view name) {
   if (name == "image") return image_input;
   if (name == "npy") return npy_input;
   if (name == "serve_request") return serve_request_input;
+  if (name == "clip_text") return clip_text_input;
   return nullptr;
 }
 

@@ -53,9 +53,17 @@ Outcome png_input(const std::uint8_t* data, std::size_t size);
 // back, must parse to itself. accepted = the query parsed.
 Outcome serve_request_input(const std::uint8_t* data, std::size_t size);
 
+// A user's text (the bytes as given: --text, later an upload) through CLIP's tokeniser
+// (text_targets.cpp): encode, then tokenize to 77 ids with and without truncate. Refusals are
+// one line starting "text". What tokenize returns is 77 ids, <|startoftext|> first, all in the
+// vocabulary, zeros only after the closing <|endoftext|>, encode's ids between the marks; with
+// truncate a valid text is never refused, without it only a text whose ids do not fit.
+// accepted = tokenized without truncating.
+Outcome clip_text_input(const std::uint8_t* data, std::size_t size);
+
 using Target = Outcome (*)(const std::uint8_t*, std::size_t);
 
-// "safetensors", "image", "npy", "npy_read", "pth", "png" or "serve_request"; nullptr for any other name.
+// "safetensors", "image", "npy", "npy_read", "pth", "png", "serve_request" or "clip_text"; nullptr for any other name.
 Target target_by_name(std::string_view name);
 
 }  // namespace vitattn::fuzz

@@ -33,7 +33,7 @@ export OPENCV_LOG_LEVEL=SILENT
 
 failed=0
 summary=()
-for name in safetensors image npy npy_read pth png serve_request; do
+for name in safetensors image npy npy_read pth png serve_request clip_text; do
   work="build/fuzz/work/$name"
   artifacts="build/fuzz/artifacts/$name"
   log="build/fuzz/$name.log"
