@@ -91,18 +91,26 @@ std::vector<int32_t> ClipTokenizer::byte_pair_encode(const std::string& word_byt
   return word;
 }
 
-const std::vector<int32_t>& ClipTokenizer::word_ids(const std::string& word_bytes) const {
+std::size_t ClipTokenizer::cached_words() const {
+  const std::lock_guard lock(cache_mutex_);
+  return cache_.size();
+}
+
+std::vector<int32_t> ClipTokenizer::word_ids(const std::string& word_bytes) const {
   const std::lock_guard lock(cache_mutex_);
   auto it = cache_.find(word_bytes);
-  if (it == cache_.end()) it = cache_.emplace(word_bytes, byte_pair_encode(word_bytes)).first;
-  return it->second;  // unordered_map never moves its values
+  if (it != cache_.end()) return it->second;
+  // Bounded, so that a long-lived tokeniser (a server's, fed any text) does not grow without
+  // end: when full it starts again. The ids do not depend on it, only the time does.
+  if (cache_.size() >= kCachedWords) cache_.clear();
+  return cache_.emplace(word_bytes, byte_pair_encode(word_bytes)).first->second;  // a copy: the cache may be cleared
 }
 
 std::vector<int32_t> ClipTokenizer::encode(std::string_view text) const {
   const std::u32string cleaned = clip_clean(decode_utf8(text, named_text(text)));
   std::vector<int32_t> ids;
   for (std::u32string_view word : clip_words(cleaned)) {
-    const auto& piece = word_ids(encode_utf8(word));
+    const std::vector<int32_t> piece = word_ids(encode_utf8(word));
     ids.insert(ids.end(), piece.begin(), piece.end());
   }
   return ids;

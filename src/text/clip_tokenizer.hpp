@@ -7,8 +7,8 @@
 // word's UTF-8 bytes mapped to their byte characters and merged by byte-pair encoding: the
 // adjacent pair of lowest merge rank merged everywhere (left to right), again until no pair
 // has a rank; the last character carries '</w>'. "<|startoftext|>" and "<|endoftext|>" in the
-// text are their own ids. Each word's ids are cached for the tokeniser's life (as Python's
-// cache; guarded, so one tokeniser serves any threads).
+// text are their own ids. Each word's ids are cached (as Python's cache; guarded, so one
+// tokeniser serves any threads), up to kCachedWords words, then the cache starts again.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -43,8 +43,14 @@ class ClipTokenizer {
   // `context` ids are kept and the last of them is <|endoftext|>. `context` below 2 is an Error.
   std::vector<int32_t> tokenize(std::string_view text, int context = kClipContext, bool truncate = false) const;
 
+  // The words a tokeniser keeps the ids of: a text's words repeat within and across prompts
+  // (templates), where the cache pays; past this a server's stream of new words would only
+  // grow it.
+  static constexpr std::size_t kCachedWords = 1 << 16;
+  std::size_t cached_words() const;  // at most kCachedWords
+
  private:
-  const std::vector<int32_t>& word_ids(const std::string& word_bytes) const;
+  std::vector<int32_t> word_ids(const std::string& word_bytes) const;
   std::vector<int32_t> byte_pair_encode(const std::string& word_bytes) const;
 
   std::shared_ptr<const ClipVocabulary> owned_;  // empty for the built-in or a borrowed vocabulary

@@ -85,8 +85,10 @@ locale_t utf8_tables() {
 std::string shortened(std::string_view text) {
   constexpr std::size_t kShown = 40;
   const std::u32string code_points = decode_utf8(text);
-  if (code_points.size() <= kShown) return std::string(text);
-  return encode_utf8(std::u32string_view(code_points).substr(0, kShown)) + "\xE2\x80\xA6";
+  if (code_points.size() <= kShown) return files::printable(text);
+  // A control character among them (a newline, a carriage return) shown as \xNN: the error
+  // stays one line.
+  return files::printable(encode_utf8(std::u32string_view(code_points).substr(0, kShown))) + "\xE2\x80\xA6";
 }
 
 // Appending a serialized message to a serialized message merges the two, as protobuf's

@@ -204,6 +204,8 @@ def test_context_without_room_for_the_end_token(model):
     assert hf_ids(hf_processor(model), "a cat", 1) == ("error", 3)  # "▁a", "▁cat", "</s>"
     assert run_tool(model, ["a cat"], "1") == ['error: text "a cat": 3 tokens with the end token, over the context of 1']
     assert run_tool(model, ["a cat"], "1", "truncate") == ["1"]
+    # A control character in the text is shown as \xNN: the error stays one line.
+    assert run_tool(model, ["a\rcat"], "1") == ['error: text "a\\x0Dcat": 3 tokens with the end token, over the context of 1']
 
 
 def test_model_errors_name_the_file(tmp_path):

@@ -154,5 +154,22 @@ TEST(ClipTokenizer, WordSplitAsThePattern) {
   EXPECT_EQ(words_of(U"東京タワー café"), std::vector<std::string>({"東京タワー", "café"}));
 }
 
+// A long-lived tokeniser fed new words without end (a server's) keeps at most kCachedWords of
+// them, and a word's ids do not depend on whether they were cached.
+TEST(ClipTokenizer, WordCacheIsBoundedAndDoesNotChangeIds) {
+  const ClipTokenizer t;
+  const std::vector<int32_t> first = t.encode("zebra crossing");
+  std::string text;
+  for (std::size_t i = 0; i < ClipTokenizer::kCachedWords + 100; ++i) {
+    std::string word;  // letters only: digits would split into one word each
+    for (std::size_t n = i; word.empty() || n > 0; n /= 26) word += static_cast<char>('a' + n % 26);
+    text += word + ' ';
+  }
+  (void)t.encode(text);
+  EXPECT_LE(t.cached_words(), ClipTokenizer::kCachedWords);
+  EXPECT_GT(t.cached_words(), 0u);
+  EXPECT_EQ(t.encode("zebra crossing"), first);
+}
+
 }  // namespace
 }  // namespace vitattn::text
