@@ -2,14 +2,13 @@
 
 #include <sentencepiece_processor.h>
 
-#include <cwctype>
-#include <locale.h>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "text/unicode_text.hpp"
 
 namespace vitattn::text {
 namespace {
@@ -20,71 +19,11 @@ constexpr std::string_view kUnk = "<unk>";    // the prefix of step 4
 constexpr std::string_view kUnderline = "\xE2\x96\x81";  // "▁", SentencePiece's space
 constexpr std::u32string_view kPunctuation = U"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";  // string.punctuation
 
-// The code points of UTF-8 `text`; throws Error on a malformed, overlong or surrogate
-// sequence (a Python str, HF's input, cannot hold one).
-std::u32string decode_utf8(std::string_view text) {
-  std::u32string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || i + length > text.size())
-      throw Error(fmt::format("text is not UTF-8 (byte {} of {})", i + 1, text.size()));
-    char32_t c = length == 1 ? lead : lead & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xC0) != 0x80) throw Error(fmt::format("text is not UTF-8 (byte {} of {})", i + k + 1, text.size()));
-      c = (c << 6) | (next & 0x3F);
-    }
-    constexpr char32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < kSmallest[length] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-      throw Error(fmt::format("text is not UTF-8 (byte {} of {})", i + 1, text.size()));
-    out.push_back(c);
-    i += length;
-  }
-  return out;
-}
-
-std::string encode_utf8(std::u32string_view code_points) {
-  std::string out;
-  out.reserve(code_points.size());
-  for (const char32_t c : code_points) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  return out;
-}
-
-// Python's str.isspace, which is also what re's \s and str.strip() take for whitespace.
-bool is_python_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-// glibc's C.UTF-8 character tables, whatever the process's own locale is.
-locale_t utf8_tables() {
-  static const locale_t tables = newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t{});
-  if (tables == locale_t{}) throw Error("lower-casing text needs glibc's C.UTF-8 locale, which is not installed");
-  return tables;
-}
 
 // At most the first 40 code points of `text`, "…" when cut: a text named in a message.
 std::string shortened(std::string_view text) {
   constexpr std::size_t kShown = 40;
-  const std::u32string code_points = decode_utf8(text);
+  const std::u32string code_points = decode_utf8(text, "text");
   if (code_points.size() <= kShown) return files::printable(text);
   // A control character among them (a newline, a carriage return) shown as \xNN: the error
   // stays one line.
@@ -101,22 +40,13 @@ constexpr std::string_view kNoDummyPrefix{"\x1A\x02\x18\x00", 4};
 }  // namespace
 
 std::string lower_case_text(std::string_view text) {
-  const locale_t tables = utf8_tables();
-  std::u32string out;
-  for (const char32_t c : decode_utf8(text)) {
-    if (c == 0x130) {  // Python's only lower case of more than one code point
-      out += U"i\u0307";
-      continue;
-    }
-    out.push_back(static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), tables)));
-  }
-  return encode_utf8(out);
+  return encode_utf8(python_lower_each(decode_utf8(text, "text")));
 }
 
 std::string canonicalize_text(std::string_view text) {
   std::u32string out;
   bool in_space = false;
-  for (const char32_t c : decode_utf8(text)) {
+  for (const char32_t c : decode_utf8(text, "text")) {
     if (kPunctuation.find(c) != std::u32string_view::npos) continue;  // removed before the spaces are collapsed
     if (is_python_space(c)) {
       in_space = true;

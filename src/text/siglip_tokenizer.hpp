@@ -21,8 +21,9 @@
 
 namespace vitattn::text {
 
-// Step 2: each code point of UTF-8 `text` lower-cased by Unicode's simple mapping (glibc's
-// C.UTF-8 tables), U+0130 "İ" as Python makes it ("i" + U+0307). Throws Error when `text`
+// Step 2: each code point of UTF-8 `text` lower-cased alone by Unicode's simple mapping
+// (utf8proc's, as CLIP's tokeniser: unicode_text.hpp), U+0130 "İ" as Python makes it ("i" +
+// U+0307). Throws Error when `text`
 // is not UTF-8.
 std::string lower_case_text(std::string_view text);
 

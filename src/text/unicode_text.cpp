@@ -103,8 +103,25 @@ bool is_white_space(char32_t c) {
 
 bool is_python_space(char32_t c) { return is_white_space(c) || (c >= 0x1C && c <= 0x1F); }
 
+namespace {
+// Python's only unconditional lower case of more than one code point.
+constexpr char32_t kCapitalIWithDot = 0x130;
+}  // namespace
+
+std::u32string python_lower_each(std::u32string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  for (const char32_t c : text) {
+    if (c == kCapitalIWithDot)
+      out += U"i\u0307";
+    else
+      out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+  }
+  return out;
+}
+
 std::u32string python_lower(std::u32string_view text) {
-  constexpr char32_t kCapitalIWithDot = 0x130, kCapitalSigma = 0x3A3, kFinalSigma = 0x3C2;
+  constexpr char32_t kCapitalSigma = 0x3A3, kFinalSigma = 0x3C2;
   std::u32string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {

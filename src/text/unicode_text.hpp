@@ -29,4 +29,8 @@ bool is_python_space(char32_t c);
 // of Word_Break MidLetter/MidNumLet: the properties Python reads, as utf8proc gives them.
 std::u32string python_lower(std::u32string_view text);
 
+// Python's str.lower() applied to each character alone (HF SiglipTokenizer lower-cases the
+// text one character at a time): as python_lower, but a capital sigma is never final.
+std::u32string python_lower_each(std::u32string_view text);
+
 }  // namespace vitattn::text
