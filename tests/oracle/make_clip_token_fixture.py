@@ -29,10 +29,11 @@ import sys
 import types
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
+from html_names import DECODED_NAMES, unescape_with_names  # noqa: E402
+
 SEED = 20241205
 COUNT = 1200
-# The named references vitattn decodes (src/text/html_unescape.hpp), as html.entities names them.
-DECODED_NAMES = {"amp", "AMP", "lt", "LT", "gt", "GT", "quot", "QUOT", "nbsp", "apos"}
 
 
 def load_reference(path, bpe):
@@ -43,16 +44,6 @@ def load_reference(path, bpe):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.SimpleTokenizer(bpe) if bpe else module.SimpleTokenizer()
-
-
-def unescape_with_names(text, names):
-    """html.unescape with its table of named references cut to `names` (numeric ones unchanged)."""
-    full = html._html5
-    html._html5 = {k: v for k, v in full.items() if k.rstrip(";") in names}
-    try:
-        return html.unescape(text)
-    finally:
-        html._html5 = full
 
 
 def within_vitattn(text):

@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from harness import REPO
+from html_names import DECODED_NAMES, unescape_with_names
 
 regex = pytest.importorskip("regex")
 
@@ -153,18 +154,6 @@ def random_texts(n, seed=1234):
 
 
 TEXTS = HAND_WRITTEN + random_texts(400)
-# The named references vitattn decodes (src/text/html_unescape.hpp), as html.entities names them.
-DECODED_NAMES = {"amp", "AMP", "lt", "LT", "gt", "GT", "quot", "QUOT", "nbsp", "apos"}
-
-
-def unescape_with_names(text, names):
-    """html.unescape with its table of named references cut to `names` (numeric ones unchanged)."""
-    full = html._html5
-    html._html5 = {k: v for k, v in full.items() if k.rstrip(";") in names}
-    try:
-        return html.unescape(text)
-    finally:
-        html._html5 = full
 
 
 def vitattn_ids(texts, folder=None):

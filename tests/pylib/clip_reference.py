@@ -56,6 +56,21 @@ def text_tower(seed=9):
             b + "mlp.c_fc.bias": r(4 * w), b + "mlp.c_proj.weight": r(w, 4 * w), b + "mlp.c_proj.bias": r(w)}
 
 
+def hf_block_names(t, prefix, layers, width):
+    """OpenAI's transformer.resblocks.{i}.* → HF's <prefix>encoder.layers.{i}.* (both towers name
+    their blocks alike): the packed in_proj split into q_proj, k_proj, v_proj of `width` rows."""
+    out = {}
+    for i in range(layers):
+        s, d = f"transformer.resblocks.{i}.", f"{prefix}encoder.layers.{i}."
+        for k, part in enumerate(("q_proj", "k_proj", "v_proj")):
+            out[d + f"self_attn.{part}.weight"] = t[s + "attn.in_proj_weight"][k * width:(k + 1) * width]
+            out[d + f"self_attn.{part}.bias"] = t[s + "attn.in_proj_bias"][k * width:(k + 1) * width]
+        for a, b in (("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"), ("attn.out_proj", "self_attn.out_proj"),
+                     ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
+            out[d + b + ".weight"], out[d + b + ".bias"] = t[s + a + ".weight"], t[s + a + ".bias"]
+    return out
+
+
 def hf_names(t):
     """OpenAI names → CLIPVisionModelWithProjection's (convert_clip_original_pytorch_to_hf.py's mapping):
     the packed in_proj split into q_proj, k_proj, v_proj; visual_projection = projᵀ."""
@@ -66,14 +81,7 @@ def hf_names(t):
            v + "pre_layrnorm.weight": t["ln_pre.weight"], v + "pre_layrnorm.bias": t["ln_pre.bias"],
            v + "post_layernorm.weight": t["ln_post.weight"], v + "post_layernorm.bias": t["ln_post.bias"],
            "visual_projection.weight": np.ascontiguousarray(t["proj"].T)}
-    for i in range(LAYERS):
-        s, d = f"transformer.resblocks.{i}.", f"{v}encoder.layers.{i}."
-        for k, part in enumerate(("q_proj", "k_proj", "v_proj")):
-            out[d + f"self_attn.{part}.weight"] = t[s + "attn.in_proj_weight"][k * D:(k + 1) * D]
-            out[d + f"self_attn.{part}.bias"] = t[s + "attn.in_proj_bias"][k * D:(k + 1) * D]
-        for a, b in (("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"), ("attn.out_proj", "self_attn.out_proj"),
-                     ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
-            out[d + b + ".weight"], out[d + b + ".bias"] = t[s + a + ".weight"], t[s + a + ".bias"]
+    out.update(hf_block_names(t, v, LAYERS, D))
     return out
 
 
@@ -236,14 +244,7 @@ def hf_text_names(t, width=TEXT_W):
            m + "embeddings.position_embedding.weight": t["positional_embedding"],
            m + "final_layer_norm.weight": t["ln_final.weight"], m + "final_layer_norm.bias": t["ln_final.bias"],
            "text_projection.weight": np.ascontiguousarray(t["text_projection"].T), "logit_scale": t["logit_scale"]}
-    for i in range(TEXT_LAYERS):
-        s, d = f"transformer.resblocks.{i}.", f"{m}encoder.layers.{i}."
-        for k, part in enumerate(("q_proj", "k_proj", "v_proj")):
-            out[d + f"self_attn.{part}.weight"] = t[s + "attn.in_proj_weight"][k * width:(k + 1) * width]
-            out[d + f"self_attn.{part}.bias"] = t[s + "attn.in_proj_bias"][k * width:(k + 1) * width]
-        for a, b in (("ln_1", "layer_norm1"), ("ln_2", "layer_norm2"), ("attn.out_proj", "self_attn.out_proj"),
-                     ("mlp.c_fc", "mlp.fc1"), ("mlp.c_proj", "mlp.fc2")):
-            out[d + b + ".weight"], out[d + b + ".bias"] = t[s + a + ".weight"], t[s + a + ".bias"]
+    out.update(hf_block_names(t, m, TEXT_LAYERS, width))
     return out
 
 
