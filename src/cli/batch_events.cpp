@@ -53,7 +53,8 @@ void ImageBatchEvents::message(Level level, const std::string& text) {
 
 void ImageBatchEvents::checked(const pipeline::OutputSet& outputs) {
   // Which classes --class named, once the run is known to go ahead (an error stays one line).
-  if (!classes_.empty()) spdlog::info("--class: the maps of {}", pipeline::class_names(classes_));
+  if (!classes_.empty())
+    spdlog::info("{}: the maps of {}", o_.classes.empty() ? "the texts" : "--class", pipeline::class_names(classes_));
   // The log first: a log that cannot be opened stops the run (exit 2) before anything is written.
   if (draw_ && !o_.scale_out.log_json.empty()) log_.emplace(o_.scale_out.log_json, outputs);
 }

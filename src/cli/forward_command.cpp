@@ -17,6 +17,8 @@
 #include "pipeline/job_outputs.hpp"
 #include "pipeline/output_folders.hpp"
 #include "pipeline/threads.hpp"
+#include "pipeline/zero_shot_texts.hpp"
+#include "text_prompts.hpp"
 #include "text/clip_tokenizer.hpp"
 
 namespace vitattn::cli {
@@ -32,7 +34,9 @@ pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const s
   for (const pipeline::ChosenClass& c : classes) r.classes.push_back(c.index);
   r.methods = chosen_relevance_methods(o.methods);
   r.discard_ratio = static_cast<float>(o.discard_ratio);
-  r.legrad_from = o.legrad_from;
+  r.legrad_from = o.first_layer.value_or(o.legrad_from);
+  r.chefer_from = o.first_layer.value_or(o.texts.empty() ? 0 : -1);  // the paper's rollout; the CLIP notebook's start
+  if (!o.texts.empty()) r.class_source = pipeline::ClassSource::texts;
   return r;
 }
 
@@ -80,11 +84,17 @@ std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel&
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
   // `forward` needs --model (check_forward); the class names for --class's labels
-  const model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), !o.texts.empty());
+  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), !o.texts.empty());
+  const std::vector<std::vector<std::int32_t>> ids = tokenized_texts(opened, o);
+  if (!ids.empty() && !o.classes.empty()) {  // --class among the texts: their logits are the targets
+    check_text_classes(o.classes);
+    opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids);
+    opened.labels = model::ClassLabels{o.texts, "--text"};
+  }
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
   pipeline::ForwardRequest request = forward_request(o, classes);
-  request.texts = tokenized_texts(opened, o);
+  request.texts = ids;
   pipeline::check_forward_outputs(request);
   if (!classes.empty()) spdlog::info("--class: the gradients of {}", pipeline::class_names(classes));
   pipeline::prepare_output_folder(request.output);

@@ -50,10 +50,18 @@ void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
       ->check(finite_in(0.0, 0.99))
       ->needs(method)
       ->group(group);
-  forward.add_option("--legrad-from", o.legrad_from, "legrad: the first layer summed (negative counts from the end)")
-      ->capture_default_str()
+  CLI::Option* legrad_from =
+      forward.add_option("--legrad-from", o.legrad_from, "legrad: the first layer summed (negative counts from the end)")
+          ->capture_default_str()
+          ->check(CLI::Range(-4096, 4095))
+          ->needs(method)
+          ->group(group);
+  forward.add_option("--first-layer", o.first_layer,
+                     "chefer and legrad: the first layer (negative counts from the end); default: legrad -2, chefer 0 "
+                     "(every layer), with --text -1 (the last, as the authors' CLIP notebook)")
       ->check(CLI::Range(-4096, 4095))
       ->needs(method)
+      ->excludes(legrad_from)
       ->group(group);
 }
 

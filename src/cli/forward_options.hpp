@@ -25,6 +25,7 @@ struct ForwardCommandOptions {
   std::vector<std::string> methods;
   double discard_ratio = 0.0;        // grad-rollout's
   int legrad_from = -2;              // LeGrad's first layer; negative counts from the end
+  std::optional<int> first_layer;    // --first-layer: Chefer's and LeGrad's
 };
 
 // Declares the `forward` subcommand on `app`, with its own help and examples; its -q and -v

@@ -16,8 +16,10 @@
 #include "pipeline/output_guard.hpp"
 #include "pipeline/report_start.hpp"
 #include "pipeline/view.hpp"
+#include "pipeline/zero_shot_texts.hpp"
 #include "scale_out.hpp"
 #include "settings_record.hpp"
+#include "text_prompts.hpp"
 #include "top_classes.hpp"
 
 namespace vitattn::cli {
@@ -45,6 +47,8 @@ report::ReportSettings report_settings(const ImageOptions& o, const pipeline::En
   return r;
 }
 
+bool asks_in_words(const ImageOptions& o) { return !o.texts.empty() || !o.texts_from.empty(); }
+
 pipeline::ProcessOptions process_options(const ImageOptions& o) {
   pipeline::ProcessOptions p;
   p.render = o.render;
@@ -56,7 +60,8 @@ pipeline::ProcessOptions process_options(const ImageOptions& o) {
   pipeline::EncoderView& v = p.view;
   v.layer = o.layer;
   v.methods = chosen_methods(o, true);  // "all": narrowed to the model's in choose_maps
-  v.legrad_from = o.legrad_from;
+  v.legrad_from = o.first_layer.value_or(o.legrad_from);
+  v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? -1 : 0);  // the CLIP notebook's start, else the paper's
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size
@@ -129,6 +134,17 @@ void warn_small_grid(const ImageOptions& o, const VitModel& model) {
                own >= kUsefulGridSide * p ? fmt::format(" (the model's own input is {} px)", own) : std::string());
 }
 
+// --text and --texts-from: the texts through the text tower become the model's classes (its
+// zero-shot head, core/zero_shot.hpp) and their names, before any image.
+void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const std::string& model_name) {
+  const std::string flag = o.texts.empty() ? "--texts-from" : "--text";
+  const std::vector<std::string> texts = prompt_texts(o.texts, o.texts_from);
+  const auto ids = tokenize_prompts(opened, texts, o.truncate, flag, model_name);
+  opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids);
+  opened.labels = model::ClassLabels{texts, flag};
+  spdlog::debug("{}: {} as the classes", flag, files::counted(texts.size(), "text", "texts"));
+}
+
 // --method all narrowed to what the model allows (no class-specific method without a
 // classifier), and --class resolved against the classifier's classes and names.
 void choose_maps(const ImageOptions& o, const VitModel& model, const model::ClassLabels& labels, const std::string& model_name,
@@ -137,6 +153,13 @@ void choose_maps(const ImageOptions& o, const VitModel& model, const model::Clas
   if (!o.classes.empty() && !model.has_classifier()) {  // a class-specific method names itself in check_view; --method all comes here
     pipeline::check_view(model, view, model_name);
     throw Error(fmt::format("--class: {} has no classifier, so no classes{}", model_name, no_classifier_note(model)));
+  }
+  if (asks_in_words(o)) {
+    check_text_classes(o.classes);
+    view.class_source = pipeline::ClassSource::texts;
+    // every text is drawn, in the order given, unless --class picks some
+    if (o.classes.empty())
+      for (int i = 0; i < model.n_classes(); ++i) view.classes.push_back({i, labels.label(i)});
   }
   if (!o.classes.empty()) view.classes = pipeline::resolve_classes(o.classes, labels, model.n_classes(), model_name);
   view.class_names = labels.names;
@@ -169,7 +192,10 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   // The class names: --top's, --class's, the report's class picker, and the titles of a sheet of class-specific maps.
   const std::vector<pipeline::MapMethod> methods = chosen_methods(o, true);
   const bool class_specific = std::any_of(methods.begin(), methods.end(), pipeline::class_specific);
-  model::OpenedModel opened = open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific);
+  model::OpenedModel opened =
+      open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific, asks_in_words(o));
+  const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
+  if (asks_in_words(o)) texts_as_classes(o, opened, model_name);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   b.model = &r.model;
@@ -177,7 +203,6 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   warn_top_above_classes(o, r.model);
   pipeline::ProcessOptions& p = b.process;
   p = process_options(o);
-  const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
   choose_maps(o, r.model, r.labels, model_name, p.view);
   pipeline::check_view(r.model, p.view, model_name);
   warn_small_grid(o, r.model);

@@ -109,12 +109,22 @@ void check_method(const CLI::App& app, const ImageOptions& o) {
                                            "same map for every class",
                                            pipeline::method_names(pipeline::class_specific_methods(), ", "),
                                            method.name()));
+  if (app.count("--first-layer") > 0 && !all && !method.is(pipeline::MapMethod::legrad) &&
+      !method.is(pipeline::MapMethod::chefer))
+    throw CLI::ValidationError(fmt::format("--first-layer is for --method chefer and legrad (or all), not {}", method.name()));
   if (app.count("--legrad-from") > 0 && !all && !method.is(pipeline::MapMethod::legrad))
     throw CLI::ValidationError(fmt::format("--legrad-from is for --method legrad (or all), not {}", method.name()));
   if (app.count("--discard-ratio") > 0 && !all && !method.is(pipeline::MapMethod::rollout) &&
       !method.is(pipeline::MapMethod::grad_rollout))
     throw CLI::ValidationError(
         fmt::format("--discard-ratio is for --method rollout and grad-rollout (or all), not {}", method.name()));
+}
+
+// Texts make legrad the default method (LeGrad's own CLIP and SigLIP use); --truncate is for them.
+void check_texts(const CLI::App& app, ImageOptions& o) {
+  const bool texts = !o.texts.empty() || !o.texts_from.empty();
+  if (o.truncate && !texts) throw CLI::ValidationError("--truncate is for --text and --texts-from");
+  if (texts && app.count("--method") == 0 && !o.rollout) o.method = MethodChoice{false, pipeline::MapMethod::legrad};
 }
 
 }  // namespace
@@ -124,6 +134,7 @@ void check_combinations(const CLI::App& app, ImageOptions& o) {
   if (app.count("--quality") > 0 && o.format.format == image::ImageFormat::png)
     throw CLI::ValidationError("--quality is for --format jpg and webp; PNG is lossless");
   fold_rollout(app, o);
+  check_texts(app, o);
   check_method(app, o);
 }
 
@@ -296,6 +307,35 @@ void add_method_options(CLI::App& app, ImageOptions& o) {
                  "LeGrad: the first layer summed, up to --layer (default -2: the last two; negative counts from the end)")
       ->type_name("L")
       ->check(CLI::Range(-4096, 4095))
+      ->group(group);
+  app.add_option("--first-layer", o.first_layer,
+                 "chefer and legrad: the first layer of the rollout and of the sum, up to --layer (negative counts from "
+                 "the end). Defaults: legrad -2; chefer 0 (every layer, the paper's), with --text -1 (the last, as the "
+                 "authors' CLIP notebook)")
+      ->type_name("L")
+      ->check(CLI::Range(-4096, 4095))
+      ->excludes("--legrad-from")
+      ->group(group);
+}
+
+// "Ask in words": --text, --texts-from, --truncate.
+void add_text_options(CLI::App& app, ImageOptions& o) {
+  const std::string group = "Ask in words (CLIP and SigLIP checkpoints with their text tower)";
+  app.add_option("--text", o.texts,
+                 "A text prompt (\"a photo of a cat\"); repeat for several. The texts become the model's classes: each "
+                 "class-specific map is about one text's image-text logit (default --method legrad), one map per "
+                 "text, <name>_attn_t<i>.png beside a sheet of them when there are several (i in the order given); "
+                 "--top ranks the texts")
+      ->type_name("TEXT")
+      ->allow_extra_args(false)
+      ->group(group);
+  app.add_option("--texts-from", o.texts_from, "Texts from a UTF-8 file, one per line (blank lines left out), after --text's")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile)
+      ->group(group);
+  app.add_flag("--truncate", o.truncate,
+               "Cut a text longer than the text tower's context, as clip.tokenize(truncate=True); without it such a "
+               "text is refused")
       ->group(group);
 }
 
@@ -478,6 +518,7 @@ void add_view_options(CLI::App& app, ImageOptions& o) {
                "Keep the image's aspect ratio: shorter side S, longer side to the nearest multiple of P")
       ->group(group);
   add_method_options(app, o);
+  add_text_options(app, o);
 }
 
 void add_output_options(CLI::App& app, ImageOptions& o) {

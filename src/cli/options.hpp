@@ -81,6 +81,11 @@ struct ImageOptions {
   MethodChoice method;          // --method, with --rollout folded in
   std::vector<std::string> classes;  // --class: indices or labels (class_choice.hpp); empty: each image's top-1
   int legrad_from = -2;         // --legrad-from
+  std::optional<int> first_layer;  // --first-layer: Chefer's and LeGrad's first layer
+  // Texts as the classes (CLIP, SigLIP): the prompts the class-specific maps are about
+  std::vector<std::string> texts;  // --text, in the order given
+  std::string texts_from;          // --texts-from FILE: one text per line, after --text's
+  bool truncate = false;           // --truncate: a text over the context is cut, not refused
   double discard_ratio = 0.0;
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;

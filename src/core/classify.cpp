@@ -14,8 +14,16 @@ std::vector<double> softmax(const RowVector& logits) {
   return p;
 }
 
-std::vector<ClassScore> top_classes(const RowVector& logits, int k) {
-  const std::vector<double> p = softmax(logits);
+std::vector<double> class_probabilities(const RowVector& logits, ClassProbability kind) {
+  if (kind == ClassProbability::softmax) return softmax(logits);
+  std::vector<double> p(static_cast<std::size_t>(logits.size()));
+  for (Eigen::Index i = 0; i < logits.size(); ++i)
+    p[static_cast<std::size_t>(i)] = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[i])));
+  return p;
+}
+
+std::vector<ClassScore> top_classes(const RowVector& logits, int k, ClassProbability kind) {
+  const std::vector<double> p = class_probabilities(logits, kind);
   std::vector<ClassScore> scores;
   scores.reserve(p.size());
   for (std::size_t i = 0; i < p.size(); ++i) scores.push_back({static_cast<int>(i), p[i]});

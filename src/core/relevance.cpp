@@ -6,7 +6,9 @@
 #include "attention_maps.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
+#include "layers.hpp"
 #include "vit_backward.hpp"
+#include "vit_head.hpp"
 
 namespace vitattn {
 namespace {
@@ -22,6 +24,11 @@ int layer_index(int layer, int n_layers, const char* what) {
     throw Error(std::string(what) + " " + std::to_string(layer) + " is not one of the model's " +
                 std::to_string(n_layers) + " layers");
   return l;
+}
+
+// A first layer of a sum or a rollout: −K means the last K layers, on a model of fewer every layer.
+int first_layer(int from, int n_layers, const char* what) {
+  return layer_index(std::max(from, -n_layers), n_layers, what);
 }
 
 // mean over heads of A_h ⊙ G_h (n_tokens, n_tokens), then max(0, ·) when `clamp_after`; with
@@ -48,8 +55,9 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
   const Eigen::Index first = model.first_patch_token(), n = n_tokens - first;
   switch (model.pooling) {
     case Pooling::class_token:
-    case Pooling::probe:  // no classifier: never asked for
       w(0, 0) = 1.0f;
+      break;
+    case Pooling::probe:  // the probe's attention over the tokens (readout_weights_of_probe)
       break;
     case Pooling::class_and_dist:
       w(0, 0) = w(0, 1) = 0.5f;
@@ -63,6 +71,18 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
       break;
   }
   return w;
+}
+
+// For a probe head (SigLIP): the probe's attention over the final tokens, averaged over its
+// heads (1, n_tokens): the rows of R the pooled row reads, as the class token's row is read
+// elsewhere.
+Matrix readout_weights(const VitModel& model, const ForwardTape& tape) {
+  if (model.pooling != Pooling::probe) return readout_weights(model, tape.x_out.rows());
+  const Matrix tokens = model.final_norm.present() ? layer_norm(tape.x_out, model.final_norm, model.eps) : tape.x_out;
+  const std::vector<Matrix> a = probe_pooling(model, tokens).attention;  // [head] (1, n_tokens)
+  Matrix w = Matrix::Zero(1, tokens.rows());
+  for (const Matrix& h : a) w += h;
+  return w / static_cast<float>(a.size());
 }
 
 struct RowRollout {
@@ -106,13 +126,15 @@ Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid
 // The maps of chefer, grad_rollout and gradcam (those asked for) into `maps`, from one backward of y_c.
 void full_backward_maps(const VitModel& model, const ForwardTape& tape, const std::vector<RelevanceMap>& methods,
                         const RelevanceSettings& s, int last, int grid_h, int grid_w, RelevanceMaps& maps) {
-  const Eigen::Index n_tokens = tape.x_out.rows();
+  const int chefer_from = first_layer(s.chefer_from, model.n_layers(), "Chefer's first layer");
   const int first = model.first_patch_token();
-  RowRollout chefer(readout_weights(model, n_tokens)), grad_rollout(readout_weights(model, n_tokens));
+  const Matrix readout = readout_weights(model, tape);
+  RowRollout chefer(readout), grad_rollout(readout);
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
-    if (wants(methods, &RelevanceMaps::chefer)) chefer.add_residual(weighted_heads(a, g.d_attention, true));
+    if (wants(methods, &RelevanceMaps::chefer) && l >= chefer_from)
+      chefer.add_residual(weighted_heads(a, g.d_attention, true));
     if (wants(methods, &RelevanceMaps::grad_rollout))
       grad_rollout.multiply(rollout_step(weighted_heads(a, g.d_attention, false), s.discard_ratio));
     if (wants(methods, &RelevanceMaps::gradcam) && l == last)
@@ -151,9 +173,7 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
       wants(methods, &RelevanceMaps::gradcam))
     full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w, all);
   if (wants(methods, &RelevanceMaps::legrad)) {
-    // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
-    const int from_end = std::max(settings.legrad_from, -model.n_layers());
-    const int from = std::min(layer_index(from_end, model.n_layers(), "LeGrad's first layer"), last);
+    const int from = std::min(first_layer(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
     all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
   }
   std::vector<Matrix> maps;

@@ -6,8 +6,9 @@
 // not the registers) and I the identity:
 //
 //   chefer        Chefer, Gur, Wolf, "Generic Attention-model Explainability" (ICCV 2021):
-//                 R = I; for l = 0 … L−1: Ā = mean over heads of max(0, G_l ⊙ A_l), R ← R + Ā·R.
-//                 Map = R[0, P].
+//                 R = I; for l = chefer_from … L−1: Ā = mean over heads of max(0, G_l ⊙ A_l),
+//                 R ← R + Ā·R. Map = R[0, P]. chefer_from is 0 in the paper; the authors' CLIP
+//                 notebook (interpret) starts at the last layer.
 //   grad_rollout  jacobgil/vit-explain's gradient rollout, its defects fixed: F = max(0, mean
 //                 over heads of A_l ⊙ G_l); the discard_ratio smallest entries of F zeroed (never
 //                 the class token's own); a = (F + I)/2 with each ROW renormalised to sum 1
@@ -23,14 +24,16 @@
 // R[0, P] is for a class-token head. A pooled head (vit_head.hpp) reads other rows, so its maps
 // are w·R at P, w the pooling's weights over the tokens: ½(e_0 + e_1) distilled DeiT, the patch
 // rows 1/n each for a patch mean (timm's avg pool), ½e_0 + the patch rows ½/n each for
-// [class token, patch mean] (HF Dinov2ForImageClassification).
+// [class token, patch mean] (HF Dinov2ForImageClassification), and the probe's attention over
+// the tokens, averaged over its heads, for SigLIP's attention-pooling head.
 // Only one row w·R is ever read, so the rollouts run as a row vector from the last layer down,
 // r ← r·(I + Ā_l) (chefer) or r ← r·a_l (grad_rollout), in the order the backward hands the
 // layers out: the same product, O(T²) a layer instead of O(T³), and no layer's gradients kept.
 // `last_layer` bounds the layers used (the one drawn, as --layer does for attention): the
 // rollouts fold layers 0 … last_layer, LeGrad sums legrad_from … last_layer, Grad-CAM reads
 // block last_layer's norm1. The gradients are always those of the model's own logit (LeGrad's
-// are its per-layer logits).
+// are its per-layer logits). The logit is the classifier's or, for a model given zero-shot
+// texts (zero_shot.hpp), the image–text logit.
 #include <string>
 #include <vector>
 
@@ -51,6 +54,8 @@ struct RelevanceSettings {
   int class_index = 0;         // c: the logit y_c, before the softmax
   int last_layer = -1;         // −1: the last block
   int legrad_from = -2;        // LeGrad's first layer; −K: the last K layers (all of them when there are fewer)
+  int chefer_from = 0;         // Chefer's first layer, counted alike: 0 every layer (the paper's rollout);
+                               // −1 the last only (the CLIP notebook's start_layer default)
   float discard_ratio = 0.0f;  // grad_rollout's
   bool scale = true;           // the forward's 1/√d_head
 };

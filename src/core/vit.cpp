@@ -85,7 +85,7 @@ void VitModel::validate(const std::string& source, CheckValues values) const {
     if (!b.projected()) {
       // The heads' outputs are the block's output: nothing after it can read a stream of another width.
       if (i + 1 != blocks.size() || b.has_mlp() || b.ls1.size() > 0 || b.b_proj.size() > 0 || final_norm.present() ||
-          has_classifier())
+          has_linear_head())
         throw Error(source + ": " + at + "has no attention output projection, so it must be the last block, "
                     "without MLP, final norm or classifier");
       continue;
@@ -328,10 +328,6 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   }
   result.tokens = model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : std::move(x);
   require_finite(result.tokens, last);
-  if (model.has_classifier()) {
-    result.logits = classifier_logits(model, result.tokens);  // (n_classes)
-    require_finite(result.logits, last);
-  }
   if (model.pooling == Pooling::probe) {
     ProbePooling pooled = probe_pooling(model, result.tokens);
     result.probe_attention = std::move(pooled.attention);   // [head] (1, n_tokens)
@@ -340,6 +336,12 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   } else if (model.w_embed.size() > 0) {
     result.embedding = image_embedding(model, result.tokens);  // (d_embed)
     require_finite(result.embedding, last);
+  }
+  if (model.has_classifier()) {
+    // (n_classes): the texts' logits of the embedding just made, else the classifier's
+    result.logits = model.zero_shot.present() ? zero_shot_logits(model.zero_shot, result.embedding)
+                                              : classifier_logits(model, result.tokens);
+    require_finite(result.logits, last);
   }
   model.check_weights();
   return result;

@@ -17,6 +17,7 @@
 #include "rope.hpp"
 #include "tensor.hpp"
 #include "weight_matrix.hpp"
+#include "zero_shot.hpp"
 
 namespace vitattn {
 
@@ -98,6 +99,8 @@ struct VitModel {
   ProbeHead probe_head;         // Pooling::probe's weights; absent elsewhere
   WeightMatrix w_embed;         // (d_embed, d_model) projection of the pooled token to a joint image-text
                                 // space (CLIP's visual.proj, transposed; HF visual_projection); empty: none
+  ZeroShotHead zero_shot;       // texts as classes (zero_shot.hpp), set by a caller that encoded them; when
+                                // present it is the classifier, in place of w_head
   Normalization norm;           // image normalisation the model was trained with
   // Set by a loader whose weights are read in place from something that can vanish under the
   // run (a file cut short by another program): "" while they are intact, else why not, naming
@@ -112,10 +115,17 @@ struct VitModel {
   int n_registers() const { return static_cast<int>(register_tokens.rows()); }
   bool has_class_token() const { return cls_token.size() > 0; }  // SigLIP has none
   bool has_dist() const { return dist_token.size() > 0; }
-  // A classifier: w_head is non-empty, and then its rows are the classes (n_classes =
-  // w_head.rows()). Without one there are no logits, no class-specific maps, no top classes.
-  bool has_classifier() const { return w_head.size() > 0; }
-  int n_classes() const { return static_cast<int>(w_head.rows()); }  // 0 without a classifier
+  // A classifier: zero-shot texts, whose rows are then the classes, else w_head's rows.
+  // Without one there are no logits, no class-specific maps, no top classes.
+  bool has_classifier() const { return zero_shot.present() || has_linear_head(); }
+  bool has_linear_head() const { return w_head.size() > 0; }  // w_head's rows, whatever zero_shot says
+  int n_classes() const { return zero_shot.present() ? zero_shot.n_classes() : static_cast<int>(w_head.rows()); }
+  // How the logits become probabilities: the texts' rule (SigLIP's sigmoid), else a softmax.
+  ClassProbability class_probability() const {
+    return zero_shot.present() ? zero_shot.probability : ClassProbability::softmax;
+  }
+  // An image embedding (vit_head.hpp): CLIP's projection, or SigLIP's probe pooling itself.
+  bool has_image_embedding() const { return w_embed.size() > 0 || pooling == Pooling::probe; }
   // [cls?, dist?, registers…, patches…]
   int first_patch_token() const { return (has_class_token() ? 1 : 0) + (has_dist() ? 1 : 0) + n_registers(); }
 

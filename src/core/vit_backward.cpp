@@ -8,6 +8,7 @@
 #include "gemm.hpp"
 #include "parallel_for.hpp"
 #include "parallel_rows.hpp"
+#include "vit_head.hpp"
 
 namespace vitattn {
 namespace {
@@ -136,13 +137,24 @@ void mlp_backward(const VitModel& model, const EncoderBlock& block, const BlockT
 
 namespace {
 
+// ∂y_c/∂(the pooled row) (d_pool) for the tokens t after the final norm: the classifier's row c;
+// for zero-shot texts, ∂y_c/∂u of the embedding u before its normalisation (zero_shot.hpp) back
+// through w_embed (CLIP's projection; SigLIP has none).
+RowVector pooled_row_gradient(const VitModel& model, const Matrix& t, int c) {
+  if (!model.zero_shot.present()) return model.w_head.row(c);
+  const RowVector pooled = pooled_features(model, t);  // (d_model)
+  const RowVector d_u = zero_shot_gradient(model.zero_shot, unnormalized_embedding(model, pooled), c);  // (d_embed)
+  if (model.w_embed.size() == 0) return d_u;
+  return d_u * model.w_embed;  // d_u (d_embed) · w_embed (d_embed, d_model) → (d_model)
+}
+
 // ∂y_c/∂t (n_tokens, d_model) for the tokens t the head reads (after the final norm), per
-// pooling (vit_head.hpp); nonzero only in the rows the pooling reads. `t` is only read for
-// patch_mean's fc_norm, whose backward needs the mean it normalised.
+// pooling (vit_head.hpp); nonzero only in the rows the pooling reads. `t` is read for
+// patch_mean's fc_norm, whose backward needs the mean it normalised, and by the zero-shot texts.
 Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
   Matrix d_t = Matrix::Zero(t.rows(), t.cols());
   const Eigen::Index d = t.cols(), first = model.first_patch_token(), n = t.rows() - first;
-  const auto w = model.w_head.row(c);  // (d_pool)
+  const RowVector w = pooled_row_gradient(model, t, c);  // (d_pool)
   switch (model.pooling) {
     case Pooling::class_token:
       d_t.row(0) = w;
@@ -168,8 +180,8 @@ Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
       d_t.row(0) = w.head(d);
       d_t.bottomRows(n).rowwise() = w.tail(d) / static_cast<float>(n);
       break;
-    case Pooling::probe:  // SigLIP's towers have no classifier; logit_gradient refused them already
-      throw Error("a model pooled by a probe has no classifier to take gradients of");
+    case Pooling::probe:
+      throw Error("gradients through SigLIP's attention-pooling head are not computed yet");
   }
   return d_t;
 }

@@ -139,6 +139,7 @@ RowVector pooled_features(const VitModel& model, const Matrix& tokens) {
 }
 
 RowVector classifier_logits(const VitModel& model, const Matrix& tokens) {
+  if (model.zero_shot.present()) return zero_shot_logits(model.zero_shot, image_embedding(model, tokens));
   // pooled (d_pool) · w_headᵀ (d_pool, n_classes) → logits (n_classes)
   RowVector logits = apply_linear(pooled_features(model, tokens), model.w_head, model.b_head);
   if (model.pooling == Pooling::class_and_dist) {
@@ -149,12 +150,14 @@ RowVector classifier_logits(const VitModel& model, const Matrix& tokens) {
   return logits;
 }
 
-RowVector image_embedding(const VitModel& model, const Matrix& tokens) {
+RowVector unnormalized_embedding(const VitModel& model, const RowVector& pooled) {
+  if (model.w_embed.size() == 0) return pooled;  // SigLIP: the probe's output itself
   // pooled (d_model) · w_embedᵀ (d_model, d_embed) → (d_embed)
-  RowVector e = apply_linear(pooled_features(model, tokens), model.w_embed, RowVector());
-  const double norm = e.cast<double>().norm();
-  if (norm > 0) e = (e.cast<double>() / norm).cast<float>();
-  return e;
+  return apply_linear(pooled, model.w_embed, RowVector());
+}
+
+RowVector image_embedding(const VitModel& model, const Matrix& tokens) {
+  return l2_normalized(unnormalized_embedding(model, pooled_features(model, tokens)));
 }
 
 void validate_head(const VitModel& m, const std::string& source, bool values) {
@@ -170,7 +173,7 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
       throw Error(source + ": " + name + " is [" + std::to_string(v.size()) + "], expected [" + std::to_string(n) + "]");
     if (values && !v.allFinite()) throw Error(source + ": " + name + " holds a non-finite value (NaN or inf)");
   };
-  if (m.pooling == Pooling::class_and_dist && (!m.has_dist() || !m.has_classifier() || m.w_head_dist.size() == 0))
+  if (m.pooling == Pooling::class_and_dist && (!m.has_dist() || !m.has_linear_head() || m.w_head_dist.size() == 0))
     throw Error(source + ": a distilled classifier needs the distillation token and both heads");
   if (m.fc_norm.present() || m.fc_norm.bias.size() > 0) {
     if (m.fc_norm.weight.size() != d || m.fc_norm.bias.size() != d)
@@ -178,15 +181,22 @@ void validate_head(const VitModel& m, const std::string& source, bool values) {
     check_row("fc_norm weight", m.fc_norm.weight, d);
     check_row("fc_norm bias", m.fc_norm.bias, d);
   }
-  if (m.has_classifier()) {
+  if (m.zero_shot.present()) {
+    if (!m.has_image_embedding()) throw Error(source + ": texts as classes need an image embedding, which the model has not");
+    const Eigen::Index d_embed = m.w_embed.size() > 0 ? m.w_embed.rows() : d;
+    if (m.zero_shot.d_embed() != d_embed)
+      throw Error(source + ": the image embedding is " + std::to_string(d_embed) + " wide and the texts' " +
+                  std::to_string(m.zero_shot.d_embed()) + ": no logits between them");
+  }
+  if (m.has_linear_head()) {
     const Eigen::Index d_pool = m.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
     // Its rows, however many, are the classes (n_classes): only its width is checked here.
     check("classifier weight", m.w_head, m.w_head.rows(), d_pool);
-    check_row("classifier bias", m.b_head, m.n_classes());
+    check_row("classifier bias", m.b_head, m.w_head.rows());
   }
   if (m.w_head_dist.size() > 0) {
-    check("distillation classifier weight", m.w_head_dist, m.n_classes(), d);
-    check_row("distillation classifier bias", m.b_head_dist, m.n_classes());
+    check("distillation classifier weight", m.w_head_dist, m.w_head.rows(), d);
+    check_row("distillation classifier bias", m.b_head_dist, m.w_head.rows());
   }
   if (m.w_embed.size() > 0) check("embedding projection", m.w_embed, m.w_embed.rows(), d);
   validate_probe_head(m, source, values);

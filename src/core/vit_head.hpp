@@ -23,10 +23,16 @@ namespace vitattn {
 // pooling's main head (the class token's row for class_and_dist).
 RowVector pooled_features(const VitModel& model, const Matrix& tokens);
 
-// tokens (n_tokens, d_model) → logits (n_classes). The model has a classifier.
+// tokens (n_tokens, d_model) → logits (n_classes): the zero-shot texts' of the image embedding
+// when the model has them (zero_shot.hpp), else w_head's. The model has a classifier.
 RowVector classifier_logits(const VitModel& model, const Matrix& tokens);
 
-// tokens (n_tokens, d_model) → w_embed · pooled, L2-normalised (d_embed). The model has w_embed.
+// pooled (d_model) → w_embed · pooled (d_embed), or the pooled row itself without w_embed
+// (SigLIP's probe): the image embedding before its normalisation.
+RowVector unnormalized_embedding(const VitModel& model, const RowVector& pooled);
+
+// tokens (n_tokens, d_model) → the image embedding, L2-normalised (d_embed). The model
+// has one (VitModel::has_image_embedding).
 RowVector image_embedding(const VitModel& model, const Matrix& tokens);
 
 // Pooling::probe, as HF SiglipMultiheadAttentionPoolingHead.forward: q = probe·W_Qᵀ + b_Q,

@@ -24,6 +24,11 @@
 
 namespace vitattn::pipeline {
 
+// Where a run's classes come from: a classifier's rows (a checkpoint's head, or zero-shot
+// labels with their prompt templates), named by index; or the texts asked about, each a class
+// drawn in the order given and named by its place among them (job_outputs.hpp map_tag).
+enum class ClassSource { classifier, texts };
+
 // A class a class-specific map is about.
 struct ChosenClass {
   int index = 0;      // c: the logit y_c

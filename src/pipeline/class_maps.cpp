@@ -32,6 +32,7 @@ ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVe
   RelevanceSettings s;
   s.last_layer = drawn_layer(view);  // resolved by the view's check
   s.legrad_from = view.legrad_from;
+  s.chefer_from = view.chefer_from;
   s.discard_ratio = view.discard_ratio;
   s.scale = scale;
   for (const ChosenClass& c : out.classes) {

@@ -77,6 +77,7 @@ void add_gradients(const VitModel& model, const ForwardTape& tape, const Forward
   RelevanceSettings settings;
   settings.class_index = class_index;
   settings.legrad_from = r.legrad_from;
+  settings.chefer_from = r.chefer_from;
   settings.discard_ratio = r.discard_ratio;
   settings.scale = r.scale;
   std::vector<RelevanceMap> methods;
@@ -217,7 +218,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.probe_attention = named("probe_attention");
   for (int c : r.classes) {
     // One class: the plain names; several: each class's tagged as the image command tags its maps.
-    const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt);
+    const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt, r.class_source);
     ClassOutputs& o = f.classes.emplace_back();
     o.class_index = c;
     o.grad_attention = named("grad_attention" + tag);

@@ -25,7 +25,8 @@
 //   x_grad_blocks.npy        [N, layers, T, width]     ∂y_c/∂x_l, x_l the input of block l
 //   x_relevance_<method>.npy [N, grid_h, grid_w]       one per method asked, before any display scaling
 // With several classes, each class's files carry its index, as the image command's do:
-// x_grad_attention_c<C>.npy, x_grad_blocks_c<C>.npy, x_relevance_<method>_c<C>.npy.
+// x_grad_attention_c<C>.npy, x_grad_blocks_c<C>.npy, x_relevance_<method>_c<C>.npy; when the
+// classes are texts (the model's zero-shot head, core/zero_shot.hpp), _t<i>, i the text's place.
 // With texts (ForwardRequest::texts, a CLIP model's text tower: core/text_tower.hpp), once for
 // all of them:
 //   text_ids.npy        int32 [n, ctx]  the token ids (clip.tokenize's rows; ctx = 77 for CLIP)
@@ -46,6 +47,7 @@
 #include "core/relevance.hpp"
 #include "core/text_tower.hpp"
 #include "core/vit.hpp"
+#include "class_choice.hpp"
 #include "map_methods.hpp"
 
 namespace vitattn::pipeline {
@@ -62,6 +64,8 @@ struct ForwardRequest {
   std::vector<MapMethod> methods;             // the class-specific maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
+  int chefer_from = 0;                        // Chefer's first layer, counted alike (0: every layer)
+  ClassSource class_source = ClassSource::classifier;  // texts: the classes are texts, their files tagged _t<i>
   // The texts' token ids, each row the text tower's context long (clip.tokenize's); none: no
   // text outputs.
   std::vector<std::vector<std::int32_t>> texts;

@@ -18,8 +18,9 @@ std::string default_video_extension() { return video::extension(video::VideoCode
 
 std::string overlay_suffix(const std::string& image_extension) { return "_attn" + image_extension; }
 
-std::string map_tag(const std::string& method, std::optional<int> class_index) {
-  return (method.empty() ? "" : "_" + method) + (class_index ? "_c" + std::to_string(*class_index) : "");
+std::string map_tag(const std::string& method, std::optional<int> class_index, ClassSource source) {
+  const char* letter = source == ClassSource::texts ? "_t" : "_c";
+  return (method.empty() ? "" : "_" + method) + (class_index ? letter + std::to_string(*class_index) : "");
 }
 
 std::string head_tag(int head) { return "_h" + std::to_string(head); }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "class_choice.hpp"
 #include "files/file_kind.hpp"
 
 namespace vitattn::pipeline {
@@ -78,9 +79,10 @@ std::string head_overlay_suffix(int head, const std::string& image_extension = d
 
 // One map's tag among several, what its file names carry after "_attn" and "_cls": "_<method>"
 // when the job draws several methods (empty `method` otherwise), then "_c<class>" when a
-// class-specific method draws several classes (nullopt otherwise): "_chefer", "_c5",
-// "_legrad_c5".
-std::string map_tag(const std::string& method, std::optional<int> class_index);
+// class-specific method draws several classes (nullopt otherwise), "_t<i>" for the i-th of
+// several texts: "_chefer", "_c5", "_legrad_c5", "_t0", "_chefer_t1".
+std::string map_tag(const std::string& method, std::optional<int> class_index,
+                    ClassSource source = ClassSource::classifier);
 
 // A head's tag with --head all: "_h<h>".
 std::string head_tag(int head);

@@ -81,7 +81,8 @@ std::vector<MapSlot> map_slots(const EncoderView& view, int n_heads) {
     const std::size_t n_classes = std::max<std::size_t>(1, view.classes.size());
     for (std::size_t c = 0; c < n_classes; ++c)
       slots.push_back({m, -1, static_cast<int>(c),
-                       map_tag(method, several_classes ? std::optional<int>(view.classes[c].index) : std::nullopt)});
+                       map_tag(method, several_classes ? std::optional<int>(view.classes[c].index) : std::nullopt,
+                               view.class_source)});
   }
   if (slots.size() == 1) slots.front().tag.clear();
   return slots;
@@ -105,6 +106,9 @@ void check_classes(const VitModel& model, const EncoderView& view, const std::st
                                  : fmt::format("{} has classes 0…{}", source, n_classes - 1));
   // −K is the last K layers, every layer on a model of fewer (relevance.hpp: the default −2 on
   // one block): only a first layer past the last one is refused.
+  if (draws(view, MapMethod::chefer) && view.chefer_from >= model.n_layers())
+    throw Error({roles::chefer_from, std::to_string(view.chefer_from)},
+                fmt::format("the model has layers 0…{} (negative values count from the end)", model.n_layers() - 1));
   if (draws(view, MapMethod::legrad) && view.legrad_from >= model.n_layers())
     throw Error({roles::legrad_from, std::to_string(view.legrad_from)},
                 fmt::format("the model has layers 0…{} (negative values count from the end)", model.n_layers() - 1));

@@ -26,6 +26,7 @@ inline constexpr const char* keep_aspect = "keeping the aspect ratio";
 inline constexpr const char* method = "method";
 inline constexpr const char* class_choice = "class";
 inline constexpr const char* legrad_from = "LeGrad's first layer";
+inline constexpr const char* chefer_from = "Chefer's first layer";
 inline constexpr const char* query = "query token";
 }  // namespace roles
 
@@ -65,7 +66,9 @@ struct EncoderView {
   std::vector<MapMethod> methods{MapMethod::attention};  // each drawn, in this order
   std::vector<ChosenClass> classes;  // the class-specific methods' classes; empty: each image's most likely
   std::vector<std::string> class_names;  // the classifier's, to title a sheet's maps of the top-1; may be empty
+  ClassSource class_source = ClassSource::classifier;  // texts: `classes` are the texts asked about
   int legrad_from = -2;           // LeGrad's first layer; negative counts from the end
+  int chefer_from = 0;            // Chefer's first layer, counted alike (0: every layer)
   float discard_ratio = 0.0f;     // rollout's and grad-rollout's
   std::optional<float> threshold; // DINO mass mask, drawn as an outline
   int img_size = 0;               // 0: the model's own size

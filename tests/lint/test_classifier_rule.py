@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """One spelling of "the model has a classifier": VitModel::has_classifier() (and n_classes()
-for how many classes), defined once in src/core/vit.hpp. A test of the head matrix itself for
+for how many classes), defined once in src/core/vit.hpp, with has_linear_head() for the head
+matrix itself. A test of the head matrix itself for
 emptiness elsewhere (w_head.size(), w_head.empty(), w_head.rows() == 0, !w_head.cols(), …)
 would be a second definition of the same rule, free to drift from it (say, when a model gets
 a second kind of head).
@@ -13,7 +14,8 @@ Scanned: the code of src/**/*.{cpp,hpp,h,cpp.in}, through tests/pylib/cpp_lexer.
   side), negated (!…), or a truth value of its own: if (m.w_head.rows()), … && m.w_head.rows().
 Not flagged: w_head.rows() and w_head.cols() as numbers (a shape check, a loop bound), and
 w_head_dist (distilled DeiT's second head, which has_dist speaks of).
-Allowed: has_classifier's own definition in src/core/vit.hpp.
+Allowed: has_linear_head's own definition in src/core/vit.hpp (has_classifier is it or the
+zero-shot texts, core/zero_shot.hpp).
 
 Needs only python3 and pytest. Run: python3 -m pytest tests/lint/test_classifier_rule.py
 """
@@ -27,7 +29,7 @@ from cpp_lexer import lex  # noqa: E402  (one C++ lexer for every source lint)
 
 REPO = Path(__file__).resolve().parents[2]
 CPP_SUFFIXES = (".cpp", ".hpp", ".h", ".cpp.in")
-DEFINITION = (Path("src/core/vit.hpp"), re.compile(r"\bbool\s+has_classifier\s*\(\s*\)\s*const\s*\{"))
+DEFINITION = (Path("src/core/vit.hpp"), re.compile(r"\bbool\s+has_linear_head\s*\(\s*\)\s*const\s*\{"))
 
 HEAD = r"\bw_head\s*(?:\.|->)\s*"
 DIMENSION = HEAD + r"(?:rows|cols)\s*\(\s*\)"
@@ -90,7 +92,7 @@ class ClassifierRule(unittest.TestCase):
             self.assertTrue(violations(Path("src/x.cpp"), line), line)
         for line in kept:
             self.assertFalse(violations(Path("src/x.cpp"), line), line)
-        definition = "  bool has_classifier() const { return w_head.size() > 0; }"
+        definition = "  bool has_linear_head() const { return w_head.size() > 0; }"
         self.assertFalse(violations(DEFINITION[0], definition))
         self.assertTrue(violations(Path("src/core/vit_head.cpp"), definition))
 
@@ -98,7 +100,7 @@ class ClassifierRule(unittest.TestCase):
         files = scanned_files()
         self.assertGreater(len(files), 50, "the scan found too few sources: is REPO right?")
         found = [v for p in files for v in violations(p.relative_to(REPO), p.read_text(encoding="utf-8"))]
-        self.assertEqual(found, [], "a test of w_head for emptiness: say model.has_classifier() (core/vit.hpp):\n" +
+        self.assertEqual(found, [], "a test of w_head for emptiness: say model.has_classifier() or has_linear_head() (core/vit.hpp):\n" +
                          "\n".join(f"{p}:{n}: {line}" for p, n, line in found))
 
 

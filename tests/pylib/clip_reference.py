@@ -283,3 +283,34 @@ def openai_encode_text(t, text, heads, act=quick_gelu):
 def clip_logits(image_embedding, text_embedding, logit_scale):
     """CLIP.forward's logits_per_image: logit_scale.exp() · image_features @ text_features.t() (both normalised)."""
     return np.exp(np.float64(logit_scale)) * (np.asarray(image_embedding, np.float64) @ np.asarray(text_embedding, np.float64).T)
+
+
+def openai_clip_graph(t, x, act=quick_gelu):
+    """OpenAI CLIP's image tower as openai_clip_forward computes it, with the attention written out
+    (q, k, v from in_proj, softmax(q·kᵀ/√d_head) per head, as nn.MultiheadAttention computes it) so
+    that gradients reach the attention probabilities, as the hooks of Chefer's CLIP notebook and of
+    LeGrad read them. x [1, 3, H, W] float64 → {"attention": [L] [H, T, T] graph tensors, "ln_1":
+    [L] [T, D] each block's ln_1 output, "blocks": [L] [T, D] each block's output, "embedding": [E]
+    the projection of ln_post(class token), before normalisation}."""
+    _, _, h, w = x.shape
+    assert x.shape[0] == 1 and (h // P, w // P) == SQUARE, x.shape
+    z = F.conv2d(x, t["conv1.weight"], stride=P).flatten(2).transpose(1, 2)[0]  # [gh·gw, D]
+    z = torch.cat([t["class_embedding"][None], z]) + t["positional_embedding"]
+    ln = lambda v, p: F.layer_norm(v, (D,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
+    z = ln(z, "ln_pre")
+    d_head, out = D // HEADS, {"attention": [], "ln_1": [], "blocks": []}
+    for i in range(LAYERS):
+        b = f"transformer.resblocks.{i}."
+        y = ln(z, b + "ln_1")
+        qkv = F.linear(y, t[b + "attn.in_proj_weight"], t[b + "attn.in_proj_bias"])  # [T, 3D]
+        q, k, v = (qkv[:, j * D:(j + 1) * D].reshape(-1, HEADS, d_head).transpose(0, 1) for j in range(3))
+        a = torch.softmax(q @ k.transpose(-1, -2) / d_head ** 0.5, dim=-1)  # [H, T, T]
+        heads = (a @ v).transpose(0, 1).reshape(-1, D)
+        z = z + F.linear(heads, t[b + "attn.out_proj.weight"], t[b + "attn.out_proj.bias"])
+        m = act(F.linear(ln(z, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"]))
+        z = z + F.linear(m, t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
+        out["attention"].append(a)
+        out["ln_1"].append(y)
+        out["blocks"].append(z)
+    out["embedding"] = ln(z[0], "ln_post") @ t["proj"]
+    return out

@@ -1,0 +1,13 @@
+#include "zero_shot_texts.hpp"
+
+namespace vitattn::pipeline {
+
+ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids) {
+  ZeroShotHead head;
+  head.classes.resize(static_cast<Eigen::Index>(ids.size()), tower.d_embed());  // (n_texts, E)
+  for (std::size_t i = 0; i < ids.size(); ++i) head.classes.row(static_cast<Eigen::Index>(i)) = encode_text(tower, ids[i]).embedding;
+  head.logit_scale = tower.logit_scale;
+  return head;
+}
+
+}  // namespace vitattn::pipeline

@@ -1,0 +1,16 @@
+#pragma once
+// Texts as a model's classes: each text through the text tower, its embedding one row of a
+// zero-shot head (core/zero_shot.hpp) with the tower's logit scale (and SigLIP's bias and
+// sigmoid), so that every map, --top and the faithfulness scores read the image–text logit.
+#include <cstdint>
+#include <vector>
+
+#include "core/text_tower.hpp"
+#include "core/zero_shot.hpp"
+
+namespace vitattn::pipeline {
+
+// ids: one token row per text (the tower's context long). Throws Error (from the tower).
+ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids);
+
+}  // namespace vitattn::pipeline
