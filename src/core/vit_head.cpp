@@ -150,11 +150,17 @@ RowVector classifier_logits(const VitModel& model, const Matrix& tokens) {
 }
 
 RowVector image_embedding(const VitModel& model, const Matrix& tokens) {
+  if (model.pooling == Pooling::probe) return l2_normalized(probe_pooling(model, tokens).pooled);
   // pooled (d_model) · w_embedᵀ (d_model, d_embed) → (d_embed)
   RowVector e = apply_linear(pooled_features(model, tokens), model.w_embed, RowVector());
   const double norm = e.cast<double>().norm();
   if (norm > 0) e = (e.cast<double>() / norm).cast<float>();
   return e;
+}
+
+Eigen::Index image_embedding_width(const VitModel& model) {
+  if (model.pooling == Pooling::probe) return model.d_model();
+  return model.w_embed.rows();
 }
 
 void validate_head(const VitModel& m, const std::string& source, bool values) {

@@ -26,8 +26,13 @@ RowVector pooled_features(const VitModel& model, const Matrix& tokens);
 // tokens (n_tokens, d_model) → logits (n_classes). The model has a classifier.
 RowVector classifier_logits(const VitModel& model, const Matrix& tokens);
 
-// tokens (n_tokens, d_model) → w_embed · pooled, L2-normalised (d_embed). The model has w_embed.
+// tokens (n_tokens, d_model) → the image embedding, L2-normalised: w_embed · pooled (d_embed,
+// CLIP), or the probe's pooled row itself (d_model, SigLIP: no projection, SiglipModel's
+// image_embeds). The model has one (image_embedding_width > 0).
 RowVector image_embedding(const VitModel& model, const Matrix& tokens);
+
+// E of image_embedding: w_embed's rows, d_model for probe pooling, 0 when the model has none.
+Eigen::Index image_embedding_width(const VitModel& model);
 
 // Pooling::probe, as HF SiglipMultiheadAttentionPoolingHead.forward: q = probe·W_Qᵀ + b_Q,
 // K, V from the tokens; per head h (the encoder's H, d_head = d_model / H) softmax(q_h·K_hᵀ/√d_head);
