@@ -1,0 +1,66 @@
+#include "text_prompts.hpp"
+
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+#include "text/clip_tokenizer.hpp"
+#include "text/siglip_tokenizer.hpp"
+
+namespace vitattn::cli {
+namespace fs = std::filesystem;
+namespace {
+
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\n\r\f\v") == std::string::npos; }
+
+// CLIP's tokeniser: <|startoftext|>, the ids, <|endoftext|>, zeros.
+std::vector<std::vector<std::int32_t>> clip_rows(const std::vector<std::string>& texts, int context, bool truncate) {
+  const text::ClipTokenizer tokenizer;
+  std::vector<std::vector<std::int32_t>> rows;
+  for (const std::string& t : texts) rows.push_back(tokenizer.tokenize(t, context, truncate));
+  return rows;
+}
+
+// SigLIP's: the SentencePiece model beside the weights; the ids, "</s>", "</s>" as padding.
+std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedModel& opened,
+                                                          const std::vector<std::string>& texts, int context,
+                                                          bool truncate) {
+  const fs::path spiece = sentencepiece_model_path(opened);
+  std::error_code ec;
+  if (!fs::is_regular_file(spiece, ec))
+    throw Error(files::display(opened.file) + " is a SigLIP model and its tokeniser, " + files::display(spiece) +
+                ", is not there (it is looked for beside the weights; hf: models fetch it with their snapshot)");
+  const text::SiglipTokenizer tokenizer(spiece);
+  std::vector<std::vector<std::int32_t>> rows;
+  for (const std::string& t : texts) {
+    const std::vector<int> ids = tokenizer.tokenize(t, context, truncate);
+    rows.emplace_back(ids.begin(), ids.end());
+  }
+  return rows;
+}
+
+}  // namespace
+
+fs::path sentencepiece_model_path(const model::OpenedModel& opened) { return opened.file.parent_path() / "spiece.model"; }
+
+std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
+                                                    bool truncate, const std::string& option) {
+  if (texts.empty()) return {};
+  const TextTower& tower = opened.text.tower;
+  if (!tower.present())
+    throw Error(option + ": " +
+                (opened.text.missing.empty() ? files::display(opened.file) + " has no text tower" : opened.text.missing));
+  for (const std::string& t : texts)
+    if (blank(t)) throw Error(option + ": an empty text (nothing to encode)");
+  try {
+    switch (opened.text.tokenizer) {
+      case model::TextTokenizer::clip_bpe:
+        return clip_rows(texts, tower.context(), truncate);
+      case model::TextTokenizer::sentencepiece:
+        return sentencepiece_rows(opened, texts, tower.context(), truncate);
+    }
+  } catch (const Error& e) {
+    throw Error(option + ": " + e.what());
+  }
+  throw Error(option + ": unknown tokeniser");
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,28 @@
+#pragma once
+// Texts as the id rows of a model's text tower: which tokeniser a tower reads, in one place for
+// every command that takes texts (forward's --text). CLIP's towers read CLIP's byte-pair ids
+// (clip.tokenize's rows, the built-in vocabulary); SigLIP's read its SentencePiece model's ids
+// (text/siglip_tokenizer.hpp: HF's SiglipTokenizer with padding="max_length"), from the file
+// spiece.model beside the weights: the checkpoint's folder, or the hf: snapshot (the hub fetches
+// it with the config files).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/open_model.hpp"
+
+namespace vitattn::cli {
+
+// Where a SigLIP text tower's SentencePiece model is looked for: beside the weights file.
+std::filesystem::path sentencepiece_model_path(const model::OpenedModel& opened);
+
+// Each text's ids, exactly the tower's context long. `option` names the flag in messages
+// ("--text"). Throws Error in one line: the model has no text tower (why, as the loader said),
+// an empty text, SigLIP's spiece.model not there (naming where it looked), a text over the
+// context unless `truncate` (then cut as clip.tokenize(truncate=True) / HF's truncation=True cut
+// it: the first context − 1 ids, then the end token).
+std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
+                                                    bool truncate, const std::string& option);
+
+}  // namespace vitattn::cli
