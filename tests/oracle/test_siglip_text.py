@@ -24,8 +24,11 @@ the message names the path it looked at; a text over 64 tokens without --truncat
 `error:` line, exit 2, nothing written; --truncate's ids as HF's truncation; a SigLIP file with
 its image tower alone still works, and refuses --text naming why.
 
-Seen red: the causal mask left on (text embeddings off by 0.43, attention by 0.98); the first
-token pooled instead of the last (text embeddings off by 1.2); logit_bias left out (logits off by 2.5).
+Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
+CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
+dropped (0.022); logit_bias left out (logits off by 2.5); a softmax over the texts in place of
+the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text_config's
+(attention off by 4e-4).
 """
 import shutil
 
