@@ -216,7 +216,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.logits = named("logits");
   f.embedding = named("embedding");
   f.probe_attention = named("probe_attention");
-  f.probs = named("probs");
+  if (!r.texts.empty()) f.probs = named("probs");  // the image-text probabilities, only beside texts
   for (int c : r.classes) {
     // One class: the plain names; several: each class's tagged as the image command tags its maps.
     const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt);

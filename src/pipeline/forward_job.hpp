@@ -103,7 +103,7 @@ struct ClassOutputs {
 struct ForwardOutputs {
   std::filesystem::path attention, features, tokens, norms, logits;
   std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
-  std::filesystem::path probs;                       // named always, written with texts
+  std::filesystem::path probs;                       // named with texts only (the image-text probabilities)
   std::vector<ClassOutputs> classes;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
