@@ -26,8 +26,8 @@ std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedMod
   const fs::path spiece = sentencepiece_model_path(opened);
   std::error_code ec;
   if (!fs::is_regular_file(spiece, ec))
-    throw Error(files::display(opened.file) + " is a SigLIP model and its tokeniser, " + files::display(spiece) +
-                ", is not there (it is looked for beside the weights; hf: models fetch it with their snapshot)");
+    throw Error("the SigLIP model's tokeniser is not there: no " + files::display(spiece) +
+                " (looked for beside the weights; an hf: snapshot has it when its repository does)");
   const text::SiglipTokenizer tokenizer(spiece);
   std::vector<std::vector<std::int32_t>> rows;
   for (const std::string& t : texts) {

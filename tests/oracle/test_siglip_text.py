@@ -22,7 +22,9 @@ Checked: text_ids.npy equal to HF's, text embeddings, every layer's full attenti
 the image embeddings, logits and probabilities each within 1e-4; the refusals (no spiece.model:
 the message names the path it looked at; a text over 64 tokens without --truncate), each one
 `error:` line, exit 2, nothing written; --truncate's ids as HF's truncation; a SigLIP file with
-its image tower alone still works, and refuses --text naming why.
+its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
+tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
+refused naming the snapshot's path.
 
 Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
 CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
@@ -31,6 +33,7 @@ the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text
 (attention off by 4e-4).
 """
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +166,32 @@ def test_image_tower_alone(tmp_path):
     assert (tmp_path / "o" / "x_embedding.npy").exists() and not (tmp_path / "o" / "x_logits.npy").exists()
     err = forward(model, tmp_path / "o2", ["a cat"], image=x, expect=2)
     one_error(err, "--text", "holds a SigLIP image tower without its text tower")
+
+
+def test_through_the_hub(siglip, tmp_path):
+    """hf:ORG/NAME: spiece.model comes with the snapshot, beside model.safetensors; a repository
+    without it is refused in one line naming where it was looked for."""
+    from fake_hub import Hub, hub_env
+    model, t, sp = siglip
+    files = {n: (model.parent / n).read_bytes() for n in ("model.safetensors", "config.json", "spiece.model")}
+    hub = Hub()
+    try:
+        hub.add("acme/siglip", {"main": files})
+        hub.add("acme/siglip-no-spiece", {"main": {n: b for n, b in files.items() if n != "spiece.model"}})
+        env = hub_env({"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": hub.endpoint})
+        code, _, err = harness.run("forward", "--model", "hf:acme/siglip", "--text", TEXTS[0], "-o", tmp_path / "o",
+                                   env=env)
+        assert code == 0, err[-2000:]
+        snapshots = list((tmp_path / "cache").glob("models--acme--siglip/snapshots/*/spiece.model"))
+        assert len(snapshots) == 1, list((tmp_path / "cache").rglob("*"))
+        ids = np.load(tmp_path / "o" / "text_ids.npy")
+        assert (ids == np.array([hf_ids(sp, TEXTS[0])], np.int32)).all(), ids
+        _, ref_e = torch_siglip_text(t, ids)
+        assert maxdiff(np.load(tmp_path / "o" / "text_embedding.npy"), ref_e) <= TOL
+        code, _, err = harness.run("forward", "--model", "hf:acme/siglip-no-spiece", "--text", TEXTS[0], "-o",
+                                   tmp_path / "o2", env=env)
+        assert code == 2, err[-2000:]
+        snapshot = Path(next((tmp_path / "cache").glob("models--acme--siglip-no-spiece/snapshots/*")))
+        one_error(err, "--text", str(snapshot / "spiece.model"))
+    finally:
+        hub.stop()
