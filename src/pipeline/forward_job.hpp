@@ -68,8 +68,8 @@ struct ForwardRequest {
   std::vector<MapMethod> methods;             // the class-specific maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
-  // The texts' token ids, each row the text tower's context long (clip.tokenize's); none: no
-  // text outputs.
+  // The texts' token ids, each row the text tower's context long (clip.tokenize's, SigLIP's
+  // processor's: cli/text_prompts.hpp); none: no text outputs.
   std::vector<std::vector<std::int32_t>> texts;
 };
 
