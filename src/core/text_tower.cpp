@@ -33,7 +33,7 @@ void mask_future(Matrix& scores) {
 // xn (n, W) → heads (n, W): each head's softmax(q·kᵀ/√d_head + the tower's mask)·v side by
 // side; each head's probabilities (n, n) appended to `attention` when it is given.
 void text_attention(const TextTower& t, const EncoderBlock& b, const Matrix& xn, Matrix& heads,
-                      std::vector<Matrix>* attention) {
+                    std::vector<Matrix>* attention) {
   const Eigen::Index w = t.width(), d_head = w / t.n_heads, n = xn.rows();
   const Matrix qkv = linear(xn, b.w_qkv, b.b_qkv);  // (n, 3·W) = [q | k | v]
   heads.resize(n, w);

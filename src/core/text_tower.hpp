@@ -66,8 +66,9 @@ struct TextResult {
   std::vector<std::vector<Matrix>> attention;  // [layer][head] (n, n), when asked for; else empty
 };
 
-// ids: `context()` token ids (clip.tokenize's row, SigLIP's processor's padded row). Throws Error when their count is not the
-// context, an id is outside the vocabulary, or the activations become non-finite.
+// ids: `context()` token ids (clip.tokenize's row, SigLIP's processor's padded row). Throws
+// Error when their count is not the context, an id is outside the vocabulary, or the
+// activations become non-finite.
 TextResult encode_text(const TextTower& tower, const std::vector<std::int32_t>& ids, bool keep_attention = false);
 
 // The position of the end-of-text token: the first largest id (torch's text.argmax(-1)).

@@ -72,7 +72,8 @@ void validate_probe_head(const VitModel& m, const std::string& source, bool valu
 
 std::string no_classifier_reason(const VitModel& model) {
   if (model.has_classifier()) return "";
-  if (model.pooling == Pooling::probe) return "SigLIP's zero-shot classes need its text tower, which the image command does not read yet";
+  if (model.pooling == Pooling::probe)
+    return "SigLIP's zero-shot classes need its text tower, which the image command does not read yet";
   // A CLIP image tower: a projection to the joint embedding, or CLIP's norm before the first block.
   if (model.w_embed.size() > 0 || model.norm_pre.present())
     return "CLIP's zero-shot classes need its text tower, which the image command does not read yet";
