@@ -19,7 +19,6 @@
 #include "pipeline/threads.hpp"
 #include "pipeline/zero_shot_texts.hpp"
 #include "text_prompts.hpp"
-#include "text/clip_tokenizer.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -61,22 +60,14 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
                             o.legrad_from, layers - 1));
 }
 
-// Before any input: --text's texts as clip.tokenize's rows, each the tower's context long. A
-// model without a text tower, an empty text, a text longer than the context: one line, exit 2.
+// Before any input: --text's texts as the tower's id rows (text_prompts.hpp), and an image
+// embedding as wide as the text one when there are tensors. One line, exit 2.
 std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel& opened, const ForwardCommandOptions& o) {
-  if (o.texts.empty()) return {};
-  const TextTower& tower = opened.text.tower;
-  if (!tower.present())
-    throw Error("--text: " + (opened.text.missing.empty() ? o.model.file + " has no CLIP text tower" : opened.text.missing));
-  if (!o.tensors.empty() && opened.model.w_embed.rows() != tower.d_embed())
+  std::vector<std::vector<std::int32_t>> ids = text_id_rows(opened, o.texts, o.truncate, "--text");
+  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
+  if (!ids.empty() && !o.tensors.empty() && image_width != text_width)
     throw Error(fmt::format("--text: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
-                            o.model.file, opened.model.w_embed.rows(), tower.d_embed()));
-  const text::ClipTokenizer tokenizer;
-  std::vector<std::vector<std::int32_t>> ids;
-  for (const std::string& t : o.texts) {
-    if (t.find_first_not_of(" \t\n\r\f\v") == std::string::npos) throw Error("--text: an empty text (nothing to encode)");
-    ids.push_back(tokenizer.tokenize(t, tower.context()));
-  }
+                            o.model.file, image_width, text_width));
   return ids;
 }
 

@@ -91,7 +91,8 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "                                                  x_logits.npy [N, 2] beside x's own files\n"
       "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
       "(--class on a model without a classifier or out of its range among them; --text on a model without\n"
-      "a text tower, an empty text, a text over the context).");
+      "a text tower, an empty text, a text over the context without --truncate, a SigLIP model without\n"
+      "the spiece.model beside its weights).");
   forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text")
       ->type_name("FILE.npy...")
       ->check(readable_file());
@@ -103,15 +104,25 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
   forward->add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
   add_checkpoint_options(*forward, o.model, model);
   add_gradient_options(*forward, o);
+  CLI::Option* text =
+      forward
+          ->add_option("--text", o.texts,
+                       "A text through a CLIP or SigLIP model's text tower (repeat for several): writes\n"
+                       "<out>/text_ids.npy int32 [n, ctx] (CLIP: clip.tokenize's ids, ctx 77; SigLIP: its\n"
+                       "spiece.model's, padded to 64), text_embedding.npy [n, E] (L2-normalised) and\n"
+                       "text_attention.npy [n, L, H, ctx, ctx] (CLIP: causal, zeros after each text's end token;\n"
+                       "SigLIP: full), and with tensors, each <stem>_logits.npy [N, n] = exp(logit_scale)·cos(image,\n"
+                       "text embedding) (+ logit_bias for SigLIP) and <stem>_probs.npy [N, n] (CLIP: softmax over\n"
+                       "the texts; SigLIP: sigmoid of each logit)")
+          ->allow_extra_args(false)  // one text per --text: the tensors after it stay inputs
+          ->type_name("TEXT")
+          ->group("Text (CLIP, SigLIP)");
   forward
-      ->add_option("--text", o.texts,
-                   "A text through a CLIP model's text tower (repeat for several): writes <out>/text_ids.npy int32\n"
-                   "[n, 77] (clip.tokenize's ids), text_embedding.npy [n, E] (L2-normalised) and text_attention.npy\n"
-                   "[n, L, H, 77, 77] (causal; zeros after each text's end token), and with tensors, each\n"
-                   "<stem>_logits.npy [N, n] = exp(logit_scale)·cos(image, text embedding)")
-      ->allow_extra_args(false)  // one text per --text: the tensors after it stay inputs
-      ->type_name("TEXT")
-      ->group("Text (CLIP)");
+      ->add_flag("--truncate", o.truncate,
+                 "Cut a text over the context to its first ctx - 1 tokens and the end token (as clip.tokenize's\n"
+                 "truncate=True and SigLIP's processor's truncation do) instead of refusing it")
+      ->needs(text)
+      ->group("Text (CLIP, SigLIP)");
   add_verbosity_options(*forward, verbosity);
   return forward;
 }

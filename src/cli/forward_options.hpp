@@ -14,7 +14,8 @@ namespace vitattn::cli {
 struct ForwardCommandOptions {
   ModelOptions model;                // --model (required) and the Checkpoints options
   std::vector<std::string> tensors;  // .npy inputs
-  std::vector<std::string> texts;    // --text: texts through a CLIP model's text tower
+  std::vector<std::string> texts;    // --text: texts through a CLIP or SigLIP model's text tower
+  bool truncate = false;             // --truncate: a text over the context is cut, not refused
   std::string output = "vitattn-out";
   bool no_scale = false;
   int threads = 0;                   // --threads: the products' threads; 0: every core

@@ -139,7 +139,11 @@ void warn_small_grid(const ImageOptions& o, const VitModel& model) {
 void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const std::string& model_name) {
   const std::string flag = o.texts.empty() ? "--texts-from" : "--text";
   const std::vector<std::string> texts = prompt_texts(o.texts, o.texts_from);
-  const auto ids = tokenize_prompts(opened, texts, o.truncate, flag, model_name);
+  const auto ids = text_id_rows(opened, texts, o.truncate, flag);
+  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
+  if (image_width != text_width)
+    throw Error(fmt::format("{}: {}'s image embedding is {} wide and its text embedding {}: no logits between them", flag,
+                            model_name, image_width, text_width));
   opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids);
   opened.labels = model::ClassLabels{texts, flag};
   spdlog::debug("{}: {} as the classes", flag, files::counted(texts.size(), "text", "texts"));

@@ -2,15 +2,45 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 #include "text/clip_tokenizer.hpp"
+#include "text/siglip_tokenizer.hpp"
 #include "text/unicode_text.hpp"
 
 namespace vitattn::cli {
+namespace fs = std::filesystem;
 namespace {
 
-bool blank(const std::string& line) { return line.find_first_not_of(" \t\r\f\v") == std::string::npos; }
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\n\r\f\v") == std::string::npos; }
+
+// CLIP's tokeniser: <|startoftext|>, the ids, <|endoftext|>, zeros.
+std::vector<std::vector<std::int32_t>> clip_rows(const std::vector<std::string>& texts, int context, bool truncate) {
+  const text::ClipTokenizer tokenizer;
+  std::vector<std::vector<std::int32_t>> rows;
+  for (const std::string& t : texts) rows.push_back(tokenizer.tokenize(t, context, truncate));
+  return rows;
+}
+
+// SigLIP's: the SentencePiece model beside the weights; the ids, "</s>", "</s>" as padding.
+std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedModel& opened,
+                                                          const std::vector<std::string>& texts, int context,
+                                                          bool truncate) {
+  const fs::path spiece = sentencepiece_model_path(opened);
+  std::error_code ec;
+  if (!fs::is_regular_file(spiece, ec))
+    throw Error("the SigLIP model's tokeniser is not there: no " + files::display(spiece) +
+                " (looked for beside the weights; an hf: snapshot has it when its repository does)");
+  const text::SiglipTokenizer tokenizer(spiece);
+  std::vector<std::vector<std::int32_t>> rows;
+  for (const std::string& t : texts) {
+    const std::vector<int> ids = tokenizer.tokenize(t, context, truncate);
+    rows.emplace_back(ids.begin(), ids.end());
+  }
+  return rows;
+}
 
 // The file's lines, each checked to be UTF-8 (the error names the file and the line).
 std::vector<std::string> text_lines(const std::string& path) {
@@ -40,30 +70,34 @@ std::vector<std::string> prompt_texts(const std::vector<std::string>& texts, con
   return all;
 }
 
-std::vector<std::vector<std::int32_t>> tokenize_prompts(const model::OpenedModel& opened,
-                                                        const std::vector<std::string>& texts, bool truncate,
-                                                        const std::string& flag, const std::string& model_name) {
-  const TextTower& tower = opened.text.tower;
-  if (!tower.present())
-    throw Error(flag + ": " + (opened.text.missing.empty() ? model_name + " has no text tower" : opened.text.missing));
-  const VitModel& m = opened.model;
-  const int d_image = m.w_embed.size() > 0 ? static_cast<int>(m.w_embed.rows()) : m.d_model();
-  if (!m.has_image_embedding() || d_image != tower.d_embed())
-    throw Error(fmt::format("{}: {}'s image embedding is {} wide and its text embedding {}: no logits between them", flag,
-                            model_name, m.has_image_embedding() ? d_image : 0, tower.d_embed()));
-  const text::ClipTokenizer tokenizer;
-  std::vector<std::vector<std::int32_t>> ids;
-  for (const std::string& t : texts) {
-    if (t.find_first_not_of(" \t\n\r\f\v") == std::string::npos) throw Error(flag + ": an empty text (nothing to encode)");
-    ids.push_back(tokenizer.tokenize(t, tower.context(), truncate));
-  }
-  return ids;
-}
-
 void check_text_classes(const std::vector<std::string>& classes) {
   for (const std::string& c : classes)
     if (!c.empty() && c.find_first_not_of("0123456789, ") == std::string::npos)
       throw Error(fmt::format("--class {}: with --text, name a class by its text, not an index", c));
+}
+
+fs::path sentencepiece_model_path(const model::OpenedModel& opened) { return opened.file.parent_path() / "spiece.model"; }
+
+std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
+                                                    bool truncate, const std::string& option) {
+  if (texts.empty()) return {};
+  const TextTower& tower = opened.text.tower;
+  if (!tower.present())
+    throw Error(option + ": " +
+                (opened.text.missing.empty() ? files::display(opened.file) + " has no text tower" : opened.text.missing));
+  for (const std::string& t : texts)
+    if (blank(t)) throw Error(option + ": an empty text (nothing to encode)");
+  try {
+    switch (opened.text.tokenizer) {
+      case model::TextTokenizer::clip_bpe:
+        return clip_rows(texts, tower.context(), truncate);
+      case model::TextTokenizer::sentencepiece:
+        return sentencepiece_rows(opened, texts, tower.context(), truncate);
+    }
+  } catch (const Error& e) {
+    throw Error(option + ": " + e.what());
+  }
+  throw Error(option + ": unknown tokeniser");
 }
 
 }  // namespace vitattn::cli

@@ -1,8 +1,12 @@
 #pragma once
-// The texts a run asks about (--text, --texts-from) and their token ids for the model's text
-// tower: read, checked and tokenised before any image, so that a bad text is one error line
-// and exit 2 with nothing written.
+// Texts as the id rows of a model's text tower: which tokeniser a tower reads, in one place for
+// every command that takes texts (forward's and the image command's --text). CLIP's towers read CLIP's byte-pair ids
+// (clip.tokenize's rows, the built-in vocabulary); SigLIP's read its SentencePiece model's ids
+// (text/siglip_tokenizer.hpp: HF's SiglipTokenizer with padding="max_length"), from the file
+// spiece.model beside the weights: the checkpoint's folder, or the hf: snapshot (the hub fetches
+// it with the config files).
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,13 +19,16 @@ namespace vitattn::cli {
 // and the line for invalid UTF-8, and for a file that cannot be read.
 std::vector<std::string> prompt_texts(const std::vector<std::string>& texts, const std::string& texts_from);
 
-// The texts as the tower's token rows, each its context long: CLIP's BPE (clip.tokenize).
-// Throws Error, naming the option `flag` and the model: a model without a text tower (saying
-// why when the file holds one that could not be read), an empty text, a text over the context
-// unless `truncate`, an image embedding of another width than the text embedding.
-std::vector<std::vector<std::int32_t>> tokenize_prompts(const model::OpenedModel& opened,
-                                                        const std::vector<std::string>& texts, bool truncate,
-                                                        const std::string& flag, const std::string& model_name);
+// Where a SigLIP text tower's SentencePiece model is looked for: beside the weights file.
+std::filesystem::path sentencepiece_model_path(const model::OpenedModel& opened);
+
+// Each text's ids, exactly the tower's context long. `option` names the flag in messages
+// ("--text"). Throws Error in one line: the model has no text tower (why, as the loader said),
+// an empty text, SigLIP's spiece.model not there (naming where it looked), a text over the
+// context unless `truncate` (then cut as clip.tokenize(truncate=True) / HF's truncation=True cut
+// it: the first context − 1 ids, then the end token).
+std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
+                                                    bool truncate, const std::string& option);
 
 // --class among texts: each value a text, not an index (the texts have no numbers but their
 // order, which --text's order already gives). Throws Error naming the value.

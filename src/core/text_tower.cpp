@@ -30,10 +30,10 @@ void mask_future(Matrix& scores) {
   for (Eigen::Index i = 0; i + 1 < scores.rows(); ++i) scores.row(i).tail(scores.cols() - i - 1).setConstant(kMasked);
 }
 
-// xn (n, W) → heads (n, W): each head's softmax(q·kᵀ/√d_head + causal)·v side by side; each
-// head's probabilities (n, n) appended to `attention` when it is given.
-void causal_attention(const TextTower& t, const EncoderBlock& b, const Matrix& xn, Matrix& heads,
-                      std::vector<Matrix>* attention) {
+// xn (n, W) → heads (n, W): each head's softmax(q·kᵀ/√d_head + the tower's mask)·v side by
+// side; each head's probabilities (n, n) appended to `attention` when it is given.
+void text_attention(const TextTower& t, const EncoderBlock& b, const Matrix& xn, Matrix& heads,
+                    std::vector<Matrix>* attention) {
   const Eigen::Index w = t.width(), d_head = w / t.n_heads, n = xn.rows();
   const Matrix qkv = linear(xn, b.w_qkv, b.b_qkv);  // (n, 3·W) = [q | k | v]
   heads.resize(n, w);
@@ -44,7 +44,7 @@ void causal_attention(const TextTower& t, const EncoderBlock& b, const Matrix& x
     const auto v = qkv.middleCols(2 * w + h * d_head, d_head);  // (n, d_head)
     // q (n, d_head) · kᵀ (d_head, n) / √d_head → scores (n, n)
     gemm_abt(scores, q, k, 1.0f / std::sqrt(static_cast<float>(d_head)));
-    mask_future(scores);
+    if (t.mask == TextMask::causal) mask_future(scores);
     softmax_rows(scores);
     // A (n, n) · v (n, d_head) → head output (n, d_head)
     gemm_ab(heads.middleCols(h * d_head, d_head), scores, v);
@@ -52,10 +52,10 @@ void causal_attention(const TextTower& t, const EncoderBlock& b, const Matrix& x
   }
 }
 
-// x (n, W) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), the image tower's block with the causal mask.
+// x (n, W) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), the image tower's block with the tower's mask.
 void run_text_block(const TextTower& t, const EncoderBlock& b, Matrix& x, std::vector<Matrix>* attention) {
   Matrix heads;  // (n, W)
-  causal_attention(t, b, layer_norm(x, b.norm1, t.eps), heads, attention);
+  text_attention(t, b, layer_norm(x, b.norm1, t.eps), heads, attention);
   x += linear(heads, b.w_proj, b.b_proj);  // heads (n, W) · w_projᵀ (W, W) + b
   Matrix hidden = linear(layer_norm(x, b.norm2, t.eps), b.w_fc1, b.b_fc1);  // (n, d_mlp)
   gelu_inplace(hidden, t.gelu);
@@ -95,11 +95,47 @@ void TextTower::validate(const std::string& source) const {
   expect_row(source, "ln_final bias", final_norm.bias, w, false);
   expect(source, "text_projection (transposed)", w_projection, w_projection.rows(), w);
   if (w_projection.rows() <= 0) throw Error(source + ": the text tower has no text_projection");
+  expect_row(source, "head bias", b_projection, w_projection.rows(), true);
   if (!std::isfinite(logit_scale)) throw Error(source + ": logit_scale is not finite");
+  if (!std::isfinite(logit_bias)) throw Error(source + ": logit_bias is not finite");
 }
 
 int end_of_text_position(const std::vector<std::int32_t>& ids) {
   return static_cast<int>(std::max_element(ids.begin(), ids.end()) - ids.begin());
+}
+
+int pooled_position(const TextTower& t, const std::vector<std::int32_t>& ids) {
+  switch (t.pooling) {
+    case TextPooling::end_of_text:
+      return end_of_text_position(ids);
+    case TextPooling::last:
+      return static_cast<int>(ids.size()) - 1;
+  }
+  throw Error("unknown text pooling");
+}
+
+int computed_length(const TextTower& t, const std::vector<std::int32_t>& ids) {
+  return t.mask == TextMask::causal ? pooled_position(t, ids) + 1 : static_cast<int>(ids.size());
+}
+
+Matrix image_text_logits(const TextTower& t, const Matrix& images, const Matrix& texts) {
+  // images (N, E) · textsᵀ (E, n) → cosines (N, n), both sides unit rows
+  Matrix logits = std::exp(t.logit_scale) * (images * texts.transpose());
+  logits.array() += t.logit_bias;
+  return logits;
+}
+
+Matrix image_text_probabilities(const TextTower& t, const Matrix& logits) {
+  Matrix p = logits;
+  switch (t.probabilities) {
+    case ClassProbability::softmax:
+      softmax_rows(p);
+      return p;
+    case ClassProbability::sigmoid:
+      p = logits.unaryExpr([](float v) { return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v)))); });
+      return p;
+  }
+  throw Error("unknown text probabilities");
 }
 
 TextResult encode_text(const TextTower& t, const std::vector<std::int32_t>& ids, bool keep_attention) {
@@ -110,8 +146,8 @@ TextResult encode_text(const TextTower& t, const std::vector<std::int32_t>& ids,
       throw Error("text: token id " + std::to_string(id) + " is outside the text tower's vocabulary of " +
                   std::to_string(t.vocabulary()));
   TextResult out;
-  const int eot = end_of_text_position(ids);
-  out.length = eot + 1;
+  const int pooled = pooled_position(t, ids);
+  out.length = computed_length(t, ids);
   // x (n, W) = token_embedding[ids] + positional_embedding[0…n)
   Matrix x(out.length, t.width());
   for (int i = 0; i < out.length; ++i)
@@ -121,9 +157,9 @@ TextResult encode_text(const TextTower& t, const std::vector<std::int32_t>& ids,
     run_text_block(t, t.blocks[l], x, keep_attention ? &out.attention[l] : nullptr);
     if (!x.allFinite()) non_finite(static_cast<int>(l));
   }
-  // ln_final(x[EOT]) (1, W) · projectionᵀ (W, E) → (1, E)
-  const Matrix eot_row = layer_norm(Matrix(x.row(eot)), t.final_norm, t.eps);
-  const Matrix projected = linear(eot_row, t.w_projection, RowVector());
+  // ln_final(x[pooled]) (1, W) · projectionᵀ (W, E) + bias → (1, E)
+  const Matrix pooled_row = layer_norm(Matrix(x.row(pooled)), t.final_norm, t.eps);
+  const Matrix projected = linear(pooled_row, t.w_projection, t.b_projection);
   out.embedding = l2_normalized(RowVector(projected.row(0)));
   if (!out.embedding.allFinite()) non_finite(t.n_layers() - 1);
   return out;

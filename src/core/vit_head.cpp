@@ -72,10 +72,11 @@ void validate_probe_head(const VitModel& m, const std::string& source, bool valu
 
 std::string no_classifier_reason(const VitModel& model) {
   if (model.has_classifier()) return "";
-  if (model.pooling == Pooling::probe) return "SigLIP's zero-shot classes need its text tower, which vitattn does not read";
+  if (model.pooling == Pooling::probe)
+    return "SigLIP's zero-shot classes need its text tower and the texts to rank";
   // A CLIP image tower: a projection to the joint embedding, or CLIP's norm before the first block.
   if (model.w_embed.size() > 0 || model.norm_pre.present())
-    return "CLIP's zero-shot classes need its text tower, which the image command does not read yet";
+    return "CLIP's zero-shot classes need its text tower and the texts to rank";
   return "";
 }
 
@@ -158,6 +159,11 @@ RowVector unnormalized_embedding(const VitModel& model, const RowVector& pooled)
 
 RowVector image_embedding(const VitModel& model, const Matrix& tokens) {
   return l2_normalized(unnormalized_embedding(model, pooled_features(model, tokens)));
+}
+
+Eigen::Index image_embedding_width(const VitModel& model) {
+  if (!model.has_image_embedding()) return 0;
+  return model.w_embed.size() > 0 ? model.w_embed.rows() : model.d_model();
 }
 
 void validate_head(const VitModel& m, const std::string& source, bool values) {

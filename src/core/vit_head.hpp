@@ -35,6 +35,9 @@ RowVector unnormalized_embedding(const VitModel& model, const RowVector& pooled)
 // has one (VitModel::has_image_embedding).
 RowVector image_embedding(const VitModel& model, const Matrix& tokens);
 
+// E of image_embedding: w_embed's rows, d_model for probe pooling, 0 when the model has none.
+Eigen::Index image_embedding_width(const VitModel& model);
+
 // Pooling::probe, as HF SiglipMultiheadAttentionPoolingHead.forward: q = probe·W_Qᵀ + b_Q,
 // K, V from the tokens; per head h (the encoder's H, d_head = d_model / H) softmax(q_h·K_hᵀ/√d_head);
 // concat(heads)·W_outᵀ + b_out = y; pooled = y + fc2(GELU(fc1(LayerNorm(y)))).
@@ -50,8 +53,8 @@ RowVector l2_normalized(const RowVector& v);
 
 // Why a model has no classifier, for a refusal: "" in general; a SigLIP tower's (Pooling::probe)
 // and a CLIP tower's (a projection to a joint embedding, or CLIP's norm before the first block):
-// their zero-shot classes are their text tower's, which the image command does not read (CLIP's:
-// read for the forward command only).
+// their zero-shot classes are texts, through their text tower (zero_shot.hpp), which a front end
+// asks for.
 std::string no_classifier_reason(const VitModel& model);
 // The same as a clause to append to a sentence: "; " + the reason, or "" when there is none.
 std::string no_classifier_note(const VitModel& model);

@@ -9,7 +9,9 @@ namespace vitattn::hub {
 namespace {
 
 constexpr const char* kWeights[] = {"model.safetensors", "pytorch_model.bin"};
-constexpr const char* kConfigs[] = {"config.json", "preprocessor_config.json"};
+// The files beside the weights, each fetched when the repository has it: the settings, and
+// SigLIP's SentencePiece model (its text tower's tokeniser).
+constexpr const char* kConfigs[] = {"config.json", "preprocessor_config.json", "spiece.model"};
 
 // Everything from the cache, without a byte of network: the weights are there for the
 // revision's commit (and the configs that the repository has, or that were never asked for).

@@ -1,7 +1,8 @@
 #pragma once
 // A model named hf:ORG/NAME[@REVISION]: found in the Hugging Face cache, else fetched from the
 // hub into it (unless HubSettings::offline): the weights (model.safetensors, else pytorch_model.bin)
-// and, when the repository has them, config.json and preprocessor_config.json.
+// and, when the repository has them, config.json, preprocessor_config.json and spiece.model
+// (SigLIP's tokeniser).
 #include <filesystem>
 #include <string>
 

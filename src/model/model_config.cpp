@@ -69,13 +69,28 @@ std::optional<Gelu> activation(const json& c, const fs::path& file) {
                           files::printable(it->dump(), true)));
 }
 
+// layer_norm_eps, in (0, 1).
+std::optional<float> layer_norm_eps(const json& c, const fs::path& file) {
+  const auto it = c.find("layer_norm_eps");
+  if (it == c.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() >= 1)
+    throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", files::display(file), files::printable(it->dump(), true)));
+  return it->get<float>();
+}
+
+// A vision-language config's "text_config": the text tower's heads, activation and ε.
+void read_text_config(const json& text, const fs::path& file, ModelConfig& out) {
+  out.text_heads = positive_int(text, "num_attention_heads", file, 4096);
+  out.text_activation = activation(text, file);
+  out.text_eps = layer_norm_eps(text, file);
+}
+
 void read_config(const json& top, const fs::path& file, ModelConfig& out) {
   if (const auto type = top.find("model_type"); type != top.end() && type->is_string()) out.model_type = type->get<std::string>();
   const auto vision = top.find("vision_config");
   const json& c = vision != top.end() && vision->is_object() ? *vision : top;
   out.projection_dim = positive_int(top, "projection_dim", file, 1 << 16);
-  if (const auto text = top.find("text_config"); text != top.end() && text->is_object())
-    out.text_heads = positive_int(*text, "num_attention_heads", file, 4096);
+  if (const auto text = top.find("text_config"); text != top.end() && text->is_object()) read_text_config(*text, file, out);
   out.activation = activation(c, file);
   out.heads = positive_int(c, "num_attention_heads", file, 4096);
   out.image_size = positive_int(c, "image_size", file, 1 << 16);
@@ -83,11 +98,7 @@ void read_config(const json& top, const fs::path& file, ModelConfig& out) {
   out.hidden_size = positive_int(c, "hidden_size", file, 1 << 16);
   out.layers = positive_int(c, "num_hidden_layers", file, 4096);
   out.intermediate_size = positive_int(c, "intermediate_size", file, 1 << 20);
-  if (const auto it = c.find("layer_norm_eps"); it != c.end() && !it->is_null()) {
-    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() >= 1)
-      throw Error(fmt::format("{}: layer_norm_eps is {}, expected a number in (0, 1)", files::display(file), files::printable(it->dump(), true)));
-    out.eps = it->get<float>();
-  }
+  out.eps = layer_norm_eps(c, file);
   if (const auto it = c.find("rope_theta"); it != c.end() && !it->is_null()) {  // HF DINOv3ViTConfig
     if (!it->is_number() || !(it->get<double>() > 1) || it->get<double>() > 1e9)
       throw Error(fmt::format("{}: rope_theta is {}, expected a number above 1", files::display(file), files::printable(it->dump(), true)));

@@ -27,7 +27,9 @@ struct ModelConfig {
   std::optional<Gelu> activation;             // hidden_act (HF): gelu, quick_gelu, gelu_pytorch_tanh, gelu_new
   std::optional<float> rope_theta;            // rope_theta (HF DINOv3): RoPE's base
   int projection_dim = 0;                     // projection_dim (HF CLIP): d_embed
-  int text_heads = 0;                         // text_config.num_attention_heads (HF CLIPModel); 0: not said
+  int text_heads = 0;                         // text_config.num_attention_heads (HF CLIPModel, SiglipModel); 0: not said
+  std::optional<float> text_eps;              // text_config.layer_norm_eps
+  std::optional<Gelu> text_activation;        // text_config.hidden_act
   std::optional<std::array<float, 3>> mean;   // image_mean (preprocessor), pretrained_cfg.mean (timm)
   std::optional<std::array<float, 3>> std;    // image_std, pretrained_cfg.std
   std::string sources;                        // the files read, for -v; empty when none was there

@@ -107,12 +107,14 @@ std::function<std::string()> weights_lost(const tensors::TensorFile& st) {
   };
 }
 
-// CLIP's text tower beside the image tower (text_tower_loader.hpp), with the image tower's ε and
-// GELU (the family's, the file's and the config's, already in); its tensors, when read, are no
-// longer "outside the encoder". Said for -v either way.
+// The text tower beside the image tower (text_tower_loader.hpp), with config.json's text_config's
+// ε and GELU, else the image tower's (the family's, the file's and the config's, already in); its
+// tensors, when read, are no longer "outside the encoder". Said for -v either way.
 void read_text_tower(const tensors::TensorFile& st, const ModelConfig& config, LoadedVit& loaded, OpenedModel& out) {
   out.text = load_text_tower(st, loaded.family, loaded.prefix,
-                             TextSettings{.heads = config.text_heads, .eps = loaded.model.eps, .gelu = loaded.model.gelu});
+                             TextSettings{.heads = config.text_heads,
+                                          .eps = config.text_eps.value_or(loaded.model.eps),
+                                          .gelu = config.text_activation.value_or(loaded.model.gelu)});
   if (out.text.tower.present()) {
     const std::set<std::string> read(out.text.tensors.begin(), out.text.tensors.end());
     std::erase_if(loaded.outside, [&](const std::string& name) { return read.count(name) > 0; });

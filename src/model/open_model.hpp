@@ -53,7 +53,7 @@ struct ModelRequest {
   std::optional<std::array<float, 3>> mean;  // normalisation, over anything the files say
   std::optional<std::array<float, 3>> std;
   bool labels = false;                       // find the class names of a classifier
-  bool text_tower = false;                   // read CLIP's text tower too, when the file holds one (OpenedModel::text);
+  bool text_tower = false;                   // read the text tower too (CLIP's, SigLIP's), when the file holds one (OpenedModel::text);
                                              // not asked: the file is read exactly as without one
   HubLocator hub;                            // empty: every source is a path
 };
@@ -80,7 +80,7 @@ struct OpenedModel {
   std::optional<HeadsGuessed> heads_guessed;
   std::optional<HeadsOverridden> heads_overridden;
   std::vector<std::string> details;          // for -v, in order: settings sources, summary, class names
-  LoadedText text;                           // CLIP's text tower, when asked and the file holds one (text_tower_loader.hpp)
+  LoadedText text;                           // the text tower, when asked and the file holds one (text_tower_loader.hpp)
 };
 
 OpenedModel open_model(const ModelRequest& request);

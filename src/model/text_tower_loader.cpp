@@ -11,24 +11,33 @@ namespace {
 
 using Shape = std::vector<std::uint64_t>;
 
-// One naming of CLIP's text tower, its fields in the order the tower is read.
+// One naming of a text tower, its fields in the order the tower is read; after them, what the
+// family computes differently (core/text_tower.hpp's table) and its tokeniser.
 struct TextNaming {
   std::string name;                  // the image family it ships with (checkpoint_families.cpp)
+  std::string model;                 // the model's name in messages ("CLIP")
   std::string image_prefix;          // where that family's image tower must sit for this naming to apply
   std::string token_embedding;       // [vocab, W]
   std::string positional_embedding;  // [ctx, W]
   std::string block;                 // with "{i}"
   BlockNaming block_naming;
   std::string final_norm;            // <name>.weight / .bias [W]
-  std::string projection;            // bias-free
+  std::string projection;            // the projection's weight
   bool projection_transposed;        // stored [W, E], applied x @ P (OpenAI); else [E, W] (HF's nn.Linear)
+  std::string projection_bias = {};  // [E]; empty: bias-free (CLIP)
   std::string logit_scale;           // a scalar (any shape of one value)
+  std::string logit_bias = {};       // a scalar; empty: none (CLIP)
+  TextMask mask = TextMask::causal;
+  TextPooling pooling = TextPooling::end_of_text;
+  ClassProbability probabilities = ClassProbability::softmax;
+  TextTokenizer tokenizer = TextTokenizer::clip_bpe;
 };
 
 const std::vector<TextNaming>& text_namings() {
   static const std::vector<TextNaming> rows = {
       // OpenAI clip/model.py CLIP and OpenCLIP's CLIP: the text tower's tensors at the top of the state dict.
       {.name = "clip",
+       .model = "CLIP",
        .image_prefix = "visual.",
        .token_embedding = "token_embedding.weight",
        .positional_embedding = "positional_embedding",
@@ -41,6 +50,7 @@ const std::vector<TextNaming>& text_namings() {
        .logit_scale = "logit_scale"},
       // Hugging Face modeling_clip.py CLIPModel: CLIPTextTransformer under text_model., its projection outside.
       {.name = "hf-clip",
+       .model = "CLIP",
        .image_prefix = "vision_model.",
        .token_embedding = "text_model.embeddings.token_embedding.weight",
        .positional_embedding = "text_model.embeddings.position_embedding.weight",
@@ -55,6 +65,30 @@ const std::vector<TextNaming>& text_namings() {
        .projection = "text_projection.weight",
        .projection_transposed = false,
        .logit_scale = "logit_scale"},
+      // Hugging Face modeling_siglip.py SiglipModel (SigLIP 2's the same): SiglipTextTransformer
+      // under text_model., its head inside it, no attention mask, last_hidden_state[:, -1] pooled.
+      {.name = "siglip",
+       .model = "SigLIP",
+       .image_prefix = "vision_model.",
+       .token_embedding = "text_model.embeddings.token_embedding.weight",
+       .positional_embedding = "text_model.embeddings.position_embedding.weight",
+       .block = "text_model.encoder.layers.{i}.",
+       .block_naming = {.norm1 = "layer_norm1",
+                        .qkv = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+                        .proj = "self_attn.out_proj",
+                        .norm2 = "layer_norm2",
+                        .fc1 = "mlp.fc1",
+                        .fc2 = "mlp.fc2"},
+       .final_norm = "text_model.final_layer_norm",
+       .projection = "text_model.head.weight",
+       .projection_transposed = false,
+       .projection_bias = "text_model.head.bias",
+       .logit_scale = "logit_scale",
+       .logit_bias = "logit_bias",
+       .mask = TextMask::none,
+       .pooling = TextPooling::last,
+       .probabilities = ClassProbability::sigmoid,
+       .tokenizer = TextTokenizer::sentencepiece},
   };
   return rows;
 }
@@ -166,7 +200,12 @@ TextTower read_tower(const tensors::TensorFile& st, const TextNaming& n, const T
   t.final_norm = read_norm(r, n.final_norm, w);
   const Matrix projection = r.matrix(n.projection);  // [W, E] (OpenAI) or [E, W] (HF)
   t.w_projection = n.projection_transposed ? Matrix(projection.transpose()) : projection;  // (E, W)
+  if (!n.projection_bias.empty()) t.b_projection = r.row(n.projection_bias, static_cast<std::uint64_t>(t.w_projection.rows()));
   t.logit_scale = r.scalar(n.logit_scale);
+  if (!n.logit_bias.empty()) t.logit_bias = r.scalar(n.logit_bias);
+  t.mask = n.mask;
+  t.pooling = n.pooling;
+  t.probabilities = n.probabilities;
   if (settings.heads > 0) {
     t.n_heads = settings.heads;
     heads_from = "config.json's text_config";
@@ -189,6 +228,7 @@ LoadedText load_text_tower(const tensors::TensorFile& st, const std::string& ima
   for (const TextNaming& n : text_namings()) {
     if (n.name != image_family || n.image_prefix != image_prefix || !st.find(n.token_embedding)) continue;
     out.naming = n.name;
+    out.tokenizer = n.tokenizer;
     try {
       out.tower = read_tower(st, n, settings, out.heads_from, out.tensors);
     } catch (const Error& e) {
@@ -198,10 +238,12 @@ LoadedText load_text_tower(const tensors::TensorFile& st, const std::string& ima
     }
     return out;
   }
-  bool clip = false;
-  for (const TextNaming& n : text_namings()) clip = clip || n.name == image_family;
-  out.missing = clip ? st.source() + " holds a CLIP image tower without its text tower"
-                     : st.source() + " is a " + image_family + " model, which has no CLIP text tower";
+  for (const TextNaming& n : text_namings())
+    if (n.name == image_family) {  // a family that ships with a text tower
+      out.missing = st.source() + " holds a " + n.model + " image tower without its text tower";
+      return out;
+    }
+  out.missing = st.source() + " is a " + image_family + " model, which has no text tower";
   return out;
 }
 

@@ -133,15 +133,14 @@ void add_image(const VitModel& model, const ImageTensor& x, const ForwardRequest
   for (std::size_t c = 0; c < r.classes.size(); ++c) add_gradients(model, tape, r, r.classes[c], out, out.classes[c]);
 }
 
-// CLIP's logits_per_image: exp(logit_scale) · image embedding (n_images, E) · text embeddingsᵀ
-// (E, n_texts), both L2-normalised, so each is the cosine times the temperature.
-std::vector<float> image_text_logits(const Arrays& a, std::uint64_t n_images, const EncodedTexts& texts) {
+// The image-text logits (N, n) of the input's image embeddings (n_images, E) against the
+// texts' (core/text_tower.hpp image_text_logits: the tower's scale and bias).
+Matrix input_text_logits(const Arrays& a, std::uint64_t n_images, const EncodedTexts& texts) {
   const auto e = static_cast<Eigen::Index>(texts.embeddings.cols());
   if (a.embedding.size() != n_images * static_cast<std::uint64_t>(e))
     throw Error(fmt::format("the image embedding is not {} wide, as the text embedding is", e));
   const Eigen::Map<const Matrix> images(a.embedding.data(), static_cast<Eigen::Index>(n_images), e);  // (N, E)
-  const Matrix logits = std::exp(texts.logit_scale) * (images * texts.embeddings.transpose());       // (N, n)
-  return {logits.data(), logits.data() + logits.size()};
+  return image_text_logits(*texts.tower, images, texts.embeddings);
 }
 
 ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f,
@@ -165,9 +164,11 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
     written.probe_attention = f.probe_attention;
   }
   if (texts && !model.has_classifier()) {
-    const std::vector<float> logits = image_text_logits(a, n, *texts);
-    tensors::write_npy(f.logits, logits.data(), {n, static_cast<std::uint64_t>(texts->embeddings.rows())});
+    const Matrix logits = input_text_logits(a, n, *texts);  // (N, n)
+    tensors::write_npy(f.logits, logits);
     written.logits = f.logits;
+    tensors::write_npy(f.probs, image_text_probabilities(*texts->tower, logits));
+    written.probs = f.probs;
   }
   if (!model.has_classifier()) return written;
   tensors::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
@@ -216,6 +217,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.logits = named("logits");
   f.embedding = named("embedding");
   f.probe_attention = named("probe_attention");
+  if (!r.texts.empty()) f.probs = named("probs");  // the image-text probabilities, only beside texts
   for (int c : r.classes) {
     // One class: the plain names; several: each class's tagged as the image command tags its maps.
     const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt, r.class_source);
@@ -230,7 +232,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, probs})
     if (!p.empty()) out.push_back(p);
   for (const ClassOutputs& c : classes) {
     for (const fs::path& p : {c.grad_attention, c.grad_blocks})
@@ -273,10 +275,10 @@ EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
   const auto n = static_cast<std::uint64_t>(r.texts.size()), ctx = static_cast<std::uint64_t>(tower.context());
   const auto layers = static_cast<std::uint64_t>(tower.n_layers()), heads = static_cast<std::uint64_t>(tower.n_heads);
   EncodedTexts out;
-  out.logit_scale = tower.logit_scale;
+  out.tower = &tower;
   out.embeddings.resize(static_cast<Eigen::Index>(n), tower.d_embed());
   std::vector<std::int32_t> ids;                                   // [n, ctx]
-  std::vector<float> attention(n * layers * heads * ctx * ctx, 0.0f);  // [n, L, H, ctx, ctx], zeros after each EOT
+  std::vector<float> attention(n * layers * heads * ctx * ctx, 0.0f);  // [n, L, H, ctx, ctx], zeros past the computed length
   for (std::uint64_t t = 0; t < n; ++t) {
     const TextResult result = encode_text(tower, r.texts[t], true);
     out.embeddings.row(static_cast<Eigen::Index>(t)) = result.embedding;

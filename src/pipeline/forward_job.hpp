@@ -27,16 +27,22 @@
 // With several classes, each class's files carry its index, as the image command's do:
 // x_grad_attention_c<C>.npy, x_grad_blocks_c<C>.npy, x_relevance_<method>_c<C>.npy; when the
 // classes are texts (the model's zero-shot head, core/zero_shot.hpp), _t<i>, i the text's place.
-// With texts (ForwardRequest::texts, a CLIP model's text tower: core/text_tower.hpp), once for
-// all of them:
-//   text_ids.npy        int32 [n, ctx]  the token ids (clip.tokenize's rows; ctx = 77 for CLIP)
+// With texts (ForwardRequest::texts, a CLIP or SigLIP model's text tower: core/text_tower.hpp),
+// once for all of them:
+//   text_ids.npy        int32 [n, ctx]  the token ids (CLIP: clip.tokenize's rows, ctx 77;
+//                                       SigLIP: its processor's, padded with "</s>" to ctx 64)
 //   text_embedding.npy  [n, E]          the L2-normalised text embeddings
-//   text_attention.npy  [n, layers, heads, ctx, ctx]  each layer's causal attention; rows and
-//                                       columns after a text's end-of-text token are zeros (they
-//                                       are not computed: the contract of text_tower.hpp)
-// and for each input, in place of a classifier's logits (CLIP has none):
+//   text_attention.npy  [n, layers, heads, ctx, ctx]  each layer's attention. CLIP: causal; rows
+//                                       and columns after a text's end-of-text token are zeros
+//                                       (not computed: the contract of text_tower.hpp). SigLIP:
+//                                       no mask, every position computed (the padding too: its
+//                                       embedding is the last position's row)
+// and for each input, in place of a classifier's logits (CLIP and SigLIP have none):
 //   x_logits.npy        [N, n]  exp(logit_scale)·cos(image embedding, text embedding), CLIP's
-//                                logits_per_image
+//                                logits_per_image; SigLIP's adds logit_bias (its logits_per_text
+//                                transposed), its image embedding the probe's pooled row
+//   x_probs.npy         [N, n]  CLIP: each row's softmax over the texts; SigLIP: each logit's
+//                                sigmoid (each image-text pair on its own)
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -66,8 +72,8 @@ struct ForwardRequest {
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
   int chefer_from = 0;                        // Chefer's first layer, counted alike (0: every layer)
   ClassSource class_source = ClassSource::classifier;  // texts: the classes are texts, their files tagged _t<i>
-  // The texts' token ids, each row the text tower's context long (clip.tokenize's); none: no
-  // text outputs.
+  // The texts' token ids, each row the text tower's context long (clip.tokenize's, SigLIP's
+  // processor's: cli/text_prompts.hpp); none: no text outputs.
   std::vector<std::vector<std::int32_t>> texts;
 };
 
@@ -80,8 +86,8 @@ TextOutputs text_outputs(const ForwardRequest& request);
 
 // What forward_texts computed: the embeddings the logits read, and the files it wrote.
 struct EncodedTexts {
-  Matrix embeddings;        // (n, E) L2-normalised
-  float logit_scale = 0.0f; // the tower's (the logits' factor is its exp)
+  Matrix embeddings;                // (n, E) L2-normalised
+  const TextTower* tower = nullptr; // the tower they went through (its logits' and probabilities' rules); outlives this
   TextOutputs written;
 };
 
@@ -101,6 +107,7 @@ struct ClassOutputs {
 struct ForwardOutputs {
   std::filesystem::path attention, features, tokens, norms, logits;
   std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
+  std::filesystem::path probs;                       // named with texts only (the image-text probabilities)
   std::vector<ClassOutputs> classes;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };

@@ -7,6 +7,8 @@ ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vecto
   head.classes.resize(static_cast<Eigen::Index>(ids.size()), tower.d_embed());  // (n_texts, E)
   for (std::size_t i = 0; i < ids.size(); ++i) head.classes.row(static_cast<Eigen::Index>(i)) = encode_text(tower, ids[i]).embedding;
   head.logit_scale = tower.logit_scale;
+  head.logit_bias = tower.logit_bias;
+  head.probability = tower.probabilities;
   return head;
 }
 

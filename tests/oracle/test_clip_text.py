@@ -158,3 +158,21 @@ def test_text_only_and_refusals(tmp_path):
         lines = [l for l in err.splitlines() if "error:" in l]
         assert code == 2 and len(lines) == 1 and says in lines[0], (code, err)
         assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
+
+
+def test_truncate(tmp_path):
+    """--truncate cuts a text over the context as clip.tokenize(truncate=True): its first 77 ids
+    (SOT and 76 of the text's), the last made EOT; the embedding is the reference's on those ids."""
+    text_t = openai_text_tensors(seed=14)
+    whole = tmp_path / "clip.safetensors"
+    safetensors_io.write(whole, {"visual." + k: v for k, v in openai_tensors(seed=2).items()} | text_t)
+    code, _, err = harness.run("forward", "--model", whole, "--text", "lighthouse", "--text", " ".join(["lighthouse"] * 80),
+                               "--truncate", "--heads", str(HEADS), "-o", tmp_path / "o")
+    assert code == 0, err
+    ids = np.load(tmp_path / "o" / "text_ids.npy")
+    word = ids[0, 1]  # "lighthouse" alone: SOT, its one id, EOT
+    assert list(ids[0, :3]) == [SOT, word, EOT], ids[0, :4]
+    assert ids[1, 0] == SOT and (ids[1, 1:CONTEXT - 1] == word).all() and ids[1, CONTEXT - 1] == EOT, ids[1]
+    _, ref_e = openai_encode_text(as_torch(text_t), torch.from_numpy(ids.astype(np.int64)), TEXT_W // 64)
+    de = np.abs(np.load(tmp_path / "o" / "text_embedding.npy") - ref_e).max()
+    assert de <= TOL, f"truncated text embeddings off by {de:.3g}"

@@ -104,5 +104,19 @@ TEST(ForwardJob, SeveralClassesNameEachClassesFiles) {
   EXPECT_THROW(check_forward_outputs(r), Error);
 }
 
+// The image-text probabilities are an output only beside texts: an input of that name is left
+// alone without them, and guarded with them.
+TEST(ForwardJob, TextProbabilitiesAreNamedOnlyWithTexts) {
+  test::TempDir dir;
+  ForwardRequest r;
+  r.output = dir.path();
+  r.inputs = {dir / "x.npy", dir / "x_probs.npy"};
+  EXPECT_TRUE(forward_outputs(r, dir / "x.npy").probs.empty());
+  EXPECT_NO_THROW(check_forward_outputs(r));
+  r.texts = {std::vector<std::int32_t>(64, 1)};
+  EXPECT_EQ(forward_outputs(r, dir / "x.npy").probs, dir / "x_probs.npy");
+  EXPECT_THROW(check_forward_outputs(r), Error);  // x_probs.npy is x.npy's output now
+}
+
 }  // namespace
 }  // namespace vitattn::pipeline

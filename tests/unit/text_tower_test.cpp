@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "core/attention.hpp"
@@ -42,12 +43,13 @@ TextTower small_tower(std::mt19937& rng) {
   return t;
 }
 
-// The whole context, every head through scaled_dot_product_attention with the causal mask.
+// The whole context, every head through scaled_dot_product_attention with the causal mask
+// (`causal`), else none; the embedding the row at `pooled` through the projection and its bias.
 struct Direct {
   RowVector embedding;
   std::vector<std::vector<Matrix>> attention;  // [layer][head] (ctx, ctx)
 };
-Direct direct(const TextTower& t, const std::vector<std::int32_t>& ids) {
+Direct direct(const TextTower& t, const std::vector<std::int32_t>& ids, bool causal, int pooled) {
   Matrix x(kContext, kWidth);
   for (int i = 0; i < kContext; ++i) x.row(i) = Matrix(t.token_embedding).row(ids[static_cast<std::size_t>(i)]) + Matrix(t.positional_embedding).row(i);
   Direct out;
@@ -58,7 +60,8 @@ Direct direct(const TextTower& t, const std::vector<std::int32_t>& ids) {
     auto& layer = out.attention.emplace_back();
     for (int h = 0; h < kHeads; ++h) {
       const Attention a = scaled_dot_product_attention(qkv.middleCols(h * d, d), qkv.middleCols(kWidth + h * d, d),
-                                                       qkv.middleCols(2 * kWidth + h * d, d), causal_mask(kContext));
+                                                       qkv.middleCols(2 * kWidth + h * d, d),
+                                                       causal ? causal_mask(kContext) : Matrix());
       heads.middleCols(h * d, d) = a.output;
       layer.push_back(a.weights);
     }
@@ -67,8 +70,8 @@ Direct direct(const TextTower& t, const std::vector<std::int32_t>& ids) {
     hidden = hidden.array() / (1.0f + (-1.702f * hidden.array()).exp());  // QuickGELU x·σ(1.702x)
     x += (hidden * Matrix(b.w_fc2).transpose()).rowwise() + b.b_fc2;
   }
-  const int eot = end_of_text_position(ids);
-  const RowVector e = layer_norm(Matrix(x.row(eot)), t.final_norm, t.eps) * Matrix(t.w_projection).transpose();
+  RowVector e = layer_norm(Matrix(x.row(pooled)), t.final_norm, t.eps) * Matrix(t.w_projection).transpose();
+  if (t.b_projection.size() > 0) e += t.b_projection;
   out.embedding = e / e.norm();
   return out;
 }
@@ -78,7 +81,7 @@ TEST(TextTower, ComputedLengthMatchesTheWholeContextUnderTheCausalMask) {
   const TextTower t = small_tower(rng);
   const std::vector<std::int32_t> ids = {7, 3, 2, 9, 0, 0};  // SOT-like 7, two tokens, the largest id (EOT) at 3
   const TextResult got = encode_text(t, ids, true);
-  const Direct want = direct(t, ids);
+  const Direct want = direct(t, ids, true, 3);
   ASSERT_EQ(got.length, 4);
   EXPECT_LT((got.embedding - want.embedding).cwiseAbs().maxCoeff(), 1e-5f);
   EXPECT_NEAR(got.embedding.norm(), 1.0f, 1e-5f);
@@ -91,6 +94,47 @@ TEST(TextTower, ComputedLengthMatchesTheWholeContextUnderTheCausalMask) {
       EXPECT_LT((a - want.attention[l][h].topLeftCorner(4, 4)).cwiseAbs().maxCoeff(), 1e-5f) << "layer " << l << " head " << h;
       EXPECT_EQ(a(0, 1), 0.0f);  // masked exactly
     }
+}
+
+// SigLIP's settings: no mask (every position computed, every score kept), the last position's
+// row through a head with a bias, and logits with logit_bias read by their sigmoid.
+TEST(TextTower, SiglipSettingsAttendEverywhereAndPoolTheLastPosition) {
+  std::mt19937 rng(6);
+  TextTower t = small_tower(rng);
+  t.mask = TextMask::none;
+  t.pooling = TextPooling::last;
+  t.b_projection = test::random_matrix(1, kEmbed, rng).row(0);
+  t.validate("test");
+  const std::vector<std::int32_t> ids = {4, 9, 2, 1, 1, 1};  // the text, then its end id repeated as padding
+  const TextResult got = encode_text(t, ids, true);
+  const Direct want = direct(t, ids, false, kContext - 1);
+  ASSERT_EQ(got.length, kContext);
+  EXPECT_LT((got.embedding - want.embedding).cwiseAbs().maxCoeff(), 1e-5f);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(kHeads); ++h) {
+      EXPECT_LT((got.attention[l][h] - want.attention[l][h]).cwiseAbs().maxCoeff(), 1e-5f) << "layer " << l;
+      EXPECT_GT(got.attention[l][h](0, kContext - 1), 0.0f);  // the first token sees the last
+    }
+}
+
+TEST(TextTower, ProbabilitiesAreASoftmaxOverTextsOrEachLogitsSigmoid) {
+  TextTower t;
+  t.logit_scale = std::log(2.0f);
+  t.logit_bias = -1.0f;
+  Matrix images(1, 2), texts(2, 2);
+  images << 1.0f, 0.0f;
+  texts << 1.0f, 0.0f, 0.0f, 1.0f;  // cosines 1 and 0
+  const Matrix logits = image_text_logits(t, images, texts);  // 2·cos − 1
+  EXPECT_NEAR(logits(0, 0), 1.0f, 1e-6f);
+  EXPECT_NEAR(logits(0, 1), -1.0f, 1e-6f);
+  t.probabilities = ClassProbability::sigmoid;
+  const Matrix sig = image_text_probabilities(t, logits);
+  EXPECT_NEAR(sig(0, 0), 0.7310586f, 1e-6f);  // 1 / (1 + e^-1)
+  EXPECT_NEAR(sig(0, 1), 0.2689414f, 1e-6f);
+  t.probabilities = ClassProbability::softmax;
+  const Matrix soft = image_text_probabilities(t, logits);
+  EXPECT_NEAR(soft(0, 0), 0.8807971f, 1e-6f);  // e^1 / (e^1 + e^-1)
+  EXPECT_NEAR(soft(0, 1), 0.1192029f, 1e-6f);
 }
 
 TEST(TextTower, EndOfTextIsTheFirstLargestId) {

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""SigLIP's text tower (`vitattn forward --text` on a Hugging Face SiglipModel file) against a
+torch re-implementation of transformers' modeling_siglip.py, on random weights.
+
+Run:  /usr/bin/python3 -m pytest tests/oracle/test_siglip_text.py
+      Skips when torch or python3-sentencepiece cannot be imported; under CI=true a skip fails.
+Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
+
+The model: tests/pylib/siglip_reference.py siglip_tensors(text=True) (both towers, logit_scale,
+logit_bias) in a folder with config.json (text_config: 4 heads, hidden_act "gelu" where the
+vision tower's is gelu_pytorch_tanh) and a spiece.model the test trains (test_siglip_tokenizer.py's
+tiny unigram model, SigLIP's special pieces). The references, none from vitattn:
+- ids: HF SiglipTokenizer's steps over SentencePiece's Python encoder (test_siglip_tokenizer.py
+  hf_ids: padding="max_length" to 64 with "</s>", truncation keeping 63 pieces and "</s>");
+- text side: siglip_reference.torch_siglip_text (SiglipTextTransformer in float64: no attention
+  mask, final_layer_norm, last_hidden_state[:, -1] through text_model.head, normalised);
+- image side: torch_siglip (the probe's pooled row, normalised) on two photos resized by cv2;
+- SiglipModel.forward's logits: text_embeds @ image_embedsᵀ · exp(logit_scale) + logit_bias,
+  transposed to [images, texts], and their sigmoid.
+
+Checked: text_ids.npy equal to HF's, text embeddings, every layer's full attention [n, L, H, 64, 64],
+the image embeddings, logits and probabilities each within 1e-4; the refusals (no spiece.model:
+the message names the path it looked at; a text over 64 tokens without --truncate), each one
+`error:` line, exit 2, nothing written; --truncate's ids as HF's truncation; a SigLIP file with
+its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
+tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
+refused naming the snapshot's path.
+
+Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
+CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
+dropped (0.022); logit_bias left out (logits off by 2.5); a softmax over the texts in place of
+the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text_config's
+(attention off by 4e-4).
+"""
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import harness
+from harness import need, REPO
+
+try:
+    import torch
+except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
+    need(False, f"cannot import torch ({e}); install python3-torch")
+
+from siglip_reference import (D, GRID, P, siglip_logits, siglip_tensors, TEXT_CONTEXT, TEXT_HEADS, TEXT_LAYERS,
+                              torch_siglip, torch_siglip_text, write_folder)
+from test_siglip_tokenizer import hf_ids, hf_processor, train_tiny_model
+
+torch.set_grad_enabled(False)
+TOL = 1e-4
+TEXTS = ["a photo of a cat", "Two DOGS, playing in the snow!", "a small red car on the street near the river"]
+LONG = " ".join(["mountain river"] * 45)  # over 64 pieces
+
+
+@pytest.fixture(scope="module")
+def siglip(tmp_path_factory):
+    """(model.safetensors path, tensors, the SentencePiece processor as HF loads it)."""
+    folder = tmp_path_factory.mktemp("siglip")
+    t = siglip_tensors(seed=21, text_tower=False, text=True)
+    model = write_folder(folder, t, text=True)
+    train_tiny_model(folder / "spiece.model", "nmt_nfkc")
+    return model, t, hf_processor(folder / "spiece.model")
+
+
+def photos():
+    """Two photos as SiglipImageProcessor makes them at 32 px: RGB, resized, (x/255 − 0.5)/0.5, [2, 3, 32, 32]."""
+    import cv2
+    out = []
+    for name in ("chelsea.png", "coffee.png"):
+        bgr = cv2.imread(str(REPO / "images" / name), cv2.IMREAD_COLOR)
+        rgb = cv2.resize(bgr, (GRID * P, GRID * P), interpolation=cv2.INTER_AREA)[:, :, ::-1]
+        out.append(((rgb.astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1))
+    return np.ascontiguousarray(np.stack(out), dtype=np.float32)
+
+
+def forward(model, out, texts, *extra, image=None, expect=0):
+    """`vitattn forward -v --model M --text …` [x.npy]; returns (code, stderr)."""
+    args = ["forward", "-v", "--model", model, "-o", out, *extra]
+    for t in texts:
+        args += ["--text", t]
+    if image is not None:
+        np.save(out.parent / "x.npy", image)
+        args.append(out.parent / "x.npy")
+    code, _, err = harness.run(*args)
+    assert code == expect, err[-3000:]
+    return err
+
+
+def one_error(err, *says):
+    lines = [l for l in err.splitlines() if "error:" in l]
+    assert len(lines) == 1 and all(s in lines[0] for s in says), err[-2000:]
+
+
+def maxdiff(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.abs(a - b).max())
+
+
+def test_text_tower_against_torch(siglip, tmp_path):
+    model, t, sp = siglip
+    x = photos()
+    log = forward(model, tmp_path / "o", TEXTS, image=x)
+    assert f"text tower (siglip names): {TEXT_LAYERS} layers, W={D}, {TEXT_HEADS} heads (config.json's text_config)" \
+        in log, log[-2000:]
+    o = tmp_path / "o"
+    ids = np.load(o / "text_ids.npy")
+    want = np.array([hf_ids(sp, s) for s in TEXTS], np.int32)
+    assert ids.dtype == np.int32 and ids.shape == (len(TEXTS), TEXT_CONTEXT), (ids.dtype, ids.shape)
+    assert (ids == want).all(), (ids, want)
+    ref_a, ref_e = torch_siglip_text(t, want)
+    de = maxdiff(np.load(o / "text_embedding.npy"), ref_e)
+    da = maxdiff(np.load(o / "text_attention.npy"), ref_a)  # every position: no mask, nothing left out
+    assert de <= TOL, f"text embeddings off by {de:.3g}"
+    assert da <= TOL, f"text attention off by {da:.3g}"
+    image_e = np.stack([torch_siglip(t, img)["embedding"] for img in x])
+    di = maxdiff(np.load(o / "x_embedding.npy"), image_e)
+    assert di <= TOL, f"image embeddings off by {di:.3g}"
+    logits, probs = siglip_logits(image_e, ref_e, t)
+    dl = maxdiff(np.load(o / "x_logits.npy"), logits)
+    dp = maxdiff(np.load(o / "x_probs.npy"), probs)
+    assert dl <= TOL, f"logits off by {dl:.3g}"
+    assert dp <= TOL, f"probabilities off by {dp:.3g}"
+    assert np.ptp(probs) > 0.05, probs  # not all saturated: the sigmoid's values say something
+    print(f"siglip text: embedding {de:.3g}, attention {da:.3g}, image {di:.3g}, logits {dl:.3g}, probs {dp:.3g}")
+
+
+def test_truncate_and_too_long(siglip, tmp_path):
+    model, t, sp = siglip
+    assert isinstance(hf_ids(sp, LONG), tuple)  # over the context for HF too
+    err = forward(model, tmp_path / "refused", [LONG], expect=2)
+    one_error(err, "--text", "mountain river", "over the context of 64")
+    assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
+    forward(model, tmp_path / "cut", ["a cat", LONG], "--truncate")
+    ids = np.load(tmp_path / "cut" / "text_ids.npy")
+    assert (ids == np.array([hf_ids(sp, "a cat"), hf_ids(sp, LONG, truncate=True)], np.int32)).all(), ids
+    _, ref_e = torch_siglip_text(t, ids)
+    de = maxdiff(np.load(tmp_path / "cut" / "text_embedding.npy"), ref_e)
+    assert de <= TOL, f"truncated text embeddings off by {de:.3g}"
+
+
+def test_no_spiece_model(siglip, tmp_path):
+    """The tokeniser's file missing: one line naming where it looked, before any image is read."""
+    model, _, _ = siglip
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        shutil.copy(model.parent / name, folder / name)
+    out = tmp_path / "o"
+    err = forward(folder / "model.safetensors", out, ["a cat"], image=photos(), expect=2)
+    one_error(err, "--text", str(folder / "spiece.model"), "SigLIP")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_image_tower_alone(tmp_path):
+    """A SigLIP file without its text tower works as before; --text on it says why not."""
+    model = write_folder(tmp_path / "vision", siglip_tensors(seed=4, text_tower=False))
+    x = photos()
+    np.save(tmp_path / "x.npy", x)
+    code, _, err = harness.run("forward", "--model", model, tmp_path / "x.npy", "-o", tmp_path / "o")
+    assert code == 0, err
+    assert (tmp_path / "o" / "x_embedding.npy").exists() and not (tmp_path / "o" / "x_logits.npy").exists()
+    err = forward(model, tmp_path / "o2", ["a cat"], image=x, expect=2)
+    one_error(err, "--text", "holds a SigLIP image tower without its text tower")
+
+
+def test_through_the_hub(siglip, tmp_path):
+    """hf:ORG/NAME: spiece.model comes with the snapshot, beside model.safetensors; a repository
+    without it is refused in one line naming where it was looked for."""
+    from fake_hub import Hub, hub_env
+    model, t, sp = siglip
+    files = {n: (model.parent / n).read_bytes() for n in ("model.safetensors", "config.json", "spiece.model")}
+    hub = Hub()
+    try:
+        hub.add("acme/siglip", {"main": files})
+        hub.add("acme/siglip-no-spiece", {"main": {n: b for n, b in files.items() if n != "spiece.model"}})
+        env = hub_env({"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": hub.endpoint})
+        code, _, err = harness.run("forward", "--model", "hf:acme/siglip", "--text", TEXTS[0], "-o", tmp_path / "o",
+                                   env=env)
+        assert code == 0, err[-2000:]
+        snapshots = list((tmp_path / "cache").glob("models--acme--siglip/snapshots/*/spiece.model"))
+        assert len(snapshots) == 1, list((tmp_path / "cache").rglob("*"))
+        ids = np.load(tmp_path / "o" / "text_ids.npy")
+        assert (ids == np.array([hf_ids(sp, TEXTS[0])], np.int32)).all(), ids
+        _, ref_e = torch_siglip_text(t, ids)
+        assert maxdiff(np.load(tmp_path / "o" / "text_embedding.npy"), ref_e) <= TOL
+        code, _, err = harness.run("forward", "--model", "hf:acme/siglip-no-spiece", "--text", TEXTS[0], "-o",
+                                   tmp_path / "o2", env=env)
+        assert code == 2, err[-2000:]
+        snapshot = Path(next((tmp_path / "cache").glob("models--acme--siglip-no-spiece/snapshots/*")))
+        one_error(err, "--text", str(snapshot / "spiece.model"))
+    finally:
+        hub.stop()
