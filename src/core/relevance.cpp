@@ -82,14 +82,6 @@ struct RowRollout {
   }
 };
 
-// Mean over heads and query rows of max(0, ∂s/∂A) (1, n_tokens): LeGrad's E_l over every column.
-Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
-  Matrix e = Matrix::Zero(1, d_attention.front().cols());
-  for (const Matrix& g : d_attention) e += g.array().max(0.0f).matrix().colwise().sum();
-  e /= static_cast<float>(d_attention.size() * static_cast<std::size_t>(d_attention.front().rows()));
-  return e;
-}
-
 // Grad-CAM on X = norm1's output (n_tokens, d_model) and its gradient: map over P = max(0, X_P·w),
 // w = mean over P of ∂y/∂X_P (d_model).
 Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid_h, int grid_w) {
@@ -142,6 +134,18 @@ Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const Relevanc
 
 }  // namespace
 
+Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
+  Matrix e = Matrix::Zero(1, d_attention.front().cols());
+  for (const Matrix& g : d_attention) e += g.array().max(0.0f).matrix().colwise().sum();
+  e /= static_cast<float>(d_attention.size() * static_cast<std::size_t>(d_attention.front().rows()));
+  return e;
+}
+
+int legrad_first_layer(int legrad_from, int n_layers) {
+  // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
+  return layer_index(std::max(legrad_from, -n_layers), n_layers, "LeGrad's first layer");
+}
+
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w) {
@@ -151,9 +155,7 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
       wants(methods, &RelevanceMaps::gradcam))
     full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w, all);
   if (wants(methods, &RelevanceMaps::legrad)) {
-    // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
-    const int from_end = std::max(settings.legrad_from, -model.n_layers());
-    const int from = std::min(layer_index(from_end, model.n_layers(), "LeGrad's first layer"), last);
+    const int from = std::min(legrad_first_layer(settings.legrad_from, model.n_layers()), last);
     all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
   }
   std::vector<Matrix> maps;

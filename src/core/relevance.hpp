@@ -63,4 +63,11 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w);
 
+// LeGrad's steps, shared with its text-target variants (legrad_text.hpp):
+// E_l (1, n_tokens) = mean over heads and query rows of max(0, ∂s/∂A) [head] (queries, n_tokens).
+Matrix legrad_layer(const std::vector<Matrix>& d_attention);
+// The first layer summed for legrad_from (−K: the last K layers; all of them when the model has
+// fewer). Throws Error when a non-negative one is past the model's layers.
+int legrad_first_layer(int legrad_from, int n_layers);
+
 }  // namespace vitattn
