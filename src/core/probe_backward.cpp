@@ -68,6 +68,7 @@ ProbeGradients probe_backward(const VitModel& model, const ProbePooling& forward
     gemm_ab(d_k.middleCols(c, d_head), transposed, tape.q.middleCols(c, d_head), s);
     out.d_attention.push_back(std::move(d_a));
   }
+  out.attention = forward.attention;
   out.d_tokens.resize(n, d);
   // ∂k (n, d) · W_K (d, d) + ∂v (n, d) · W_V (d, d) → ∂tokens (n, d)
   gemm_ab(out.d_tokens, d_k, p.w_qkv.middleRows(d, d));

@@ -20,6 +20,7 @@ namespace vitattn {
 struct ProbeGradients {
   Matrix d_tokens;                  // (n_tokens, d_model) ∂target/∂tokens
   std::vector<Matrix> d_attention;  // [head] (1, n_tokens) ∂target/∂a_h, a_h the probe's probabilities
+  std::vector<Matrix> attention;    // [head] (1, n_tokens) a_h itself, the forward's
 };
 
 // tokens (n_tokens, d_model), what the probe reads (after the final norm in the model's own

@@ -1,6 +1,7 @@
 #include "relevance.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "attention_maps.hpp"
@@ -43,12 +44,13 @@ Matrix weighted_heads(const std::vector<Matrix>& a, const std::vector<Matrix>& g
 // averages: ½(e_0 + e_1) for distilled DeiT, the patch rows 1/n each for a patch mean, and
 // ½e_0 + the patch rows ½/n each for [class token, patch mean]. The maps are then R's rows
 // weighted as the head weighs its tokens (by linearity, w·R is read off one running row).
+// A probe (SigLIP) reads every token through its own attention: probe_readout.
 Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
   Matrix w = Matrix::Zero(1, n_tokens);
   const Eigen::Index first = model.first_patch_token(), n = n_tokens - first;
   switch (model.pooling) {
     case Pooling::class_token:
-    case Pooling::probe:  // no classifier: never asked for
+    case Pooling::probe:  // full_backward_maps takes probe_readout's instead
       w(0, 0) = 1.0f;
       break;
     case Pooling::class_and_dist:
@@ -63,6 +65,19 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
       break;
   }
   return w;
+}
+
+// Pooling::probe's readout rows (1, n_tokens) for y_c: the probe's attention over the final
+// tokens, fused with its gradient as each method fuses a layer's ([chefer, grad_rollout]). The
+// probe is a last attention layer whose one query is no token, so Chefer's rule for attention
+// between two sets (Chefer, Gur, Wolf, "Generic Attention-model Explainability", eq. 11 in
+// Transformer-MM-Explainability: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for the one query, R_qk
+// from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the encoder's R.
+std::array<Matrix, 2> probe_readout(const VitModel& model, const ForwardTape& tape, int c) {
+  ProbeGradients probe;
+  logit_gradient(model, tape.x_out, c, &probe);
+  return {weighted_heads(probe.attention, probe.d_attention, true),
+          weighted_heads(probe.attention, probe.d_attention, false)};
 }
 
 struct RowRollout {
@@ -100,7 +115,9 @@ void full_backward_maps(const VitModel& model, const ForwardTape& tape, const st
                         const RelevanceSettings& s, int last, int grid_h, int grid_w, RelevanceMaps& maps) {
   const Eigen::Index n_tokens = tape.x_out.rows();
   const int first = model.first_patch_token();
-  RowRollout chefer(readout_weights(model, n_tokens)), grad_rollout(readout_weights(model, n_tokens));
+  std::array<Matrix, 2> readout{readout_weights(model, n_tokens), readout_weights(model, n_tokens)};
+  if (model.pooling == Pooling::probe) readout = probe_readout(model, tape, s.class_index);
+  RowRollout chefer(readout[0]), grad_rollout(readout[1]);
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;

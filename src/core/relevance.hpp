@@ -23,7 +23,10 @@
 // R[0, P] is for a class-token head. A pooled head (vit_head.hpp) reads other rows, so its maps
 // are w·R at P, w the pooling's weights over the tokens: ½(e_0 + e_1) distilled DeiT, the patch
 // rows 1/n each for a patch mean (timm's avg pool), ½e_0 + the patch rows ½/n each for
-// [class token, patch mean] (HF Dinov2ForImageClassification).
+// [class token, patch mean] (HF Dinov2ForImageClassification); for SigLIP's probe head, w is the
+// probe's attention fused with its gradient as the method fuses a layer's (mean over heads of
+// max(0, ∂y_c/∂a ⊙ a) for chefer, max(0, mean of a ⊙ ∂y_c/∂a) for grad_rollout): Chefer's rule
+// for a query that is not one of the tokens.
 // Only one row w·R is ever read, so the rollouts run as a row vector from the last layer down,
 // r ← r·(I + Ā_l) (chefer) or r ← r·a_l (grad_rollout), in the order the backward hands the
 // layers out: the same product, O(T²) a layer instead of O(T³), and no layer's gradients kept.

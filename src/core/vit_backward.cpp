@@ -8,7 +8,6 @@
 #include "gemm.hpp"
 #include "parallel_for.hpp"
 #include "parallel_rows.hpp"
-#include "probe_backward.hpp"
 
 namespace vitattn {
 
@@ -142,8 +141,7 @@ namespace {
 // d_pooled = ∂target/∂(pooled_features(t)), per pooling (vit_head.hpp); nonzero only in the rows
 // the pooling reads. `t` is read for patch_mean's fc_norm, whose backward needs the mean it
 // normalised, and for the probe, whose forward is run again with its tape.
-Matrix pooled_gradient(const VitModel& model, const Matrix& t, const RowVector& d_pooled,
-                       std::vector<Matrix>* d_probe_attention) {
+Matrix pooled_gradient(const VitModel& model, const Matrix& t, const RowVector& d_pooled, ProbeGradients* probe) {
   Matrix d_t = Matrix::Zero(t.rows(), t.cols());
   const Eigen::Index d = t.cols(), first = model.first_patch_token(), n = t.rows() - first;
   const Eigen::Index d_pool = model.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
@@ -174,8 +172,9 @@ Matrix pooled_gradient(const VitModel& model, const Matrix& t, const RowVector& 
       break;
     case Pooling::probe: {
       ProbeGradients g = probe_backward(model, t, d_pooled);
-      if (d_probe_attention) *d_probe_attention = std::move(g.d_attention);
-      return std::move(g.d_tokens);
+      if (!probe) return std::move(g.d_tokens);
+      *probe = std::move(g);
+      return probe->d_tokens;
     }
   }
   return d_t;
@@ -207,18 +206,18 @@ Matrix final_tokens(const VitModel& model, const Matrix& x) {
 }  // namespace
 
 Matrix pooled_row_backward(const VitModel& model, const Matrix& x, const RowVector& d_pooled,
-                           std::vector<Matrix>* d_probe_attention) {
-  return through_final_norm(model, x, pooled_gradient(model, final_tokens(model, x), d_pooled, d_probe_attention));
+                           ProbeGradients* probe) {
+  return through_final_norm(model, x, pooled_gradient(model, final_tokens(model, x), d_pooled, probe));
 }
 
-Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index) {
+Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, ProbeGradients* probe) {
   if (!model.has_classifier()) throw Error("the model has no classifier, so no class logit to take gradients of");
   if (class_index < 0 || class_index >= model.n_classes())
     throw Error("class " + std::to_string(class_index) + " is not one of the model's " +
                 std::to_string(model.n_classes()) + " classes");
   const bool distilled = model.pooling == Pooling::class_and_dist;  // y = ½(head(t[0]) + head_dist(t[1]))
   const RowVector w = model.w_head.row(class_index);  // (d_pool)
-  Matrix d_t = pooled_gradient(model, final_tokens(model, x), distilled ? RowVector(0.5f * w) : w, nullptr);
+  Matrix d_t = pooled_gradient(model, final_tokens(model, x), distilled ? RowVector(0.5f * w) : w, probe);
   if (distilled) d_t.row(1) = 0.5f * model.w_head_dist.row(class_index);
   return through_final_norm(model, x, d_t);
 }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <vector>
 
+#include "probe_backward.hpp"
 #include "tensor.hpp"
 #include "vit.hpp"
 
@@ -50,17 +51,17 @@ struct BackwardBuffers {
 // token's row (class_token, and class_and_dist's main row); the patch rows, 1/n each, through
 // fc_norm (patch_mean); the class row and the patch rows with d_pooled's two halves
 // (class_and_patch_mean); every token through the probe (probe: probe_backward.hpp), whose
-// attention gradients [head] (1, n_tokens) go to d_probe_attention when it is given. Then back
-// through the final norm. Registers stay zero. For a head on the pooled row that the caller
-// differentiates itself (a zero-shot head's cosine).
+// attention and its gradients go to `probe` when it is given. Then back through the final norm.
+// Registers stay zero. For a head on the pooled row that the caller differentiates itself (a
+// zero-shot head's cosine).
 Matrix pooled_row_backward(const VitModel& model, const Matrix& x, const RowVector& d_pooled,
-                           std::vector<Matrix>* d_probe_attention = nullptr);
+                           ProbeGradients* probe = nullptr);
 
 // ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c the classifier's logit,
 // w_head[c]·p + b (pooled_row_backward with d_pooled = w_head[c]); distilled: ½ of that plus ½
-// w_head_dist[c] at the distillation token's row. Throws Error when the model has no
-// classifier or c is not one of its classes.
-Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index);
+// w_head_dist[c] at the distillation token's row; `probe` as pooled_row_backward's. Throws
+// Error when the model has no classifier or c is not one of its classes.
+Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, ProbeGradients* probe = nullptr);
 
 // d_output (n_tokens, d_model) = ∂target/∂(block `layer`'s output) → that block's gradients.
 // `scale` is the forward's (1/√d_head or not).

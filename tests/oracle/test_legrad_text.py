@@ -22,7 +22,9 @@ legrad/wrapper.py:
            prompt's map min-maxed, the map zeroed where it is above the threshold) at 0.8 and 0.5.
   probe    a linear head W on SigLIP's own pooled row (after post_layernorm): ∂y_c/∂x_out,
            ∂y_c/∂(the probe's attention) and ∂y_c/∂A_l of every block, through vitattn's
-           logit_gradient, pooled_row_backward and encoder_backward.
+           logit_gradient, pooled_row_backward and encoder_backward; and relevance.hpp's maps
+           for y_c (chefer and grad-rollout read through the probe's attention, legrad, gradcam)
+           from their definitions on autograd's gradients.
 
 The maps are compared before the reference's min-max and bilinear upsampling (legrad_text.hpp).
 Bound: max|vitattn − torch| / max|torch| ≤ 1e-4.
@@ -174,10 +176,10 @@ def test_legrad_clip(tmp_path, clip_model, grid, first):
 # ---------------------------------------------------------------------------
 
 
-def siglip_blocks(w, x):
+def siglip_blocks(w, x, norm1=None):
     """SiglipVisionEmbeddings and SiglipEncoderLayer (as siglip_reference.torch_siglip) on float64
     tensors w (names without vision_model.), x [3, H, W] → (the blocks' attention [H, T, T] each,
-    their outputs [T, D] each)."""
+    their outputs [T, D] each); each block's layer_norm1 output appended to `norm1` when given."""
     d, heads, dh = sr.D, sr.HEADS, sr.D // sr.HEADS
     x = x.detach().requires_grad_(True)  # a graph from the input on: every A_l has a gradient
     e = F.conv2d(x[None], w["embeddings.patch_embedding.weight"], w["embeddings.patch_embedding.bias"], stride=sr.P)
@@ -186,6 +188,9 @@ def siglip_blocks(w, x):
     for i in range(sr.LAYERS):
         b = f"encoder.layers.{i}."
         a = F.layer_norm(h, (d,), w[b + "layer_norm1.weight"], w[b + "layer_norm1.bias"], sr.EPS)
+        if norm1 is not None:
+            a.retain_grad()
+            norm1.append(a)
         q, k, v = (F.linear(a, w[b + f"self_attn.{n}.weight"], w[b + f"self_attn.{n}.bias"])
                    .view(-1, heads, dh).transpose(0, 1) for n in ("q_proj", "k_proj", "v_proj"))
         pr = torch.softmax(q @ k.transpose(1, 2) * dh ** -0.5, dim=-1)
@@ -320,3 +325,52 @@ def test_probe_backward_through_logit_gradient(tmp_path, siglip_model):
     for name, ref in checks.items():
         r = relative(np.load(f"{prefix}_{name}.npy"), ref.numpy())
         assert r <= REL_TOL, f"∂y/∂{name} off by {r:.3g} (relative)"
+
+
+def test_class_maps_on_a_probe_head(tmp_path, siglip_model):
+    """chefer, grad-rollout, legrad and gradcam (relevance.hpp) for y_c = W[c] · (SigLIP's pooled
+    row), each from its definition on autograd's gradients. The probe is read as Chefer reads an
+    attention whose query is not a token (Transformer-MM-Explainability's R_qk += Ā·R_kk): its
+    fused attention is the readout row of the encoder's R."""
+    path, t, w = siglip_model
+    x, xt = siglip_input(t, w)
+    c = 1
+    head = (np.random.default_rng(12).standard_normal((4, sr.D)) * 0.3).astype(np.float32)
+    wc = torch.from_numpy(head[c].astype(np.float64))
+    norm1 = []
+    attention, outputs = siglip_blocks(w, xt, norm1)
+    pooled, probs = probe(w, post_layernorm(w, outputs[-1]))
+    for a in attention:
+        a.retain_grad()
+    probs.retain_grad()
+    (pooled @ wc).backward(retain_graph=True)  # the per-layer logits below share the blocks
+    n = probs.shape[-1]
+    eye = torch.eye(n, dtype=torch.float64)
+    fused = lambda a, g, before: ((a * g).clamp(min=0).mean(0) if before  # noqa: E731
+                                  else (a * g).mean(0).clamp(min=0))
+    # chefer: R = I; R ← R + Ā_l·R; the probe's row Ā_probe·R
+    r = eye
+    for a in attention:
+        r = r + fused(a.detach(), a.grad, True) @ r
+    chefer = fused(probs.detach(), probs.grad, True) @ r
+    # grad-rollout (discard ratio 0): a_l = (F_l + I)/2, rows renormalised; R ← a_l·R
+    r = eye
+    for a in attention:
+        step = (fused(a.detach(), a.grad, False) + eye) / 2
+        r = (step / step.sum(dim=1, keepdim=True)) @ r
+    rollout = fused(probs.detach(), probs.grad, False) @ r
+    # legrad (from −2: both blocks): s_l = W[c] · probe(post_layernorm(layer l's output))
+    legrad = 0
+    for layer in range(sr.LAYERS):
+        s, _ = probe(w, post_layernorm(w, outputs[layer]))
+        g = torch.autograd.grad(s @ wc, [attention[layer]], retain_graph=True)[0]
+        legrad = legrad + g.clamp(min=0).mean(dim=(0, 1))
+    # gradcam on the last block's layer_norm1 output
+    xn = norm1[-1]
+    gradcam = (xn.detach() @ xn.grad.mean(dim=0)).clamp(min=0)
+    prefix = tmp_path / "grad"
+    tool(tmp_path, "logit", path, saved(tmp_path, "x.npy", x), saved(tmp_path, "head.npy", head), c, prefix)
+    refs = {"chefer": chefer, "grad_rollout": rollout, "legrad": legrad, "gradcam": gradcam}
+    for name, ref in refs.items():
+        r = relative(np.load(f"{prefix}_{name}.npy"), ref.detach().numpy().reshape(sr.GRID, sr.GRID))
+        assert r <= REL_TOL, f"{name} on SigLIP off by {r:.3g} (relative)"

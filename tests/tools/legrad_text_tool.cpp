@@ -9,7 +9,9 @@
 // OUT. `logit` gives the model HEAD (n_classes, d_model) as its classifier on the pooled row,
 // then writes for class CLASS: OUT_PREFIX_final.npy ∂y/∂x_out (n_tokens, d_model) from
 // logit_gradient, _probe.npy ∂y/∂(the probe's attention) (H, n_tokens) from pooled_row_backward
-// (a probe model only), _attention.npy ∂y/∂A_l (L, H, n_tokens, n_tokens) from encoder_backward.
+// (a probe model only), _attention.npy ∂y/∂A_l (L, H, n_tokens, n_tokens) from encoder_backward,
+// and _chefer.npy, _grad_rollout.npy, _legrad.npy, _gradcam.npy from relevance_maps (the
+// defaults: discard ratio 0, LeGrad from −2).
 // Errors: "error: <message>" on standard error, exit 1.
 #include <filesystem>
 #include <iostream>
@@ -19,6 +21,7 @@
 
 #include "core/error.hpp"
 #include "core/legrad_text.hpp"
+#include "core/relevance.hpp"
 #include "core/vit_backward.hpp"
 #include "model/open_model.hpp"
 #include "tensors/npy.hpp"
@@ -67,12 +70,20 @@ void write_logit_gradients(VitModel model, const ImageTensor& x, const Matrix& h
   const Run run = forward_with_tape(model, x);
   tensors::write_npy(prefix + "_final.npy", logit_gradient(model, run.tape.x_out, c));
   if (model.pooling == Pooling::probe) {
-    std::vector<Matrix> d_probe;
-    pooled_row_backward(model, run.tape.x_out, model.w_head.row(c), &d_probe);
-    Matrix stacked(static_cast<Eigen::Index>(d_probe.size()), d_probe.front().cols());
-    for (std::size_t h = 0; h < d_probe.size(); ++h) stacked.row(static_cast<Eigen::Index>(h)) = d_probe[h];
+    ProbeGradients probe;
+    pooled_row_backward(model, run.tape.x_out, model.w_head.row(c), &probe);
+    Matrix stacked(static_cast<Eigen::Index>(probe.d_attention.size()), probe.d_attention.front().cols());
+    for (std::size_t h = 0; h < probe.d_attention.size(); ++h)
+      stacked.row(static_cast<Eigen::Index>(h)) = probe.d_attention[h];
     tensors::write_npy(prefix + "_probe.npy", stacked);
   }
+  const std::vector<RelevanceMap> methods{&RelevanceMaps::chefer, &RelevanceMaps::grad_rollout, &RelevanceMaps::legrad,
+                                          &RelevanceMaps::gradcam};
+  const std::vector<const char*> names{"chefer", "grad_rollout", "legrad", "gradcam"};
+  RelevanceSettings settings;
+  settings.class_index = c;
+  const std::vector<Matrix> maps = relevance_maps(model, run.tape, methods, settings, run.grid_h, run.grid_w);
+  for (std::size_t i = 0; i < maps.size(); ++i) tensors::write_npy(prefix + "_" + names[i] + ".npy", maps[i]);
   const auto n = static_cast<std::uint64_t>(run.tape.x_out.rows());
   const auto layers = static_cast<std::uint64_t>(model.n_layers()), heads = static_cast<std::uint64_t>(model.n_heads);
   std::vector<float> all(layers * heads * n * n);
