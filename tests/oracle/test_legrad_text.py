@@ -32,7 +32,8 @@ Bound: max|vitattn − torch| / max|torch| ≤ 1e-4.
 Planted in vitattn and seen red here: CLIP's class token instead of the mean (clip), SigLIP's
 final norm applied before the probe (siglip), no clamp at 0 (clip, siglip), the correction's
 comparison reversed (siglip corrected), the probe's 1/√d_head left out of ∂k (probe), the
-probe MLP's residual path dropped from ∂y (siglip, siglip corrected, probe).
+probe MLP's residual path dropped from ∂y (siglip, siglip corrected, probe), the first patch's
+row as the probe's readout (chefer) and the readout clamped before the head mean (grad-rollout).
 """
 import os
 import subprocess
