@@ -70,9 +70,9 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
 // Pooling::probe's readout rows (1, n_tokens) for y_c: the probe's attention over the final
 // tokens, fused with its gradient as each method fuses a layer's ([chefer, grad_rollout]). The
 // probe is a last attention layer whose one query is no token, so Chefer's rule for attention
-// between two sets (Chefer, Gur, Wolf, "Generic Attention-model Explainability", eq. 11 in
-// Transformer-MM-Explainability: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for the one query, R_qk
-// from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the encoder's R.
+// between two sets of tokens (Chefer, Gur, Wolf, "Generic Attention-model Explainability", as
+// Transformer-MM-Explainability applies it: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for the one query,
+// R_qk from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the encoder's R.
 std::array<Matrix, 2> probe_readout(const VitModel& model, const ForwardTape& tape, int c) {
   ProbeGradients probe;
   logit_gradient(model, tape.x_out, c, &probe);
