@@ -69,10 +69,12 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
 
 // Pooling::probe's readout rows (1, n_tokens) for y_c: the probe's attention over the final
 // tokens, fused with its gradient as each method fuses a layer's ([chefer, grad_rollout]). The
-// probe is a last attention layer whose one query is no token, so Chefer's rule for attention
-// between two sets of tokens (Chefer, Gur, Wolf, "Generic Attention-model Explainability", as
-// Transformer-MM-Explainability applies it: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for the one query,
-// R_qk from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the encoder's R.
+// probe is a last attention layer whose one query is no token, so Chefer's rule 10 for attention
+// between two sets of tokens (Chefer, Gur, Wolf, "Generic Attention-model Explainability";
+// Transformer-MM-Explainability's apply_mm_attention_rules: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for
+// the one query, R_qk from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the
+// encoder's R. R is taken as it is, without the rule's optional row normalisation of R_kk − I
+// (its normalize_self_attention=False), so the probe's map is read off R as every pooling's is.
 std::array<Matrix, 2> probe_readout(const VitModel& model, const ForwardTape& tape, int c) {
   ProbeGradients probe;
   logit_gradient(model, tape.x_out, c, &probe);
