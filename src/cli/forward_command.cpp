@@ -79,7 +79,7 @@ int run_forward(const ForwardCommandOptions& o, int verbosity) {
   const std::vector<std::vector<std::int32_t>> ids = tokenized_texts(opened, o);
   if (!ids.empty() && !o.classes.empty()) {  // --class among the texts: their logits are the targets
     check_text_classes(o.classes);
-    opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids);
+    opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids, legrad_empty_prompt_ids(opened, true));
     opened.labels = model::ClassLabels{o.texts, "--text"};
   }
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);

@@ -144,7 +144,8 @@ void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const s
   if (image_width != text_width)
     throw Error(fmt::format("{}: {}'s image embedding is {} wide and its text embedding {}: no logits between them", flag,
                             model_name, image_width, text_width));
-  opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, ids);
+  opened.model.zero_shot =
+      pipeline::zero_shot_head(opened.text.tower, ids, legrad_empty_prompt_ids(opened, !o.no_legrad_correction));
   opened.labels = model::ClassLabels{texts, flag};
   spdlog::debug("{}: {} as the classes", flag, files::counted(texts.size(), "text", "texts"));
 }

@@ -124,6 +124,7 @@ void check_method(const CLI::App& app, const ImageOptions& o) {
 void check_texts(const CLI::App& app, ImageOptions& o) {
   const bool texts = !o.texts.empty() || !o.texts_from.empty();
   if (o.truncate && !texts) throw CLI::ValidationError("--truncate is for --text and --texts-from");
+  if (o.no_legrad_correction && !texts) throw CLI::ValidationError("--no-legrad-correction is for --text and --texts-from");
   if (texts && app.count("--method") == 0 && !o.rollout) o.method = MethodChoice{false, pipeline::MapMethod::legrad};
 }
 
@@ -336,6 +337,10 @@ void add_text_options(CLI::App& app, ImageOptions& o) {
   app.add_flag("--truncate", o.truncate,
                "Cut a text longer than the text tower's context, as clip.tokenize(truncate=True); without it such a "
                "text is refused")
+      ->group(group);
+  app.add_flag("--no-legrad-correction", o.no_legrad_correction,
+               "SigLIP's legrad without LeGrad's empty-prompt correction (which zeroes the patches the prompt \"a "
+               "photo of a\" alone lights above 0.8 of its range)")
       ->group(group);
 }
 

@@ -86,6 +86,7 @@ struct ImageOptions {
   std::vector<std::string> texts;  // --text, in the order given
   std::string texts_from;          // --texts-from FILE: one text per line, after --text's
   bool truncate = false;           // --truncate: a text over the context is cut, not refused
+  bool no_legrad_correction = false;  // --no-legrad-correction: SigLIP's LeGrad without the empty prompt's
   double discard_ratio = 0.0;
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
+#include "pipeline/zero_shot_texts.hpp"
 #include "text/clip_tokenizer.hpp"
 #include "text/siglip_tokenizer.hpp"
 #include "text/unicode_text.hpp"
@@ -68,6 +69,11 @@ std::vector<std::string> prompt_texts(const std::vector<std::string>& texts, con
   if (lines.empty()) throw Error(fmt::format("--texts-from {}: no text in the file", files::display(texts_from)));
   all.insert(all.end(), lines.begin(), lines.end());
   return all;
+}
+
+std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted) {
+  if (!wanted || opened.model.pooling != Pooling::probe) return {};
+  return text_id_rows(opened, {pipeline::kLegradEmptyPrompt}, false, "LeGrad's empty prompt").front();
 }
 
 void check_text_classes(const std::vector<std::string>& classes) {

@@ -30,6 +30,10 @@ std::filesystem::path sentencepiece_model_path(const model::OpenedModel& opened)
 std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
                                                     bool truncate, const std::string& option);
 
+// The ids of LeGrad's empty prompt for the opened model's SigLIP tower (its correction:
+// core/legrad_text.hpp), or none for any other tower or when `wanted` is false.
+std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted);
+
 // --class among texts: each value a text, not an index (the texts have no numbers but their
 // order, which --text's order already gives). Throws Error naming the value.
 void check_text_classes(const std::vector<std::string>& classes);

@@ -1,12 +1,14 @@
 #include "relevance.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "attention_maps.hpp"
 #include "error.hpp"
 #include "gemm.hpp"
 #include "layers.hpp"
+#include "legrad_text.hpp"
 #include "vit_backward.hpp"
 #include "vit_head.hpp"
 
@@ -24,11 +26,6 @@ int layer_index(int layer, int n_layers, const char* what) {
     throw Error(std::string(what) + " " + std::to_string(layer) + " is not one of the model's " +
                 std::to_string(n_layers) + " layers");
   return l;
-}
-
-// A first layer of a sum or a rollout: −K means the last K layers, on a model of fewer every layer.
-int first_layer(int from, int n_layers, const char* what) {
-  return layer_index(std::max(from, -n_layers), n_layers, what);
 }
 
 // mean over heads of A_h ⊙ G_h (n_tokens, n_tokens), then max(0, ·) when `clamp_after`; with
@@ -50,14 +47,14 @@ Matrix weighted_heads(const std::vector<Matrix>& a, const std::vector<Matrix>& g
 // averages: ½(e_0 + e_1) for distilled DeiT, the patch rows 1/n each for a patch mean, and
 // ½e_0 + the patch rows ½/n each for [class token, patch mean]. The maps are then R's rows
 // weighted as the head weighs its tokens (by linearity, w·R is read off one running row).
+// A probe (SigLIP) reads every token through its own attention: probe_readout.
 Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
   Matrix w = Matrix::Zero(1, n_tokens);
   const Eigen::Index first = model.first_patch_token(), n = n_tokens - first;
   switch (model.pooling) {
     case Pooling::class_token:
+    case Pooling::probe:  // full_backward_maps takes probe_readout's instead
       w(0, 0) = 1.0f;
-      break;
-    case Pooling::probe:  // the probe's attention over the tokens (readout_weights_of_probe)
       break;
     case Pooling::class_and_dist:
       w(0, 0) = w(0, 1) = 0.5f;
@@ -73,16 +70,19 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
   return w;
 }
 
-// For a probe head (SigLIP): the probe's attention over the final tokens, averaged over its
-// heads (1, n_tokens): the rows of R the pooled row reads, as the class token's row is read
-// elsewhere.
-Matrix readout_weights(const VitModel& model, const ForwardTape& tape) {
-  if (model.pooling != Pooling::probe) return readout_weights(model, tape.x_out.rows());
-  const Matrix tokens = model.final_norm.present() ? layer_norm(tape.x_out, model.final_norm, model.eps) : tape.x_out;
-  const std::vector<Matrix> a = probe_pooling(model, tokens).attention;  // [head] (1, n_tokens)
-  Matrix w = Matrix::Zero(1, tokens.rows());
-  for (const Matrix& h : a) w += h;
-  return w / static_cast<float>(a.size());
+// Pooling::probe's readout rows (1, n_tokens) for y_c: the probe's attention over the final
+// tokens, fused with its gradient as each method fuses a layer's ([chefer, grad_rollout]). The
+// probe is a last attention layer whose one query is no token, so Chefer's rule 10 for attention
+// between two sets of tokens (Chefer, Gur, Wolf, "Generic Attention-model Explainability";
+// Transformer-MM-Explainability's apply_mm_attention_rules: R_qk += (R_qq)ᵀ·Ā·R_kk, R_qq = 1 for
+// the one query, R_qk from 0) makes Ā_probe·R the probe's row: Ā_probe is the readout of the
+// encoder's R. R is taken as it is, without the rule's optional row normalisation of R_kk − I
+// (its normalize_self_attention=False), so the probe's map is read off R as every pooling's is.
+std::array<Matrix, 2> probe_readout(const VitModel& model, const ForwardTape& tape, int c) {
+  ProbeGradients probe;
+  logit_gradient(model, tape.x_out, c, &probe);
+  return {weighted_heads(probe.attention, probe.d_attention, true),
+          weighted_heads(probe.attention, probe.d_attention, false)};
 }
 
 struct RowRollout {
@@ -102,14 +102,6 @@ struct RowRollout {
   }
 };
 
-// Mean over heads and query rows of max(0, ∂s/∂A) (1, n_tokens): LeGrad's E_l over every column.
-Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
-  Matrix e = Matrix::Zero(1, d_attention.front().cols());
-  for (const Matrix& g : d_attention) e += g.array().max(0.0f).matrix().colwise().sum();
-  e /= static_cast<float>(d_attention.size() * static_cast<std::size_t>(d_attention.front().rows()));
-  return e;
-}
-
 // Grad-CAM on X = norm1's output (n_tokens, d_model) and its gradient: map over P = max(0, X_P·w),
 // w = mean over P of ∂y/∂X_P (d_model).
 Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid_h, int grid_w) {
@@ -127,9 +119,11 @@ Matrix gradcam_map(const Matrix& x, const Matrix& d_x, int first_patch, int grid
 void full_backward_maps(const VitModel& model, const ForwardTape& tape, const std::vector<RelevanceMap>& methods,
                         const RelevanceSettings& s, int last, int grid_h, int grid_w, RelevanceMaps& maps) {
   const int chefer_from = first_layer(s.chefer_from, model.n_layers(), "Chefer's first layer");
+  const Eigen::Index n_tokens = tape.x_out.rows();
   const int first = model.first_patch_token();
-  const Matrix readout = readout_weights(model, tape);
-  RowRollout chefer(readout), grad_rollout(readout);
+  std::array<Matrix, 2> readout{readout_weights(model, n_tokens), readout_weights(model, n_tokens)};
+  if (model.pooling == Pooling::probe) readout = probe_readout(model, tape, s.class_index);
+  RowRollout chefer(readout[0]), grad_rollout(readout[1]);
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
@@ -162,7 +156,38 @@ Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const Relevanc
   return class_token_map(sum, model.first_patch_token(), grid_h, grid_w);
 }
 
+// LeGrad with a text as its target (legrad_text.hpp): the variant of the model's pooling, on the
+// class's text embedding; SigLIP's with its empty-prompt correction when the texts carry one.
+Matrix text_legrad_map(const VitModel& model, const ForwardTape& tape, const RelevanceSettings& s, int grid_h,
+                       int grid_w) {
+  const ZeroShotHead& head = model.zero_shot;
+  if (s.class_index < 0 || s.class_index >= head.n_classes())
+    throw Error("class " + std::to_string(s.class_index) + " is not one of the " + std::to_string(head.n_classes()) +
+                " texts");
+  const RowVector text = head.classes.row(s.class_index);
+  TextLegradSettings ts;
+  ts.first_layer = s.legrad_from;
+  ts.scale = s.scale;
+  if (model.pooling != Pooling::probe) return legrad_clip_text(model, tape, text, ts, grid_h, grid_w);
+  std::optional<EmptyPromptCorrection> correction;
+  if (head.legrad_empty_prompt.size() > 0)
+    correction = EmptyPromptCorrection{head.legrad_empty_prompt, head.legrad_empty_threshold};
+  return legrad_siglip_text(model, tape, text, ts, correction, grid_h, grid_w);
+}
+
 }  // namespace
+
+Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
+  Matrix e = Matrix::Zero(1, d_attention.front().cols());
+  for (const Matrix& g : d_attention) e += g.array().max(0.0f).matrix().colwise().sum();
+  e /= static_cast<float>(d_attention.size() * static_cast<std::size_t>(d_attention.front().rows()));
+  return e;
+}
+
+int first_layer(int from, int n_layers, const char* what) {
+  // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
+  return layer_index(std::max(from, -n_layers), n_layers, what);
+}
 
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
@@ -173,8 +198,12 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
       wants(methods, &RelevanceMaps::gradcam))
     full_backward_maps(model, tape, methods, settings, last, grid_h, grid_w, all);
   if (wants(methods, &RelevanceMaps::legrad)) {
-    const int from = std::min(first_layer(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
-    all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
+    if (model.zero_shot.present()) {
+      all.legrad = text_legrad_map(model, tape, settings, grid_h, grid_w);
+    } else {
+      const int from = std::min(first_layer(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
+      all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
+    }
   }
   std::vector<Matrix> maps;
   for (RelevanceMap m : methods) maps.push_back(all.*m);

@@ -24,8 +24,10 @@
 // R[0, P] is for a class-token head. A pooled head (vit_head.hpp) reads other rows, so its maps
 // are w·R at P, w the pooling's weights over the tokens: ½(e_0 + e_1) distilled DeiT, the patch
 // rows 1/n each for a patch mean (timm's avg pool), ½e_0 + the patch rows ½/n each for
-// [class token, patch mean] (HF Dinov2ForImageClassification), and the probe's attention over
-// the tokens, averaged over its heads, for SigLIP's attention-pooling head.
+// [class token, patch mean] (HF Dinov2ForImageClassification); for SigLIP's probe head, w is the
+// probe's attention fused with its gradient as the method fuses a layer's (mean over heads of
+// max(0, ∂y_c/∂a ⊙ a) for chefer, max(0, mean of a ⊙ ∂y_c/∂a) for grad_rollout): Chefer's rule
+// for a query that is not one of the tokens.
 // Only one row w·R is ever read, so the rollouts run as a row vector from the last layer down,
 // r ← r·(I + Ā_l) (chefer) or r ← r·a_l (grad_rollout), in the order the backward hands the
 // layers out: the same product, O(T²) a layer instead of O(T³), and no layer's gradients kept.
@@ -33,7 +35,9 @@
 // rollouts fold layers 0 … last_layer, LeGrad sums legrad_from … last_layer, Grad-CAM reads
 // block last_layer's norm1. The gradients are always those of the model's own logit (LeGrad's
 // are its per-layer logits). The logit is the classifier's or, for a model given zero-shot
-// texts (zero_shot.hpp), the image–text logit.
+// texts (zero_shot.hpp), the image–text logit; LeGrad then follows the authors' text variants
+// (legrad_text.hpp: CLIP's per-layer token mean, SigLIP's probe), from legrad_from to the last
+// layer.
 #include <string>
 #include <vector>
 
@@ -67,5 +71,13 @@ struct RelevanceSettings {
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
                                    int grid_h, int grid_w);
+
+// LeGrad's steps, shared with its text-target variants (legrad_text.hpp):
+// E_l (1, n_tokens) = mean over heads and query rows of max(0, ∂s/∂A) [head] (queries, n_tokens).
+Matrix legrad_layer(const std::vector<Matrix>& d_attention);
+// The first layer of a sum or a rollout (LeGrad's, Chefer's): −K the last K layers, all of them
+// when the model has fewer. Throws Error naming `what` when a non-negative one is past the
+// model's layers.
+int first_layer(int from, int n_layers, const char* what);
 
 }  // namespace vitattn

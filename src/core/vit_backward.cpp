@@ -11,7 +11,6 @@
 #include "vit_head.hpp"
 
 namespace vitattn {
-namespace {
 
 // dx (n_tokens, d_model) += the LayerNorm's backward of dy = ∂/∂LN(x), row by row:
 //   x̂ = (x − μ)·σ⁻¹,  g = dy ⊙ γ,  dx = σ⁻¹·(g − mean(g) − x̂·mean(g ⊙ x̂))
@@ -69,6 +68,8 @@ void softmax_backward(const Matrix& a, const Matrix& d_a, Matrix& d_s) {
     d_s.row(i).array() = a.row(i).array() * (d_a.row(i).array() - dot);
   }
 }
+
+namespace {
 
 // One head's backward: ∂/∂(its output) → ∂A (n_tokens, n_tokens) and its columns of d_qkv.
 // The forward was S = s·q·kᵀ, A = softmax(S), o = A·v.
@@ -148,24 +149,25 @@ RowVector pooled_row_gradient(const VitModel& model, const Matrix& t, int c) {
   return d_u * model.w_embed;  // d_u (d_embed) · w_embed (d_embed, d_model) → (d_model)
 }
 
-// ∂y_c/∂t (n_tokens, d_model) for the tokens t the head reads (after the final norm), per
-// pooling (vit_head.hpp); nonzero only in the rows the pooling reads. `t` is read for
-// patch_mean's fc_norm, whose backward needs the mean it normalised, and by the zero-shot texts.
-Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
+// ∂target/∂t (n_tokens, d_model) for the tokens t the head reads (after the final norm), from
+// d_pooled = ∂target/∂(pooled_features(t)), per pooling (vit_head.hpp); nonzero only in the rows
+// the pooling reads. `t` is read for patch_mean's fc_norm, whose backward needs the mean it
+// normalised, and for the probe, whose forward is run again with its tape.
+Matrix pooled_gradient(const VitModel& model, const Matrix& t, const RowVector& d_pooled, ProbeGradients* probe) {
   Matrix d_t = Matrix::Zero(t.rows(), t.cols());
   const Eigen::Index d = t.cols(), first = model.first_patch_token(), n = t.rows() - first;
-  const RowVector w = pooled_row_gradient(model, t, c);  // (d_pool)
+  const Eigen::Index d_pool = model.pooling == Pooling::class_and_patch_mean ? 2 * d : d;
+  if (d_pooled.size() != d_pool)
+    throw Error("the gradient at the pooled row has " + std::to_string(d_pooled.size()) + " values, the row " +
+                std::to_string(d_pool));
   switch (model.pooling) {
     case Pooling::class_token:
-      d_t.row(0) = w;
+    case Pooling::class_and_dist:  // the main row; logit_gradient adds the distillation head's
+      d_t.row(0) = d_pooled;
       break;
-    case Pooling::class_and_dist:  // y = ½(head(t[0]) + head_dist(t[1]))
-      d_t.row(0) = 0.5f * w;
-      d_t.row(1) = 0.5f * model.w_head_dist.row(c);
-      break;
-    case Pooling::patch_mean: {  // y = head(fc_norm(mean of t[first…]))
+    case Pooling::patch_mean: {  // p = fc_norm(mean of t[first…])
       if (n <= 0) throw Error("no patch tokens to pool");
-      Matrix d_mean = w;  // (1, d_model) ∂y/∂fc_norm(mean), then ∂y/∂mean
+      Matrix d_mean = d_pooled;  // (1, d_model) ∂/∂fc_norm(mean), then ∂/∂mean
       if (model.fc_norm.present()) {
         const Matrix mean = (t.bottomRows(n).cast<double>().colwise().sum() / static_cast<double>(n)).cast<float>();
         Matrix through = Matrix::Zero(1, d);
@@ -175,37 +177,63 @@ Matrix pooled_gradient(const VitModel& model, const Matrix& t, int c) {
       d_t.bottomRows(n).rowwise() = d_mean.row(0) / static_cast<float>(n);
       break;
     }
-    case Pooling::class_and_patch_mean:  // y = w[:d]·t[0] + w[d:]·(mean of t[first…])
+    case Pooling::class_and_patch_mean:  // p = [t[0], mean of t[first…]]
       if (n <= 0) throw Error("no patch tokens to pool");
-      d_t.row(0) = w.head(d);
-      d_t.bottomRows(n).rowwise() = w.tail(d) / static_cast<float>(n);
+      d_t.row(0) = d_pooled.head(d);
+      d_t.bottomRows(n).rowwise() = d_pooled.tail(d) / static_cast<float>(n);
       break;
-    case Pooling::probe:
-      throw Error("gradients through SigLIP's attention-pooling head are not computed yet");
+    case Pooling::probe: {
+      ProbeGradients g = probe_backward(model, t, d_pooled);
+      if (!probe) return std::move(g.d_tokens);
+      *probe = std::move(g);
+      return probe->d_tokens;
+    }
   }
   return d_t;
 }
 
+// The rows of the tokens a pooling reads from the top (the rest of d_t is zero), or all of them.
+Eigen::Index leading_rows_read(const VitModel& model, Eigen::Index n_tokens) {
+  if (model.pooling == Pooling::class_token) return 1;
+  if (model.pooling == Pooling::class_and_dist) return 2;
+  return n_tokens;
+}
+
+// d_t = ∂/∂LN_f(x) (n_tokens, d_model) → ∂/∂x, back through the final norm (d_t itself without one).
+Matrix through_final_norm(const VitModel& model, const Matrix& x, const Matrix& d_t) {
+  if (!model.final_norm.present()) return d_t;
+  Matrix d_x = Matrix::Zero(x.rows(), x.cols());  // (n_tokens, d_model)
+  const Eigen::Index rows = leading_rows_read(model, x.rows());  // the rows read; the rest stay 0
+  Matrix d_top = Matrix::Zero(rows, x.cols());
+  layer_norm_backward_add(x.topRows(rows), model.final_norm, model.eps, d_t.topRows(rows), d_top);
+  d_x.topRows(rows) = d_top;
+  return d_x;
+}
+
+// LN_f(x), the tokens the head reads; x itself without a final norm.
+Matrix final_tokens(const VitModel& model, const Matrix& x) {
+  return model.final_norm.present() ? layer_norm(x, model.final_norm, model.eps) : x;
+}
+
 }  // namespace
 
-Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index) {
+Matrix pooled_row_backward(const VitModel& model, const Matrix& x, const RowVector& d_pooled,
+                           ProbeGradients* probe) {
+  return through_final_norm(model, x, pooled_gradient(model, final_tokens(model, x), d_pooled, probe));
+}
+
+Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, ProbeGradients* probe) {
   if (!model.has_classifier()) throw Error("the model has no classifier, so no class logit to take gradients of");
   if (class_index < 0 || class_index >= model.n_classes())
     throw Error("class " + std::to_string(class_index) + " is not one of the model's " +
                 std::to_string(model.n_classes()) + " classes");
-  if (!model.final_norm.present()) return pooled_gradient(model, x, class_index);
-  // t = LN_f(x) row by row; the pooling's gradient at t, back through the final norm.
-  const Matrix d_t = pooled_gradient(model, layer_norm(x, model.final_norm, model.eps), class_index);
-  Matrix d_x = Matrix::Zero(x.rows(), x.cols());  // (n_tokens, d_model)
-  if (model.pooling == Pooling::class_token || model.pooling == Pooling::class_and_dist) {
-    const Eigen::Index rows = model.pooling == Pooling::class_token ? 1 : 2;  // the rows read; the rest stay 0
-    Matrix d_top = Matrix::Zero(rows, x.cols());
-    layer_norm_backward_add(x.topRows(rows), model.final_norm, model.eps, d_t.topRows(rows), d_top);
-    d_x.topRows(rows) = d_top;
-    return d_x;
-  }
-  layer_norm_backward_add(x, model.final_norm, model.eps, d_t, d_x);
-  return d_x;
+  // y = ½(head(t[0]) + head_dist(t[1])) for distilled DeiT's own classifier
+  const bool distilled = model.pooling == Pooling::class_and_dist && !model.zero_shot.present();
+  const Matrix t = final_tokens(model, x);
+  const RowVector w = pooled_row_gradient(model, t, class_index);  // (d_pool)
+  Matrix d_t = pooled_gradient(model, t, distilled ? RowVector(0.5f * w) : w, probe);
+  if (distilled) d_t.row(1) = 0.5f * model.w_head_dist.row(class_index);
+  return through_final_norm(model, x, d_t);
 }
 
 void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,

@@ -20,6 +20,7 @@
 #include <functional>
 #include <vector>
 
+#include "probe_backward.hpp"
 #include "tensor.hpp"
 #include "vit.hpp"
 
@@ -44,12 +45,23 @@ struct BackwardBuffers {
   std::vector<Matrix> transposed;  // [head] (n_tokens, n_tokens) Aᵀ, then ∂Sᵀ
 };
 
-// ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c the classifier's logit on
-// LN_f(x) pooled as the model pools (vit_head.hpp): the class token's row; both leading rows,
-// ½ each (distilled); the patch rows, 1/n each, through fc_norm (patch_mean); the class row and
-// the patch rows with the two halves of w_head (class_and_patch_mean). Registers stay zero. Throws Error when the model has no classifier or c is
-// not one of its classes.
-Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index);
+// ∂target/∂x (n_tokens, d_model) for the stream x after a block, the target a function of the
+// pooled row p = pooled_features(LN_f(x)) (vit_head.hpp) given by d_pooled = ∂target/∂p (d_pool:
+// 2·d_model for class_and_patch_mean, else d_model): back through the pooling, i.e. the class
+// token's row (class_token, and class_and_dist's main row); the patch rows, 1/n each, through
+// fc_norm (patch_mean); the class row and the patch rows with d_pooled's two halves
+// (class_and_patch_mean); every token through the probe (probe: probe_backward.hpp), whose
+// attention and its gradients go to `probe` when it is given. Then back through the final norm.
+// Registers stay zero. For a head on the pooled row that the caller differentiates itself (a
+// zero-shot head's cosine).
+Matrix pooled_row_backward(const VitModel& model, const Matrix& x, const RowVector& d_pooled,
+                           ProbeGradients* probe = nullptr);
+
+// ∂y_c/∂x (n_tokens, d_model) for the stream x after a block: y_c the classifier's logit,
+// w_head[c]·p + b (pooled_row_backward with d_pooled = w_head[c]); distilled: ½ of that plus ½
+// w_head_dist[c] at the distillation token's row; `probe` as pooled_row_backward's. Throws
+// Error when the model has no classifier or c is not one of its classes.
+Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, ProbeGradients* probe = nullptr);
 
 // d_output (n_tokens, d_model) = ∂target/∂(block `layer`'s output) → that block's gradients.
 // `scale` is the forward's (1/√d_head or not).
@@ -62,6 +74,14 @@ void block_backward(const VitModel& model, int layer, const BlockTape& tape, con
 // (n_tokens, d_model), the embedded tokens.
 Matrix encoder_backward(const VitModel& model, const ForwardTape& tape, int class_index, bool scale,
                         const std::function<void(int layer, const BlockGradients&)>& on_block);
+
+// The layers' backward steps, shared with the probe's (probe_backward.hpp).
+// dx (n_tokens, d) += the LayerNorm's backward of dy = ∂/∂LN(x), row by row.
+void layer_norm_backward_add(const Matrix& x, const LayerNorm& norm, float eps, const Matrix& dy, Matrix& dx);
+// d (n_tokens, d_mlp) ⊙= GELU'(h), h the pre-activation, in place.
+void gelu_backward_inplace(Matrix& d, const Matrix& h, Gelu kind);
+// ∂/∂(scores) of a row-wise softmax, from its output A and ∂A.
+void softmax_backward(const Matrix& a, const Matrix& d_a, Matrix& d_s);
 
 // LN(x) (n_tokens, d_model) of a block's input, as the forward computed it (what Grad-CAM reads
 // at norm1); x itself when the block has no norm1.

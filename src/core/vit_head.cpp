@@ -90,32 +90,35 @@ RowVector l2_normalized(const RowVector& v) {
   return norm > 0 ? RowVector((v.cast<double>() / norm).cast<float>()) : v;
 }
 
-ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens) {
+ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens, ProbeTape* tape) {
   const ProbeHead& p = model.probe_head;
   if (!p.present()) throw Error("the model has no probe head");
   const Eigen::Index d = model.d_model();
   const int n_heads = model.n_heads;
   const Eigen::Index d_head = d / n_heads;
   const auto bias = [&](Eigen::Index j) { return p.b_qkv.size() ? RowVector(p.b_qkv.segment(j * d, d)) : RowVector(); };
+  ProbeTape local;
+  ProbeTape& t = tape ? *tape : local;
   // probe (1, d) · W_Qᵀ (d, d) → q (1, d); tokens (n_tokens, d) · W_Kᵀ, W_Vᵀ → k, v (n_tokens, d)
-  const Matrix q = linear(Matrix(p.probe), p.w_qkv.middleRows(0, d), bias(0));
-  const Matrix k = linear(tokens, p.w_qkv.middleRows(d, d), bias(1));
-  const Matrix v = linear(tokens, p.w_qkv.middleRows(2 * d, d), bias(2));
+  t.q = linear(Matrix(p.probe), p.w_qkv.middleRows(0, d), bias(0));
+  t.k = linear(tokens, p.w_qkv.middleRows(d, d), bias(1));
+  t.v = linear(tokens, p.w_qkv.middleRows(2 * d, d), bias(2));
   ProbePooling out;
   Matrix heads(1, d);  // (1, d) every head's output side by side
   const float s = 1.0f / std::sqrt(static_cast<float>(d_head));
   for (int h = 0; h < n_heads; ++h) {
     // s·q_h (1, d_head) · k_hᵀ (d_head, n_tokens) → (1, n_tokens)
-    Matrix a = s * q.middleCols(h * d_head, d_head) * k.middleCols(h * d_head, d_head).transpose();
+    Matrix a = s * t.q.middleCols(h * d_head, d_head) * t.k.middleCols(h * d_head, d_head).transpose();
     softmax_rows(a);
     // a (1, n_tokens) · v_h (n_tokens, d_head) → (1, d_head)
-    heads.middleCols(h * d_head, d_head) = a * v.middleCols(h * d_head, d_head);
+    heads.middleCols(h * d_head, d_head) = a * t.v.middleCols(h * d_head, d_head);
     out.attention.push_back(std::move(a));
   }
-  const Matrix y = linear(heads, p.w_out, p.b_out);  // (1, d)
-  Matrix hidden = linear(layer_norm(y, p.norm, model.eps), p.w_fc1, p.b_fc1);  // (1, d_mlp)
+  t.y = linear(heads, p.w_out, p.b_out);  // (1, d)
+  t.pre_gelu = linear(layer_norm(t.y, p.norm, model.eps), p.w_fc1, p.b_fc1);  // (1, d_mlp)
+  Matrix hidden = t.pre_gelu;
   gelu_inplace(hidden, model.gelu);
-  out.pooled = (y + linear(hidden, p.w_fc2, p.b_fc2)).row(0);  // (d)
+  out.pooled = (t.y + linear(hidden, p.w_fc2, p.b_fc2)).row(0);  // (d)
   return out;
 }
 

@@ -45,8 +45,16 @@ struct ProbePooling {
   RowVector pooled;                // (d_model)
   std::vector<Matrix> attention;   // [head] (1, n_tokens) the probe's probabilities over the tokens
 };
-// tokens (n_tokens, d_model) after the final norm (SigLIP's post_layernorm). The model has a probe head.
-ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens);
+// What the probe's backward (probe_backward.hpp) reads of its forward besides the attention.
+struct ProbeTape {
+  Matrix q;         // (1, d_model) the probe's query, every head side by side
+  Matrix k, v;      // (n_tokens, d_model) the tokens' keys and values
+  Matrix y;         // (1, d_model) out_proj's output, before the residual MLP
+  Matrix pre_gelu;  // (1, d_mlp) fc1's output, before the GELU
+};
+// tokens (n_tokens, d_model) after the final norm (SigLIP's post_layernorm). The model has a
+// probe head. `tape`, when given, is filled for a backward.
+ProbePooling probe_pooling(const VitModel& model, const Matrix& tokens, ProbeTape* tape = nullptr);
 
 // v / ‖v‖₂ (a zero vector stays zero), the norm in double.
 RowVector l2_normalized(const RowVector& v);

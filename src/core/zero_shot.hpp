@@ -23,6 +23,10 @@ struct ZeroShotHead {
   float logit_scale = 0.0f;  // log of the temperature
   float logit_bias = 0.0f;   // SigLIP's; 0 for CLIP
   ClassProbability probability = ClassProbability::softmax;
+  // SigLIP's LeGrad "empty prompt" correction (legrad_text.hpp): the L2-normalised embedding of
+  // the text "a photo of a" and the threshold; an empty embedding: no correction.
+  RowVector legrad_empty_prompt;
+  float legrad_empty_threshold = 0.8f;
 
   bool present() const { return classes.size() > 0; }
   int n_classes() const { return static_cast<int>(classes.rows()); }

@@ -2,13 +2,15 @@
 
 namespace vitattn::pipeline {
 
-ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids) {
+ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids,
+                            const std::vector<std::int32_t>& empty_prompt) {
   ZeroShotHead head;
   head.classes.resize(static_cast<Eigen::Index>(ids.size()), tower.d_embed());  // (n_texts, E)
   for (std::size_t i = 0; i < ids.size(); ++i) head.classes.row(static_cast<Eigen::Index>(i)) = encode_text(tower, ids[i]).embedding;
   head.logit_scale = tower.logit_scale;
   head.logit_bias = tower.logit_bias;
   head.probability = tower.probabilities;
+  if (!empty_prompt.empty()) head.legrad_empty_prompt = encode_text(tower, empty_prompt).embedding;
   return head;
 }
 

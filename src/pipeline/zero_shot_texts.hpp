@@ -10,7 +10,13 @@
 
 namespace vitattn::pipeline {
 
-// ids: one token row per text (the tower's context long). Throws Error (from the tower).
-ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids);
+// ids: one token row per text (the tower's context long). `empty_prompt`: the ids of LeGrad's
+// empty prompt ("a photo of a") for SigLIP's correction (legrad_text.hpp), or empty: none.
+// Throws Error (from the tower).
+ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids,
+                            const std::vector<std::int32_t>& empty_prompt = {});
+
+// The text of LeGrad's empty prompt (the authors' _init_empty_embedding).
+inline constexpr const char* kLegradEmptyPrompt = "a photo of a";
 
 }  // namespace vitattn::pipeline

@@ -1,8 +1,8 @@
 // The backward pass against central finite differences of the forward: ∂y_c/∂pixel through the
 // whole encoder (embedding, every block, final norm, classifier), for each family's parts
-// (registers, layer scale, no qkv bias, erf and tanh GELU, no final norm). The differences
-// use nothing of the backward; PyTorch autograd checks every layer's ∂A and ∂x in
-// tests/oracle/test_gradients.py.
+// (registers, layer scale, no qkv bias, erf and tanh GELU, no final norm, SigLIP's probe head).
+// The differences use nothing of the backward; PyTorch autograd checks every layer's ∂A and ∂x
+// in tests/oracle/test_gradients.py (the probe's in tests/oracle/test_legrad_text.py).
 #include "core/vit_backward.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/legrad_text.hpp"
 #include "core/vit.hpp"
 #include "test_util.hpp"
 
@@ -23,9 +24,27 @@ struct Family {
   bool qkv_bias = true;
   Gelu gelu = Gelu::erf;
   bool final_norm = true;
+  bool probe = false;  // SigLIP: no class token, the classifier on the probe head's pooled row
 };
 
 RowVector row(Eigen::Index n, std::mt19937& rng, float scale) { return test::random_matrix(1, n, rng, scale); }
+
+// Pooling::probe's weights (HF SiglipMultiheadAttentionPoolingHead) on a model of d_model d.
+void add_probe_head(VitModel& m, int mlp, std::mt19937& rng) {
+  const Eigen::Index d = m.d_model();
+  ProbeHead& p = m.probe_head;
+  m.pooling = Pooling::probe;
+  p.probe = row(d, rng, 1.0f);
+  p.w_qkv = test::random_matrix(3 * d, d, rng, 0.8f);
+  p.b_qkv = row(3 * d, rng, 0.1f);
+  p.w_out = test::random_matrix(d, d, rng, 0.4f);
+  p.b_out = row(d, rng, 0.1f);
+  p.norm = LayerNorm{(row(d, rng, 0.5f).array() + 1.0f).matrix(), row(d, rng, 0.1f)};
+  p.w_fc1 = test::random_matrix(mlp, d, rng, 0.4f);
+  p.b_fc1 = row(mlp, rng, 0.1f);
+  p.w_fc2 = test::random_matrix(d, mlp, rng, 0.3f);
+  p.b_fc2 = row(d, rng, 0.1f);
+}
 
 VitModel small_classifier(const Family& f, std::mt19937& rng) {
   const int d = 8, p = 2, g = 3, mlp = 16, classes = 5;
@@ -36,9 +55,10 @@ VitModel small_classifier(const Family& f, std::mt19937& rng) {
   m.gelu = f.gelu;
   m.w_patch = test::random_matrix(d, 3 * p * p, rng, 0.5f);
   m.b_patch = row(d, rng, 0.1f);
-  m.cls_token = row(d, rng, 1.0f);
+  if (!f.probe) m.cls_token = row(d, rng, 1.0f);
+  m.pos_prefix = f.probe ? 0 : 1;
   if (f.registers > 0) m.register_tokens = test::random_matrix(f.registers, d, rng);
-  m.pos_embed = test::random_matrix(1 + g * g, d, rng, 0.2f);
+  m.pos_embed = test::random_matrix(m.pos_prefix + g * g, d, rng, 0.2f);
   m.grid_h = m.grid_w = g;
   auto ln = [&] { return LayerNorm{(row(d, rng, 0.5f).array() + 1.0f).matrix(), row(d, rng, 0.1f)}; };
   for (int l = 0; l < 3; ++l) {
@@ -57,6 +77,7 @@ VitModel small_classifier(const Family& f, std::mt19937& rng) {
     m.blocks.push_back(b);
   }
   if (f.final_norm) m.final_norm = ln();
+  if (f.probe) add_probe_head(m, mlp, rng);
   m.w_head = test::random_matrix(classes, d, rng, 0.5f);
   m.b_head = row(classes, rng, 0.1f);
   m.validate("small classifier");
@@ -116,6 +137,21 @@ TEST(VitBackward, MatchesFiniteDifferencesNoQkvBiasTanhNoFinalNorm) {
   expect_matches_finite_differences({0, false, false, Gelu::tanh, false}, 3);
 }
 
+TEST(VitBackward, MatchesFiniteDifferencesProbeHead) {
+  expect_matches_finite_differences({0, false, true, Gelu::tanh, true, true}, 5);
+}
+
+TEST(VitBackward, PooledRowTargetIsALogitsGradient) {
+  // a target given at the pooled row as w_head[c] is the logit's: one rule for both
+  for (const bool probe : {false, true}) {
+    std::mt19937 rng(6);
+    const VitModel m = small_classifier({0, false, true, Gelu::erf, true, probe}, rng);
+    const Matrix x = test::random_matrix(probe ? 9 : 10, 8, rng, 1.0f);
+    EXPECT_TRUE(pooled_row_backward(m, x, m.w_head.row(2)).isApprox(logit_gradient(m, x, 2))) << probe;
+    EXPECT_THROW(pooled_row_backward(m, x, RowVector::Zero(7)), Error);
+  }
+}
+
 TEST(VitBackward, RefusesAModelWithoutClassifierOrAClassItLacks) {
   std::mt19937 rng(4);
   VitModel m = small_classifier({}, rng);
@@ -124,6 +160,27 @@ TEST(VitBackward, RefusesAModelWithoutClassifierOrAClassItLacks) {
   EXPECT_THROW(logit_gradient(m, x, -1), Error);
   m.w_head = WeightMatrix();
   EXPECT_THROW(logit_gradient(m, x, 0), Error);
+}
+
+TEST(LegradText, RefusesAModelOrAnEmbeddingThatDoesNotFit) {
+  std::mt19937 rng(7);
+  VitModel m = small_classifier({0, false, true, Gelu::tanh, true, true}, rng);  // a probe, no projection
+  ImageTensor image = random_image(6, 6, rng);
+  ForwardTape tape;
+  ForwardOptions options;
+  options.tape = &tape;
+  forward(m, image, options);
+  const RowVector text = RowVector::Ones(8) / std::sqrt(8.0f);
+  EXPECT_EQ(legrad_siglip_text(m, tape, text, {}, std::nullopt, 3, 3).size(), 9);
+  EXPECT_THROW(legrad_siglip_text(m, tape, RowVector::Ones(6), {}, std::nullopt, 3, 3), Error);
+  EXPECT_THROW(legrad_siglip_text(m, tape, text, {}, EmptyPromptCorrection{RowVector::Ones(4), 0.8f}, 3, 3), Error);
+  EXPECT_THROW(legrad_siglip_text(m, tape, text, {.first_layer = 3, .scale = true}, std::nullopt, 3, 3), Error);
+  EXPECT_THROW(legrad_clip_text(m, tape, text, {}, 3, 3), Error);  // no image projection
+  m.w_embed = test::random_matrix(4, 8, rng, 0.5f);
+  EXPECT_THROW(legrad_clip_text(m, tape, text, {}, 3, 3), Error);  // 8 values for a 4-wide embedding
+  m.pooling = Pooling::class_token;
+  m.probe_head = ProbeHead();
+  EXPECT_THROW(legrad_siglip_text(m, tape, text, {}, std::nullopt, 3, 3), Error);  // no probe
 }
 
 }  // namespace
