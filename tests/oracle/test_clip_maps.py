@@ -18,6 +18,9 @@ probabilities and G_l = ∂y_t/∂A_l (autograd through openai_clip_graph):
   grad-rollout  tests/oracle/test_gradients.py grad_rollout_map, on these gradients.
   gradcam       X = the last block's ln_1 output at the patches, w = mean over them of ∂y_t/∂X,
                 map = max(0, X·w).
+  legrad        LeGrad's compute_legrad_clip (tests/oracle/test_legrad_text.py's reference: the
+                mean of every token of layer l through ln_post and proj, its cosine with the
+                text; the default last two layers), before its min-max.
 Bounds: 1e-4 relative to the map's largest value, for two photos and two texts; the logits
 within 1e-4 of the reference's (relative to exp(logit_scale)).
 
@@ -36,13 +39,14 @@ try:
 except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
     need(False, f"cannot import torch ({e}); install python3-torch")
 
-from clip_reference import (as_torch, GRID, HEADS, images, LAYERS, openai_clip_graph, openai_encode_text,
+from clip_reference import (as_torch, D, GRID, HEADS, images, LAYERS, openai_clip_graph, openai_encode_text,
                             openai_tensors, openai_text_tensors, SQUARE, TEXT_W)
 from test_gradients import grad_rollout_map
+from test_legrad_text import legrad_clip_reference
 
 TOL = 1e-4
 TEXTS = ["a photo of a cat", "a lighthouse at dusk"]
-METHODS = ("chefer", "grad-rollout", "gradcam")
+METHODS = ("chefer", "grad-rollout", "gradcam", "legrad")
 
 
 def relative(got, ref):
@@ -51,14 +55,14 @@ def relative(got, ref):
     return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
-def logit(graph, text_embedding, logit_scale):
-    u = graph["embedding"]
+def logit(t, outputs, text_embedding, logit_scale):
+    """exp(logit_scale)·cos: the class token after the last block through ln_post and proj."""
+    u = torch.nn.functional.layer_norm(outputs[-1][0], (D,), t["ln_post.weight"], t["ln_post.bias"], 1e-5) @ t["proj"]
     return np.exp(logit_scale) * (u / u.norm()) @ torch.from_numpy(text_embedding.astype(np.float64))
 
 
-def chefer_notebook(graph, y, start_layer):
+def chefer_notebook(attn, y, start_layer):
     """interpret's image part for one image and one text."""
-    attn = graph["attention"]
     start = len(attn) - 1 if start_layer == -1 else start_layer
     grads = torch.autograd.grad(y, attn, retain_graph=True)
     n = attn[0].shape[-1]
@@ -72,14 +76,16 @@ def chefer_notebook(graph, y, start_layer):
 
 
 def reference_maps(t_image, x, text_embedding, logit_scale):
-    graph = openai_clip_graph(t_image, torch.from_numpy(x[None].astype(np.float64)).requires_grad_())
-    y = logit(graph, text_embedding, logit_scale)
-    maps = {("chefer", -1): chefer_notebook(graph, y, -1), ("chefer", 0): chefer_notebook(graph, y, 0)}
-    grads = torch.autograd.grad(y, graph["attention"], retain_graph=True)
-    maps["grad-rollout"] = grad_rollout_map([a.detach() for a in graph["attention"]], grads, 0.0, 1, GRID, GRID).numpy()
-    (d_x,) = torch.autograd.grad(y, graph["ln_1"][-1], retain_graph=True)
-    xp, gp = graph["ln_1"][-1].detach()[1:], d_x[1:]
+    xt = torch.from_numpy(x.astype(np.float64))
+    attn, outputs, norms = openai_clip_graph(t_image, xt)
+    y = logit(t_image, outputs, text_embedding, logit_scale)
+    maps = {("chefer", -1): chefer_notebook(attn, y, -1), ("chefer", 0): chefer_notebook(attn, y, 0)}
+    grads = torch.autograd.grad(y, attn, retain_graph=True)
+    maps["grad-rollout"] = grad_rollout_map([a.detach() for a in attn], grads, 0.0, 1, GRID, GRID).numpy()
+    (d_x,) = torch.autograd.grad(y, norms[-1], retain_graph=True)
+    xp, gp = norms[-1].detach()[1:], d_x[1:]
     maps["gradcam"] = (xp @ gp.mean(dim=0)).clamp(min=0).reshape(GRID, GRID).numpy()
+    maps["legrad"] = legrad_clip_reference(t_image, xt, text_embedding, -2)
     return float(y.detach()), maps
 
 

@@ -94,42 +94,10 @@ def saved(tmp, name, array):
 # ---------------------------------------------------------------------------
 
 
-def clip_forward(t, x):
-    """OpenAI CLIP's image tower on float64 tensors t (OpenAI names), x [3, H, W] → (the blocks'
-    attention probabilities [H, T, T] each, the blocks' outputs [T, D] each: LeGrad's
-    feat_post_mlp). The attention is written out (ResidualAttentionBlock, nn.MultiheadAttention's
-    equations) so that A_l is the tensor the rest of the forward reads."""
-    d, heads, p = cr.D, cr.HEADS, cr.P
-    x = x.detach().requires_grad_(True)  # a graph from the input on: every A_l has a gradient
-    gh, gw = x.shape[1] // p, x.shape[2] // p
-    z = F.conv2d(x[None], t["conv1.weight"], stride=p).flatten(2).transpose(1, 2)[0]  # [gh·gw, D]
-    z = torch.cat([t["class_embedding"][None], z])
-    pos = t["positional_embedding"]
-    if (gh, gw) != cr.SQUARE:  # open_clip resize_pos_embed, as clip_reference.openai_clip_forward
-        grid = pos[1:].reshape(1, cr.GRID, cr.GRID, d).permute(0, 3, 1, 2)
-        grid = F.interpolate(grid, size=(gh, gw), mode="bicubic", antialias=True, align_corners=False)
-        pos = torch.cat([pos[:1], grid.permute(0, 2, 3, 1).reshape(gh * gw, d)])
-    ln = lambda v, n: F.layer_norm(v, (d,), t[n + ".weight"], t[n + ".bias"], 1e-5)  # noqa: E731
-    z = ln(z + pos, "ln_pre")
-    attention, outputs, dh = [], [], d // heads
-    for i in range(cr.LAYERS):
-        b = f"transformer.resblocks.{i}."
-        qkv = F.linear(ln(z, b + "ln_1"), t[b + "attn.in_proj_weight"], t[b + "attn.in_proj_bias"])
-        q, k, v = (qkv[:, j * d:(j + 1) * d].reshape(-1, heads, dh).transpose(0, 1) for j in range(3))
-        a = torch.softmax(q @ k.transpose(1, 2) / dh ** 0.5, dim=-1)  # [H, T, T]
-        o = (a @ v).transpose(0, 1).reshape(-1, d)
-        z = z + F.linear(o, t[b + "attn.out_proj.weight"], t[b + "attn.out_proj.bias"])
-        m = cr.quick_gelu(F.linear(ln(z, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"]))
-        z = z + F.linear(m, t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
-        attention.append(a)
-        outputs.append(z)
-    return attention, outputs
-
-
 def legrad_clip_reference(t, x, text, layer_index):
     """LeWrapper.compute_legrad_clip on clip_forward, before its min-max: [gh, gw]."""
     gh, gw = x.shape[1] // cr.P, x.shape[2] // cr.P
-    attention, outputs = clip_forward(t, x)
+    attention, outputs, _ = cr.openai_clip_graph(t, x)
     start = layer_index if layer_index >= 0 else cr.LAYERS + layer_index
     text = torch.from_numpy(np.asarray(text, np.float64))
     ln_post = lambda v: F.layer_norm(v, (cr.D,), t["ln_post.weight"], t["ln_post.bias"], 1e-5)  # noqa: E731

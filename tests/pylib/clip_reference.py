@@ -285,32 +285,36 @@ def clip_logits(image_embedding, text_embedding, logit_scale):
     return np.exp(np.float64(logit_scale)) * (np.asarray(image_embedding, np.float64) @ np.asarray(text_embedding, np.float64).T)
 
 
+
 def openai_clip_graph(t, x, act=quick_gelu):
-    """OpenAI CLIP's image tower as openai_clip_forward computes it, with the attention written out
-    (q, k, v from in_proj, softmax(q·kᵀ/√d_head) per head, as nn.MultiheadAttention computes it) so
-    that gradients reach the attention probabilities, as the hooks of Chefer's CLIP notebook and of
-    LeGrad read them. x [1, 3, H, W] float64 → {"attention": [L] [H, T, T] graph tensors, "ln_1":
-    [L] [T, D] each block's ln_1 output, "blocks": [L] [T, D] each block's output, "embedding": [E]
-    the projection of ln_post(class token), before normalisation}."""
-    _, _, h, w = x.shape
-    assert x.shape[0] == 1 and (h // P, w // P) == SQUARE, x.shape
-    z = F.conv2d(x, t["conv1.weight"], stride=P).flatten(2).transpose(1, 2)[0]  # [gh·gw, D]
-    z = torch.cat([t["class_embedding"][None], z]) + t["positional_embedding"]
-    ln = lambda v, p: F.layer_norm(v, (D,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
-    z = ln(z, "ln_pre")
-    d_head, out = D // HEADS, {"attention": [], "ln_1": [], "blocks": []}
+    """OpenAI CLIP's image tower on float64 tensors t (OpenAI names), x [3, H, W], with the
+    attention written out (ResidualAttentionBlock, nn.MultiheadAttention's equations) so that
+    gradients reach A_l, as the hooks of Chefer's CLIP notebook and of LeGrad read it. Returns
+    (the blocks' attention probabilities [H, T, T] each, the blocks' outputs [T, D] each: LeGrad's
+    feat_post_mlp, the blocks' ln_1 outputs [T, D] each: Grad-CAM's target)."""
+    x = x.detach().requires_grad_(True)  # a graph from the input on: every A_l has a gradient
+    gh, gw = x.shape[1] // P, x.shape[2] // P
+    z = F.conv2d(x[None], t["conv1.weight"], stride=P).flatten(2).transpose(1, 2)[0]  # [gh·gw, D]
+    z = torch.cat([t["class_embedding"][None], z])
+    pos = t["positional_embedding"]
+    if (gh, gw) != SQUARE:  # open_clip resize_pos_embed, as openai_clip_forward
+        grid = pos[1:].reshape(1, GRID, GRID, D).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(gh, gw), mode="bicubic", antialias=True, align_corners=False)
+        pos = torch.cat([pos[:1], grid.permute(0, 2, 3, 1).reshape(gh * gw, D)])
+    ln = lambda v, n: F.layer_norm(v, (D,), t[n + ".weight"], t[n + ".bias"], 1e-5)  # noqa: E731
+    z = ln(z + pos, "ln_pre")
+    attention, outputs, norms, dh = [], [], [], D // HEADS
     for i in range(LAYERS):
         b = f"transformer.resblocks.{i}."
         y = ln(z, b + "ln_1")
-        qkv = F.linear(y, t[b + "attn.in_proj_weight"], t[b + "attn.in_proj_bias"])  # [T, 3D]
-        q, k, v = (qkv[:, j * D:(j + 1) * D].reshape(-1, HEADS, d_head).transpose(0, 1) for j in range(3))
-        a = torch.softmax(q @ k.transpose(-1, -2) / d_head ** 0.5, dim=-1)  # [H, T, T]
-        heads = (a @ v).transpose(0, 1).reshape(-1, D)
-        z = z + F.linear(heads, t[b + "attn.out_proj.weight"], t[b + "attn.out_proj.bias"])
+        qkv = F.linear(y, t[b + "attn.in_proj_weight"], t[b + "attn.in_proj_bias"])
+        q, k, v = (qkv[:, j * D:(j + 1) * D].reshape(-1, HEADS, dh).transpose(0, 1) for j in range(3))
+        a = torch.softmax(q @ k.transpose(1, 2) / dh ** 0.5, dim=-1)  # [H, T, T]
+        o = (a @ v).transpose(0, 1).reshape(-1, D)
+        z = z + F.linear(o, t[b + "attn.out_proj.weight"], t[b + "attn.out_proj.bias"])
         m = act(F.linear(ln(z, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"]))
         z = z + F.linear(m, t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
-        out["attention"].append(a)
-        out["ln_1"].append(y)
-        out["blocks"].append(z)
-    out["embedding"] = ln(z[0], "ln_post") @ t["proj"]
-    return out
+        attention.append(a)
+        outputs.append(z)
+        norms.append(y)
+    return attention, outputs, norms
