@@ -39,7 +39,7 @@ try:
 except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
     need(False, f"cannot import torch ({e}); install python3-torch")
 
-from clip_reference import (as_torch, D, GRID, HEADS, images, LAYERS, openai_clip_graph, openai_encode_text,
+from clip_reference import (as_torch, D, GRID, HEADS, images, openai_clip_graph, openai_encode_text,
                             openai_tensors, openai_text_tensors, SQUARE, TEXT_W)
 from test_gradients import grad_rollout_map
 from test_legrad_text import legrad_clip_reference

@@ -127,7 +127,7 @@ def test_legrad_clip(tmp_path, clip_model, grid, first):
     x = cr.images(grid, seed=2)[0]
     xt = torch.from_numpy(x.astype(np.float64))
     # the forward written here is clip/model.py's: its embedding is clip_reference's
-    _, outputs = clip_forward(t, xt)
+    _, outputs, _ = cr.openai_clip_graph(t, xt)
     ln_post = F.layer_norm(outputs[-1][0], (cr.D,), t["ln_post.weight"], t["ln_post.bias"], 1e-5)
     with torch.no_grad():  # it copies the weights into nn.MultiheadAttention's parameters
         _, ref_embedding = cr.openai_clip_forward(t, xt[None])
