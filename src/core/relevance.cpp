@@ -128,13 +128,14 @@ void full_backward_maps(const VitModel& model, const ForwardTape& tape, const st
 Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const RelevanceSettings& s, int from, int last,
                   int grid_h, int grid_w) {
   Matrix sum = Matrix::Zero(1, tape.x_out.rows());
+  const BlockRule rule = block_rule(model, s.scale);
   BlockGradients g;
   BackwardBuffers buf;
   for (int l = from; l <= last; ++l) {
     // the stream after block l: the next block's input, or the last block's output
     const Matrix& x_after = l + 1 < model.n_layers() ? tape.blocks[static_cast<std::size_t>(l + 1)].x : tape.x_out;
-    block_backward(model, l, tape.blocks[static_cast<std::size_t>(l)], logit_gradient(model, x_after, s.class_index),
-                   s.scale, g, buf);
+    block_backward(rule, model.blocks[static_cast<std::size_t>(l)], tape.blocks[static_cast<std::size_t>(l)],
+                   logit_gradient(model, x_after, s.class_index), g, buf);
     sum += legrad_layer(g.d_attention);
   }
   return class_token_map(sum, model.first_patch_token(), grid_h, grid_w);

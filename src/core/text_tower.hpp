@@ -11,6 +11,12 @@
 // 0…i only, so positions after the EOT cannot change the EOT's row: they are not computed. The
 // blocks run on the first n = EOT + 1 positions, and the attention handed out is (n, n) per
 // head: exactly rows and columns 0…EOT of what the full-context computation gives.
+//
+// The blocks are run_block's (vit.hpp) under the tower's BlockRule (causal mask on), so the
+// image tower's backward (vit_backward.hpp, block_backward) runs through them too
+// (text_relevance.hpp). Many texts encode as one batch (encode_texts): their rows stacked, so
+// each weight is one product for all of them, attention per text; each text's bytes are those
+// of its encoding alone, whatever the batch and the thread count.
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +47,9 @@ struct TextTower {
 
   // Throws Error naming `source` and the first tensor whose shape does not fit the others.
   void validate(const std::string& source) const;
+  // Its blocks' rule for run_block and block_backward: its heads, ε and activation, the
+  // scores scaled by 1/√d_head, the causal mask on.
+  BlockRule block_rule() const;
 };
 
 struct TextResult {
@@ -51,7 +60,16 @@ struct TextResult {
 
 // ids: `context()` token ids (clip.tokenize's row). Throws Error when their count is not the
 // context, an id is outside the vocabulary, or the activations become non-finite.
-TextResult encode_text(const TextTower& tower, const std::vector<std::int32_t>& ids, bool keep_attention = false);
+// `tape`, when given, receives what a backward pass reads (vit.hpp's ForwardTape over the n
+// computed positions: each block's tape, and x_out, the last block's output before ln_final).
+TextResult encode_text(const TextTower& tower, const std::vector<std::int32_t>& ids, bool keep_attention = false,
+                       ForwardTape* tape = nullptr);
+
+// Each row of `texts` as encode_text encodes it alone, with the same bytes, one result each in
+// their order; the texts' rows go through each linear layer together (one product per weight).
+// Throws encode_text's Errors (for the first text that has one) and computes nothing then.
+std::vector<TextResult> encode_texts(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& texts,
+                                     bool keep_attention = false);
 
 // The position of the end-of-text token: the first largest id (torch's text.argmax(-1)).
 int end_of_text_position(const std::vector<std::int32_t>& ids);

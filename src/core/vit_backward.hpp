@@ -51,10 +51,18 @@ struct BackwardBuffers {
 // not one of its classes.
 Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index);
 
-// d_output (n_tokens, d_model) = ∂target/∂(block `layer`'s output) → that block's gradients.
-// `scale` is the forward's (1/√d_head or not).
-void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,
+// d_output (n_tokens, d_model) = ∂target/∂(the block's output) → that block's gradients, for
+// a block run by run_block under `rule` (vit.hpp: the image tower's block_rule, or a text
+// tower's) whose tape is `tape` (one sequence). Under a causal rule A is 0 above the diagonal, so
+// ∂S is too (the softmax's backward multiplies by A); ∂A is handed out whole, as torch's
+// gradient of the probabilities is. Throws Error for a rotary rule (RoPE).
+void block_backward(const BlockRule& rule, const EncoderBlock& block, const BlockTape& tape, const Matrix& d_output,
                     BlockGradients& out, BackwardBuffers& buf);
+
+// dx (n_tokens, d) += the LayerNorm's backward of dy = ∂/∂LN(x), row by row (torch's
+// native_layer_norm_backward, biased variance; μ and σ recomputed from x). For the heads that
+// read a final norm: the classifier's (logit_gradient), a text tower's.
+void layer_norm_backward_add(const Matrix& x, const LayerNorm& norm, float eps, const Matrix& dy, Matrix& dx);
 
 // The model's own logit y_c, back through every block from the last to the first. Each
 // block's gradients are handed to on_block as soon as they are known (layer L−1 first) and

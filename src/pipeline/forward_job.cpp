@@ -276,8 +276,9 @@ EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
   out.embeddings.resize(static_cast<Eigen::Index>(n), tower.d_embed());
   std::vector<std::int32_t> ids;                                   // [n, ctx]
   std::vector<float> attention(n * layers * heads * ctx * ctx, 0.0f);  // [n, L, H, ctx, ctx], zeros after each EOT
+  const std::vector<TextResult> results = encode_texts(tower, r.texts, true);
   for (std::uint64_t t = 0; t < n; ++t) {
-    const TextResult result = encode_text(tower, r.texts[t], true);
+    const TextResult& result = results[t];
     out.embeddings.row(static_cast<Eigen::Index>(t)) = result.embedding;
     ids.insert(ids.end(), r.texts[t].begin(), r.texts[t].end());
     const auto len = static_cast<std::uint64_t>(result.length);
