@@ -68,12 +68,6 @@ Matrix readout_weights(const VitModel& model, Eigen::Index n_tokens) {
 struct RowRollout {
   Matrix r;  // (1, n_tokens) the readout's row of R, from w·I
   explicit RowRollout(Matrix readout) : r(std::move(readout)) {}
-  // r ← r·(I + Ā): Chefer's R ← R + Ā·R, seen from its row 0
-  void add_residual(const Matrix& a_bar) {
-    const Matrix before = r;
-    // r (1, n_tokens) · Ā (n_tokens, n_tokens), added onto r
-    gemm_ab(r, before, a_bar, 1.0f, Accumulate::yes);
-  }
   // r ← r·a: gradient rollout's R ← a·R
   void multiply(const Matrix& a) {
     const Matrix before = r;
@@ -112,7 +106,7 @@ void full_backward_maps(const VitModel& model, const ForwardTape& tape, const st
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
-    if (wants(methods, &RelevanceMaps::chefer)) chefer.add_residual(weighted_heads(a, g.d_attention, true));
+    if (wants(methods, &RelevanceMaps::chefer)) chefer_row_step(chefer.r, a, g.d_attention);
     if (wants(methods, &RelevanceMaps::grad_rollout))
       grad_rollout.multiply(rollout_step(weighted_heads(a, g.d_attention, false), s.discard_ratio));
     if (wants(methods, &RelevanceMaps::gradcam) && l == last)
@@ -142,6 +136,13 @@ Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const Relevanc
 }
 
 }  // namespace
+
+void chefer_row_step(Matrix& r, const std::vector<Matrix>& attention, const std::vector<Matrix>& d_attention) {
+  const Matrix a_bar = weighted_heads(attention, d_attention, true);  // (n_tokens, n_tokens)
+  const Matrix before = r;
+  // r (1, n_tokens) · Ā (n_tokens, n_tokens), added onto r
+  gemm_ab(r, before, a_bar, 1.0f, Accumulate::yes);
+}
 
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,

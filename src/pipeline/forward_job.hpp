@@ -36,6 +36,12 @@
 // and for each input, in place of a classifier's logits (CLIP has none):
 //   x_logits.npy        [N, n]  exp(logit_scale)·cos(image embedding, text embedding), CLIP's
 //                                logits_per_image
+//   x_text_relevance.npy [N, n, layers, ctx]  which words mattered to each logit: Chefer's rollout
+//                                over the text tower (core/text_relevance.hpp), R[EOT, j] at the
+//                                prompt's tokens j = 1 … EOT − 1 and zeros elsewhere (SOT, EOT,
+//                                padding); [i, t, s] is the rollout from layer s to the last (the
+//                                CLIP notebook's start_layer_text = s; its default, the last
+//                                layer alone, is s = layers − 1)
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -78,6 +84,7 @@ TextOutputs text_outputs(const ForwardRequest& request);
 struct EncodedTexts {
   Matrix embeddings;        // (n, E) L2-normalised
   float logit_scale = 0.0f; // the tower's (the logits' factor is its exp)
+  const TextTower* tower = nullptr;  // the tower that encoded them (the word relevance runs it again, with a tape)
   TextOutputs written;
 };
 
@@ -97,6 +104,7 @@ struct ClassOutputs {
 struct ForwardOutputs {
   std::filesystem::path attention, features, tokens, norms, logits;
   std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
+  std::filesystem::path text_relevance;              // named with texts, written beside their logits
   std::vector<ClassOutputs> classes;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };

@@ -1,7 +1,8 @@
 // CLIP's text encoder (core/text_tower.hpp) against a direct computation over the whole context
 // with scaled_dot_product_attention and causal_mask (attention.hpp, its own tests), which is
 // what the contract says the computed length must reproduce on rows 0…EOT; its batches against
-// each text alone, byte for byte; and the tape it records for a backward.
+// each text alone, byte for byte; and the word relevance's (core/text_relevance.hpp) layers.
+// The relevance's values are checked against torch autograd in tests/oracle/test_clip_text.py.
 #include "core/text_tower.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
+#include "core/text_relevance.hpp"
 #include "test_util.hpp"
 
 namespace vitattn {
@@ -157,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(Widths, TextBatch, ::testing::Values(kWidth, 6));
 
 // The tape encode_text records is the forward it hands out: the attention kept, the stream's
 // last block output on the computed rows.
-TEST(TextTower, TapeHoldsTheForwardsAttention) {
+TEST(TextRelevance, TapeHoldsTheForwardsAttention) {
   std::mt19937 rng(12);
   const TextTower t = small_tower(rng);
   ForwardTape tape;
@@ -167,6 +169,29 @@ TEST(TextTower, TapeHoldsTheForwardsAttention) {
   for (std::size_t l = 0; l < 2; ++l)
     for (std::size_t h = 0; h < static_cast<std::size_t>(kHeads); ++h)
       EXPECT_TRUE(same_bytes(tape.blocks[l].attention[h], got.attention[l][h]));
+}
+
+// The start layers: −1 is the last alone, −K beyond the tower every layer, a layer ≥ L refused;
+// one value per prompt token (SOT and EOT left out); the rows by start layer are the same rollout.
+TEST(TextRelevance, StartLayersAndTheTokensRead) {
+  std::mt19937 rng(13);
+  const TextTower t = small_tower(rng);
+  ForwardTape tape;
+  encode_text(t, {7, 3, 2, 9, 0, 0}, false, &tape);
+  RowVector u = test::random_matrix(1, kEmbed, rng).row(0);
+  u.normalize();
+  const RowVector last = word_relevance(t, tape, u, -1);
+  ASSERT_EQ(last.size(), 2);  // tokens 1 and 2 of SOT, 3, 2, EOT
+  EXPECT_TRUE(same_bytes(last, word_relevance(t, tape, u, 1)));
+  EXPECT_TRUE(same_bytes(word_relevance(t, tape, u, -5), word_relevance(t, tape, u, 0)));
+  EXPECT_THROW(word_relevance(t, tape, u, 2), Error);
+  EXPECT_THROW(word_relevance(t, tape, RowVector::Ones(kEmbed + 1), -1), Error);
+  const Matrix rows = relevance_by_start_layer(t, tape, 3, clip_logit_gradient(t, tape.x_out.row(3), u), 0);
+  EXPECT_TRUE(same_bytes(rows.row(0).segment(1, 2), word_relevance(t, tape, u, 0)));
+  EXPECT_TRUE(same_bytes(rows.row(1).segment(1, 2), last));
+  // R = I + …: the EOT's own entry is at least 1, and every entry ≥ 0 (a sum of clamped products)
+  EXPECT_GE(rows(1, 3), 1.0f);
+  EXPECT_GE(rows.minCoeff(), 0.0f);
 }
 
 TEST(TextTower, ValidateNamesTheMisshapenTensor) {
