@@ -96,9 +96,11 @@ Matrix legrad_clip_text(const VitModel& model, const ForwardTape& tape, const Ro
   Matrix sum = Matrix::Zero(1, tape.x_out.rows());
   BlockGradients g;
   BackwardBuffers buf;
+  const BlockRule rule = block_rule(model, settings.scale);
   for (int l = first; l < model.n_layers(); ++l) {
     const Matrix d_x = clip_similarity_gradient(model, block_output(model, tape, l), text);
-    block_backward(model, l, tape.blocks[static_cast<std::size_t>(l)], d_x, settings.scale, g, buf);
+    const auto i = static_cast<std::size_t>(l);
+    block_backward(rule, model.blocks[i], tape.blocks[i], d_x, g, buf);
     sum += legrad_layer(g.d_attention);
   }
   return class_token_map(sum, model.first_patch_token(), grid_h, grid_w);

@@ -88,12 +88,6 @@ std::array<Matrix, 2> probe_readout(const VitModel& model, const ForwardTape& ta
 struct RowRollout {
   Matrix r;  // (1, n_tokens) the readout's row of R, from w·I
   explicit RowRollout(Matrix readout) : r(std::move(readout)) {}
-  // r ← r·(I + Ā): Chefer's R ← R + Ā·R, seen from its row 0
-  void add_residual(const Matrix& a_bar) {
-    const Matrix before = r;
-    // r (1, n_tokens) · Ā (n_tokens, n_tokens), added onto r
-    gemm_ab(r, before, a_bar, 1.0f, Accumulate::yes);
-  }
   // r ← r·a: gradient rollout's R ← a·R
   void multiply(const Matrix& a) {
     const Matrix before = r;
@@ -127,8 +121,7 @@ void full_backward_maps(const VitModel& model, const ForwardTape& tape, const st
   encoder_backward(model, tape, s.class_index, s.scale, [&](int l, const BlockGradients& g) {
     if (l > last) return;
     const std::vector<Matrix>& a = tape.blocks[static_cast<std::size_t>(l)].attention;
-    if (wants(methods, &RelevanceMaps::chefer) && l >= chefer_from)
-      chefer.add_residual(weighted_heads(a, g.d_attention, true));
+    if (wants(methods, &RelevanceMaps::chefer) && l >= chefer_from) chefer_row_step(chefer.r, a, g.d_attention);
     if (wants(methods, &RelevanceMaps::grad_rollout))
       grad_rollout.multiply(rollout_step(weighted_heads(a, g.d_attention, false), s.discard_ratio));
     if (wants(methods, &RelevanceMaps::gradcam) && l == last)
@@ -144,13 +137,14 @@ void full_backward_maps(const VitModel& model, const ForwardTape& tape, const st
 Matrix legrad_map(const VitModel& model, const ForwardTape& tape, const RelevanceSettings& s, int from, int last,
                   int grid_h, int grid_w) {
   Matrix sum = Matrix::Zero(1, tape.x_out.rows());
+  const BlockRule rule = block_rule(model, s.scale);
   BlockGradients g;
   BackwardBuffers buf;
   for (int l = from; l <= last; ++l) {
     // the stream after block l: the next block's input, or the last block's output
     const Matrix& x_after = l + 1 < model.n_layers() ? tape.blocks[static_cast<std::size_t>(l + 1)].x : tape.x_out;
-    block_backward(model, l, tape.blocks[static_cast<std::size_t>(l)], logit_gradient(model, x_after, s.class_index),
-                   s.scale, g, buf);
+    block_backward(rule, model.blocks[static_cast<std::size_t>(l)], tape.blocks[static_cast<std::size_t>(l)],
+                   logit_gradient(model, x_after, s.class_index), g, buf);
     sum += legrad_layer(g.d_attention);
   }
   return class_token_map(sum, model.first_patch_token(), grid_h, grid_w);
@@ -187,6 +181,13 @@ Matrix legrad_layer(const std::vector<Matrix>& d_attention) {
 int first_layer(int from, int n_layers, const char* what) {
   // −K means the last K layers: on a model of fewer, every layer (the default −2 on one block).
   return layer_index(std::max(from, -n_layers), n_layers, what);
+}
+
+void chefer_row_step(Matrix& r, const std::vector<Matrix>& attention, const std::vector<Matrix>& d_attention) {
+  const Matrix a_bar = weighted_heads(attention, d_attention, true);  // (n_tokens, n_tokens)
+  const Matrix before = r;
+  // r (1, n_tokens) · Ā (n_tokens, n_tokens), added onto r
+  gemm_ab(r, before, a_bar, 1.0f, Accumulate::yes);
 }
 
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,

@@ -79,5 +79,10 @@ Matrix legrad_layer(const std::vector<Matrix>& d_attention);
 // when the model has fewer. Throws Error naming `what` when a non-negative one is past the
 // model's layers.
 int first_layer(int from, int n_layers, const char* what);
+// One layer of chefer's rollout, R ← R + Ā·R with Ā = mean over heads of max(0, ∂y/∂A_h ⊙ A_h),
+// seen from one row r (1, n_tokens) of R with the layers taken from the last down: r ← r·(I + Ā).
+// The image maps read the class token's row (or the pooling's); a text's word relevance its
+// pooled row (text_relevance.hpp). attention and d_attention: [head] (n_tokens, n_tokens).
+void chefer_row_step(Matrix& r, const std::vector<Matrix>& attention, const std::vector<Matrix>& d_attention);
 
 }  // namespace vitattn

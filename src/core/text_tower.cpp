@@ -25,43 +25,6 @@ void expect_row(const std::string& source, const std::string& what, const RowVec
               std::to_string(n));
 }
 
-// Scores above the diagonal masked: token i attends to tokens 0…i (clip/model.py build_attention_mask).
-void mask_future(Matrix& scores) {
-  for (Eigen::Index i = 0; i + 1 < scores.rows(); ++i) scores.row(i).tail(scores.cols() - i - 1).setConstant(kMasked);
-}
-
-// xn (n, W) → heads (n, W): each head's softmax(q·kᵀ/√d_head + the tower's mask)·v side by
-// side; each head's probabilities (n, n) appended to `attention` when it is given.
-void text_attention(const TextTower& t, const EncoderBlock& b, const Matrix& xn, Matrix& heads,
-                    std::vector<Matrix>* attention) {
-  const Eigen::Index w = t.width(), d_head = w / t.n_heads, n = xn.rows();
-  const Matrix qkv = linear(xn, b.w_qkv, b.b_qkv);  // (n, 3·W) = [q | k | v]
-  heads.resize(n, w);
-  Matrix scores(n, n);
-  for (int h = 0; h < t.n_heads; ++h) {
-    const auto q = qkv.middleCols(h * d_head, d_head);          // (n, d_head)
-    const auto k = qkv.middleCols(w + h * d_head, d_head);      // (n, d_head)
-    const auto v = qkv.middleCols(2 * w + h * d_head, d_head);  // (n, d_head)
-    // q (n, d_head) · kᵀ (d_head, n) / √d_head → scores (n, n)
-    gemm_abt(scores, q, k, 1.0f / std::sqrt(static_cast<float>(d_head)));
-    if (t.mask == TextMask::causal) mask_future(scores);
-    softmax_rows(scores);
-    // A (n, n) · v (n, d_head) → head output (n, d_head)
-    gemm_ab(heads.middleCols(h * d_head, d_head), scores, v);
-    if (attention) attention->push_back(scores);
-  }
-}
-
-// x (n, W) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), the image tower's block with the tower's mask.
-void run_text_block(const TextTower& t, const EncoderBlock& b, Matrix& x, std::vector<Matrix>* attention) {
-  Matrix heads;  // (n, W)
-  text_attention(t, b, layer_norm(x, b.norm1, t.eps), heads, attention);
-  x += linear(heads, b.w_proj, b.b_proj);  // heads (n, W) · w_projᵀ (W, W) + b
-  Matrix hidden = linear(layer_norm(x, b.norm2, t.eps), b.w_fc1, b.b_fc1);  // (n, d_mlp)
-  gelu_inplace(hidden, t.gelu);
-  x += linear(hidden, b.w_fc2, b.b_fc2);  // hidden (n, d_mlp) · w_fc2ᵀ (d_mlp, W) + b
-}
-
 [[noreturn]] void non_finite(int layer) {
   throw Error("the text tower's activations became non-finite (NaN or infinity) by layer " + std::to_string(layer));
 }
@@ -100,6 +63,16 @@ void TextTower::validate(const std::string& source) const {
   if (!std::isfinite(logit_bias)) throw Error(source + ": logit_bias is not finite");
 }
 
+BlockRule TextTower::block_rule() const {
+  BlockRule rule;
+  rule.n_heads = n_heads;
+  rule.eps = eps;
+  rule.gelu = gelu;
+  rule.scale = true;
+  rule.causal = mask == TextMask::causal;
+  return rule;
+}
+
 int end_of_text_position(const std::vector<std::int32_t>& ids) {
   return static_cast<int>(std::max_element(ids.begin(), ids.end()) - ids.begin());
 }
@@ -112,6 +85,13 @@ int pooled_position(const TextTower& t, const std::vector<std::int32_t>& ids) {
       return static_cast<int>(ids.size()) - 1;
   }
   throw Error("unknown text pooling");
+}
+
+std::pair<int, int> word_span(const TextTower& t, const std::vector<std::int32_t>& ids) {
+  if (ids.empty()) return {0, 0};
+  if (t.pooling == TextPooling::end_of_text) return {1, std::max(1, end_of_text_position(ids))};
+  const auto end = std::find(ids.begin(), ids.end(), ids.back());  // the first "</s>"
+  return {0, static_cast<int>(end - ids.begin())};
 }
 
 int computed_length(const TextTower& t, const std::vector<std::int32_t>& ids) {
@@ -138,31 +118,106 @@ Matrix image_text_probabilities(const TextTower& t, const Matrix& logits) {
   throw Error("unknown text probabilities");
 }
 
-TextResult encode_text(const TextTower& t, const std::vector<std::int32_t>& ids, bool keep_attention) {
+namespace {
+
+void check_ids(const TextTower& t, const std::vector<std::int32_t>& ids) {
   if (static_cast<int>(ids.size()) != t.context())
     throw Error("text: " + std::to_string(ids.size()) + " token ids, expected the context's " + std::to_string(t.context()));
   for (std::int32_t id : ids)
     if (id < 0 || id >= t.vocabulary())
       throw Error("text: token id " + std::to_string(id) + " is outside the text tower's vocabulary of " +
                   std::to_string(t.vocabulary()));
-  TextResult out;
-  const int pooled = pooled_position(t, ids);
-  out.length = computed_length(t, ids);
-  // x (n, W) = token_embedding[ids] + positional_embedding[0…n)
-  Matrix x(out.length, t.width());
-  for (int i = 0; i < out.length; ++i)
-    x.row(i) = t.token_embedding.row(ids[static_cast<std::size_t>(i)]) + t.positional_embedding.row(i);
-  if (keep_attention) out.attention.resize(t.blocks.size());
-  for (std::size_t l = 0; l < t.blocks.size(); ++l) {
-    run_text_block(t, t.blocks[l], x, keep_attention ? &out.attention[l] : nullptr);
-    if (!x.allFinite()) non_finite(static_cast<int>(l));
+}
+
+// The first row at or after `row` whose first float, in a matrix `width` floats wide, sits a
+// multiple of 16 floats (64 bytes, the widest SIMD register) from row 0. A text's rows start
+// there in a batch, so each of its rows has the alignment it has alone: Eigen's row sums (the
+// LayerNorms' means and variances) split a row into a scalar head and vector packets by the
+// row's address, and a different split would round differently.
+Eigen::Index aligned_row(Eigen::Index row, Eigen::Index width) {
+  constexpr Eigen::Index kFloats = 16;
+  while ((row * width) % kFloats != 0) ++row;
+  return row;
+}
+
+// The texts' rows stacked (n_rows, W), each text at its sequence: token_embedding[ids] +
+// positional_embedding[0…n) on its n computed rows (computed_length); the rows between the
+// texts are zeros.
+Matrix embed_texts(const TextTower& t, const std::vector<std::vector<std::int32_t>>& texts,
+                   std::vector<Sequence>& sequences) {
+  Eigen::Index rows = 0;
+  for (const auto& ids : texts) {
+    const Eigen::Index begin = aligned_row(rows, t.width());
+    sequences.push_back({begin, computed_length(t, ids)});
+    rows = begin + sequences.back().length;
   }
-  // ln_final(x[pooled]) (1, W) · projectionᵀ (W, E) + bias → (1, E)
-  const Matrix pooled_row = layer_norm(Matrix(x.row(pooled)), t.final_norm, t.eps);
-  const Matrix projected = linear(pooled_row, t.w_projection, t.b_projection);
-  out.embedding = l2_normalized(RowVector(projected.row(0)));
-  if (!out.embedding.allFinite()) non_finite(t.n_layers() - 1);
+  Matrix x = Matrix::Zero(rows, t.width());
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    for (Eigen::Index p = 0; p < sequences[i].length; ++p)
+      x.row(sequences[i].begin + p) =
+          t.token_embedding.row(texts[i][static_cast<std::size_t>(p)]) + t.positional_embedding.row(p);
+  return x;
+}
+
+void require_finite(const Matrix& x, const std::vector<Sequence>& sequences, int layer) {
+  for (const Sequence& s : sequences)
+    if (!x.middleRows(s.begin, s.length).allFinite()) non_finite(layer);
+}
+
+// The texts through the blocks, then each one's pooled row through the final norm and the projection.
+// A tape is for one text (the backward reads one sequence).
+std::vector<TextResult> encode(const TextTower& t, const std::vector<std::vector<std::int32_t>>& texts,
+                               bool keep_attention, ForwardTape* tape) {
+  for (const auto& ids : texts) check_ids(t, ids);
+  if (texts.empty()) return {};
+  const BlockRule rule = t.block_rule();
+  BlockBuffers buf;
+  Matrix x = embed_texts(t, texts, buf.sequences);  // (n_rows, W), updated in place by every block
+  std::vector<TextResult> out(texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    out[i].length = static_cast<int>(buf.sequences[i].length);
+    if (keep_attention) out[i].attention.resize(t.blocks.size());
+  }
+  if (tape) tape->blocks.resize(t.blocks.size());
+  std::vector<Matrix> layer;  // [text·H + head] this layer's probabilities
+  const auto heads = static_cast<std::size_t>(t.n_heads);
+  for (std::size_t l = 0; l < t.blocks.size(); ++l) {
+    BlockTape* record = tape ? &tape->blocks[l] : nullptr;
+    std::vector<Matrix>* probabilities = record ? &record->attention : keep_attention ? &layer : nullptr;
+    if (probabilities) probabilities->clear();
+    run_block(rule, t.blocks[l], x, buf, probabilities, false, record);
+    require_finite(x, buf.sequences, static_cast<int>(l));
+    if (!keep_attention) continue;
+    for (std::size_t i = 0; i < texts.size(); ++i)  // copied from a tape, moved from `layer`
+      for (std::size_t h = 0; h < heads; ++h)
+        out[i].attention[l].push_back(record ? (*probabilities)[i * heads + h] : std::move((*probabilities)[i * heads + h]));
+  }
+  if (tape) tape->x_out = x;
+  // Each text's ln_final(x[pooled]) (1, W) alone (a row of its own, as when encoded alone), then all
+  // of them (n_texts, W) · projectionᵀ (W, E) → (n_texts, E): one product.
+  Matrix pooled(static_cast<Eigen::Index>(texts.size()), t.width());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const Sequence& s = buf.sequences[i];
+    const Eigen::Index row = s.begin + pooled_position(t, texts[i]);
+    pooled.row(static_cast<Eigen::Index>(i)) = layer_norm(Matrix(x.row(row)), t.final_norm, t.eps);
+  }
+  const Matrix projected = linear(pooled, t.w_projection, t.b_projection);  // + the head's bias (SigLIP)
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    out[i].embedding = l2_normalized(RowVector(projected.row(static_cast<Eigen::Index>(i))));
+    if (!out[i].embedding.allFinite()) non_finite(t.n_layers() - 1);
+  }
   return out;
+}
+
+}  // namespace
+
+TextResult encode_text(const TextTower& t, const std::vector<std::int32_t>& ids, bool keep_attention, ForwardTape* tape) {
+  return std::move(encode(t, {ids}, keep_attention, tape).front());
+}
+
+std::vector<TextResult> encode_texts(const TextTower& t, const std::vector<std::vector<std::int32_t>>& texts,
+                                     bool keep_attention) {
+  return encode(t, texts, keep_attention, nullptr);
 }
 
 }  // namespace vitattn

@@ -18,7 +18,14 @@
 // vocabulary). The blocks run on the first n = EOT + 1 positions, and the attention handed out
 // is (n, n) per head: exactly rows and columns 0…EOT of what the full-context computation
 // gives. Without a mask (SigLIP) every position reaches every other: n = ctx, all computed.
+//
+// The blocks are run_block's (vit.hpp) under the tower's BlockRule (its mask), so the image
+// tower's backward (vit_backward.hpp, block_backward) runs through them too (text_relevance.hpp).
+// Many texts encode as one batch (encode_texts): their rows stacked, so each weight is one
+// product for all of them, attention per text; each text's bytes are those of its encoding
+// alone, whatever the batch and the thread count.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "classify.hpp"
@@ -55,6 +62,9 @@ struct TextTower {
   int vocabulary() const { return static_cast<int>(token_embedding.rows()); }
   int d_embed() const { return static_cast<int>(w_projection.rows()); }          // E
   int n_layers() const { return static_cast<int>(blocks.size()); }
+  // Its blocks' rule for run_block and block_backward: its heads, ε and activation, the
+  // scores scaled by 1/√d_head, the mask as `mask` says.
+  BlockRule block_rule() const;
 
   // Throws Error naming `source` and the first tensor whose shape does not fit the others.
   void validate(const std::string& source) const;
@@ -69,13 +79,27 @@ struct TextResult {
 // ids: `context()` token ids (clip.tokenize's row, SigLIP's processor's padded row). Throws
 // Error when their count is not the context, an id is outside the vocabulary, or the
 // activations become non-finite.
-TextResult encode_text(const TextTower& tower, const std::vector<std::int32_t>& ids, bool keep_attention = false);
+// `tape`, when given, receives what a backward pass reads (vit.hpp's ForwardTape over the n
+// computed positions: each block's tape, and x_out, the last block's output before ln_final).
+TextResult encode_text(const TextTower& tower, const std::vector<std::int32_t>& ids, bool keep_attention = false,
+                       ForwardTape* tape = nullptr);
+
+// Each row of `texts` as encode_text encodes it alone, with the same bytes, one result each in
+// their order; the texts' rows go through each linear layer together (one product per weight).
+// Throws encode_text's Errors (for the first text that has one) and computes nothing then.
+std::vector<TextResult> encode_texts(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& texts,
+                                     bool keep_attention = false);
 
 // The position of the end-of-text token: the first largest id (torch's text.argmax(-1)).
 int end_of_text_position(const std::vector<std::int32_t>& ids);
 
 // The position whose row is the text's embedding: the end-of-text token's (CLIP), the last (SigLIP).
 int pooled_position(const TextTower& tower, const std::vector<std::int32_t>& ids);
+
+// The positions of the prompt's own tokens [begin, end): CLIP's between the start-of-text and
+// the end-of-text token (1 … EOT − 1); SigLIP's before its first "</s>" (the id its padded row
+// ends with: the processor appends it, then pads with it).
+std::pair<int, int> word_span(const TextTower& tower, const std::vector<std::int32_t>& ids);
 
 // How many positions encode_text computes: up to the pooled one under the causal mask, else all.
 int computed_length(const TextTower& tower, const std::vector<std::int32_t>& ids);

@@ -165,56 +165,65 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   return x;
 }
 
+BlockRule block_rule(const VitModel& model, bool scale) {
+  BlockRule rule;
+  rule.n_heads = model.n_heads;
+  rule.eps = model.eps;
+  rule.gelu = model.gelu;
+  rule.scale = scale;
+  rule.rotary = model.rope.present();
+  rule.first_rotated = model.first_patch_token();
+  return rule;
+}
+
 namespace {
 
-// The intermediate matrices of one block. A forward allocates them once and every block
-// reuses them, so the blocks run without heap traffic.
-struct BlockBuffers {
-  Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
-  Matrix qkv;     // (n_tokens, 3·d_attn) [q | k | v], head h in columns h·d_head … of each
-  std::vector<Matrix> scores;  // [head] (n_tokens, n_tokens) its scores, then its probabilities (when not kept)
-  Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
-  Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
-  Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
-  RopeTable rope; // this image's rotation of the patches' q and k (rope.hpp); empty without RoPE
-};
+// Scores above the diagonal masked: token i attends to tokens 0…i (clip/model.py build_attention_mask).
+void mask_future(Matrix& scores) {
+  for (Eigen::Index i = 0; i + 1 < scores.rows(); ++i) scores.row(i).tail(scores.cols() - i - 1).setConstant(kMasked);
+}
 
-// xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each head's probabilities
-// (n_tokens, n_tokens) go to `attention` when it is given. weights_only: skip the A·V products.
-// The heads are independent, so they are handed to the threads whole (a head's products and
-// softmax then run on one thread): a head's 197×197 products are too small to split evenly in
-// two, six or twelve heads are not. Every head's bytes are the same whoever computes it.
-void multi_head_attention(const VitModel& model, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
-                          std::vector<Matrix>* attention, bool weights_only, bool scale) {
-  const Eigen::Index d = model.d_attn(), d_head = model.d_head(), n_tokens = xn.rows();
+// xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each sequence's heads' probabilities
+// (length, length) go to `attention` when it is given. weights_only: skip the A·V products.
+// The (sequence, head) pairs are independent, so they are handed to the threads whole (a head's
+// products and softmax then run on one thread): a head's 197×197 products are too small to split
+// evenly in two, six or twelve heads are not. Every head's bytes are the same whoever computes it.
+void multi_head_attention(const BlockRule& rule, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
+                          std::vector<Matrix>* attention, bool weights_only) {
+  const Eigen::Index d = block.w_qkv.rows() / 3, d_head = d / rule.n_heads, n_tokens = xn.rows();
   // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
   linear_into(xn, block.w_qkv, block.b_qkv, buf.qkv);
-  const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
+  const float s = rule.scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
   buf.heads.resize(weights_only ? 0 : n_tokens, d);
-  // Each head's scores (n_tokens, n_tokens): straight in `attention` when it is kept, else in
-  // a buffer of its own.
-  const auto n_heads = static_cast<std::size_t>(model.n_heads);
+  if (!buf.sequences.empty()) buf.heads.setZero();  // the rows between sequences: no head writes them
+  const Sequence whole{0, n_tokens};
+  const Sequence* sequences = buf.sequences.empty() ? &whole : buf.sequences.data();
+  const std::size_t n_sequences = buf.sequences.empty() ? 1 : buf.sequences.size();
+  // Each head's scores (length, length): straight in `attention` when it is kept, else in a
+  // buffer of its own.
+  const auto n_jobs = n_sequences * static_cast<std::size_t>(rule.n_heads);
   const std::size_t first = attention ? attention->size() : 0;
-  if (attention) attention->resize(first + n_heads);
-  else buf.scores.resize(n_heads);
-  auto scores_of = [&](int h) -> Matrix& {
-    return attention ? (*attention)[first + static_cast<std::size_t>(h)] : buf.scores[static_cast<std::size_t>(h)];
-  };
-  parallel_for(model.n_heads, gemm_threads(), [&](int h) {
-    Matrix& scores = scores_of(h);
-    scores.resize(n_tokens, n_tokens);
-    const auto q = buf.qkv.middleCols(h * d_head, d_head);          // (n_tokens, d_head)
-    const auto k = buf.qkv.middleCols(d + h * d_head, d_head);      // (n_tokens, d_head)
-    const auto v = buf.qkv.middleCols(2 * d + h * d_head, d_head);  // (n_tokens, d_head)
-    if (model.rope.present()) {  // this head's own columns: no other thread touches them
-      apply_rope(buf.qkv.middleCols(h * d_head, d_head), model.first_patch_token(), buf.rope);
-      apply_rope(buf.qkv.middleCols(d + h * d_head, d_head), model.first_patch_token(), buf.rope);
+  if (attention) attention->resize(first + n_jobs);
+  else buf.scores.resize(n_jobs);
+  parallel_for(static_cast<int>(n_jobs), gemm_threads(), [&](int job) {
+    const auto j = static_cast<std::size_t>(job);
+    const Sequence& seq = sequences[j / static_cast<std::size_t>(rule.n_heads)];
+    const auto h = static_cast<Eigen::Index>(j % static_cast<std::size_t>(rule.n_heads));
+    Matrix& scores = attention ? (*attention)[first + j] : buf.scores[j];
+    scores.resize(seq.length, seq.length);
+    const auto q = buf.qkv.block(seq.begin, h * d_head, seq.length, d_head);          // (length, d_head)
+    const auto k = buf.qkv.block(seq.begin, d + h * d_head, seq.length, d_head);      // (length, d_head)
+    const auto v = buf.qkv.block(seq.begin, 2 * d + h * d_head, seq.length, d_head);  // (length, d_head)
+    if (rule.rotary) {  // this head's own columns: no other thread touches them
+      apply_rope(buf.qkv.block(seq.begin, h * d_head, seq.length, d_head), rule.first_rotated, buf.rope);
+      apply_rope(buf.qkv.block(seq.begin, d + h * d_head, seq.length, d_head), rule.first_rotated, buf.rope);
     }
-    // s·q (n_tokens, d_head) · kᵀ (d_head, n_tokens) → scores (n_tokens, n_tokens); s is gemm's α
+    // s·q (length, d_head) · kᵀ (d_head, length) → scores (length, length); s is gemm's α
     gemm_abt(scores, q, k, s);
+    if (rule.causal) mask_future(scores);
     softmax_rows(scores);
-    // weights (n_tokens, n_tokens) · v (n_tokens, d_head) → head output (n_tokens, d_head)
-    if (!weights_only) gemm_ab(buf.heads.middleCols(h * d_head, d_head), scores, v);
+    // weights (length, length) · v (length, d_head) → head output (length, d_head)
+    if (!weights_only) gemm_ab(buf.heads.block(seq.begin, h * d_head, seq.length, d_head), scores, v);
   });
 }
 
@@ -233,16 +242,13 @@ void add_branch(Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVect
   x.array() += branch.array().rowwise() * layer_scale.array();
 }
 
-// x (n_tokens, d_model) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), in place; a part the block
-// lacks is left out (no norm: attention reads x; no MLP: the block ends after attention).
-// Without a projection, x ← the heads' outputs (n_tokens, d_attn).
-// attention_only: stop once the probabilities are known (x is left as it was).
-// `record`, when given, receives what a backward pass reads (its attention is `attention`).
-void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
-               std::vector<Matrix>* attention, bool attention_only, bool scale, BlockTape* record) {
+}  // namespace
+
+void run_block(const BlockRule& rule, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
+               std::vector<Matrix>* attention, bool attention_only, BlockTape* record) {
   if (record) record->x = x;
-  if (block.norm1.present()) layer_norm_into(x, block.norm1, model.eps, buf.xn);
-  multi_head_attention(model, block, block.norm1.present() ? buf.xn : x, buf, attention, attention_only, scale);
+  if (block.norm1.present()) layer_norm_into(x, block.norm1, rule.eps, buf.xn);
+  multi_head_attention(rule, block, block.norm1.present() ? buf.xn : x, buf, attention, attention_only);
   if (attention_only) return;
   if (record) {
     record->qkv = buf.qkv;
@@ -256,14 +262,16 @@ void run_block(const VitModel& model, const EncoderBlock& block, Matrix& x, Bloc
   add_branch(x, buf.heads, block.w_proj, block.b_proj, block.ls1, buf.branch);
   if (record) record->x_mid = x;
   if (!block.has_mlp()) return;
-  layer_norm_into(x, block.norm2, model.eps, buf.xn);
+  layer_norm_into(x, block.norm2, rule.eps, buf.xn);
   // xn (n_tokens, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n_tokens, d_mlp)
   linear_into(buf.xn, block.w_fc1, block.b_fc1, buf.hidden);
   if (record) record->pre_gelu = buf.hidden;
-  gelu_inplace(buf.hidden, model.gelu);
+  gelu_inplace(buf.hidden, rule.gelu);
   // hidden (n_tokens, d_mlp) · w_fc2ᵀ (d_mlp, d_model) → onto x
   add_branch(x, buf.hidden, block.w_fc2, block.b_fc2, block.ls2, buf.branch);
 }
+
+namespace {
 
 // A NaN or ∞ in the activations (a normalisation or weights that overflow float32) spreads to
 // every later token through LayerNorm and attention. What a forward hands out is checked once:
@@ -298,6 +306,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
   Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
+  const BlockRule rule = block_rule(model, options.scale);
   BlockBuffers buf;
   if (model.rope.present()) buf.rope = rope_table(model.rope, image.height / model.patch_size, image.width / model.patch_size);
   std::vector<Matrix> streamed;
@@ -308,8 +317,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
     if (record) record->attention.clear();
     // With a tape the probabilities are the tape's, and a caller that keeps them gets a copy.
     std::vector<Matrix>* probabilities = record ? &record->attention : keep;
-    run_block(model, model.blocks[static_cast<std::size_t>(l)], x, buf, probabilities, !full && l == last,
-              options.scale, record);
+    run_block(rule, model.blocks[static_cast<std::size_t>(l)], x, buf, probabilities, !full && l == last, record);
     if (probabilities)  // this layer's heads, the last n_heads of `probabilities`
       for (std::size_t h = probabilities->size() - static_cast<std::size_t>(model.n_heads); h < probabilities->size(); ++h)
         require_finite_rows((*probabilities)[h], l);

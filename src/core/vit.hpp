@@ -160,6 +160,54 @@ struct ForwardTape {
   Matrix x_out;                   // (n_tokens, d_model) the last block's output
 };
 
+// What a block's computation reads besides its weights: the image tower fills it from its
+// VitModel (block_rule), a text tower from its own fields, so one block implementation
+// (run_block) and one backward (vit_backward.hpp, block_backward) serve every tower.
+struct BlockRule {
+  int n_heads = 1;          // H; d_head = d_attn / H, d_attn from the block's qkv rows (3·d_attn)
+  float eps = 1e-6f;        // LayerNorm ε
+  Gelu gelu = Gelu::erf;
+  bool scale = true;        // scores × 1/√d_head
+  bool causal = false;      // token i attends to tokens 0…i only (CLIP's text tower: build_attention_mask)
+  bool rotary = false;      // q and k of the rows from first_rotated on are rotated (RoPE, DINOv3) by
+  int first_rotated = 0;    // BlockBuffers::rope, the input's table
+};
+
+// The image tower's rule: the model's heads, ε and activation, no mask, RoPE when it has it.
+BlockRule block_rule(const VitModel& model, bool scale);
+
+// Rows [begin, begin + length) of a block's input that attend among themselves (one text of a
+// batch: core/text_tower.hpp's encode_texts); every other row is invisible to them.
+struct Sequence {
+  Eigen::Index begin = 0, length = 0;
+};
+
+// The input's layout and the intermediate matrices of one block. A forward allocates them once
+// and every block reuses them, so the blocks run without heap traffic.
+struct BlockBuffers {
+  std::vector<Sequence> sequences;  // the input's independent sequences; empty: all rows are one
+  RopeTable rope;  // this image's rotation of the patches' q and k (rope.hpp); empty without RoPE
+  Matrix xn;      // (n_tokens, d_model) LN1(x), then LN2(x)
+  Matrix qkv;     // (n_tokens, 3·d_attn) [q | k | v], head h in columns h·d_head … of each
+  std::vector<Matrix> scores;  // [sequence·H + head] (length, length) its scores, then its probabilities (when not kept)
+  Matrix heads;   // (n_tokens, d_attn) the heads' outputs side by side, before the projection
+  Matrix hidden;  // (n_tokens, d_mlp) the MLP's hidden layer
+  Matrix branch;  // (n_tokens, d_model) a branch's output, only when layer scale needs it apart
+};
+
+// x (n_tokens, d_model) ← x + Attn(LN1(x)), then x + MLP(LN2(x)), in place; a part the block
+// lacks is left out (no norm: attention reads x; no MLP: the block ends after attention).
+// Without a projection, x ← the heads' outputs (n_tokens, d_attn).
+// Each sequence's heads' probabilities (length, length) are appended to `attention` when it is
+// given, sequence by sequence, head by head. attention_only: stop once they are known (x is
+// left as it was). `record`, when given, receives what a backward pass reads (its attention is
+// `attention`); a recorded input is one sequence.
+// A row's bytes depend on its own sequence only, never on the rows around it, when each
+// sequence starts at a multiple of 16 floats of x (text_tower.cpp's batches are laid out so):
+// the products are per-element chains (gemm.hpp), the norms and the activation row by row.
+void run_block(const BlockRule& rule, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
+               std::vector<Matrix>* attention, bool attention_only = false, BlockTape* record = nullptr);
+
 struct ForwardOptions {
   int last_layer = -1;          // stop after this block's attention (−1: run every block, norm and head)
   int keep_from_layer = -1;     // keep attention of layers keep_from_layer … last (−1: only the last one run)

@@ -96,16 +96,16 @@ void head_backward(const BlockTape& tape, int h, Eigen::Index d_attn, Eigen::Ind
 
 // ∂/∂(heads' outputs) (n_tokens, d_attn) → every head's ∂A and d_qkv (n_tokens, 3·d_attn).
 // Heads are handed to the threads whole, as in the forward.
-void attention_backward(const VitModel& model, const BlockTape& tape, bool scale, BlockGradients& out,
+void attention_backward(const BlockRule& rule, const EncoderBlock& block, const BlockTape& tape, BlockGradients& out,
                         BackwardBuffers& buf) {
-  const Eigen::Index d_attn = model.d_attn(), d_head = model.d_head();
-  const float s = scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
-  const auto n_heads = static_cast<std::size_t>(model.n_heads);
+  const Eigen::Index d_attn = block.w_qkv.rows() / 3, d_head = d_attn / rule.n_heads;
+  const float s = rule.scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
+  const auto n_heads = static_cast<std::size_t>(rule.n_heads);
   out.d_attention.resize(n_heads);
   buf.transposed.resize(n_heads);
   buf.d_scores.resize(n_heads);
   buf.d_qkv.resize(tape.qkv.rows(), tape.qkv.cols());
-  parallel_for(model.n_heads, gemm_threads(), [&](int h) {
+  parallel_for(rule.n_heads, gemm_threads(), [&](int h) {
     const auto i = static_cast<std::size_t>(h);
     head_backward(tape, h, d_attn, d_head, s, buf.d_heads, out.d_attention[i], buf.d_scores[i], buf.transposed[i],
                   buf.d_qkv);
@@ -120,18 +120,18 @@ const Matrix& through_layer_scale(const Matrix& d, const RowVector& layer_scale,
 }
 
 // The MLP branch: d_output (n_tokens, d_model) → buf.d_stream = ∂/∂x_mid, the residual's share plus the MLP's.
-void mlp_backward(const VitModel& model, const EncoderBlock& block, const BlockTape& tape, const Matrix& d_output,
+void mlp_backward(const BlockRule& rule, const EncoderBlock& block, const BlockTape& tape, const Matrix& d_output,
                   BackwardBuffers& buf) {
   const Matrix& d_out = through_layer_scale(d_output, block.ls2, buf.d_branch);
   buf.d_hidden.resize(d_out.rows(), block.w_fc2.cols());
   // d_out (n_tokens, d_model) · w_fc2 (d_model, d_mlp) → ∂GELU(h) (n_tokens, d_mlp)
   gemm_ab(buf.d_hidden, d_out, block.w_fc2);
-  gelu_backward_inplace(buf.d_hidden, tape.pre_gelu, model.gelu);  // → ∂h
+  gelu_backward_inplace(buf.d_hidden, tape.pre_gelu, rule.gelu);  // → ∂h
   buf.d_xn.resize(d_out.rows(), block.w_fc1.cols());
   // ∂h (n_tokens, d_mlp) · w_fc1 (d_mlp, d_model) → ∂LN2(x_mid) (n_tokens, d_model)
   gemm_ab(buf.d_xn, buf.d_hidden, block.w_fc1);
   buf.d_stream = d_output;  // the residual path
-  layer_norm_backward_add(tape.x_mid, block.norm2, model.eps, buf.d_xn, buf.d_stream);
+  layer_norm_backward_add(tape.x_mid, block.norm2, rule.eps, buf.d_xn, buf.d_stream);
 }
 
 }  // namespace
@@ -236,30 +236,29 @@ Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, P
   return through_final_norm(model, x, d_t);
 }
 
-void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,
+void block_backward(const BlockRule& rule, const EncoderBlock& block, const BlockTape& tape, const Matrix& d_output,
                     BlockGradients& out, BackwardBuffers& buf) {
   // The tape's q and k are the rotated ones; the backward does not undo the rotation, so it
   // would hand out the gradient of another function. Refused rather than wrong.
-  if (model.rope.present())
+  if (rule.rotary)
     throw Error("gradients through rotary positions (RoPE, DINOv3) are not computed: no class-specific map for this model");
-  const EncoderBlock& block = model.blocks.at(static_cast<std::size_t>(layer));
   if (!block.projected()) {
     buf.d_heads = d_output;  // the heads' outputs were the block's output: no residual
     buf.d_stream.setZero(tape.x.rows(), tape.x.cols());
   } else {
-    if (block.has_mlp()) mlp_backward(model, block, tape, d_output, buf);
+    if (block.has_mlp()) mlp_backward(rule, block, tape, d_output, buf);
     else buf.d_stream = d_output;
     const Matrix& d_proj = through_layer_scale(buf.d_stream, block.ls1, buf.d_branch);
     buf.d_heads.resize(d_proj.rows(), block.w_proj.cols());
     // d_proj (n_tokens, d_model) · w_proj (d_model, d_attn) → ∂(heads' outputs) (n_tokens, d_attn)
     gemm_ab(buf.d_heads, d_proj, block.w_proj);
   }
-  attention_backward(model, tape, scale, out, buf);
+  attention_backward(rule, block, tape, out, buf);
   out.d_norm1.resize(tape.x.rows(), tape.x.cols());
   // d_qkv (n_tokens, 3·d_attn) · w_qkv (3·d_attn, d_model) → ∂LN1(x) (n_tokens, d_model)
   gemm_ab(out.d_norm1, buf.d_qkv, block.w_qkv);
   out.d_input = buf.d_stream;  // the residual path
-  if (block.norm1.present()) layer_norm_backward_add(tape.x, block.norm1, model.eps, out.d_norm1, out.d_input);
+  if (block.norm1.present()) layer_norm_backward_add(tape.x, block.norm1, rule.eps, out.d_norm1, out.d_input);
   else out.d_input += out.d_norm1;
 }
 
@@ -269,10 +268,12 @@ Matrix encoder_backward(const VitModel& model, const ForwardTape& tape, int clas
     throw Error("the forward's tape has " + std::to_string(tape.blocks.size()) + " blocks, the model " +
                 std::to_string(model.n_layers()));
   Matrix d_x = logit_gradient(model, tape.x_out, class_index);  // (n_tokens, d_model)
+  const BlockRule rule = block_rule(model, scale);
   BlockGradients grads;
   BackwardBuffers buf;
   for (int l = model.n_layers() - 1; l >= 0; --l) {
-    block_backward(model, l, tape.blocks[static_cast<std::size_t>(l)], d_x, scale, grads, buf);
+    block_backward(rule, model.blocks[static_cast<std::size_t>(l)], tape.blocks[static_cast<std::size_t>(l)], d_x, grads,
+                   buf);
     if (on_block) on_block(l, grads);
     std::swap(d_x, grads.d_input);
   }

@@ -63,9 +63,12 @@ Matrix pooled_row_backward(const VitModel& model, const Matrix& x, const RowVect
 // Error when the model has no classifier or c is not one of its classes.
 Matrix logit_gradient(const VitModel& model, const Matrix& x, int class_index, ProbeGradients* probe = nullptr);
 
-// d_output (n_tokens, d_model) = ∂target/∂(block `layer`'s output) → that block's gradients.
-// `scale` is the forward's (1/√d_head or not).
-void block_backward(const VitModel& model, int layer, const BlockTape& tape, const Matrix& d_output, bool scale,
+// d_output (n_tokens, d_model) = ∂target/∂(the block's output) → that block's gradients, for
+// a block run by run_block under `rule` (vit.hpp: the image tower's block_rule, or a text
+// tower's) whose tape is `tape` (one sequence). Under a causal rule A is 0 above the diagonal, so
+// ∂S is too (the softmax's backward multiplies by A); ∂A is handed out whole, as torch's
+// gradient of the probabilities is. Throws Error for a rotary rule (RoPE).
+void block_backward(const BlockRule& rule, const EncoderBlock& block, const BlockTape& tape, const Matrix& d_output,
                     BlockGradients& out, BackwardBuffers& buf);
 
 // The model's own logit y_c, back through every block from the last to the first. Each
@@ -75,8 +78,10 @@ void block_backward(const VitModel& model, int layer, const BlockTape& tape, con
 Matrix encoder_backward(const VitModel& model, const ForwardTape& tape, int class_index, bool scale,
                         const std::function<void(int layer, const BlockGradients&)>& on_block);
 
-// The layers' backward steps, shared with the probe's (probe_backward.hpp).
-// dx (n_tokens, d) += the LayerNorm's backward of dy = ∂/∂LN(x), row by row.
+// The layers' backward steps, shared with the probe's (probe_backward.hpp) and the text tower's
+// head (text_relevance.hpp).
+// dx (n_tokens, d) += the LayerNorm's backward of dy = ∂/∂LN(x), row by row (torch's
+// native_layer_norm_backward, biased variance; μ and σ recomputed from x).
 void layer_norm_backward_add(const Matrix& x, const LayerNorm& norm, float eps, const Matrix& dy, Matrix& dx);
 // d (n_tokens, d_mlp) ⊙= GELU'(h), h the pre-activation, in place.
 void gelu_backward_inplace(Matrix& d, const Matrix& h, Gelu kind);

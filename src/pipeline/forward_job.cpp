@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/text_relevance.hpp"
 #include "core/token_diagnostics.hpp"
 #include "core/vit_backward.hpp"
 #include "files/file_io.hpp"
@@ -49,6 +50,7 @@ struct Arrays {
   std::vector<float> probe_attention;  // [N, heads, T] when the model pools with a probe
   std::vector<float> tokens;  // [N, T, width] every row of ForwardResult::tokens
   std::vector<float> norms;   // [N, layers, T] token_norms of each block's output
+  std::vector<float> text_relevance;  // [N, n_texts, text layers, ctx] with texts (the image-text logits' words)
   struct OfClass {
     std::vector<float> grad_attention, grad_blocks;
     std::vector<std::vector<float>> relevance;  // [method]
@@ -143,6 +145,33 @@ Matrix input_text_logits(const Arrays& a, std::uint64_t n_images, const EncodedT
   return image_text_logits(*texts.tower, images, texts.embeddings);
 }
 
+// Every text's word relevance for every image [N, n, layers, ctx]: one forward with a tape per
+// text, then one backward per image (core/text_relevance.hpp); zeros outside the words (word_span).
+std::vector<float> text_relevance(const Arrays& a, std::uint64_t n_images, const EncodedTexts& texts,
+                                  const ForwardRequest& r) {
+  const TextTower& tower = *texts.tower;
+  const auto n_texts = r.texts.size(), layers = static_cast<std::size_t>(tower.n_layers()),
+             ctx = static_cast<std::size_t>(tower.context()), e = static_cast<std::size_t>(tower.d_embed());
+  if (a.embedding.size() != n_images * e)
+    throw Error(fmt::format("the image embedding is not {} wide, as the text embedding is", e));
+  std::vector<float> out(n_images * n_texts * layers * ctx, 0.0f);
+  for (std::size_t t = 0; t < n_texts; ++t) {
+    ForwardTape tape;
+    encode_text(tower, r.texts[t], false, &tape);
+    const int pooled = pooled_position(tower, r.texts[t]);
+    const auto [begin, end] = word_span(tower, r.texts[t]);
+    for (std::size_t i = 0; i < n_images; ++i) {
+      const RowVector u = Eigen::Map<const RowVector>(a.embedding.data() + i * e, static_cast<Eigen::Index>(e));
+      const Matrix rows =
+          relevance_by_start_layer(tower, tape, pooled, text_logit_gradient(tower, tape.x_out.row(pooled), u), 0);
+      for (std::size_t s = 0; s < layers; ++s)
+        for (int j = begin; j < end; ++j)
+          out[((i * n_texts + t) * layers + s) * ctx + static_cast<std::size_t>(j)] = rows(static_cast<Eigen::Index>(s), j);
+    }
+  }
+  return out;
+}
+
 ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_t n, const ForwardOutputs& f,
                             const EncodedTexts* texts) {
   const auto layers = static_cast<std::uint64_t>(model.n_layers()), heads = static_cast<std::uint64_t>(model.n_heads);
@@ -169,6 +198,11 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
     written.logits = f.logits;
     tensors::write_npy(f.probs, image_text_probabilities(*texts->tower, logits));
     written.probs = f.probs;
+    tensors::write_npy(f.text_relevance, a.text_relevance.data(),
+                       {n, static_cast<std::uint64_t>(texts->embeddings.rows()),
+                        static_cast<std::uint64_t>(texts->tower->n_layers()),
+                        static_cast<std::uint64_t>(texts->tower->context())});
+    written.text_relevance = f.text_relevance;
   }
   if (!model.has_classifier()) return written;
   tensors::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
@@ -196,6 +230,7 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
   Arrays arrays;
   naming_source(files::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
     for (const ImageTensor& x : images) add_image(model, x, r, arrays);
+    if (texts && !model.has_classifier()) arrays.text_relevance = text_relevance(arrays, images.size(), *texts, r);
   });
   ForwardInputResult out;
   out.input = input;
@@ -218,6 +253,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.embedding = named("embedding");
   f.probe_attention = named("probe_attention");
   if (!r.texts.empty()) f.probs = named("probs");  // the image-text probabilities, only beside texts
+  if (!r.texts.empty()) f.text_relevance = named("text_relevance");
   for (int c : r.classes) {
     // One class: the plain names; several: each class's tagged as the image command tags its maps.
     const std::string tag = map_tag("", r.classes.size() > 1 ? std::optional<int>(c) : std::nullopt, r.class_source);
@@ -232,7 +268,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
 
 std::vector<fs::path> ForwardOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, probs})
+  for (const fs::path& p : {attention, features, tokens, norms, logits, embedding, probe_attention, probs, text_relevance})
     if (!p.empty()) out.push_back(p);
   for (const ClassOutputs& c : classes) {
     for (const fs::path& p : {c.grad_attention, c.grad_blocks})
@@ -279,8 +315,9 @@ EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
   out.embeddings.resize(static_cast<Eigen::Index>(n), tower.d_embed());
   std::vector<std::int32_t> ids;                                   // [n, ctx]
   std::vector<float> attention(n * layers * heads * ctx * ctx, 0.0f);  // [n, L, H, ctx, ctx], zeros past the computed length
+  const std::vector<TextResult> results = encode_texts(tower, r.texts, true);
   for (std::uint64_t t = 0; t < n; ++t) {
-    const TextResult result = encode_text(tower, r.texts[t], true);
+    const TextResult& result = results[t];
     out.embeddings.row(static_cast<Eigen::Index>(t)) = result.embedding;
     ids.insert(ids.end(), r.texts[t].begin(), r.texts[t].end());
     const auto len = static_cast<std::uint64_t>(result.length);

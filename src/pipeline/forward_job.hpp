@@ -43,6 +43,12 @@
 //                                transposed), its image embedding the probe's pooled row
 //   x_probs.npy         [N, n]  CLIP: each row's softmax over the texts; SigLIP: each logit's
 //                                sigmoid (each image-text pair on its own)
+//   x_text_relevance.npy [N, n, layers, ctx]  which words mattered to each logit: Chefer's rollout
+//                                over the text tower (core/text_relevance.hpp), R[pooled, j] at the
+//                                prompt's tokens j (CLIP: 1 … EOT − 1; SigLIP: 0 up to its "</s>")
+//                                and zeros elsewhere; [i, t, s] is the rollout from layer s to the
+//                                last (the CLIP notebook's start_layer_text = s; its default, the
+//                                last layer alone, is s = layers − 1)
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -87,7 +93,8 @@ TextOutputs text_outputs(const ForwardRequest& request);
 // What forward_texts computed: the embeddings the logits read, and the files it wrote.
 struct EncodedTexts {
   Matrix embeddings;                // (n, E) L2-normalised
-  const TextTower* tower = nullptr; // the tower they went through (its logits' and probabilities' rules); outlives this
+  const TextTower* tower = nullptr; // the tower they went through (its logits' and probabilities' rules; the
+                                    // word relevance runs it again, with a tape); outlives this
   TextOutputs written;
 };
 
@@ -108,6 +115,7 @@ struct ForwardOutputs {
   std::filesystem::path attention, features, tokens, norms, logits;
   std::filesystem::path embedding, probe_attention;  // named always, written when the model has them
   std::filesystem::path probs;                       // named with texts only (the image-text probabilities)
+  std::filesystem::path text_relevance;              // named with texts, written beside their logits
   std::vector<ClassOutputs> classes;
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };

@@ -48,7 +48,8 @@ VALUE_OPTIONS = {"-o", "--output", "--model", "--colormap", "--alpha", "--interp
                  "--heatmap", "--shard", "--shard-count", "--log-json", "--files-from", "-j", "--jobs", "--heads",
                  "--key", "--family", "--eps", "--gelu", "--pos-interp", "--mean", "--std", "--patch-size",
                  "--dim", "--d-k", "--max-pixels", "--method", "--class", "--legrad-from",
-                 "--faithfulness-steps", "--artifact-ratio", "--pca-mask", "--pca-fit"}
+                 "--faithfulness-steps", "--artifact-ratio", "--pca-mask", "--pca-fit", "--text", "--texts-from",
+                 "--first-layer", "--labels", "--templates"}
 D, P, GRID, LAYERS, MLP = 128, 16, 2, 2, 256  # stand-ins: 2 heads of 64 (D/64, as the real ones), 32 px
 
 
@@ -115,9 +116,20 @@ def write_pth(path, tensors):
     torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}, str(path))
 
 
+def clip_stand_in(path):
+    """A whole CLIP state dict (image and text towers, OpenAI's names) for the README's prompt
+    example, random weights; the image tower's head count in its metadata."""
+    import clip_reference  # torch's: imported only for this stand-in
+    tensors = {"visual." + k: v for k, v in clip_reference.openai_tensors(seed=3).items()}
+    tensors |= clip_reference.openai_text_tensors(seed=4)
+    safetensors_io.write(path, tensors, {"num_heads": str(clip_reference.HEADS)}, dtype="F32")
+
+
 def pth_stand_in(path):
-    """A stand-in for a .pth the README downloads, by the release's file name."""
+    """A stand-in for a .pth (or CLIP file) the README downloads, by the release's file name."""
     name = path.name
+    if name == "clip.safetensors":
+        return clip_stand_in(path)
     if name.startswith("dino"):  # DINO's releases: the backbone in timm names, no head
         write_pth(path, timm_weights(seed=1))
     elif name.startswith("vit_") and "-" in name:  # torchvision's vit_b_16-c867db91.pth: ImageNet head

@@ -20,6 +20,13 @@ Checked: text embeddings within 1e-4, every layer's attention within 1e-4 on the
 (OpenAI, HF without config) and config.json's text_config.num_attention_heads (HF); the
 refusals (no text tower, an empty text, a text over the context) one error line, exit 2.
 
+The word relevance (x_text_relevance.npy, core/text_relevance.hpp) against the CLIP notebook of
+Transformer-MM-Explainability (clip_reference.py openai_word_relevance: torch autograd through
+encode_text to each layer's attention probabilities, R ← R + mean_h((∇A ⊙ A).clamp(min=0))·R
+from the start layer, R[EOT, 1:EOT]): 3 texts × 2 images × both start layers of the 2-layer
+tower (−1, the notebook's default, and 0), within 1e-4 relative to each text's largest value;
+zeros at SOT, EOT and after.
+
 Seen red: the causal mask left out (text embeddings off by 0.38 and 0.26); the end token taken
 at the last position instead of the argmax (text embeddings off by 0.65).
 """
@@ -38,7 +45,8 @@ except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
 
 from clip_reference import (as_torch, clip_logits, CONTEXT, D, EMBED, GRID, HEADS, hf_clip_forward, hf_names,
                             hf_text_names, images, LAYERS, MLP, openai_clip_forward, openai_encode_text,
-                            openai_tensors, openai_text_tensors, P, SQUARE, TEXT_LAYERS, TEXT_W, text_tower)
+                            openai_tensors, openai_text_tensors, openai_word_relevance, P, SQUARE, TEXT_LAYERS,
+                            TEXT_W, text_tower)
 
 torch.set_grad_enabled(False)
 TOL = 1e-4
@@ -176,3 +184,29 @@ def test_truncate(tmp_path):
     _, ref_e = openai_encode_text(as_torch(text_t), torch.from_numpy(ids.astype(np.int64)), TEXT_W // 64)
     de = np.abs(np.load(tmp_path / "o" / "text_embedding.npy") - ref_e).max()
     assert de <= TOL, f"truncated text embeddings off by {de:.3g}"
+
+
+def test_word_relevance(tmp_path):
+    """x_text_relevance.npy [N, n, layers, ctx] against the notebook's R_text[EOT, 1:EOT], per start layer."""
+    image_t, text_t = openai_tensors(seed=3), openai_text_tensors(seed=14)
+    path = tmp_path / "clip.safetensors"
+    safetensors_io.write(path, {"visual." + k: v for k, v in image_t.items()} | text_t)
+    x = images(SQUARE, n=2, seed=5)
+    got, _ = run_text(path, tmp_path / "o", image=x)
+    relevance = np.load(tmp_path / "o" / "x_text_relevance.npy")
+    assert relevance.shape == (2, len(TEXTS), TEXT_LAYERS, CONTEXT), relevance.shape
+    _, image_e = openai_clip_forward(as_torch(image_t), torch.from_numpy(x.astype(np.float64)))
+    ids = torch.from_numpy(got["ids"].astype(np.int64))
+    worst = 0.0
+    for i in range(2):
+        for start, s in ((-1, TEXT_LAYERS - 1), (0, 0)):
+            ref = openai_word_relevance(as_torch(text_t), ids, TEXT_W // 64, image_e[i], start)
+            for t, r in enumerate(ref):
+                eot = int(got["ids"][t].argmax())
+                row = relevance[i, t, s]
+                assert len(r) == eot - 1 and (len(r) == 1 or np.ptp(r) > 1e-2), r  # values that tell words apart
+                d = float(np.abs(row[1:eot] - r).max() / np.abs(r).max())
+                assert d <= TOL, f"image {i}, text {t}, start layer {start}: relevance off by {d:.3g} (relative)"
+                assert row[0] == 0 and not row[eot:].any(), f"image {i}, text {t}: non-zero at SOT, EOT or after"
+                worst = max(worst, d)
+    print(f"word relevance: {worst:.3g} relative")

@@ -318,3 +318,51 @@ def openai_clip_graph(t, x, act=quick_gelu):
         outputs.append(z)
         norms.append(y)
     return attention, outputs, norms
+
+
+def openai_word_relevance(t, text, heads, image_embedding, start_layer, act=quick_gelu):
+    """Transformer-MM-Explainability's CLIP notebook (CLIP_explainability.ipynb, interpret's text
+    part) on OpenAI-named float64 tensors, with autograd: the text tower as clip/model.py's
+    encode_text (ResidualAttentionBlock: x + attn(ln_1(x)) under build_attention_mask, x +
+    mlp(ln_2(x))), its attention probabilities kept in the graph; the target
+    logit_scale.exp()·cos(image, text), the image embedding given; per layer from start_layer on
+    (−1: the last alone, the notebook's default) cam = mean over heads of (∂logit/∂A ⊙ A).clamp(min=0),
+    R = I, R ← R + cam·R; returns show_heatmap_on_text's R[EOT, 1:EOT], one array per text (its
+    prompt's tokens). text [n, ctx] int64, image_embedding [E] L2-normalised."""
+    layers = sum(1 for k in t if k.endswith(".ln_1.weight"))
+    start = layers + start_layer if start_layer < 0 else start_layer
+    u = torch.as_tensor(np.asarray(image_embedding, np.float64))
+    with torch.enable_grad():  # a test module may have turned autograd off
+        return [_word_relevance_row(t, row, heads, u, range(start, layers), act) for row in text]
+
+
+def _word_relevance_row(t, row, heads, u, rollout_layers, act):
+    """openai_word_relevance for one text row [ctx]."""
+    ctx = row.shape[0]
+    w = t["token_embedding.weight"].shape[1]
+    d = w // heads
+    mask = torch.empty(ctx, ctx, dtype=torch.float64).fill_(float("-inf")).triu_(1)  # build_attention_mask
+    ln = lambda v, p: F.layer_norm(v, (w,), t[p + ".weight"], t[p + ".bias"], 1e-5)  # noqa: E731
+    x = F.embedding(row, t["token_embedding.weight"]) + t["positional_embedding"]  # [ctx, W]
+    x.requires_grad_(True)  # so that the graph is recorded (the weights are plain tensors)
+    probs, i = [], 0
+    while f"transformer.resblocks.{i}.ln_1.weight" in t:
+        b = f"transformer.resblocks.{i}."
+        qkv = F.linear(ln(x, b + "ln_1"), t[b + "attn.in_proj_weight"], t[b + "attn.in_proj_bias"])
+        q, k, v = (qkv[:, j * w:(j + 1) * w].reshape(ctx, heads, d).transpose(0, 1) for j in range(3))
+        a = torch.softmax(q @ k.transpose(-1, -2) / d ** 0.5 + mask, dim=-1)  # [H, ctx, ctx], nn.MultiheadAttention's
+        probs.append(a)
+        x = x + F.linear((a @ v).transpose(0, 1).reshape(ctx, w), t[b + "attn.out_proj.weight"],
+                         t[b + "attn.out_proj.bias"])
+        x = x + F.linear(act(F.linear(ln(x, b + "ln_2"), t[b + "mlp.c_fc.weight"], t[b + "mlp.c_fc.bias"])),
+                         t[b + "mlp.c_proj.weight"], t[b + "mlp.c_proj.bias"])
+        i += 1
+    eot = int(row.argmax())
+    e = ln(x, "ln_final")[eot] @ t["text_projection"]
+    logit = t["logit_scale"].exp() * (u @ (e / e.norm()))
+    grads = torch.autograd.grad(logit, probs)
+    r = torch.eye(ctx, dtype=torch.float64)
+    for i in rollout_layers:
+        cam = (grads[i] * probs[i]).clamp(min=0).mean(dim=0)  # mean over heads
+        r = r + cam @ r
+    return r[eot, 1:eot].detach().numpy()

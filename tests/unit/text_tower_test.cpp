@@ -1,15 +1,20 @@
 // CLIP's text encoder (core/text_tower.hpp) against a direct computation over the whole context
 // with scaled_dot_product_attention and causal_mask (attention.hpp, its own tests), which is
-// what the contract says the computed length must reproduce on rows 0…EOT.
+// what the contract says the computed length must reproduce on rows 0…EOT; its batches against
+// each text alone, byte for byte; and the word relevance's (core/text_relevance.hpp) layers.
+// The relevance's values are checked against torch autograd in tests/oracle/test_clip_text.py.
 #include "core/text_tower.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
+#include "core/gemm.hpp"
+#include "core/text_relevance.hpp"
 #include "test_util.hpp"
 
 namespace vitattn {
@@ -17,28 +22,29 @@ namespace {
 
 constexpr int kWidth = 8, kHeads = 2, kContext = 6, kVocab = 10, kEmbed = 4, kMlp = 16;
 
-TextTower small_tower(std::mt19937& rng) {
+// width: kWidth, or another (a multiple of kHeads) for the batches' row alignment.
+TextTower small_tower(std::mt19937& rng, int width = kWidth) {
   TextTower t;
   t.n_heads = kHeads;
   t.gelu = Gelu::quick;
-  t.token_embedding = test::random_matrix(kVocab, kWidth, rng);        // (vocab, W)
-  t.positional_embedding = test::random_matrix(kContext, kWidth, rng); // (ctx, W)
+  t.token_embedding = test::random_matrix(kVocab, width, rng);        // (vocab, W)
+  t.positional_embedding = test::random_matrix(kContext, width, rng); // (ctx, W)
   for (int l = 0; l < 2; ++l) {
     EncoderBlock b;
-    b.norm1 = {RowVector::Ones(kWidth) + test::random_matrix(1, kWidth, rng, 0.2f).row(0), test::random_matrix(1, kWidth, rng, 0.2f).row(0)};
-    b.w_qkv = test::random_matrix(3 * kWidth, kWidth, rng);  // (3·W, W)
-    b.b_qkv = test::random_matrix(1, 3 * kWidth, rng).row(0);
-    b.w_proj = test::random_matrix(kWidth, kWidth, rng, 0.5f);
-    b.b_proj = test::random_matrix(1, kWidth, rng).row(0);
-    b.norm2 = {RowVector::Ones(kWidth), RowVector::Zero(kWidth)};
-    b.w_fc1 = test::random_matrix(kMlp, kWidth, rng, 0.5f);
+    b.norm1 = {RowVector::Ones(width) + test::random_matrix(1, width, rng, 0.2f).row(0), test::random_matrix(1, width, rng, 0.2f).row(0)};
+    b.w_qkv = test::random_matrix(3 * width, width, rng);  // (3·W, W)
+    b.b_qkv = test::random_matrix(1, 3 * width, rng).row(0);
+    b.w_proj = test::random_matrix(width, width, rng, 0.5f);
+    b.b_proj = test::random_matrix(1, width, rng).row(0);
+    b.norm2 = {RowVector::Ones(width), RowVector::Zero(width)};
+    b.w_fc1 = test::random_matrix(kMlp, width, rng, 0.5f);
     b.b_fc1 = test::random_matrix(1, kMlp, rng).row(0);
-    b.w_fc2 = test::random_matrix(kWidth, kMlp, rng, 0.5f);
-    b.b_fc2 = test::random_matrix(1, kWidth, rng).row(0);
+    b.w_fc2 = test::random_matrix(width, kMlp, rng, 0.5f);
+    b.b_fc2 = test::random_matrix(1, width, rng).row(0);
     t.blocks.push_back(std::move(b));
   }
-  t.final_norm = {RowVector::Ones(kWidth), RowVector::Zero(kWidth)};
-  t.w_projection = test::random_matrix(kEmbed, kWidth, rng);  // (E, W)
+  t.final_norm = {RowVector::Ones(width), RowVector::Zero(width)};
+  t.w_projection = test::random_matrix(kEmbed, width, rng);  // (E, W)
   t.validate("test");
   return t;
 }
@@ -148,6 +154,89 @@ TEST(TextTower, RefusesIdsOutsideTheVocabularyOrTheContext) {
   EXPECT_THROW(encode_text(t, {7, 3, kVocab, 0, 0, 0}), Error);
   EXPECT_THROW(encode_text(t, {7, 3, -1, 0, 0, 0}), Error);
   EXPECT_THROW(encode_text(t, {7, 3, 9}), Error);
+}
+
+bool same_bytes(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+// Texts of every length 1…ctx, one twice; the largest id (the EOT) placed by hand.
+std::vector<std::vector<std::int32_t>> mixed_texts() {
+  return {{7, 3, 2, 9, 0, 0}, {9, 0, 0, 0, 0, 0}, {7, 9, 0, 0, 0, 0}, {7, 1, 2, 3, 4, 9},
+          {7, 5, 9, 0, 0, 0}, {7, 3, 2, 9, 0, 0}, {7, 8, 1, 6, 9, 0}};
+}
+
+class TextBatch : public ::testing::TestWithParam<int> {
+ protected:
+  void TearDown() override { set_gemm_threads(1); }
+};
+
+// A batch's texts have the bytes each has alone, at 1 and 2 threads: its rows go through the
+// products together, and a width of 6 puts the rows of a naively stacked text at another
+// alignment than alone (24-byte rows), which changes the LayerNorms' sums in the last bits.
+TEST_P(TextBatch, EachTextHasTheBytesItHasAlone) {
+  std::mt19937 rng(11);
+  const TextTower t = small_tower(rng, GetParam());
+  const auto texts = mixed_texts();
+  std::vector<TextResult> alone;
+  for (const auto& ids : texts) alone.push_back(encode_text(t, ids, true));
+  for (int threads : {1, 2}) {
+    set_gemm_threads(threads);
+    const std::vector<TextResult> batch = encode_texts(t, texts, true);
+    ASSERT_EQ(batch.size(), texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      SCOPED_TRACE("text " + std::to_string(i) + ", " + std::to_string(threads) + " threads");
+      EXPECT_EQ(batch[i].length, alone[i].length);
+      EXPECT_TRUE(same_bytes(batch[i].embedding, alone[i].embedding));
+      ASSERT_EQ(batch[i].attention.size(), alone[i].attention.size());
+      for (std::size_t l = 0; l < alone[i].attention.size(); ++l)
+        for (std::size_t h = 0; h < static_cast<std::size_t>(kHeads); ++h)
+          EXPECT_TRUE(same_bytes(batch[i].attention[l][h], alone[i].attention[l][h])) << "layer " << l << " head " << h;
+    }
+  }
+  EXPECT_TRUE(encode_texts(t, {}).empty());
+  EXPECT_THROW(encode_texts(t, {texts[0], {7, 3, kVocab, 0, 0, 0}}), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, TextBatch, ::testing::Values(kWidth, 6));
+
+// The tape encode_text records is the forward it hands out: the attention kept, the stream's
+// last block output on the computed rows.
+TEST(TextRelevance, TapeHoldsTheForwardsAttention) {
+  std::mt19937 rng(12);
+  const TextTower t = small_tower(rng);
+  ForwardTape tape;
+  const TextResult got = encode_text(t, {7, 3, 2, 9, 0, 0}, true, &tape);
+  ASSERT_EQ(tape.blocks.size(), 2u);
+  EXPECT_EQ(tape.x_out.rows(), 4);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(kHeads); ++h)
+      EXPECT_TRUE(same_bytes(tape.blocks[l].attention[h], got.attention[l][h]));
+}
+
+// The start layers: −1 is the last alone, −K beyond the tower every layer, a layer ≥ L refused;
+// one value per prompt token (SOT and EOT left out); the rows by start layer are the same rollout.
+TEST(TextRelevance, StartLayersAndTheTokensRead) {
+  std::mt19937 rng(13);
+  const TextTower t = small_tower(rng);
+  ForwardTape tape;
+  const std::vector<std::int32_t> ids{7, 3, 2, 9, 0, 0};
+  encode_text(t, ids, false, &tape);
+  RowVector u = test::random_matrix(1, kEmbed, rng).row(0);
+  u.normalize();
+  const RowVector last = word_relevance(t, ids, tape, u, -1);
+  ASSERT_EQ(last.size(), 2);  // tokens 1 and 2 of SOT, 3, 2, EOT
+  EXPECT_TRUE(same_bytes(last, word_relevance(t, ids, tape, u, 1)));
+  EXPECT_TRUE(same_bytes(word_relevance(t, ids, tape, u, -5), word_relevance(t, ids, tape, u, 0)));
+  EXPECT_THROW(word_relevance(t, ids, tape, u, 2), Error);
+  EXPECT_THROW(word_relevance(t, ids, tape, RowVector::Ones(kEmbed + 1), -1), Error);
+  const Matrix rows = relevance_by_start_layer(t, tape, 3, text_logit_gradient(t, tape.x_out.row(3), u), 0);
+  EXPECT_TRUE(same_bytes(rows.row(0).segment(1, 2), word_relevance(t, ids, tape, u, 0)));
+  EXPECT_TRUE(same_bytes(rows.row(1).segment(1, 2), last));
+  // R = I + …: the EOT's own entry is at least 1, and every entry ≥ 0 (a sum of clamped products)
+  EXPECT_GE(rows(1, 3), 1.0f);
+  EXPECT_GE(rows.minCoeff(), 0.0f);
 }
 
 TEST(TextTower, ValidateNamesTheMisshapenTensor) {
