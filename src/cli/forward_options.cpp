@@ -57,6 +57,32 @@ void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
       ->group(group);
 }
 
+// --labels, --templates, --no-text-cache: zero-shot classes from words (zero_shot_classes.hpp).
+void add_class_list_options(CLI::App& forward, ClassListOptions& o) {
+  const std::string group = "Text (CLIP)";
+  forward
+      .add_option("--labels", o.labels,
+                  "Zero-shot classes through a CLIP model's text tower, in place of --text: imagenet (OpenAI's 1000\n"
+                  "cleaned ImageNet names, each in its 80 prompt templates) or a FILE of class names, one a line\n"
+                  "(UTF-8; empty lines skipped). Each class's embedding is the normalised mean of its prompts'\n"
+                  "(OpenAI's zeroshot_classifier): writes <out>/text_embedding.npy [classes, E] and text_labels.txt\n"
+                  "(one label a line, the rows' order), and with tensors <stem>_logits.npy [N, classes]. Cached\n"
+                  "in $XDG_CACHE_HOME/vitattn (else ~/.cache/vitattn), keyed by the text tower's weights and the prompts")
+      ->type_name("imagenet|FILE")
+      ->check(non_empty())
+      ->group(group);
+  forward
+      .add_option("--templates", o.templates,
+                  "With --labels: prompt templates, one a line, each with {} where the class name goes (\"a photo\n"
+                  "of a {}.\"); without it a FILE's labels are their own prompts, imagenet's use OpenAI's 80")
+      ->type_name("FILE")
+      ->check(readable_file())
+      ->group(group);
+  forward.add_flag("--no-text-cache", o.no_cache, "With --labels: compute the class embeddings, neither reading nor "
+                                                  "writing the text-embedding cache")
+      ->group(group);
+}
+
 }  // namespace
 
 CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verbosity) {
@@ -81,10 +107,13 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "  vitattn forward --model clip.safetensors --text 'a cat' --text 'a dog' x.npy\n"
       "                                                  text_ids.npy, text_embedding.npy, text_attention.npy,\n"
       "                                                  x_logits.npy [N, 2] beside x's own files\n"
+      "  vitattn forward --model clip.safetensors --labels imagenet x.npy\n"
+      "                                                  text_embedding.npy [1000, E], text_labels.txt,\n"
+      "                                                  x_logits.npy [N, 1000]\n"
       "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
-      "(--class on a model without a classifier or out of its range among them; --text on a model without\n"
-      "a text tower, an empty text, a text over the context).");
-  forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text")
+      "(--class on a model without a classifier or out of its range among them; --text or --labels on a\n"
+      "model without a text tower, an empty text, a text over the context, a bad labels or templates file).");
+  forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text or --labels")
       ->type_name("FILE.npy...")
       ->check(readable_file());
   forward->add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(non_empty());
@@ -104,14 +133,15 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       ->allow_extra_args(false)  // one text per --text: the tensors after it stay inputs
       ->type_name("TEXT")
       ->group("Text (CLIP)");
+  add_class_list_options(*forward, o.classes_from_words);
   add_verbosity_options(*forward, verbosity);
   return forward;
 }
 
 void check_forward(const CLI::App& forward) {
   if (forward.count("--model") == 0) throw CLI::ValidationError("forward requires --model");
-  if (forward.count("tensors") == 0 && forward.count("--text") == 0)
-    throw CLI::ValidationError("forward requires input tensors (.npy), or --text");
+  if (forward.count("tensors") == 0 && forward.count("--text") == 0 && forward.count("--labels") == 0)
+    throw CLI::ValidationError("forward requires input tensors (.npy), --text or --labels");
 }
 
 std::vector<pipeline::MapMethod> chosen_relevance_methods(const std::vector<std::string>& names) {

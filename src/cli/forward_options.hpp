@@ -8,6 +8,7 @@
 
 #include "options.hpp"
 #include "pipeline/map_methods.hpp"
+#include "zero_shot_classes.hpp"
 
 namespace vitattn::cli {
 
@@ -15,6 +16,7 @@ struct ForwardCommandOptions {
   ModelOptions model;                // --model (required) and the Checkpoints options
   std::vector<std::string> tensors;  // .npy inputs
   std::vector<std::string> texts;    // --text: texts through a CLIP model's text tower
+  ClassListOptions classes_from_words;  // --labels, --templates, --no-text-cache: zero-shot classes
   std::string output = "vitattn-out";
   bool no_scale = false;
   int threads = 0;                   // --threads: the products' threads; 0: every core
@@ -31,7 +33,8 @@ struct ForwardCommandOptions {
 // count into `verbosity`.
 CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& options, int& verbosity);
 
-// After parsing: `forward` needs --model (a CLI::ValidationError "forward requires --model").
+// After parsing: `forward` needs --model, and tensors, --text or --labels (a
+// CLI::ValidationError "forward requires --model").
 void check_forward(const CLI::App& forward);
 
 // --method's names → the class-specific methods, each once, in order; "all": every one (the

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "core/error.hpp"
@@ -51,5 +52,27 @@ FileDigest file_digest(const std::filesystem::path& path) {
 std::string describe(const FileDigest& digest) {
   return fmt::format("XXH64 {:016x} of {} bytes", digest.xxh64, digest.size);
 }
+
+Digest64::Digest64() : state_(XXH64_createState()) {
+  if (!state_) throw std::bad_alloc();
+  XXH64_reset(static_cast<XXH64_state_t*>(state_), 0);
+}
+
+Digest64::~Digest64() { XXH64_freeState(static_cast<XXH64_state_t*>(state_)); }
+
+Digest64& Digest64::add(const void* data, std::size_t size) {
+  if (size > 0) XXH64_update(static_cast<XXH64_state_t*>(state_), data, size);
+  return *this;
+}
+
+Digest64& Digest64::add_sized(std::string_view bytes) {
+  const std::uint64_t n = bytes.size();
+  add(&n, sizeof n);
+  return add(bytes.data(), bytes.size());
+}
+
+std::uint64_t Digest64::digest() const { return XXH64_digest(static_cast<const XXH64_state_t*>(state_)); }
+
+std::string Digest64::hex() const { return fmt::format("{:016x}", digest()); }
 
 }  // namespace vitattn::files

@@ -248,6 +248,7 @@ void check_forward_outputs(const ForwardRequest& r) {
   }
   OutputGuard guard;
   if (!r.model_file.empty()) guard.reads(r.model_file, roles::model_file);
+  for (const fs::path& f : r.class_files) guard.reads(f, roles::class_list);
   for (const fs::path& in : inputs) guard.reads(in, roles::input);
   for (const fs::path& in : inputs) {
     for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + files::display(in));
@@ -256,14 +257,20 @@ void check_forward_outputs(const ForwardRequest& r) {
 }
 
 TextOutputs text_outputs(const ForwardRequest& r) {
+  if (!r.class_labels.empty()) {
+    TextOutputs f;
+    f.embedding = r.output / text_array_name("embedding");
+    f.labels = r.output / text_labels_name();
+    return f;
+  }
   if (r.texts.empty()) return {};
   return {r.output / text_array_name("ids"), r.output / text_array_name("embedding"),
-          r.output / text_array_name("attention")};
+          r.output / text_array_name("attention"), {}};
 }
 
 std::vector<fs::path> TextOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {ids, embedding, attention})
+  for (const fs::path& p : {ids, embedding, attention, labels})
     if (!p.empty()) out.push_back(p);
   return out;
 }
@@ -294,6 +301,20 @@ EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
   tensors::write_npy(f.embedding, out.embeddings);
   tensors::write_npy(f.attention, attention.data(), {n, layers, heads, ctx, ctx});
   out.written = f;
+  return out;
+}
+
+EncodedTexts write_class_texts(const Matrix& embeddings, float logit_scale, const ForwardRequest& r) {
+  if (static_cast<std::size_t>(embeddings.rows()) != r.class_labels.size())
+    throw Error(fmt::format("{} class embeddings for {} labels", embeddings.rows(), r.class_labels.size()));
+  EncodedTexts out;
+  out.embeddings = embeddings;
+  out.logit_scale = logit_scale;
+  out.written = text_outputs(r);
+  std::string labels;
+  for (const std::string& l : r.class_labels) labels += l + "\n";
+  tensors::write_npy(out.written.embedding, out.embeddings);
+  files::write_file_atomic(out.written.labels, labels.data(), labels.size());
   return out;
 }
 

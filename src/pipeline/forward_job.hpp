@@ -33,9 +33,14 @@
 //   text_attention.npy  [n, layers, heads, ctx, ctx]  each layer's causal attention; rows and
 //                                       columns after a text's end-of-text token are zeros (they
 //                                       are not computed: the contract of text_tower.hpp)
-// and for each input, in place of a classifier's logits (CLIP has none):
+// With class labels instead (ForwardRequest::class_labels: zero-shot classes, each row of
+// class_embeddings.hpp's prompt ensemble, given to write_class_texts):
+//   text_embedding.npy  [classes, E]    the classes' unit embeddings, in label order
+//   text_labels.txt                     the labels, one a line (UTF-8), row i's on line i + 1
+// and for each input, in place of a classifier's logits (CLIP has none), against the texts or
+// the classes:
 //   x_logits.npy        [N, n]  exp(logit_scale)·cos(image embedding, text embedding), CLIP's
-//                                logits_per_image
+//                                logits_per_image (n: the texts or the classes)
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -65,11 +70,15 @@ struct ForwardRequest {
   // The texts' token ids, each row the text tower's context long (clip.tokenize's); none: no
   // text outputs.
   std::vector<std::vector<std::int32_t>> texts;
+  // The zero-shot classes' labels, in row order; none: no class outputs. Not with texts.
+  std::vector<std::string> class_labels;
+  std::vector<std::filesystem::path> class_files;  // the labels' and templates' files read, never replaced
 };
 
 // The texts' files, one of each for every text (named always when there are texts).
 struct TextOutputs {
   std::filesystem::path ids, embedding, attention;
+  std::filesystem::path labels;  // with class labels: these two only (embedding, labels)
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
 TextOutputs text_outputs(const ForwardRequest& request);
@@ -84,6 +93,11 @@ struct EncodedTexts {
 // Every text of the request through `tower`, its three files written. Throws Error (nothing of
 // it written) when the tower refuses an id or its activations overflow.
 EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& request);
+
+// The request's classes' embeddings (rows: its class_labels, in order; unit rows, from
+// pipeline/class_embeddings.hpp) and labels written. Throws Error (nothing of it written) when
+// the rows are not one per label.
+EncodedTexts write_class_texts(const Matrix& embeddings, float logit_scale, const ForwardRequest& request);
 
 // What forward writes for one class of one input (relevance: one per method, in its order).
 struct ClassOutputs {
