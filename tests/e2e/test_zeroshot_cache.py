@@ -14,7 +14,8 @@ $HOME/.cache/vitattn); a second run reads it (its log line says so), leaves the 
 a truncated, altered or foreign cache file is ignored with a warning, the outputs are the
 computed ones, and the file is written again whole; another model or other templates miss
 (the key holds the text tower and the prompts); three runs started at once on an empty cache
-all succeed with the same bytes and leave a valid file and no temporaries; --templates without
+all succeed with the same bytes and leave a valid file and no temporaries; --threads 1 and 2
+give the same bytes; --templates without
 --labels, --labels with --text, --labels on a model without a text tower, and bad labels or
 templates files are one `error:` line naming the flag, the file and its line, exit 2, nothing
 written.
@@ -93,6 +94,13 @@ def test_second_run_reads_the_cache(lists, tmp_path):
     assert out3 == out1 and "from the cache" not in log3 and "cached in" not in log3, log3
     assert not (tmp_path / "unused").exists()
     assert out1["text_labels.txt"].decode() == "".join(l + "\n" for l in LABELS)
+
+
+def test_same_bytes_whatever_the_threads(lists, tmp_path):
+    """The ensemble runs prompts in parallel: --threads 1 and 2 write the same bytes."""
+    outs = [run(lists, tmp_path / f"o{t}", tmp_path / "c", "--no-text-cache", "--threads", str(t),
+                labels="imagenet", templates="templates2.txt")[1] for t in (1, 2)]
+    assert outs[0] == outs[1]
 
 
 def test_home_cache_when_no_xdg(lists, tmp_path):
