@@ -57,32 +57,6 @@ void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
       ->group(group);
 }
 
-// --labels, --templates, --no-text-cache: zero-shot classes from words (zero_shot_classes.hpp).
-void add_class_list_options(CLI::App& forward, ClassListOptions& o) {
-  const std::string group = "Text (CLIP)";
-  forward
-      .add_option("--labels", o.labels,
-                  "Zero-shot classes through a CLIP model's text tower, in place of --text: imagenet (OpenAI's 1000\n"
-                  "cleaned ImageNet names, each in its 80 prompt templates) or a FILE of class names, one a line\n"
-                  "(UTF-8; empty lines skipped). Each class's embedding is the normalised mean of its prompts'\n"
-                  "(OpenAI's zeroshot_classifier): writes <out>/text_embedding.npy [classes, E] and text_labels.txt\n"
-                  "(one label a line, the rows' order), and with tensors <stem>_logits.npy [N, classes]. Cached\n"
-                  "in $XDG_CACHE_HOME/vitattn (else ~/.cache/vitattn), keyed by the text tower's weights and the prompts")
-      ->type_name("imagenet|FILE")
-      ->check(non_empty())
-      ->group(group);
-  forward
-      .add_option("--templates", o.templates,
-                  "With --labels: prompt templates, one a line, each with {} where the class name goes (\"a photo\n"
-                  "of a {}.\"); without it a FILE's labels are their own prompts, imagenet's use OpenAI's 80")
-      ->type_name("FILE")
-      ->check(readable_file())
-      ->group(group);
-  forward.add_flag("--no-text-cache", o.no_cache, "With --labels: compute the class embeddings, neither reading nor "
-                                                  "writing the text-embedding cache")
-      ->group(group);
-}
-
 }  // namespace
 
 CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verbosity) {
@@ -133,7 +107,7 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       ->allow_extra_args(false)  // one text per --text: the tensors after it stay inputs
       ->type_name("TEXT")
       ->group("Text (CLIP)");
-  add_class_list_options(*forward, o.classes_from_words);
+  add_class_list_options(*forward, o.classes_from_words, "Text (CLIP)");
   add_verbosity_options(*forward, verbosity);
   return forward;
 }

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "environment.hpp"
 #include "files/file_io.hpp"
+#include "options.hpp"
 #include "text/class_prompts.hpp"
 #include "text/clip_tokenizer.hpp"
 
@@ -49,6 +50,30 @@ std::string describe(const Lists& l) {
 }
 
 }  // namespace
+
+void add_class_list_options(CLI::App& command, ClassListOptions& o, const std::string& group) {
+  command
+      .add_option("--labels", o.labels,
+                  "Zero-shot classes through a CLIP model's text tower, in place of --text: imagenet (OpenAI's 1000\n"
+                  "cleaned ImageNet names, each in its 80 prompt templates) or a FILE of class names, one a line\n"
+                  "(UTF-8; empty lines skipped; ./imagenet names a file so called). Each class's embedding is the normalised mean of its prompts'\n"
+                  "(OpenAI's zeroshot_classifier): writes <out>/text_embedding.npy [classes, E] and text_labels.txt\n"
+                  "(one label a line, the rows' order), and with tensors <stem>_logits.npy [N, classes]. Cached\n"
+                  "in $XDG_CACHE_HOME/vitattn (else ~/.cache/vitattn), keyed by the text tower's weights and the prompts")
+      ->type_name("imagenet|FILE")
+      ->check(non_empty())
+      ->group(group);
+  command
+      .add_option("--templates", o.templates,
+                  "With --labels: prompt templates, one a line, each with {} where the class name goes (\"a photo\n"
+                  "of a {}.\"); without it a FILE's labels are their own prompts, imagenet's use OpenAI's 80")
+      ->type_name("FILE")
+      ->check(readable_file())
+      ->group(group);
+  command.add_flag("--no-text-cache", o.no_cache, "With --labels: compute the class embeddings, neither reading nor "
+                                                  "writing the text-embedding cache")
+      ->group(group);
+}
 
 std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& o, const TextTower& tower,
                                                  const std::string& model_name, const std::string& missing, int threads) {

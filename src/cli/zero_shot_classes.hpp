@@ -8,6 +8,7 @@
 // --labels imagenet: OpenAI's 1000 cleaned ImageNet names, with its 80 templates unless
 // --templates gives others. --labels FILE: one class a line; with --templates FILE each label
 // in every template, else each label is its own prompt.
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct ClassListOptions {
   std::string templates;  // --templates: a file; empty: the default above
   bool no_cache = false;  // --no-text-cache
 };
+
+// Declares --labels, --templates and --no-text-cache on `command`, in its help `group`.
+void add_class_list_options(CLI::App& command, ClassListOptions& options, const std::string& group);
 
 // The zero-shot classes ready to encode: their labels and the request for the ensemble.
 struct ZeroShotClasses {
