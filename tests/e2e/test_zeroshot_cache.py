@@ -24,7 +24,9 @@ Seen red (each planted once, then restored): the cache read back without its che
 (the altered file was trusted: no "ignored the cache file" line, its value in the outputs); the
 tower's digest left out of the key (the other model shared the first's file: 2 cache files for 3
 keys); the lookup skipped, every run computing (no "from the cache" line: the hit, damage and
-concurrency tests failed); a label of white space accepted (exit 0 instead of 2).
+concurrency tests failed); a label of white space accepted (exit 0 instead of 2); a writer
+refusing to replace an existing cache file, as an exclusive create would (the concurrent runs:
+"error: … exists already" from the runs that finished second and third; the damaged files too).
 """
 import os
 import subprocess
