@@ -49,6 +49,12 @@ hub::HubSettings hub_settings(const EnvLookup& env) {
   return hub;
 }
 
+fs::path vitattn_cache_dir(const EnvLookup& env) {
+  if (const std::string v = value(env, "XDG_CACHE_HOME"); !v.empty()) return fs::path(v) / "vitattn";
+  if (const std::string home = value(env, "HOME"); !home.empty()) return fs::path(home) / ".cache" / "vitattn";
+  return {};
+}
+
 fs::path video_module_override(const EnvLookup& env) { return value(env, "VITATTN_VIDEO_MODULE"); }
 
 }  // namespace vitattn::cli

@@ -27,6 +27,11 @@ std::optional<std::string> process_environment(const char* name);
 // and the messages' words for them. Throws Error when no cache folder can be found (no HOME).
 hub::HubSettings hub_settings(const EnvLookup& env);
 
+// vitattn's own cache folder (the text-embedding cache: pipeline/class_embeddings.hpp), by
+// the XDG base directory rule as the hub's base is found: $XDG_CACHE_HOME/vitattn, else
+// ~/.cache/vitattn (HOME). Empty when neither is set: then there is no cache.
+std::filesystem::path vitattn_cache_dir(const EnvLookup& env);
+
 // VITATTN_VIDEO_MODULE: the video module to load instead of the one beside the binary; empty
 // when unset (video/video_module.hpp).
 std::filesystem::path video_module_override(const EnvLookup& env);

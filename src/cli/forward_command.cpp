@@ -71,11 +71,31 @@ std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel&
   return ids;
 }
 
+// Before any input: --labels's classes as prompts and ids (zero_shot_classes.hpp), checked as
+// --text's are against the model; not with --text (both would write text_embedding.npy).
+std::optional<ZeroShotClasses> forward_classes(const model::OpenedModel& opened, const ForwardCommandOptions& o,
+                                               int threads) {
+  const ClassListOptions& lists = o.classes_from_words;
+  if (!lists.labels.empty() && !o.texts.empty())
+    throw Error("--labels and --text: one or the other (each writes the texts' text_embedding.npy)");
+  if (!lists.labels.empty() && opened.text.tower.present() && opened.text.tokenizer != model::TextTokenizer::clip_bpe)
+    throw Error("--labels: the prompt ensemble is built with CLIP's tokeniser, and " + o.model.file +
+                "'s text tower reads another (SigLIP's); give its classes as --text");
+  std::optional<ZeroShotClasses> classes =
+      zero_shot_classes(lists, opened.text.tower, o.model.file, opened.text.missing, threads);
+  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
+  if (classes && !o.tensors.empty() && image_width != text_width)
+    throw Error(fmt::format("--labels: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
+                            o.model.file, image_width, text_width));
+  return classes;
+}
+
 }  // namespace
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
   // `forward` needs --model (check_forward); the class names for --class's labels
-  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), !o.texts.empty());
+  const bool text_tower = !o.texts.empty() || !o.classes_from_words.labels.empty();
+  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), text_tower);
   const std::vector<std::vector<std::int32_t>> ids = tokenized_texts(opened, o);
   if (!ids.empty() && !o.classes.empty()) {  // --class among the texts: their logits are the targets
     check_text_classes(o.classes);
@@ -84,14 +104,25 @@ int run_forward(const ForwardCommandOptions& o, int verbosity) {
   }
   const std::vector<pipeline::ChosenClass> classes = resolve_forward_classes(opened, o);
   check_gradient_options(opened.model, o);
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   pipeline::ForwardRequest request = forward_request(o, classes);
   request.texts = ids;
+  const std::optional<ZeroShotClasses> zero_shot = forward_classes(opened, o, threads);
+  if (zero_shot) {
+    request.class_labels = zero_shot->labels;
+    request.class_files.assign(zero_shot->files.begin(), zero_shot->files.end());
+  }
   pipeline::check_forward_outputs(request);
   if (!classes.empty()) spdlog::info("--class: the gradients of {}", pipeline::class_names(classes));
   pipeline::prepare_output_folder(request.output);
-  pipeline::set_library_threads(o.threads > 0 ? o.threads
-                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  pipeline::set_library_threads(threads);
   std::optional<pipeline::EncodedTexts> texts;
+  if (zero_shot) {
+    const pipeline::ClassEmbeddings encoded = encode_zero_shot_classes(opened.text.tower, *zero_shot);
+    texts = pipeline::write_class_texts(encoded.embeddings, opened.text.tower, request);
+    spdlog::info("{} class{} → {}, {}", request.class_labels.size(), request.class_labels.size() == 1 ? "" : "es",
+                 files::display(texts->written.embedding), files::display(texts->written.labels));
+  }
   if (!request.texts.empty()) {
     texts = pipeline::forward_texts(opened.text.tower, request);
     spdlog::info("{} text{} → {}", request.texts.size(), request.texts.size() == 1 ? "" : "s",

@@ -89,11 +89,14 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
       "  vitattn forward --model clip.safetensors --text 'a cat' --text 'a dog' x.npy\n"
       "                                                  text_ids.npy, text_embedding.npy, text_attention.npy,\n"
       "                                                  x_logits.npy [N, 2] beside x's own files\n"
+      "  vitattn forward --model clip.safetensors --labels imagenet x.npy\n"
+      "                                                  text_embedding.npy [1000, E], text_labels.txt,\n"
+      "                                                  x_logits.npy [N, 1000]\n"
       "Exit status: 0 all tensors done; 1 some failed (the others are written); 2 usage or model error\n"
-      "(--class on a model without a classifier or out of its range among them; --text on a model without\n"
-      "a text tower, an empty text, a text over the context without --truncate, a SigLIP model without\n"
-      "the spiece.model beside its weights).");
-  forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text")
+      "(--class on a model without a classifier or out of its range among them; --text or --labels on a\n"
+      "model without a text tower, an empty text, a text over the context without --truncate, a SigLIP\n"
+      "model without the spiece.model beside its weights, a bad labels or templates file).");
+  forward->add_option("tensors", o.tensors, "Input tensors (.npy); none needed with --text or --labels")
       ->type_name("FILE.npy...")
       ->check(readable_file());
   forward->add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(non_empty());
@@ -123,14 +126,15 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
                  "truncate=True and SigLIP's processor's truncation do) instead of refusing it")
       ->needs(text)
       ->group("Text (CLIP, SigLIP)");
+  add_class_list_options(*forward, o.classes_from_words, "Text (CLIP, SigLIP)");
   add_verbosity_options(*forward, verbosity);
   return forward;
 }
 
 void check_forward(const CLI::App& forward) {
   if (forward.count("--model") == 0) throw CLI::ValidationError("forward requires --model");
-  if (forward.count("tensors") == 0 && forward.count("--text") == 0)
-    throw CLI::ValidationError("forward requires input tensors (.npy), or --text");
+  if (forward.count("tensors") == 0 && forward.count("--text") == 0 && forward.count("--labels") == 0)
+    throw CLI::ValidationError("forward requires input tensors (.npy), --text or --labels");
 }
 
 std::vector<pipeline::MapMethod> chosen_relevance_methods(const std::vector<std::string>& names) {

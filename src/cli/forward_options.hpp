@@ -8,6 +8,7 @@
 
 #include "options.hpp"
 #include "pipeline/map_methods.hpp"
+#include "zero_shot_classes.hpp"
 
 namespace vitattn::cli {
 
@@ -16,6 +17,7 @@ struct ForwardCommandOptions {
   std::vector<std::string> tensors;  // .npy inputs
   std::vector<std::string> texts;    // --text: texts through a CLIP or SigLIP model's text tower
   bool truncate = false;             // --truncate: a text over the context is cut, not refused
+  ClassListOptions classes_from_words;  // --labels, --templates, --no-text-cache: zero-shot classes
   std::string output = "vitattn-out";
   bool no_scale = false;
   int threads = 0;                   // --threads: the products' threads; 0: every core
@@ -33,7 +35,8 @@ struct ForwardCommandOptions {
 // count into `verbosity`.
 CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& options, int& verbosity);
 
-// After parsing: `forward` needs --model (a CLI::ValidationError "forward requires --model").
+// After parsing: `forward` needs --model, and tensors, --text or --labels (a
+// CLI::ValidationError "forward requires --model").
 void check_forward(const CLI::App& forward);
 
 // --method's names → the class-specific methods, each once, in order; "all": every one (the

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace vitattn::files {
 
@@ -22,5 +23,24 @@ FileDigest file_digest(const std::filesystem::path& path);
 
 // "XXH64 0123456789abcdef of 1234 bytes"
 std::string describe(const FileDigest& digest);
+
+// XXH64 (seed 0) of bytes fed in pieces: the digest of the pieces' concatenation, so the same
+// bytes give the same digest however they are cut. For identities built of several parts (a
+// text tower's tensors, a list of prompts): each part fed with its length first, so that the
+// parts' boundaries count too.
+class Digest64 {
+ public:
+  Digest64();
+  ~Digest64();
+  Digest64(const Digest64&) = delete;
+  Digest64& operator=(const Digest64&) = delete;
+  Digest64& add(const void* data, std::size_t size);
+  Digest64& add_sized(std::string_view bytes);  // its length (8 bytes), then the bytes
+  std::uint64_t digest() const;
+  std::string hex() const;  // 16 lower-case hex digits
+
+ private:
+  void* state_;  // XXH64_state_t, whose type the header keeps to content_hash.cpp
+};
 
 }  // namespace vitattn::files

@@ -192,17 +192,21 @@ ForwardOutputs write_arrays(const VitModel& model, const Arrays& a, std::uint64_
     tensors::write_npy(f.probe_attention, a.probe_attention.data(), {n, heads, a.n_tokens});
     written.probe_attention = f.probe_attention;
   }
-  if (texts && !model.has_classifier()) {
+  if (texts) {
     const Matrix logits = input_text_logits(a, n, *texts);  // (N, n)
-    tensors::write_npy(f.logits, logits);
-    written.logits = f.logits;
+    if (!model.has_classifier()) {  // else the texts are the classifier (--class among them): its logits, the same
+      tensors::write_npy(f.logits, logits);
+      written.logits = f.logits;
+    }
     tensors::write_npy(f.probs, image_text_probabilities(*texts->tower, logits));
     written.probs = f.probs;
-    tensors::write_npy(f.text_relevance, a.text_relevance.data(),
-                       {n, static_cast<std::uint64_t>(texts->embeddings.rows()),
-                        static_cast<std::uint64_t>(texts->tower->n_layers()),
-                        static_cast<std::uint64_t>(texts->tower->context())});
-    written.text_relevance = f.text_relevance;
+    if (!f.text_relevance.empty()) {
+      tensors::write_npy(f.text_relevance, a.text_relevance.data(),
+                         {n, static_cast<std::uint64_t>(texts->embeddings.rows()),
+                          static_cast<std::uint64_t>(texts->tower->n_layers()),
+                          static_cast<std::uint64_t>(texts->tower->context())});
+      written.text_relevance = f.text_relevance;
+    }
   }
   if (!model.has_classifier()) return written;
   tensors::write_npy(f.logits, a.logits.data(), {n, static_cast<std::uint64_t>(model.n_classes())});
@@ -230,7 +234,7 @@ ForwardInputResult forward_file(const VitModel& model, const fs::path& input, co
   Arrays arrays;
   naming_source(files::display(input), [&] {  // the core's errors name no file (activations that became non-finite)
     for (const ImageTensor& x : images) add_image(model, x, r, arrays);
-    if (texts && !model.has_classifier()) arrays.text_relevance = text_relevance(arrays, images.size(), *texts, r);
+    if (texts && !r.texts.empty()) arrays.text_relevance = text_relevance(arrays, images.size(), *texts, r);
   });
   ForwardInputResult out;
   out.input = input;
@@ -252,7 +256,7 @@ ForwardOutputs forward_outputs(const ForwardRequest& r, const fs::path& input) {
   f.logits = named("logits");
   f.embedding = named("embedding");
   f.probe_attention = named("probe_attention");
-  if (!r.texts.empty()) f.probs = named("probs");  // the image-text probabilities, only beside texts
+  if (!r.texts.empty() || !r.class_labels.empty()) f.probs = named("probs");  // the image-text probabilities, only beside texts
   if (!r.texts.empty()) f.text_relevance = named("text_relevance");
   for (int c : r.classes) {
     // One class: the plain names; several: each class's tagged as the image command tags its maps.
@@ -287,6 +291,7 @@ void check_forward_outputs(const ForwardRequest& r) {
   }
   OutputGuard guard;
   if (!r.model_file.empty()) guard.reads(r.model_file, roles::model_file);
+  for (const fs::path& f : r.class_files) guard.reads(f, roles::class_list);
   for (const fs::path& in : inputs) guard.reads(in, roles::input);
   for (const fs::path& in : inputs) {
     for (const fs::path& p : forward_outputs(r, in).all()) guard.derives(p, "the output of " + files::display(in));
@@ -295,14 +300,20 @@ void check_forward_outputs(const ForwardRequest& r) {
 }
 
 TextOutputs text_outputs(const ForwardRequest& r) {
+  if (!r.class_labels.empty()) {
+    TextOutputs f;
+    f.embedding = r.output / text_array_name("embedding");
+    f.labels = r.output / text_labels_name();
+    return f;
+  }
   if (r.texts.empty()) return {};
   return {r.output / text_array_name("ids"), r.output / text_array_name("embedding"),
-          r.output / text_array_name("attention")};
+          r.output / text_array_name("attention"), {}};
 }
 
 std::vector<fs::path> TextOutputs::all() const {
   std::vector<fs::path> out;
-  for (const fs::path& p : {ids, embedding, attention})
+  for (const fs::path& p : {ids, embedding, attention, labels})
     if (!p.empty()) out.push_back(p);
   return out;
 }
@@ -334,6 +345,20 @@ EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& r) {
   tensors::write_npy(f.embedding, out.embeddings);
   tensors::write_npy(f.attention, attention.data(), {n, layers, heads, ctx, ctx});
   out.written = f;
+  return out;
+}
+
+EncodedTexts write_class_texts(const Matrix& embeddings, const TextTower& tower, const ForwardRequest& r) {
+  if (static_cast<std::size_t>(embeddings.rows()) != r.class_labels.size())
+    throw Error(fmt::format("{} class embeddings for {} labels", embeddings.rows(), r.class_labels.size()));
+  EncodedTexts out;
+  out.embeddings = embeddings;
+  out.tower = &tower;
+  out.written = text_outputs(r);
+  std::string labels;
+  for (const std::string& l : r.class_labels) labels += l + "\n";
+  tensors::write_npy(out.written.embedding, out.embeddings);
+  files::write_file_atomic(out.written.labels, labels.data(), labels.size());
   return out;
 }
 

@@ -37,7 +37,12 @@
 //                                       (not computed: the contract of text_tower.hpp). SigLIP:
 //                                       no mask, every position computed (the padding too: its
 //                                       embedding is the last position's row)
-// and for each input, in place of a classifier's logits (CLIP and SigLIP have none):
+// With class labels instead (ForwardRequest::class_labels: zero-shot classes, each row of
+// class_embeddings.hpp's prompt ensemble, given to write_class_texts):
+//   text_embedding.npy  [classes, E]    the classes' unit embeddings, in label order
+//   text_labels.txt                     the labels, one a line (UTF-8), row i's on line i + 1
+// and for each input, in place of a classifier's logits (CLIP and SigLIP have none), against the
+// texts or the classes:
 //   x_logits.npy        [N, n]  exp(logit_scale)·cos(image embedding, text embedding), CLIP's
 //                                logits_per_image; SigLIP's adds logit_bias (its logits_per_text
 //                                transposed), its image embedding the probe's pooled row
@@ -81,11 +86,15 @@ struct ForwardRequest {
   // The texts' token ids, each row the text tower's context long (clip.tokenize's, SigLIP's
   // processor's: cli/text_prompts.hpp); none: no text outputs.
   std::vector<std::vector<std::int32_t>> texts;
+  // The zero-shot classes' labels, in row order; none: no class outputs. Not with texts.
+  std::vector<std::string> class_labels;
+  std::vector<std::filesystem::path> class_files;  // the labels' and templates' files read, never replaced
 };
 
 // The texts' files, one of each for every text (named always when there are texts).
 struct TextOutputs {
   std::filesystem::path ids, embedding, attention;
+  std::filesystem::path labels;  // with class labels: these two only (embedding, labels)
   std::vector<std::filesystem::path> all() const;  // every name above that is set
 };
 TextOutputs text_outputs(const ForwardRequest& request);
@@ -101,6 +110,11 @@ struct EncodedTexts {
 // Every text of the request through `tower`, its three files written. Throws Error (nothing of
 // it written) when the tower refuses an id or its activations overflow.
 EncodedTexts forward_texts(const TextTower& tower, const ForwardRequest& request);
+
+// The request's classes' embeddings (rows: its class_labels, in order; unit rows, from
+// pipeline/class_embeddings.hpp) and labels written. Throws Error (nothing of it written) when
+// the rows are not one per label.
+EncodedTexts write_class_texts(const Matrix& embeddings, const TextTower& tower, const ForwardRequest& request);
 
 // What forward writes for one class of one input (relevance: one per method, in its order).
 struct ClassOutputs {

@@ -38,6 +38,8 @@ std::string array_suffix(const std::string& what) { return "_" + what + kArrayEx
 
 std::string text_array_name(const std::string& what) { return "text_" + what + kArrayExtension; }
 
+std::string text_labels_name() { return "text_labels.txt"; }
+
 std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + kArrayExtension; }
 
 std::string attention_values_suffix() { return array_suffix("attn"); }

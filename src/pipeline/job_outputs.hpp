@@ -108,6 +108,9 @@ std::string array_suffix(const std::string& what);
 // ("text_ids.npy", "text_embedding.npy", "text_attention.npy").
 std::string text_array_name(const std::string& what);
 
+// "text_labels.txt": the forward command's class labels, one a line, naming text_embedding.npy's rows.
+std::string text_labels_name();
+
 // A file in the output folder over the whole batch, rebuilt from one part per image job that
 // the job writes beside its other outputs (batch_files.hpp says why and when).
 enum class BatchFileKind {

@@ -31,6 +31,7 @@ namespace vitattn::pipeline {
 namespace roles {
 inline constexpr const char* input = "an input of this run";
 inline constexpr const char* model_file = "the model file";
+inline constexpr const char* class_list = "a class list of this run";  // the zero-shot labels or templates
 inline constexpr const char* log = "the log";
 inline constexpr const char* predictions = "the predictions file";  // <out>/predictions.csv
 inline constexpr const char* faithfulness = "the faithfulness file";  // <out>/faithfulness.csv

@@ -22,6 +22,19 @@ struct FakeEnvironment {
   }
 };
 
+TEST(Environment, VitattnsCacheFolderByTheXdgRule) {
+  FakeEnvironment env;
+  EXPECT_EQ(vitattn_cache_dir(env.lookup()), fs::path());  // nowhere to put it: no cache
+  env.vars["HOME"] = "/home/u";
+  EXPECT_EQ(vitattn_cache_dir(env.lookup()), fs::path("/home/u/.cache/vitattn"));
+  env.vars["XDG_CACHE_HOME"] = "/xdg";
+  EXPECT_EQ(vitattn_cache_dir(env.lookup()), fs::path("/xdg/vitattn"));
+  env.vars["HF_HOME"] = "/hfhome";  // the hub's variables are the hub's
+  EXPECT_EQ(vitattn_cache_dir(env.lookup()), fs::path("/xdg/vitattn"));
+  env.vars["XDG_CACHE_HOME"] = "";  // empty counts as unset
+  EXPECT_EQ(vitattn_cache_dir(env.lookup()), fs::path("/home/u/.cache/vitattn"));
+}
+
 TEST(Environment, CacheFolderInHuggingfaceHubsOrder) {
   FakeEnvironment env;
   EXPECT_THROW(hub_settings(env.lookup()), Error);  // no HOME, nothing else: no folder to guess
