@@ -78,9 +78,7 @@ std::optional<ZeroShotClasses> forward_classes(const model::OpenedModel& opened,
   const ClassListOptions& lists = o.classes_from_words;
   if (!lists.labels.empty() && !o.texts.empty())
     throw Error("--labels and --text: one or the other (each writes the texts' text_embedding.npy)");
-  if (!lists.labels.empty() && opened.text.tower.present() && opened.text.tokenizer != model::TextTokenizer::clip_bpe)
-    throw Error("--labels: the prompt ensemble is built with CLIP's tokeniser, and " + o.model.file +
-                "'s text tower reads another (SigLIP's); give its classes as --text");
+  check_labels_tokenizer(lists, opened.text, o.model.file);
   std::optional<ZeroShotClasses> classes =
       zero_shot_classes(lists, opened.text.tower, o.model.file, opened.text.missing, threads);
   const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/vit_head.hpp"
@@ -150,6 +152,27 @@ void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const s
   spdlog::debug("{}: {} as the classes", flag, files::counted(texts.size(), "text", "texts"));
 }
 
+// --labels (and --templates): the prompt ensemble's class embeddings (from the cache when it has
+// them) become the model's classes, named by the labels, before any image; the files they came
+// from are the batch's reads (the output guard's).
+void labels_as_classes(const ImageOptions& o, model::OpenedModel& opened, const std::string& model_name,
+                       pipeline::BatchRequest& b) {
+  check_labels_tokenizer(o.classes_from_words, opened.text, model_name);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::optional<ZeroShotClasses> classes =
+      zero_shot_classes(o.classes_from_words, opened.text.tower, model_name, opened.text.missing, threads);
+  if (!classes) return;
+  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
+  if (image_width != text_width)
+    throw Error(fmt::format("--labels: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
+                            model_name, image_width, text_width));
+  const pipeline::ClassEmbeddings encoded = encode_zero_shot_classes(opened.text.tower, *classes);
+  opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, encoded.embeddings,
+                                                    legrad_empty_prompt_ids(opened, !o.no_legrad_correction));
+  opened.labels = model::ClassLabels{classes->labels, "--labels"};
+  for (const std::string& f : classes->files) b.reads.emplace_back(f, pipeline::roles::class_list);
+}
+
 // --method all narrowed to what the model allows (no class-specific method without a
 // classifier), and --class resolved against the classifier's classes and names.
 void choose_maps(const ImageOptions& o, const VitModel& model, const model::ClassLabels& labels, const std::string& model_name,
@@ -197,10 +220,12 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   // The class names: --top's, --class's, the report's class picker, and the titles of a sheet of class-specific maps.
   const std::vector<pipeline::MapMethod> methods = chosen_methods(o, true);
   const bool class_specific = std::any_of(methods.begin(), methods.end(), pipeline::class_specific);
+  const bool labels = !o.classes_from_words.labels.empty();
   model::OpenedModel opened =
-      open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific, asks_in_words(o));
+      open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific, asks_in_words(o) || labels);
   const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
   if (asks_in_words(o)) texts_as_classes(o, opened, model_name);
+  if (labels) labels_as_classes(o, opened, model_name, b);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   b.model = &r.model;

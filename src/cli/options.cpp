@@ -124,8 +124,11 @@ void check_method(const CLI::App& app, const ImageOptions& o) {
 void check_texts(const CLI::App& app, ImageOptions& o) {
   const bool texts = !o.texts.empty() || !o.texts_from.empty();
   if (o.truncate && !texts) throw CLI::ValidationError("--truncate is for --text and --texts-from");
-  if (o.no_legrad_correction && !texts) throw CLI::ValidationError("--no-legrad-correction is for --text and --texts-from");
+  if (o.no_legrad_correction && !texts && o.classes_from_words.labels.empty())
+    throw CLI::ValidationError("--no-legrad-correction is for --text, --texts-from and --labels");
   if (texts && app.count("--method") == 0 && !o.rollout) o.method = MethodChoice{false, pipeline::MapMethod::legrad};
+  if (texts && !o.classes_from_words.labels.empty())
+    throw CLI::ValidationError("--labels and --text: one or the other (the texts are the classes, or the labels are)");
 }
 
 }  // namespace
@@ -341,7 +344,7 @@ void add_text_options(CLI::App& app, ImageOptions& o) {
   app.add_flag("--no-legrad-correction", o.no_legrad_correction,
                "SigLIP's legrad without LeGrad's empty-prompt correction (which zeroes the patches the prompt \"a "
                "photo of a\" alone lights above 0.8 of its range)")
-      ->group(group);
+      ->group(group);  add_class_list_options(app, o.classes_from_words, group);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zero_shot_classes.hpp"
 #include "core/seeded_model.hpp"
 #include "image/image_writer.hpp"
 #include "image/overlay.hpp"
@@ -87,6 +88,7 @@ struct ImageOptions {
   std::string texts_from;          // --texts-from FILE: one text per line, after --text's
   bool truncate = false;           // --truncate: a text over the context is cut, not refused
   bool no_legrad_correction = false;  // --no-legrad-correction: SigLIP's LeGrad without the empty prompt's
+  ClassListOptions classes_from_words;  // --labels, --templates, --no-text-cache: zero-shot classes (CLIP)
   double discard_ratio = 0.0;
   std::optional<double> threshold;  // no mass mask unless given
   bool keep_aspect = false;

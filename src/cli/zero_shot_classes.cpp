@@ -101,6 +101,12 @@ std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& o, cons
   return out;
 }
 
+void check_labels_tokenizer(const ClassListOptions& o, const model::LoadedText& text, const std::string& model_name) {
+  if (o.labels.empty() || !text.tower.present() || text.tokenizer == model::TextTokenizer::clip_bpe) return;
+  throw Error("--labels: the prompt ensemble is built with CLIP's tokeniser, and " + model_name +
+              "'s text tower reads another (SigLIP's); give its classes as --text");
+}
+
 pipeline::ClassEmbeddings encode_zero_shot_classes(const TextTower& tower, const ZeroShotClasses& classes) {
   const auto start = std::chrono::steady_clock::now();
   pipeline::ClassEmbeddings out = pipeline::class_embeddings(tower, classes.request);

@@ -1,7 +1,7 @@
 #pragma once
 // Zero-shot classes from words on the command line: --labels imagenet|FILE, --templates FILE,
-// --no-text-cache, for any command with a CLIP text tower (forward now; the image command's
-// classifier later). The lists are text/class_prompts.hpp's, the ensemble and its cache
+// --no-text-cache, for any command with a CLIP text tower (forward's text embeddings, the image
+// command's zero-shot classifier). The lists are text/class_prompts.hpp's, the ensemble and its cache
 // pipeline/class_embeddings.hpp's; this file names the flags and finds the cache folder
 // (environment.hpp).
 //
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/text_tower.hpp"
+#include "model/text_tower_loader.hpp"
 #include "pipeline/class_embeddings.hpp"
 
 namespace vitattn::cli {
@@ -40,6 +41,10 @@ struct ZeroShotClasses {
 // Error line naming the flag and the file's line. Nothing when --labels is not given.
 std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& options, const TextTower& tower,
                                                  const std::string& model_name, const std::string& missing, int threads);
+
+// --labels on a text tower that does not read CLIP's tokeniser (SigLIP's): the prompt ensemble
+// tokenises with CLIP's, so it is refused there (one Error line naming the model).
+void check_labels_tokenizer(const ClassListOptions& options, const model::LoadedText& text, const std::string& model_name);
 
 // The classes' embeddings (from the cache when it holds them), logged: where they came from.
 pipeline::ClassEmbeddings encode_zero_shot_classes(const TextTower& tower, const ZeroShotClasses& classes);

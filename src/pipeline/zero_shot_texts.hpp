@@ -16,6 +16,9 @@ namespace vitattn::pipeline {
 ZeroShotHead zero_shot_head(const TextTower& tower, const std::vector<std::vector<std::int32_t>>& ids,
                             const std::vector<std::int32_t>& empty_prompt = {});
 
+// Classes already encoded (n_classes, E), unit rows (a prompt ensemble's), as the head.
+ZeroShotHead zero_shot_head(const TextTower& tower, Matrix classes, const std::vector<std::int32_t>& empty_prompt = {});
+
 // The text of LeGrad's empty prompt (the authors' _init_empty_embedding).
 inline constexpr const char* kLegradEmptyPrompt = "a photo of a";
 
