@@ -1,5 +1,6 @@
 #include "prompt_ensemble.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -9,12 +10,26 @@
 namespace vitattn {
 namespace {
 
-// Every prompt's (unit) embedding, in the order of the classes, then of their prompts.
+// Prompts per batch of encode_texts: enough rows for its products to be GEMMs rather than
+// row-vector products, few enough that the batches keep every thread busy.
+constexpr std::size_t kPromptsPerBatch = 64;
+
+// Every prompt's (unit) embedding, in the order of the classes, then of their prompts: batches
+// of encode_texts, in parallel over the batches. Each text's bytes are those of its encoding
+// alone (text_tower.hpp), so neither the batching nor the thread count changes them.
 Matrix prompt_embeddings(const TextTower& tower, const std::vector<const std::vector<std::int32_t>*>& prompts, int threads) {
   Matrix out(static_cast<Eigen::Index>(prompts.size()), tower.d_embed());
-  parallel_for(static_cast<int>(prompts.size()), threads, [&](int p) {
-    const RowVector e = encode_text(tower, *prompts[static_cast<std::size_t>(p)]).embedding;
-    out.row(p) = e / e.norm();  // encode_text normalises already; the notebook normalises again: alike
+  const std::size_t n_batches = (prompts.size() + kPromptsPerBatch - 1) / kPromptsPerBatch;
+  parallel_for(static_cast<int>(n_batches), threads, [&](int b) {
+    const std::size_t first = static_cast<std::size_t>(b) * kPromptsPerBatch;
+    const std::size_t last = std::min(prompts.size(), first + kPromptsPerBatch);
+    std::vector<std::vector<std::int32_t>> batch;
+    for (std::size_t p = first; p < last; ++p) batch.push_back(*prompts[p]);
+    const std::vector<TextResult> encoded = encode_texts(tower, batch);
+    for (std::size_t p = first; p < last; ++p) {
+      const RowVector& e = encoded[p - first].embedding;
+      out.row(static_cast<Eigen::Index>(p)) = e / e.norm();  // normalised already; the notebook normalises again: alike
+    }
   });
   return out;
 }
