@@ -119,4 +119,13 @@ std::vector<int> SiglipTokenizer::tokenize(std::string_view text, int context, b
   return ids;
 }
 
+std::string SiglipTokenizer::token_text(int id) const {
+  if (id < 0 || id >= model_->processor.GetPieceSize())
+    throw Error(fmt::format("token id {} is not one of the SentencePiece model's {}", id, model_->processor.GetPieceSize()));
+  std::string piece = model_->processor.IdToPiece(id);
+  for (std::size_t at = piece.find(kUnderline); at != std::string::npos; at = piece.find(kUnderline, at + 1))
+    piece.replace(at, kUnderline.size(), " ");
+  return piece;
+}
+
 }  // namespace vitattn::text
