@@ -223,12 +223,6 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
   std::vector<std::vector<std::int32_t>> text_ids;
   if (asks_in_words(o)) text_ids = texts_as_classes(o, opened, model_name);
-  std::shared_ptr<const pipeline::WordsRequest> words;
-  if (o.save_attention && !text_ids.empty()) {
-    const std::vector<std::vector<std::string>> tokens = word_token_texts(opened, text_ids);
-    r.text_tower = std::move(opened.text.tower);
-    words = words_request(o, r.text_tower, text_ids, tokens);
-  }
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
   b.model = &r.model;
@@ -236,9 +230,13 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   warn_top_above_classes(o, r.model);
   pipeline::ProcessOptions& p = b.process;
   p = process_options(o);
-  p.words = std::move(words);
   choose_maps(o, r.model, r.labels, model_name, p.view);
   pipeline::check_view(r.model, p.view, model_name);
+  if (o.save_attention && !text_ids.empty()) {  // after the view: --first-layer is the image's first
+    const std::vector<std::vector<std::string>> tokens = word_token_texts(opened, text_ids);
+    r.text_tower = std::move(opened.text.tower);
+    p.words = words_request(o, r.text_tower, text_ids, tokens);
+  }
   warn_small_grid(o, r.model);
   log_grid(o, r.model, p);
   if (o.clean && o.verbosity >= 1)

@@ -15,8 +15,8 @@ vocabulary built here from data/clip's merges: '</w>' a trailing space); the CSV
 Python's csv module (a comma and a quote in a token are quoted); each relevance equal to
 forward's x_text_relevance.npy for the same preprocessed input (the notebook's R_text, itself
 checked against torch in tests/oracle/test_clip_text.py), at the last layer alone by default and
-from layer 0 with --first-layer 0, within 1e-4 of the row's largest value; no words.csv without
---save-attention.
+from layer 0 with --first-layer 0, within 1e-4 of the row's largest value; the same bytes at -j 1
+and -j 2; no words.csv without --save-attention.
 
 Seen red (each planted once, then restored): the relevance read one position to the right of
 its word (rows off by up to the row's largest value); CLIP's '</w>' dropped instead of made a
@@ -140,3 +140,22 @@ def test_no_words_csv_without_save_attention(setup):
     assert code == 0, err[-2000:]
     assert not (out / "photo_words.csv").exists()
     assert (out / "photo_attn.png").exists()
+
+
+def test_same_bytes_whatever_the_jobs(setup):
+    """Four photos at -j 1 and -j 2 (the workers share the texts' tapes): the same words.csv bytes."""
+    d = setup
+    photos = d / "photos"
+    photos.mkdir(exist_ok=True)
+    rng = np.random.default_rng(8)
+    for i in range(4):
+        cv2.imwrite(str(photos / f"p{i}.png"), rng.integers(0, 256, (GRID * P, GRID * P, 3), dtype=np.uint8))
+    got = {}
+    for jobs in ("1", "2"):
+        out = d / f"jobs{jobs}"
+        code, _, err = harness.run("--model", d / "clip.safetensors", "-o", out, "--save-attention", "--first-layer", "0",
+                                   *texts_args(), "-j", jobs, photos)
+        assert code == 0, err[-2000:]
+        got[jobs] = [(out / f"p{i}_words.csv").read_bytes() for i in range(4)]
+    assert got["1"] == got["2"]
+    assert len(set(got["1"])) == 4, "each photo's own relevance"
