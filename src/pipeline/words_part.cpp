@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/text_relevance.hpp"
 #include "files/file_io.hpp"
