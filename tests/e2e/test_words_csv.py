@@ -20,7 +20,8 @@ and -j 2; no words.csv without --save-attention.
 
 Seen red (each planted once, then restored): the relevance read one position to the right of
 its word (rows off by up to the row's largest value); CLIP's '</w>' dropped instead of made a
-space (tokens "photo" against "photo ").
+space (tokens "photo" against "photo "); the start layer 0 in place of the notebook's last
+(off by 2.67).
 """
 import csv
 import gzip
