@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/text_relevance.hpp"
 #include "core/vit_head.hpp"
 #include "files/file_io.hpp"
 #include "files/text.hpp"
@@ -18,6 +20,7 @@
 #include "pipeline/output_guard.hpp"
 #include "pipeline/report_start.hpp"
 #include "pipeline/view.hpp"
+#include "pipeline/words_part.hpp"
 #include "pipeline/zero_shot_texts.hpp"
 #include "scale_out.hpp"
 #include "settings_record.hpp"
@@ -137,8 +140,9 @@ void warn_small_grid(const ImageOptions& o, const VitModel& model) {
 }
 
 // --text and --texts-from: the texts through the text tower become the model's classes (its
-// zero-shot head, core/zero_shot.hpp) and their names, before any image.
-void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const std::string& model_name) {
+// zero-shot head, core/zero_shot.hpp) and their names, before any image. Returns their ids.
+std::vector<std::vector<std::int32_t>> texts_as_classes(const ImageOptions& o, model::OpenedModel& opened,
+                                                        const std::string& model_name) {
   const std::string flag = o.texts.empty() ? "--texts-from" : "--text";
   const std::vector<std::string> texts = prompt_texts(o.texts, o.texts_from);
   const auto ids = text_id_rows(opened, texts, o.truncate, flag);
@@ -150,6 +154,23 @@ void texts_as_classes(const ImageOptions& o, model::OpenedModel& opened, const s
       pipeline::zero_shot_head(opened.text.tower, ids, legrad_empty_prompt_ids(opened, !o.no_legrad_correction));
   opened.labels = model::ClassLabels{texts, flag};
   spdlog::debug("{}: {} as the classes", flag, files::counted(texts.size(), "text", "texts"));
+  return ids;
+}
+
+// --save-attention with texts: each image's <name>_words.csv (pipeline/words_part.hpp), from
+// `tower` (the request's, which outlives the batch). The start layer is the CLIP notebook's
+// (the last layer alone) unless --first-layer names one, as it does for the image's maps.
+std::shared_ptr<const pipeline::WordsRequest> words_request(const ImageOptions& o, const TextTower& tower,
+                                                            const std::vector<std::vector<std::int32_t>>& ids,
+                                                            const std::vector<std::vector<std::string>>& tokens) {
+  int start = -1;
+  try {
+    start = text_start_layer(o.first_layer.value_or(-1), tower.n_layers());
+  } catch (const Error& e) {
+    throw Error(fmt::format("--first-layer {}: {}", *o.first_layer, e.what()));
+  }
+  return std::make_shared<const pipeline::WordsRequest>(
+      pipeline::text_words(tower, ids, tokens, start));
 }
 
 // --labels (and --templates): the prompt ensemble's class embeddings (from the cache when it has
@@ -224,7 +245,8 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   model::OpenedModel opened =
       open_requested_model(o.model, o.verbosity, o.top > 0 || o.report || class_specific, asks_in_words(o) || labels);
   const std::string model_name = o.model.file.empty() ? "the seeded model" : o.model.file;
-  if (asks_in_words(o)) texts_as_classes(o, opened, model_name);
+  std::vector<std::vector<std::int32_t>> text_ids;
+  if (asks_in_words(o)) text_ids = texts_as_classes(o, opened, model_name);
   if (labels) labels_as_classes(o, opened, model_name, b);
   r.model = std::move(opened.model);
   r.labels = std::move(opened.labels);
@@ -235,6 +257,11 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   p = process_options(o);
   choose_maps(o, r.model, r.labels, model_name, p.view);
   pipeline::check_view(r.model, p.view, model_name);
+  if (o.save_attention && !text_ids.empty()) {  // after the view: --first-layer is the image's first
+    const std::vector<std::vector<std::string>> tokens = word_token_texts(opened, text_ids);
+    r.text_tower = std::move(opened.text.tower);
+    p.words = words_request(o, r.text_tower, text_ids, tokens);
+  }
   warn_small_grid(o, r.model);
   log_grid(o, r.model, p);
   if (o.clean && o.verbosity >= 1)

@@ -3,6 +3,7 @@
 // opened, what is drawn and written, the inputs, the files the guard must know of. Everything
 // said on the way (a refused choice, a warning about the model, -v's grid) is said here, in
 // the order the options are checked; the batch itself is the pipeline's.
+#include "core/text_tower.hpp"
 #include "core/vit.hpp"
 #include "image/image_loader.hpp"
 #include "options.hpp"
@@ -16,6 +17,7 @@ struct ImageRequest {
   ImageRequest& operator=(const ImageRequest&) = delete;
 
   VitModel model;
+  TextTower text_tower;  // with texts: their tower, which batch.process.words reads (<name>_words.csv)
   model::ClassLabels labels;  // the classifier's class names (--top, --class, the report's picker)
   pipeline::BatchRequest batch;
 };

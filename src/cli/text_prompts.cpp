@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "core/error.hpp"
 #include "files/file_io.hpp"
@@ -25,16 +27,21 @@ std::vector<std::vector<std::int32_t>> clip_rows(const std::vector<std::string>&
   return rows;
 }
 
-// SigLIP's: the SentencePiece model beside the weights; the ids, "</s>", "</s>" as padding.
-std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedModel& opened,
-                                                          const std::vector<std::string>& texts, int context,
-                                                          bool truncate) {
+// The SigLIP model's tokeniser: its SentencePiece model beside the weights.
+text::SiglipTokenizer sentencepiece_tokenizer(const model::OpenedModel& opened) {
   const fs::path spiece = sentencepiece_model_path(opened);
   std::error_code ec;
   if (!fs::is_regular_file(spiece, ec))
     throw Error("the SigLIP model's tokeniser is not there: no " + files::display(spiece) +
                 " (looked for beside the weights; an hf: snapshot has it when its repository does)");
-  const text::SiglipTokenizer tokenizer(spiece);
+  return text::SiglipTokenizer(spiece);
+}
+
+// SigLIP's: the SentencePiece model beside the weights; the ids, "</s>", "</s>" as padding.
+std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedModel& opened,
+                                                          const std::vector<std::string>& texts, int context,
+                                                          bool truncate) {
+  const text::SiglipTokenizer tokenizer = sentencepiece_tokenizer(opened);
   std::vector<std::vector<std::int32_t>> rows;
   for (const std::string& t : texts) {
     const std::vector<int> ids = tokenizer.tokenize(t, context, truncate);
@@ -69,6 +76,31 @@ std::vector<std::string> prompt_texts(const std::vector<std::string>& texts, con
   if (lines.empty()) throw Error(fmt::format("--texts-from {}: no text in the file", files::display(texts_from)));
   all.insert(all.end(), lines.begin(), lines.end());
   return all;
+}
+
+std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel& opened,
+                                                       const std::vector<std::vector<std::int32_t>>& rows) {
+  std::function<std::string(std::int32_t)> decode;
+  std::optional<text::ClipTokenizer> clip;
+  std::optional<text::SiglipTokenizer> siglip;
+  switch (opened.text.tokenizer) {
+    case model::TextTokenizer::clip_bpe:
+      clip.emplace();
+      decode = [&clip](std::int32_t id) { return clip->token_text(id); };
+      break;
+    case model::TextTokenizer::sentencepiece:
+      siglip.emplace(sentencepiece_tokenizer(opened));
+      decode = [&siglip](std::int32_t id) { return siglip->token_text(id); };
+      break;
+  }
+  if (!decode) throw Error("unknown tokeniser");
+  std::vector<std::vector<std::string>> texts;
+  for (const std::vector<std::int32_t>& ids : rows) {
+    const auto [begin, end] = word_span(opened.text.tower, ids);
+    std::vector<std::string>& tokens = texts.emplace_back();
+    for (int j = begin; j < end; ++j) tokens.push_back(decode(ids[static_cast<std::size_t>(j)]));
+  }
+  return texts;
 }
 
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted) {

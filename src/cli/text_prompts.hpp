@@ -30,6 +30,13 @@ std::filesystem::path sentencepiece_model_path(const model::OpenedModel& opened)
 std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
                                                     bool truncate, const std::string& option);
 
+// Each row's word positions (core/text_tower.hpp word_span) as the tower's tokeniser decodes
+// each id alone: CLIP's BPE token with its word end as a trailing space (ClipTokenizer::
+// token_text), SigLIP's SentencePiece piece with "▁" as a space (SiglipTokenizer::token_text).
+// Throws text_id_rows' Errors for a tokeniser that is not there.
+std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel& opened,
+                                                       const std::vector<std::vector<std::int32_t>>& rows);
+
 // The ids of LeGrad's empty prompt for the opened model's SigLIP tower (its correction:
 // core/legrad_text.hpp), or none for any other tower or when `wanted` is false.
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted);

@@ -72,6 +72,8 @@ const BatchFile& batch_file(bool OutputSet::*on) {
 
 std::string pca_suffix() { return "_pca.png"; }
 
+std::string words_suffix() { return "_words.csv"; }
+
 std::string settings_suffix() { return "_settings.txt"; }
 
 std::string frames_suffix() { return "_frames"; }
@@ -95,6 +97,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   }
   if (outputs.mask) s.push_back(mask_suffix());
   if (outputs.pca) s.push_back(pca_suffix());
+  if (outputs.words) s.push_back(words_suffix());
   for (const BatchFile& f : batch_files())  // each image's part of a batch file
     if (outputs.*f.on) s.push_back(f.part_suffix);
   if (!outputs.settings.empty()) s.push_back(settings_suffix());
@@ -174,6 +177,7 @@ bool is_output_name(const fs::path& file) {
     every.save_attention = true;
     every.mask = true;
     every.pca = true;
+    every.words = true;
     every.settings = "any";
     for (const BatchFile& f : batch_files()) every.*f.on = true;
     for (const std::string& suffix : output_suffixes(every))

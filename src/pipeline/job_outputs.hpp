@@ -41,6 +41,7 @@ struct OutputSet {
   bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
   bool heads = false;           // <name>_heads.csv: per layer and head, the token diagnostics' statistics (heads_part.hpp)
   bool pca = false;             // <name>_pca.png: the patch features' first three principal components (--pca)
+  bool words = false;           // <name>_words.csv: each text's words' relevance (--save-attention with texts; words_part.hpp)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = default_video_extension();
   // The settings that make these outputs' bytes, as the command line records them
@@ -54,6 +55,9 @@ std::string report_suffix();
 
 // "_pca.png": one image's PCA feature map (always PNG: the colours are the data).
 std::string pca_suffix();
+
+// "_words.csv": one image's words' relevance for each text (words_part.hpp).
+std::string words_suffix();
 
 // "_settings.txt": one job's record of the settings that made its outputs (job_record.hpp).
 std::string settings_suffix();

@@ -384,8 +384,9 @@ std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel&
   std::optional<ReportBuilder> report;  // the page shows every layer: all of them run
   if (options.report) report.emplace(report_builder(model, options, g));
   const bool classify = (options.top || options.faithfulness) && model.has_classifier();
-  const Attended attended =
-      attend(model, x, options, report ? &*report : nullptr, classify, g.grid_h, g.grid_w, display(job.input));
+  const bool words = options.save_attention && options.words;  // the image embedding: every block runs
+  const Attended attended = attend(model, x, options, report ? &*report : nullptr, classify || words, g.grid_h,
+                                   g.grid_w, display(job.input));
   const RowVector& logits = attended.result.logits;
   const std::vector<NamedMap> named = named_maps(model, attended, options, g.grid_h, g.grid_w);
   if (options.clean && options.on_clean)
@@ -406,6 +407,8 @@ std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel&
                             *options.faithfulness, options.scale);
   if (options.heads_csv && attended.tokens)
     write_heads_part(with_suffix(job.output_base, batch_file(&OutputSet::heads).part_suffix), job.input, *attended.tokens);
+  if (words)
+    write_words_part(with_suffix(job.output_base, words_suffix().c_str()), *options.words, attended.result.embedding);
   if (options.pca && attended.pca)  // before the overlay, which is written last
     write_image_atomic(with_suffix(job.output_base, pca_suffix().c_str()),
                        pca_image(*attended.pca, bgr.size(), options.render.interp));
@@ -506,6 +509,7 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   outputs.faithfulness = options.faithfulness.has_value() && model.has_classifier();
   outputs.heads = options.heads_csv;
   outputs.pca = options.pca.has_value();
+  outputs.words = options.save_attention && options.words;
   outputs.settings = options.settings;
   // One overlay per head, beside the sheet, when all heads are drawn and there is more than one;
   // one per map when several methods or classes are.

@@ -2,6 +2,7 @@
 // One image, start to finish: decode → preprocess → attention → overlay (+ .npy) on disk.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "image/image_loader.hpp"
 #include "pca_fit.hpp"
 #include "view.hpp"
+#include "words_part.hpp"
 #include "core/vit.hpp"
 #include "image/image_writer.hpp"
 #include "image/overlay.hpp"
@@ -73,6 +75,10 @@ struct ProcessOptions {
   // --pca: <name>_pca.png, the first three principal components of the last layer's patch
   // features (every block then runs; core/pca.hpp, pca_fit.hpp). Images only.
   std::optional<PcaRequest> pca;
+  // With save_attention and texts as the classes: each image's <name>_words.csv, every text's
+  // words' relevance for its embedding (words_part.hpp; every block then runs). Made once per
+  // run and shared by the jobs. Images only.
+  std::shared_ptr<const WordsRequest> words;
   // The settings record each job writes last, as <name>_settings.txt (OutputSet::settings,
   // job_record.hpp); empty: none.
   std::string settings;

@@ -1,5 +1,7 @@
 #include "text/clip_tokenizer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <limits>
 #include <string>
 #include <utility>
@@ -57,6 +59,43 @@ std::vector<int32_t> merge_all(const std::vector<int32_t>& word, int32_t first, 
     } else {
       out.push_back(word[i++]);
     }
+  }
+  return out;
+}
+
+// How many bytes the UTF-8 sequence led by `lead` has (0: not a lead byte), and the range its
+// second byte must lie in (RFC 3629's table: no overlong form, no surrogate, nothing past U+10FFFF).
+int utf8_length(unsigned char lead, unsigned char& low, unsigned char& high) {
+  low = 0x80;
+  high = 0xBF;
+  if (lead < 0x80) return 1;
+  if (lead < 0xC2) return 0;
+  if (lead < 0xE0) return 2;
+  if (lead == 0xE0) low = 0xA0;
+  if (lead == 0xED) high = 0x9F;
+  if (lead < 0xF0) return 3;
+  if (lead == 0xF0) low = 0x90;
+  if (lead == 0xF4) high = 0x8F;
+  return lead < 0xF5 ? 4 : 0;
+}
+
+// `bytes` as UTF-8, each invalid part (a byte that leads nothing, or the longest start of a
+// sequence that is cut short) made one U+FFFD: Python's bytes.decode("utf-8", errors="replace").
+std::string utf8_replacing_invalid(const std::string& bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    unsigned char low = 0, high = 0;
+    const int length = utf8_length(static_cast<unsigned char>(bytes[i]), low, high);
+    std::size_t valid = 1;  // the bytes of the sequence seen valid so far, the lead's included
+    while (length > 1 && valid < static_cast<std::size_t>(length) && i + valid < bytes.size()) {
+      const auto b = static_cast<unsigned char>(bytes[i + valid]);
+      if (b < (valid == 1 ? low : 0x80) || b > (valid == 1 ? high : 0xBF)) break;
+      ++valid;
+    }
+    if (length > 0 && valid == static_cast<std::size_t>(length)) out.append(bytes, i, valid);
+    else out += kReplacement;
+    i += valid;
   }
   return out;
 }
@@ -132,6 +171,29 @@ std::vector<int32_t> ClipTokenizer::tokenize(std::string_view text, int context,
   }
   ids.resize(limit, 0);
   return ids;
+}
+
+std::string ClipTokenizer::token_text(int32_t id) const {
+  std::call_once(symbols_once_, [this] {
+    symbols_.resize(static_cast<std::size_t>(kClipVocabularySize));
+    for (const auto& [symbol, symbol_id] : vocabulary_.id_of)
+      if (symbol_id >= 0 && symbol_id < kClipVocabularySize) symbols_[static_cast<std::size_t>(symbol_id)] = symbol;
+  });
+  if (id < 0 || id >= kClipVocabularySize || symbols_[static_cast<std::size_t>(id)].empty())
+    throw Error("token id " + std::to_string(id) + " is not one of CLIP's vocabulary");
+  static constexpr std::string_view kEndOfWord = "</w>";
+  std::u32string symbol = decode_utf8(symbols_[static_cast<std::size_t>(id)], "CLIP's vocabulary");
+  const bool word_end = symbol.size() >= kEndOfWord.size() &&
+                        encode_utf8(symbol.substr(symbol.size() - kEndOfWord.size())) == kEndOfWord;
+  if (word_end) symbol.resize(symbol.size() - kEndOfWord.size());
+  const std::array<char32_t, 256> characters = clip_byte_characters();
+  std::string bytes;
+  for (const char32_t c : symbol) {
+    const auto* at = std::find(characters.begin(), characters.end(), c);
+    if (at == characters.end()) throw Error("token id " + std::to_string(id) + ": its symbol is not byte characters");
+    bytes.push_back(static_cast<char>(at - characters.begin()));
+  }
+  return utf8_replacing_invalid(bytes) + (word_end ? " " : "");
 }
 
 }  // namespace vitattn::text

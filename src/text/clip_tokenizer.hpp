@@ -43,6 +43,15 @@ class ClipTokenizer {
   // `context` ids are kept and the last of them is <|endoftext|>. `context` below 2 is an Error.
   std::vector<int32_t> tokenize(std::string_view text, int context = kClipContext, bool truncate = false) const;
 
+  // One id's text, as simple_tokenizer.py's decode([id]) gives it: the symbol's byte characters
+  // back to their bytes, read as UTF-8 (a byte sequence that is not UTF-8, as a token holding
+  // part of a character, becomes U+FFFD per invalid part, as Python's errors="replace"), and
+  // '</w>' made a trailing space: "photo</w>" is "photo ", so a text's tokens joined read as
+  // the text. The marks are "<|startoftext|>" and "<|endoftext|>". An id outside the
+  // vocabulary is an Error naming it. Thread-safe (const); the id → symbol table is built on
+  // the first call.
+  std::string token_text(int32_t id) const;
+
   // The words a tokeniser keeps the ids of: a text's words repeat within and across prompts
   // (templates), where the cache pays; past this a server's stream of new words would only
   // grow it.
@@ -55,6 +64,8 @@ class ClipTokenizer {
 
   std::shared_ptr<const ClipVocabulary> owned_;  // empty for the built-in or a borrowed vocabulary
   const ClipVocabulary& vocabulary_;
+  mutable std::once_flag symbols_once_;
+  mutable std::vector<std::string> symbols_;  // id → symbol (UTF-8 byte characters), for token_text
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };

@@ -119,4 +119,19 @@ std::vector<int> SiglipTokenizer::tokenize(std::string_view text, int context, b
   return ids;
 }
 
+std::string SiglipTokenizer::token_text(int id) const {
+  if (id < 0 || id >= model_->processor.GetPieceSize())
+    throw Error(fmt::format("token id {} is not one of the SentencePiece model's {}", id, model_->processor.GetPieceSize()));
+  const std::string piece = model_->processor.IdToPiece(id);
+  std::string text;  // built anew: GCC 12 at -O3 warns (-Wrestrict) on std::string::replace here
+  std::string_view rest = piece;
+  for (std::size_t at = rest.find(kUnderline); at != std::string_view::npos; at = rest.find(kUnderline)) {
+    text.append(rest.substr(0, at));
+    text.push_back(' ');
+    rest.remove_prefix(at + kUnderline.size());
+  }
+  text.append(rest);
+  return text;
+}
+
 }  // namespace vitattn::text

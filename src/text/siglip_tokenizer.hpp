@@ -50,6 +50,11 @@ class SiglipTokenizer {
   // be at least 1. Thread-safe (const).
   std::vector<int> tokenize(std::string_view text, int context = 64, bool truncate = false) const;
 
+  // One id's text: its SentencePiece piece with every "▁" (the word mark) made a space, so
+  // "▁cat" is " cat" and a text's pieces joined read as its normalised text. An id outside the
+  // model is an Error naming it. Thread-safe (const).
+  std::string token_text(int id) const;
+
   int eos_id() const { return eos_id_; }  // also the padding, as HF's pad_token "</s>"
 
  private:

@@ -24,13 +24,14 @@ the message names the path it looked at; a text over 64 tokens without --truncat
 `error:` line, exit 2, nothing written; --truncate's ids as HF's truncation; a SigLIP file with
 its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
 tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
-refused naming the snapshot's path.
+refused naming the snapshot's path; the image command's <name>_words.csv (--save-attention with
+texts): the tokens as their pieces with "▁" a space, the relevance forward's at the last layer.
 
 Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
 CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
 dropped (0.022); logit_bias left out (logits off by 2.5); a softmax over the texts in place of
 the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text_config's
-(attention off by 4e-4).
+(attention off by 4e-4); words.csv's start layer 0 in place of the last (off by 1.86).
 """
 import shutil
 from pathlib import Path
@@ -195,3 +196,38 @@ def test_through_the_hub(siglip, tmp_path):
         one_error(err, "--text", str(snapshot / "spiece.model"))
     finally:
         hub.stop()
+
+
+def test_words_csv_on_siglip(siglip, tmp_path):
+    """The image command's <name>_words.csv on SigLIP (--save-attention with --text): per text the
+    positions before its "</s>", each token its piece with "▁" a space (id_to_piece), each
+    relevance forward's x_text_relevance.npy at the last layer for the same input (a photo of
+    the model's own size: the input is the normalised pixels)."""
+    import csv
+    import cv2
+    model, _, sp = siglip
+    bgr = np.random.default_rng(9).integers(0, 256, (GRID * P, GRID * P, 3), dtype=np.uint8)
+    cv2.imwrite(str(tmp_path / "photo.png"), bgr)
+    x = ((bgr[:, :, ::-1].astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
+    forward(model, tmp_path / "fwd", TEXTS, image=np.ascontiguousarray(x, dtype=np.float32))
+    relevance = np.load(tmp_path / "fwd" / "x_text_relevance.npy")[0]  # [texts, layers, ctx]
+    args = ["--model", model, "-o", tmp_path / "img", "--save-attention", tmp_path / "photo.png"]
+    for t in TEXTS:
+        args += ["--text", t]
+    code, _, err = harness.run(*args)
+    assert code == 0, err[-3000:]
+    with open(tmp_path / "img" / "photo_words.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["text_index", "position", "token", "relevance"], rows[0]
+    eos = sp.piece_to_id("</s>")
+    want = []
+    for t, text in enumerate(TEXTS):
+        ids = hf_ids(sp, text, TEXT_CONTEXT)
+        want += [(t, j, sp.id_to_piece(ids[j]).replace("\u2581", " ")) for j in range(ids.index(eos))]
+    assert [(int(r[0]), int(r[1]), r[2]) for r in rows[1:]] == want
+    for t in range(len(TEXTS)):
+        got = np.array([float(r[3]) for r in rows[1:] if int(r[0]) == t])
+        ref = relevance[t, TEXT_LAYERS - 1, [j for (tt, j, _) in want if tt == t]]
+        assert np.abs(ref).max() > 0, f"text {t}: forward's relevance is all zeros"
+        d = float(np.abs(got - ref).max() / np.abs(ref).max())
+        assert d <= TOL, f"text {t}: words.csv off forward's relevance by {d:.3g} (relative)"

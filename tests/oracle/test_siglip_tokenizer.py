@@ -16,7 +16,8 @@ no <s>), on a generated lower-case corpus, once with SentencePiece's default nor
 with none, and compares the ids of a few hundred texts:
 capitals (ASCII, Latin-1, Greek, "İ"), every ASCII punctuation mark, Python's whitespace
 (tabs, U+00A0, U+3000, U+2028, ...), "▁" itself, pieces the model lacks (unknown), empty and
-blank texts, and texts over the context (an error naming the count, or truncated). And the
+blank texts, and texts over the context (an error naming the count, or truncated); each id's
+text (words.csv's token) as its piece with "▁" a space. And the
 steps before the model (through the tool's --normalize) over every Unicode code point.
 
     VITATTN_SIGLIP_TOKENIZE_TOOL=build/dev/tests/siglip_tokenize_tool python3 -m pytest tests/oracle/test_siglip_tokenizer.py
@@ -179,6 +180,18 @@ def test_ids_match_hf(model, context, truncate):
     assert not failures, "\n".join(failures[:10])
     assert unknown > 0  # the unknown pieces were exercised
     assert (errors > 0) == (not truncate)
+
+
+def test_token_text_is_the_piece_with_underline_as_space(model):
+    """SiglipTokenizer::token_text (words.csv's token column) for every id of the model: its
+    piece (id_to_piece) with each "▁" a space; an id past the model an error."""
+    sp = hf_processor(model)
+    n = sp.get_piece_size()
+    got = run_tool(model, [str(i) for i in range(n + 1)], "--pieces")
+    want = [sp.id_to_piece(i).replace(UNDERLINE, " ") for i in range(n)]
+    assert got[:n] == want, [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w][:10]
+    assert got[n].startswith("error: token id"), got[n]
+    assert sum(w.startswith(" ") for w in want) > 10  # pieces with the word mark were exercised
 
 
 def test_every_code_point_normalized_as_hf():

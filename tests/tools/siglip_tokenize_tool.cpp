@@ -3,13 +3,15 @@
 // (tests/oracle/test_siglip_tokenizer.py).
 //
 //   siglip_tokenize_tool SPIECE_MODEL [CONTEXT [truncate]]
+//   siglip_tokenize_tool SPIECE_MODEL --pieces
 //   siglip_tokenize_tool --normalize
 //
 // Reads one text per line of stdin (a line's "\n" is not part of its text) and prints one
 // line per text: its ids separated by spaces, or "error: <message>" for a text's Error.
 // An Error loading the model: "error: <message>" on stderr, exit 1. With --normalize, no
 // model: each text as it goes to SentencePiece (text::siglip_normalized_text, the steps
-// before the model), or "error: <message>".
+// before the model), or "error: <message>". With --pieces, one id per line of stdin: its text
+// (SiglipTokenizer::token_text), or "error: <message>".
 #include <iostream>
 #include <string>
 
@@ -30,6 +32,18 @@ int normalize_lines() {
   return 0;
 }
 
+int piece_lines(const vitattn::text::SiglipTokenizer& tokenizer) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    try {
+      std::cout << tokenizer.token_text(std::stoi(line)) << "\n";
+    } catch (const vitattn::Error& e) {
+      std::cout << "error: " << e.what() << "\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,6 +54,7 @@ int main(int argc, char** argv) {
   }
   try {
     const vitattn::text::SiglipTokenizer tokenizer(argv[1]);
+    if (argc == 3 && std::string(argv[2]) == "--pieces") return piece_lines(tokenizer);
     const int context = argc >= 3 ? std::stoi(argv[2]) : 64;
     const bool truncate = argc == 4;
     std::string line;

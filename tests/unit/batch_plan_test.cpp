@@ -254,6 +254,18 @@ TEST(JobOutputs, OneListForEveryOutput) {
   EXPECT_EQ(map_tag("", 12), "_c12");
 }
 
+TEST(JobOutputs, WordsCsvIsAnOutputOfItsOwn) {
+  OutputSet words;  // --save-attention with texts
+  words.save_attention = true;
+  words.words = true;
+  words.settings = "any";
+  EXPECT_EQ(output_suffixes(words),
+            (std::vector<std::string>{"_attn.png", "_attn.npy", "_cls.npy", "_words.csv", "_settings.txt"}));
+  EXPECT_TRUE(is_output_name("x_words.csv"));
+  EXPECT_FALSE(is_output_name("_words.csv"));
+  EXPECT_FALSE(is_output_name("x_words.txt"));
+}
+
 TEST(JobOutputs, OutputNamesAreRecognisedWhateverTheOptions) {
   // --format writes the overlays as .jpg or .webp too.
   for (const char* name : {"x_attn.png", "a b_attn_h0.png", "x_attn_h12.png", "x_attn.npy", "x_cls.npy", "x-2_attn.png",

@@ -75,6 +75,45 @@ TEST(ClipTokenizer, MarksInTheTextAreTheirIds) {
   EXPECT_EQ(tokenizer().encode("a<|endoftext|>"), std::vector<int32_t>({320, kClipEndOfText}));
 }
 
+// token_text is simple_tokenizer.py's decode of one id: the word end "</w>" a trailing space.
+TEST(ClipTokenizer, TokenTextIsTheDecodedSymbolWithTheWordEndASpace) {
+  EXPECT_EQ(tokenizer().token_text(320), "a ");
+  EXPECT_EQ(tokenizer().token_text(22697), "diagram ");
+  EXPECT_EQ(tokenizer().token_text(0), "!");  // a byte character without the word end
+  EXPECT_EQ(tokenizer().token_text(kClipStartOfText), "<|startoftext|>");
+  EXPECT_EQ(tokenizer().token_text(kClipEndOfText), "<|endoftext|>");
+}
+
+TEST(ClipTokenizer, TokenTextsJoinedReadAsTheCleanedText) {
+  for (const std::string text : {"a diagram", "A Photo of Zürich, at night!", "tonight's ½ café"}) {
+    std::string joined;
+    for (const int32_t id : tokenizer().encode(text)) joined += tokenizer().token_text(id);
+    std::string words;
+    for (const std::string& w : words_of(clip_clean(decode_utf8(text, "text")))) words += w + " ";
+    EXPECT_EQ(joined, words) << text;
+  }
+}
+
+TEST(ClipTokenizer, TokenTextOfPartOfACharacterIsTheReplacementCharacter) {
+  // Bytes 0xE7 and 0xC3 alone lead a sequence they do not finish: Python's errors="replace".
+  const ClipVocabulary& v = clip_vocabulary();
+  EXPECT_EQ(tokenizer().token_text(v.byte_id[0xE7]), "\xEF\xBF\xBD");
+  EXPECT_EQ(tokenizer().token_text(v.byte_id[0xC3] + 256), "\xEF\xBF\xBD ");
+  EXPECT_EQ(tokenizer().token_text(v.byte_id[0x80]), "\xEF\xBF\xBD");  // a continuation byte alone
+}
+
+TEST(ClipTokenizer, TokenTextsOfACharacterSplitOverTokensAreReplacementCharacters) {
+  // "猫" is three byte tokens, each part of the character alone (as Python decodes each id).
+  std::string joined;
+  for (const int32_t id : tokenizer().encode("猫")) joined += tokenizer().token_text(id);
+  EXPECT_EQ(joined, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD ");
+}
+
+TEST(ClipTokenizer, TokenTextOfAnIdOutsideTheVocabularyIsAnError) {
+  EXPECT_THROW(tokenizer().token_text(-1), Error);
+  EXPECT_THROW(tokenizer().token_text(kClipVocabularySize), Error);
+}
+
 TEST(ClipTokenizer, TokenizeAddsMarksAndPads) {
   const auto ids = tokenizer().tokenize("");
   ASSERT_EQ(ids.size(), 77u);
