@@ -64,10 +64,7 @@ void check_gradient_options(const VitModel& model, const ForwardCommandOptions& 
 // embedding as wide as the text one when there are tensors. One line, exit 2.
 std::vector<std::vector<std::int32_t>> tokenized_texts(const model::OpenedModel& opened, const ForwardCommandOptions& o) {
   std::vector<std::vector<std::int32_t>> ids = text_id_rows(opened, o.texts, o.truncate, "--text");
-  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
-  if (!ids.empty() && !o.tensors.empty() && image_width != text_width)
-    throw Error(fmt::format("--text: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
-                            o.model.file, image_width, text_width));
+  if (!ids.empty() && !o.tensors.empty()) check_embedding_widths(opened, "--text", o.model.file);
   return ids;
 }
 
@@ -81,10 +78,7 @@ std::optional<ZeroShotClasses> forward_classes(const model::OpenedModel& opened,
   check_labels_tokenizer(lists, opened.text, o.model.file);
   std::optional<ZeroShotClasses> classes =
       zero_shot_classes(lists, opened.text.tower, o.model.file, opened.text.missing, threads);
-  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
-  if (classes && !o.tensors.empty() && image_width != text_width)
-    throw Error(fmt::format("--labels: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
-                            o.model.file, image_width, text_width));
+  if (classes && !o.tensors.empty()) check_embedding_widths(opened, "--labels", o.model.file);
   return classes;
 }
 

@@ -146,10 +146,7 @@ std::vector<std::vector<std::int32_t>> texts_as_classes(const ImageOptions& o, m
   const std::string flag = o.texts.empty() ? "--texts-from" : "--text";
   const std::vector<std::string> texts = prompt_texts(o.texts, o.texts_from);
   const auto ids = text_id_rows(opened, texts, o.truncate, flag);
-  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
-  if (image_width != text_width)
-    throw Error(fmt::format("{}: {}'s image embedding is {} wide and its text embedding {}: no logits between them", flag,
-                            model_name, image_width, text_width));
+  check_embedding_widths(opened, flag, model_name);
   opened.model.zero_shot =
       pipeline::zero_shot_head(opened.text.tower, ids, legrad_empty_prompt_ids(opened, !o.no_legrad_correction));
   opened.labels = model::ClassLabels{texts, flag};
@@ -183,10 +180,7 @@ void labels_as_classes(const ImageOptions& o, model::OpenedModel& opened, const 
   const std::optional<ZeroShotClasses> classes =
       zero_shot_classes(o.classes_from_words, opened.text.tower, model_name, opened.text.missing, threads);
   if (!classes) return;
-  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
-  if (image_width != text_width)
-    throw Error(fmt::format("--labels: {}'s image embedding is {} wide and its text embedding {}: no logits between them",
-                            model_name, image_width, text_width));
+  check_embedding_widths(opened, "--labels", model_name);
   const pipeline::ClassEmbeddings encoded = encode_zero_shot_classes(opened.text.tower, *classes);
   opened.model.zero_shot = pipeline::zero_shot_head(opened.text.tower, encoded.embeddings,
                                                     legrad_empty_prompt_ids(opened, !o.no_legrad_correction));

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/vit_head.hpp"
 #include "files/file_io.hpp"
 #include "pipeline/zero_shot_texts.hpp"
 #include "text/clip_tokenizer.hpp"
@@ -106,6 +107,13 @@ std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel&
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted) {
   if (!wanted || opened.model.pooling != Pooling::probe) return {};
   return text_id_rows(opened, {pipeline::kLegradEmptyPrompt}, false, "LeGrad's empty prompt").front();
+}
+
+void check_embedding_widths(const model::OpenedModel& opened, const std::string& flag, const std::string& model_name) {
+  const Eigen::Index image_width = image_embedding_width(opened.model), text_width = opened.text.tower.d_embed();
+  if (image_width != text_width)
+    throw Error(fmt::format("{}: {}'s image embedding is {} wide and its text embedding {}: no logits between them", flag,
+                            model_name, image_width, text_width));
 }
 
 void check_text_classes(const std::vector<std::string>& classes) {

@@ -41,6 +41,10 @@ std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel&
 // core/legrad_text.hpp), or none for any other tower or when `wanted` is false.
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted);
 
+// The image embedding as wide as the text tower's, so that there are logits between them. Throws
+// Error naming `flag` and the model otherwise (one place for the check every text option needs).
+void check_embedding_widths(const model::OpenedModel& opened, const std::string& flag, const std::string& model_name);
+
 // --class among texts: each value a text, not an index (the texts have no numbers but their
 // order, which --text's order already gives). Throws Error naming the value.
 void check_text_classes(const std::vector<std::string>& classes);
