@@ -143,8 +143,13 @@ bool write_cache(const fs::path& file, const std::string& key, const Matrix& m, 
 
 std::string text_tower_identity(const TextTower& t) {
   files::Digest64 d;
-  const std::int64_t settings[2] = {t.n_heads, static_cast<std::int64_t>(t.gelu)};
+  // Every setting that changes an embedding: SigLIP's mask, pooling and head bias as CLIP's.
+  // logit_scale, logit_bias and the probability rule do not change an embedding; they are kept
+  // in the key anyway, so that one key never stands for two towers' settings.
+  const std::int64_t settings[5] = {t.n_heads, static_cast<std::int64_t>(t.gelu), static_cast<std::int64_t>(t.mask),
+                                    static_cast<std::int64_t>(t.pooling), static_cast<std::int64_t>(t.probabilities)};
   d.add(settings, sizeof settings).add(&t.eps, sizeof t.eps).add(&t.logit_scale, sizeof t.logit_scale);
+  d.add(&t.logit_bias, sizeof t.logit_bias);
   add_matrix(d, t.token_embedding);
   add_matrix(d, t.positional_embedding);
   for (const EncoderBlock& b : t.blocks) {
@@ -163,6 +168,7 @@ std::string text_tower_identity(const TextTower& t) {
   }
   add_norm(d, t.final_norm);
   add_matrix(d, t.w_projection);
+  add_row(d, t.b_projection);
   return "xxh64:" + d.hex();
 }
 

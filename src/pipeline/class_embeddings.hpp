@@ -10,7 +10,8 @@
 //     them once per prompt), and it is safe where a path and mtime are not: a checkpoint
 //     rewritten in place within the time stamp's resolution, or copied, or converted
 //     (.pth → safetensors, OpenAI → HF names) of the same weights gives the right answer.
-//   - The tokeniser's identity (text::clip_tokenizer_identity: its merges file's digest), and
+//   - The tokeniser's identity (the digest of CLIP's merges file, text::clip_tokenizer_identity,
+//     or of SigLIP's spiece.model), and
 //     the prompts, exactly, class by class (each prompt and each class's count hashed, so the
 //     grouping counts), and their token ids: a tokeniser whose code changed its ids misses.
 //   - kFormat, raised when the file's layout or the ensemble's arithmetic changes.

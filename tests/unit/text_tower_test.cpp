@@ -9,12 +9,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "core/attention.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/text_relevance.hpp"
+#include "pipeline/class_embeddings.hpp"
 #include "test_util.hpp"
 
 namespace vitattn {
@@ -121,6 +125,31 @@ TEST(TextTower, SiglipSettingsAttendEverywhereAndPoolTheLastPosition) {
       EXPECT_LT((got.attention[l][h] - want.attention[l][h]).cwiseAbs().maxCoeff(), 1e-5f) << "layer " << l;
       EXPECT_GT(got.attention[l][h](0, kContext - 1), 0.0f);  // the first token sees the last
     }
+}
+
+// The class-embedding cache's key (pipeline/class_embeddings.hpp) names the tower: each setting
+// that changes an embedding changes it, SigLIP's as CLIP's, so a SigLIP's ensemble never reads
+// a cached CLIP's of the same weights.
+TEST(ClassEmbeddings, TowerIdentityChangesWithEachSetting) {
+  std::mt19937 rng(8);
+  const TextTower base = small_tower(rng);
+  const std::string id = pipeline::text_tower_identity(base);
+  std::mt19937 same(8);
+  EXPECT_EQ(id, pipeline::text_tower_identity(small_tower(same)));
+  const std::vector<std::pair<const char*, std::function<void(TextTower&)>>> changes = {
+      {"mask", [](TextTower& t) { t.mask = TextMask::none; }},
+      {"pooling", [](TextTower& t) { t.pooling = TextPooling::last; }},
+      {"head bias", [](TextTower& t) { t.b_projection = RowVector::Zero(kEmbed); }},
+      {"logit_bias", [](TextTower& t) { t.logit_bias = -10.0f; }},
+      {"probabilities", [](TextTower& t) { t.probabilities = ClassProbability::sigmoid; }},
+      {"gelu", [](TextTower& t) { t.gelu = Gelu::erf; }},
+      {"heads", [](TextTower& t) { t.n_heads = 1; }},
+  };
+  for (const auto& [what, change] : changes) {
+    TextTower t = base;
+    change(t);
+    EXPECT_NE(pipeline::text_tower_identity(t), id) << what;
+  }
 }
 
 TEST(TextTower, ProbabilitiesAreASoftmaxOverTextsOrEachLogitsSigmoid) {
