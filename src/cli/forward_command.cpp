@@ -75,9 +75,7 @@ std::optional<ZeroShotClasses> forward_classes(const model::OpenedModel& opened,
   const ClassListOptions& lists = o.classes_from_words;
   if (!lists.labels.empty() && !o.texts.empty())
     throw Error("--labels and --text: one or the other (each writes the texts' text_embedding.npy)");
-  check_labels_tokenizer(lists, opened.text, o.model.file);
-  std::optional<ZeroShotClasses> classes =
-      zero_shot_classes(lists, opened.text.tower, o.model.file, opened.text.missing, threads);
+  std::optional<ZeroShotClasses> classes = zero_shot_classes(lists, opened, o.model.file, threads);
   if (classes && !o.tensors.empty()) check_embedding_widths(opened, "--labels", o.model.file);
   return classes;
 }

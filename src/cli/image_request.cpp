@@ -175,10 +175,8 @@ std::shared_ptr<const pipeline::WordsRequest> words_request(const ImageOptions& 
 // from are the batch's reads (the output guard's).
 void labels_as_classes(const ImageOptions& o, model::OpenedModel& opened, const std::string& model_name,
                        pipeline::BatchRequest& b) {
-  check_labels_tokenizer(o.classes_from_words, opened.text, model_name);
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::optional<ZeroShotClasses> classes =
-      zero_shot_classes(o.classes_from_words, opened.text.tower, model_name, opened.text.missing, threads);
+  const std::optional<ZeroShotClasses> classes = zero_shot_classes(o.classes_from_words, opened, model_name, threads);
   if (!classes) return;
   check_embedding_widths(opened, "--labels", model_name);
   const pipeline::ClassEmbeddings encoded = encode_zero_shot_classes(opened.text.tower, *classes);

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "core/error.hpp"
 #include "core/vit_head.hpp"
+#include "files/content_hash.hpp"
 #include "files/file_io.hpp"
 #include "pipeline/zero_shot_texts.hpp"
+#include "text/class_prompts.hpp"
 #include "text/clip_tokenizer.hpp"
 #include "text/siglip_tokenizer.hpp"
 #include "text/unicode_text.hpp"
@@ -19,14 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 bool blank(const std::string& text) { return text.find_first_not_of(" \t\n\r\f\v") == std::string::npos; }
-
-// CLIP's tokeniser: <|startoftext|>, the ids, <|endoftext|>, zeros.
-std::vector<std::vector<std::int32_t>> clip_rows(const std::vector<std::string>& texts, int context, bool truncate) {
-  const text::ClipTokenizer tokenizer;
-  std::vector<std::vector<std::int32_t>> rows;
-  for (const std::string& t : texts) rows.push_back(tokenizer.tokenize(t, context, truncate));
-  return rows;
-}
 
 // The SigLIP model's tokeniser: its SentencePiece model beside the weights.
 text::SiglipTokenizer sentencepiece_tokenizer(const model::OpenedModel& opened) {
@@ -38,17 +33,25 @@ text::SiglipTokenizer sentencepiece_tokenizer(const model::OpenedModel& opened) 
   return text::SiglipTokenizer(spiece);
 }
 
+// CLIP's tokeniser: <|startoftext|>, the ids, <|endoftext|>, zeros.
+TowerTokenizer clip_bpe(int context) {
+  auto tokenizer = std::make_shared<const text::ClipTokenizer>();
+  return {[tokenizer, context](const std::string& t, bool truncate) { return tokenizer->tokenize(t, context, truncate); },
+          text::clip_tokenizer_identity()};
+}
+
 // SigLIP's: the SentencePiece model beside the weights; the ids, "</s>", "</s>" as padding.
-std::vector<std::vector<std::int32_t>> sentencepiece_rows(const model::OpenedModel& opened,
-                                                          const std::vector<std::string>& texts, int context,
-                                                          bool truncate) {
-  const text::SiglipTokenizer tokenizer = sentencepiece_tokenizer(opened);
-  std::vector<std::vector<std::int32_t>> rows;
-  for (const std::string& t : texts) {
-    const std::vector<int> ids = tokenizer.tokenize(t, context, truncate);
-    rows.emplace_back(ids.begin(), ids.end());
-  }
-  return rows;
+// Its identity is the model file's bytes: another spiece.model may give other ids.
+TowerTokenizer sentencepiece(const model::OpenedModel& opened, int context) {
+  auto tokenizer = std::make_shared<const text::SiglipTokenizer>(sentencepiece_tokenizer(opened));
+  const std::vector<std::uint8_t> bytes = files::read_file(sentencepiece_model_path(opened));
+  files::Digest64 digest;
+  digest.add(bytes.data(), bytes.size());
+  return {[tokenizer, context](const std::string& t, bool truncate) {
+            const std::vector<int> ids = tokenizer->tokenize(t, context, truncate);
+            return std::vector<std::int32_t>(ids.begin(), ids.end());
+          },
+          "spiece:" + digest.hex()};
 }
 
 // The file's lines, each checked to be UTF-8 (the error names the file and the line).
@@ -134,16 +137,24 @@ std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& op
   for (const std::string& t : texts)
     if (blank(t)) throw Error(option + ": an empty text (nothing to encode)");
   try {
-    switch (opened.text.tokenizer) {
-      case model::TextTokenizer::clip_bpe:
-        return clip_rows(texts, tower.context(), truncate);
-      case model::TextTokenizer::sentencepiece:
-        return sentencepiece_rows(opened, texts, tower.context(), truncate);
-    }
+    const TowerTokenizer tokenizer = tower_tokenizer(opened);
+    std::vector<std::vector<std::int32_t>> rows;
+    for (const std::string& t : texts) rows.push_back(tokenizer.ids(t, truncate));
+    return rows;
   } catch (const Error& e) {
     throw Error(option + ": " + e.what());
   }
-  throw Error(option + ": unknown tokeniser");
+}
+
+TowerTokenizer tower_tokenizer(const model::OpenedModel& opened) {
+  const int context = opened.text.tower.context();
+  switch (opened.text.tokenizer) {
+    case model::TextTokenizer::clip_bpe:
+      return clip_bpe(context);
+    case model::TextTokenizer::sentencepiece:
+      return sentencepiece(opened, context);
+  }
+  throw Error("unknown tokeniser");
 }
 
 }  // namespace vitattn::cli

@@ -7,6 +7,7 @@
 // it with the config files).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,17 @@ std::filesystem::path sentencepiece_model_path(const model::OpenedModel& opened)
 // it: the first context − 1 ids, then the end token).
 std::vector<std::vector<std::int32_t>> text_id_rows(const model::OpenedModel& opened, const std::vector<std::string>& texts,
                                                     bool truncate, const std::string& option);
+
+// The opened model's tokeniser, loaded once (SigLIP's from its spiece.model): a text's ids, the
+// tower's context long, as text_id_rows gives them; and its identity, for caches keyed by what
+// made the ids: CLIP's built-in merges ("clip-bpe:<hex>", text::clip_tokenizer_identity) or the
+// XXH64 of the spiece.model file ("spiece:<hex>"). Throws text_id_rows' Error for a SigLIP
+// tokeniser that is not there; `ids` throws for a text over the context unless `truncate`.
+struct TowerTokenizer {
+  std::function<std::vector<std::int32_t>(const std::string& text, bool truncate)> ids;
+  std::string identity;
+};
+TowerTokenizer tower_tokenizer(const model::OpenedModel& opened);
 
 // Each row's word positions (core/text_tower.hpp word_span) as the tower's tokeniser decodes
 // each id alone: CLIP's BPE token with its word end as a trailing space (ClipTokenizer::

@@ -10,7 +10,7 @@
 #include "files/file_io.hpp"
 #include "options.hpp"
 #include "text/class_prompts.hpp"
-#include "text/clip_tokenizer.hpp"
+#include "text_prompts.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -54,7 +54,7 @@ std::string describe(const Lists& l) {
 void add_class_list_options(CLI::App& command, ClassListOptions& o, const std::string& group) {
   command
       .add_option("--labels", o.labels,
-                  "Zero-shot classes through a CLIP model's text tower, in place of --text: imagenet (OpenAI's 1000\n"
+                  "Zero-shot classes through the model's text tower (CLIP's or SigLIP's), in place of --text: imagenet (OpenAI's 1000\n"
                   "cleaned ImageNet names, each in its 80 prompt templates) or a FILE of class names, one a line\n"
                   "(UTF-8; empty lines skipped; ./imagenet names a file so called). Each class's embedding is the normalised mean of its prompts'\n"
                   "(OpenAI's zeroshot_classifier): writes <out>/text_embedding.npy [classes, E] and text_labels.txt\n"
@@ -75,13 +75,14 @@ void add_class_list_options(CLI::App& command, ClassListOptions& o, const std::s
       ->group(group);
 }
 
-std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& o, const TextTower& tower,
-                                                 const std::string& model_name, const std::string& missing, int threads) {
+std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& o, const model::OpenedModel& opened,
+                                                 const std::string& model_name, int threads) {
   if (o.labels.empty()) {
     if (!o.templates.empty()) throw Error("--templates: needs --labels (the class names the templates are filled with)");
     return std::nullopt;
   }
-  if (!tower.present()) throw Error("--labels: " + (missing.empty() ? model_name + " has no CLIP text tower" : missing));
+  if (!opened.text.tower.present())
+    throw Error("--labels: " + (opened.text.missing.empty() ? model_name + " has no text tower" : opened.text.missing));
   const Lists lists = read_lists(o);
   ZeroShotClasses out;
   out.labels = lists.labels.entries;
@@ -89,22 +90,17 @@ std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& o, cons
   out.description = describe(lists);
   pipeline::ClassEmbeddingRequest& r = out.request;
   r.prompts = text::class_prompts(lists.labels, lists.templates);
-  const text::ClipTokenizer tokenizer;
   try {
-    r.ids = text::tokenize_prompts(tokenizer, lists.labels, r.prompts, tower.context());
+    const TowerTokenizer tokenizer = tower_tokenizer(opened);
+    r.ids = text::tokenize_prompts([&tokenizer](const std::string& p) { return tokenizer.ids(p, false); }, lists.labels,
+                                   r.prompts);
+    r.tokenizer = tokenizer.identity;
   } catch (const Error& e) {
     throw Error(std::string("--labels: ") + e.what());
   }
-  r.tokenizer = text::clip_tokenizer_identity();
   if (!o.no_cache) r.cache_folder = vitattn_cache_dir(process_environment);
   r.threads = threads;
   return out;
-}
-
-void check_labels_tokenizer(const ClassListOptions& o, const model::LoadedText& text, const std::string& model_name) {
-  if (o.labels.empty() || !text.tower.present() || text.tokenizer == model::TextTokenizer::clip_bpe) return;
-  throw Error("--labels: the prompt ensemble is built with CLIP's tokeniser, and " + model_name +
-              "'s text tower reads another (SigLIP's); give its classes as --text");
 }
 
 pipeline::ClassEmbeddings encode_zero_shot_classes(const TextTower& tower, const ZeroShotClasses& classes) {

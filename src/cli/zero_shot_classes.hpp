@@ -1,6 +1,6 @@
 #pragma once
 // Zero-shot classes from words on the command line: --labels imagenet|FILE, --templates FILE,
-// --no-text-cache, for any command with a CLIP text tower (forward's text embeddings, the image
+// --no-text-cache, for any command with a text tower, CLIP's or SigLIP's (forward's text embeddings, the image
 // command's zero-shot classifier). The lists are text/class_prompts.hpp's, the ensemble and its cache
 // pipeline/class_embeddings.hpp's; this file names the flags and finds the cache folder
 // (environment.hpp).
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/text_tower.hpp"
-#include "model/text_tower_loader.hpp"
+#include "model/open_model.hpp"
 #include "pipeline/class_embeddings.hpp"
 
 namespace vitattn::cli {
@@ -37,14 +37,13 @@ struct ZeroShotClasses {
 };
 
 // Before any input: --templates without --labels, --labels on a model without a text tower
-// (`missing` says why it has none, or empty), a bad list or a prompt over the context: one
-// Error line naming the flag and the file's line. Nothing when --labels is not given.
-std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& options, const TextTower& tower,
-                                                 const std::string& model_name, const std::string& missing, int threads);
-
-// --labels on a text tower that does not read CLIP's tokeniser (SigLIP's): the prompt ensemble
-// tokenises with CLIP's, so it is refused there (one Error line naming the model).
-void check_labels_tokenizer(const ClassListOptions& options, const model::LoadedText& text, const std::string& model_name);
+// (the loader's reason why it has none), a bad list, a SigLIP without its spiece.model, or a
+// prompt over the context: one Error line naming the flag and the file's line. Nothing when
+// --labels is not given. The prompts are tokenised with the tower's own tokeniser
+// (text_prompts.hpp): CLIP's byte pairs, or SigLIP's SentencePiece model, whose identity then
+// keys the cache.
+std::optional<ZeroShotClasses> zero_shot_classes(const ClassListOptions& options, const model::OpenedModel& opened,
+                                                 const std::string& model_name, int threads);
 
 // The classes' embeddings (from the cache when it holds them), logged: where they came from.
 pipeline::ClassEmbeddings encode_zero_shot_classes(const TextTower& tower, const ZeroShotClasses& classes);

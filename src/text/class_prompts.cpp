@@ -111,14 +111,13 @@ std::vector<std::vector<std::string>> class_prompts(const TextLines& labels, con
   return out;
 }
 
-std::vector<std::vector<std::vector<std::int32_t>>> tokenize_prompts(const ClipTokenizer& tokenizer,
+std::vector<std::vector<std::vector<std::int32_t>>> tokenize_prompts(const PromptTokenizer& tokenize,
                                                                      const TextLines& labels,
-                                                                     const std::vector<std::vector<std::string>>& prompts,
-                                                                     int context) {
+                                                                     const std::vector<std::vector<std::string>>& prompts) {
   std::vector<std::vector<std::vector<std::int32_t>>> out(prompts.size());
   for (std::size_t c = 0; c < prompts.size(); ++c) {
     try {
-      for (const std::string& p : prompts[c]) out[c].push_back(tokenizer.tokenize(p, context));
+      for (const std::string& p : prompts[c]) out[c].push_back(tokenize(p));
     } catch (const Error& e) {
       throw Error(labels.where(c) + ": " + e.what());
     }

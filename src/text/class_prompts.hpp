@@ -3,7 +3,7 @@
 // into one embedding per class (OpenAI's notebooks/Prompt_Engineering_for_ImageNet.ipynb:
 // imagenet_classes, imagenet_templates, zeroshot_classifier's `template.format(classname)`).
 // Parsing and formatting only; the encoding and the average are the core's
-// (core/prompt_ensemble.hpp), the cache the pipeline's (pipeline/text_embedding_cache.hpp).
+// (core/prompt_ensemble.hpp), the cache the pipeline's (pipeline/class_embeddings.hpp).
 //
 // Built in (data/clip/, embedded at build time as the merges are; data/clip/README.md has the
 // credit and each file's sha256): the notebook's 1000 cleaned ImageNet class names, in class
@@ -17,11 +17,10 @@
 // label, probably a mistake); a template without "{}"; a file with no entry.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "text/clip_tokenizer.hpp"
 
 namespace vitattn::text {
 
@@ -50,12 +49,13 @@ std::string format_prompt(std::string_view template_text, std::string_view name)
 // template order; no templates: the name alone is its one prompt.
 std::vector<std::vector<std::string>> class_prompts(const TextLines& labels, const TextLines& templates);
 
-// Each prompt through CLIP's clip.tokenize (`context` ids, no truncation). A prompt over the
-// context is an Error naming the label's source line and the tokeniser's words.
-std::vector<std::vector<std::vector<std::int32_t>>> tokenize_prompts(const ClipTokenizer& tokenizer,
+// Each prompt through `tokenize` (the model's own tokeniser: one text's context-long id row,
+// no truncation). Its Error for a prompt (one over the context) is rethrown naming the label's
+// source line.
+using PromptTokenizer = std::function<std::vector<std::int32_t>(const std::string& prompt)>;
+std::vector<std::vector<std::vector<std::int32_t>>> tokenize_prompts(const PromptTokenizer& tokenize,
                                                                      const TextLines& labels,
-                                                                     const std::vector<std::vector<std::string>>& prompts,
-                                                                     int context);
+                                                                     const std::vector<std::vector<std::string>>& prompts);
 
 // The built-in tokeniser's identity, for caches keyed by what made the ids: the XXH64 of the
 // embedded merges file, "clip-bpe:<16 hex digits>".

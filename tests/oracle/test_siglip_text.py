@@ -25,13 +25,16 @@ the message names the path it looked at; a text over 64 tokens without --truncat
 its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
 tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
 refused naming the snapshot's path; the image command's <name>_words.csv (--save-attention with
-texts): the tokens as their pieces with "▁" a space, the relevance forward's at the last layer.
+texts): the tokens as their pieces with "▁" a space, the relevance forward's at the last layer;
+`--labels FILE --templates FILE`: the prompt ensemble through the SentencePiece ids, against
+torch_siglip_text's embeddings averaged as OpenAI's zeroshot_classifier, and its logits.
 
 Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
 CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
 dropped (0.022); logit_bias left out (logits off by 2.5); a softmax over the texts in place of
 the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text_config's
-(attention off by 4e-4); words.csv's start layer 0 in place of the last (off by 1.86).
+(attention off by 4e-4); words.csv's start layer 0 in place of the last (off by 1.86); the
+ensemble's prompts through CLIP's tokeniser (refused: ids outside the vocabulary).
 """
 import shutil
 from pathlib import Path
@@ -231,3 +234,49 @@ def test_words_csv_on_siglip(siglip, tmp_path):
         assert np.abs(ref).max() > 0, f"text {t}: forward's relevance is all zeros"
         d = float(np.abs(got - ref).max() / np.abs(ref).max())
         assert d <= TOL, f"text {t}: words.csv off forward's relevance by {d:.3g} (relative)"
+
+
+def test_labels_ensemble(siglip, tmp_path):
+    """`forward --labels FILE --templates FILE` on SigLIP: each prompt tokenised with the model's
+    own SentencePiece model (hf_ids), each class's embedding the normalised mean of its prompts'
+    normalised torch_siglip_text embeddings (OpenAI's zeroshot_classifier), and the logits and
+    sigmoid probabilities of the photos against them as SiglipModel computes them. A second
+    run reads the cache; a CLIP-keyed or stale entry is never used since the key holds the
+    tokeniser's file digest."""
+    model, t, sp = siglip
+    labels, templates = ["cat", "red car", "snowy river"], ["a photo of a {}.", "a blurry picture of the {}"]
+    (tmp_path / "labels.txt").write_text("\n".join(labels) + "\n", encoding="utf-8")
+    (tmp_path / "templates.txt").write_text("\n".join(templates) + "\n", encoding="utf-8")
+    x = photos()
+    env_cache = ["--labels", tmp_path / "labels.txt", "--templates", tmp_path / "templates.txt"]
+    log = harness_forward_labels(model, tmp_path / "o", env_cache, x, tmp_path / "cache")
+    classes = []
+    for name in labels:
+        ids = np.array([hf_ids(sp, tpl.format(name)) for tpl in templates], np.int32)
+        _, e = torch_siglip_text(t, ids)
+        e = np.asarray(e, np.float64)
+        e /= np.linalg.norm(e, axis=1, keepdims=True)
+        mean = e.mean(axis=0)
+        classes.append(mean / np.linalg.norm(mean))
+    classes = np.stack(classes)
+    o = tmp_path / "o"
+    de = maxdiff(np.load(o / "text_embedding.npy"), classes)
+    assert de <= TOL, f"class embeddings off by {de:.3g}"
+    image_e = np.stack([torch_siglip(t, img)["embedding"] for img in x])
+    logits, probs = siglip_logits(image_e, classes, t)
+    dl = maxdiff(np.load(o / "x_logits.npy"), logits)
+    assert dl <= TOL, f"logits off by {dl:.3g}"
+    assert "class embeddings computed" in log and "cached in" in log, log[-2000:]
+    again = harness_forward_labels(model, tmp_path / "o2", env_cache, x, tmp_path / "cache")
+    assert "class embeddings from the cache" in again, again[-2000:]
+    assert (o / "text_embedding.npy").read_bytes() == (tmp_path / "o2" / "text_embedding.npy").read_bytes()
+
+
+def harness_forward_labels(model, out, label_args, image, cache):
+    """`vitattn forward -v --model M --labels … x.npy` with its cache in `cache`; returns stderr."""
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / "x.npy", image)
+    code, _, err = harness.run("forward", "-v", "--model", model, "-o", out, *label_args, out / "x.npy",
+                               env={"XDG_CACHE_HOME": str(cache)})
+    assert code == 0, err[-3000:]
+    return err
