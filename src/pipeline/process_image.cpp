@@ -246,6 +246,20 @@ int report_class_count(const VitModel& model, const ProcessOptions& options) {
   return std::min(options.report_classes->k, model.n_classes());
 }
 
+// The report's Prompts panel when the classes are texts: every text's probability (the model's
+// rule: softmax over the texts, or each one's sigmoid), word bars and text-tower attention.
+void add_texts(ReportBuilder& report, const VitModel& model, const ProcessOptions& options, const ForwardResult& result) {
+  const WordsRequest& words = *options.words;
+  std::vector<double> probabilities(words.texts.size(), 0.0);
+  std::vector<std::string> texts;
+  for (const ClassScore& c : top_classes(result.logits, model.n_classes(), model.class_probability()))
+    if (c.index >= 0 && static_cast<std::size_t>(c.index) < probabilities.size())
+      probabilities[static_cast<std::size_t>(c.index)] = c.probability;
+  for (std::size_t t = 0; t < words.texts.size(); ++t)
+    texts.push_back(options.report_classes->labels.label(static_cast<int>(t)));
+  report.add_texts(report_texts(words, texts, probabilities, result.embedding));
+}
+
 // The report's class picker: the most likely classes with their probabilities and, for each
 // the page keeps, every relevance method's map. One forward records the tape, then one
 // backward a class serves every method (relevance_maps). The maps use the layers the run
@@ -257,7 +271,9 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   fo.scale = options.scale;
   fo.tape = &tape;
   const ForwardResult result = forward(model, x, fo);
-  const std::vector<ClassScore> top = top_classes(result.logits, report_class_count(model, options));
+  const std::vector<ClassScore> top =
+      top_classes(result.logits, report_class_count(model, options), model.class_probability());
+  if (options.words && !options.words->texts.empty()) add_texts(report, model, options, result);
   std::vector<ReportClass> classes;
   for (const ClassScore& c : top) classes.push_back({c.index, options.report_classes->labels.label(c.index), c.probability});
   RelevanceSettings settings;
