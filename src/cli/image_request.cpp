@@ -66,7 +66,7 @@ pipeline::ProcessOptions process_options(const ImageOptions& o) {
   v.layer = o.layer;
   v.methods = chosen_methods(o, true);  // "all": narrowed to the model's in choose_maps
   v.legrad_from = o.first_layer.value_or(o.legrad_from);
-  v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? -1 : 0);  // the CLIP notebook's start, else the paper's
+  v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? pipeline::kTextsCheferFrom : 0);  // the CLIP notebook's start, else the paper's
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size

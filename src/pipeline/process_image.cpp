@@ -284,10 +284,17 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   // −K on a model of fewer layers: every layer).
   const int from_end = options.view.legrad_from;
   settings.legrad_from = from_end < 0 ? std::max(model.n_layers() + from_end, 0) : from_end;
+  // Chefer's first layer as the drawn map's (--first-layer; asked in words, the CLIP notebook's last layer).
+  settings.chefer_from = options.view.chefer_from < 0 ? std::max(model.n_layers() + options.view.chefer_from, 0)
+                                                      : options.view.chefer_from;
   report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
-                                              "0…{} (LeGrad: {}…{}, each layer's own logit).",
+                                              "0…{} (LeGrad: {}…{}, each layer's own logit{}).",
                                               settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
-                                              settings.last_layer));
+                                              settings.last_layer,
+                                              settings.chefer_from > 0
+                                                  ? fmt::format("; chefer: {}…{}", std::min(settings.chefer_from, settings.last_layer),
+                                                                settings.last_layer)
+                                                  : std::string()));
   const std::vector<MapMethod> shown = report_methods();
   std::vector<RelevanceMap> methods;
   for (MapMethod m : shown) methods.push_back(relevance_map(m));
@@ -430,7 +437,7 @@ std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel&
                        pca_image(*attended.pca, bgr.size(), options.render.interp));
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
-    classes = top_classes(logits, options.top->k);
+    classes = top_classes(logits, options.top->k, model.class_probability());  // SigLIP's texts: each one's sigmoid
     write_predictions(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), {{job.input, classes}},
                       options.top->labels);
   }

@@ -68,6 +68,7 @@ void set_method(MapQuery& q, const std::string& text) {
     throw Error(fmt::format("method={}: expected {}", shown(text),
                             pipeline::method_names(pipeline::every_method(), " or ")));
   q.method = *m;
+  q.method_given = true;
 }
 
 void set_format(MapQuery& q, const std::string& text) {
@@ -116,7 +117,7 @@ std::string report_key(const MapQuery& q) {
   return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={} top={} pca={} "
                      "truncate={} texts={}{}",
                      q.model, q.layer, static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion),
-                     pipeline::method_name(q.method), q.classes ? "\"" + *q.classes + "\"" : "-", q.name,
+                     q.method_given || q.texts.empty() ? std::string(pipeline::method_name(q.method)) : "the texts' default", q.classes ? "\"" + *q.classes + "\"" : "-", q.name,
                      q.top ? std::to_string(*q.top) : q.texts.empty() ? "3" : "every text", q.pca ? 1 : 0, q.truncate ? 1 : 0, q.texts.size(), texts);
 }
 

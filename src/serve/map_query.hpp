@@ -31,6 +31,7 @@ struct MapQuery {
   int head_index = 0;     // with HeadChoice::index
   HeadFusion fusion = HeadFusion::mean;
   pipeline::MapMethod method = pipeline::MapMethod::attention;
+  bool method_given = false;  // method= was in the query (with texts and none: pipeline::kTextsMethod)
   std::optional<std::string> classes;  // as given: resolved against the model by map_options
   MapFormat format = MapFormat::npy;
   std::string name = "upload";  // QueryKind::report: 1…255 bytes, no control character, '/' or '\\'

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "image/image_loader.hpp"
+#include "pipeline/map_methods.hpp"
 #include "pipeline/process_image.hpp"
 #include "pipeline/report_start.hpp"
 #include "pipeline/words_part.hpp"
@@ -59,7 +60,10 @@ std::string compute_report(const std::vector<std::uint8_t>& image, const std::st
   if (!query.texts.empty()) {  // the prompts are the classes; the picker lists every one unless top= says
     std::shared_ptr<const pipeline::WordsRequest> words;
     const ServedModel asked = asked_in_words(served, query, words);
-    pipeline::ProcessOptions options = report_options(asked, query, max_pixels);
+    MapQuery q = query;  // no method named: the CLI's for texts, which the page opens on
+    if (!q.method_given) q.method = pipeline::kTextsMethod;
+    pipeline::ProcessOptions options = report_options(asked, q, max_pixels);
+    options.view.chefer_from = pipeline::kTextsCheferFrom;  // as the CLI's --text: the notebook's start
     options.words = words;
     options.report_classes = pipeline::report_class_picker(query.top.value_or(static_cast<int>(query.texts.size())), asked.labels);
     const cv::Mat bgr = image::decode_image(image, source, options.max_pixels, options.damage);  // (H, W) 8-bit

@@ -150,6 +150,9 @@ TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
             report_key(parse_map_query({{"name", "a.png"}, {"text", "a b"}}, QueryKind::report)));
   EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"text", "a\nb"}}, QueryKind::report)),
             report_key(parse_map_query({{"name", "a.png"}, {"text", "a\nb"}, {"top", "3"}}, QueryKind::report)));
+  // With texts, no method is the texts' default: another page than method=attention's.
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"text", "a"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"text", "a"}, {"method", "attention"}}, QueryKind::report)));
 }
 
 // text=: one prompt per line (CRLF and a final line break as one line's end), empty lines kept
