@@ -121,6 +121,8 @@ void example_d(std::ostream& out) {
   out << "  largest weight above the diagonal: " << std::defaultfloat << above << std::fixed
       << " (exactly 0: e^−∞ = 0); the first token can only attend to itself, so its row is [1 0 0 0].\n";
   print(out, "masked output", a.output, 3);
+  out << "  The same mask runs in CLIP's text tower: vitattn --model CLIP --text \"a photo of a cat\" --report IMAGE\n"
+         "  draws its attention token × token, the masked cells shown as masked (docs/text.md).\n";
 }
 
 }  // namespace

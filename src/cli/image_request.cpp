@@ -66,7 +66,7 @@ pipeline::ProcessOptions process_options(const ImageOptions& o) {
   v.layer = o.layer;
   v.methods = chosen_methods(o, true);  // "all": narrowed to the model's in choose_maps
   v.legrad_from = o.first_layer.value_or(o.legrad_from);
-  v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? -1 : 0);  // the CLIP notebook's start, else the paper's
+  v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? pipeline::kTextsCheferFrom : 0);  // the CLIP notebook's start, else the paper's
   v.discard_ratio = static_cast<float>(o.discard_ratio);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size
@@ -154,12 +154,14 @@ std::vector<std::vector<std::int32_t>> texts_as_classes(const ImageOptions& o, m
   return ids;
 }
 
-// --save-attention with texts: each image's <name>_words.csv (pipeline/words_part.hpp), from
-// `tower` (the request's, which outlives the batch). The start layer is the CLIP notebook's
-// (the last layer alone) unless --first-layer names one, as it does for the image's maps.
+// --save-attention or --report with texts: each image's <name>_words.csv and the report's word bars
+// (pipeline/words_part.hpp; `view`: the report's text attention tokens, or none), from `tower`
+// (the request's, which outlives the batch). The start layer is the CLIP notebook's (the last
+// layer alone) unless --first-layer names one, as it does for the image's maps.
 std::shared_ptr<const pipeline::WordsRequest> words_request(const ImageOptions& o, const TextTower& tower,
                                                             const std::vector<std::vector<std::int32_t>>& ids,
-                                                            const std::vector<std::vector<std::string>>& tokens) {
+                                                            const std::vector<std::vector<std::string>>& tokens,
+                                                            const std::vector<std::vector<std::string>>& view) {
   int start = -1;
   try {
     start = text_start_layer(o.first_layer.value_or(-1), tower.n_layers());
@@ -167,7 +169,7 @@ std::shared_ptr<const pipeline::WordsRequest> words_request(const ImageOptions& 
     throw Error(fmt::format("--first-layer {}: {}", *o.first_layer, e.what()));
   }
   return std::make_shared<const pipeline::WordsRequest>(
-      pipeline::text_words(tower, ids, tokens, start));
+      pipeline::text_words(tower, ids, tokens, start, view));
 }
 
 // --labels (and --templates): the prompt ensemble's class embeddings (from the cache when it has
@@ -249,10 +251,13 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
   p = process_options(o);
   choose_maps(o, r.model, r.labels, model_name, p.view);
   pipeline::check_view(r.model, p.view, model_name);
-  if (o.save_attention && !text_ids.empty()) {  // after the view: --first-layer is the image's first
+  // after the view: --first-layer is the image's first. words.csv's, and the report's word bars and text attention.
+  if ((o.save_attention || o.report) && !text_ids.empty()) {
     const std::vector<std::vector<std::string>> tokens = word_token_texts(opened, text_ids);
+    const std::vector<std::vector<std::string>> view =
+        o.report ? prompt_token_texts(opened, text_ids) : std::vector<std::vector<std::string>>{};
     r.text_tower = std::move(opened.text.tower);
-    p.words = words_request(o, r.text_tower, text_ids, tokens);
+    p.words = words_request(o, r.text_tower, text_ids, tokens, view);
   }
   warn_small_grid(o, r.model);
   log_grid(o, r.model, p);
@@ -263,7 +268,11 @@ void build_image_request(const ImageOptions& o, ImageRequest& r) {
     };
   if (o.top > 0) p.top = pipeline::TopRequest{o.top, r.labels};
   // --report's class picker: --top's classes, else the pipeline's few most likely.
-  if (o.report) p.report_classes = pipeline::report_class_picker(o.top > 0 ? std::optional(o.top) : std::nullopt, r.labels);
+  // Asked in words, the picker lists every text (the Prompts panel ranks them all).
+  const std::optional<int> picker = o.top > 0            ? std::optional(o.top)
+                                    : !text_ids.empty() ? std::optional(static_cast<int>(text_ids.size()))
+                                                        : std::nullopt;
+  if (o.report) p.report_classes = pipeline::report_class_picker(picker, r.labels);
   if (o.report && o.top > 10 && r.model.has_classifier())
     spdlog::warn("--report --top {}: each page holds the class-specific maps of {} classes, one backward pass a class",
                  o.top, std::min(o.top, r.model.n_classes()));

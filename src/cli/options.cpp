@@ -126,7 +126,7 @@ void check_texts(const CLI::App& app, ImageOptions& o) {
   if (o.truncate && !texts) throw CLI::ValidationError("--truncate is for --text and --texts-from");
   if (o.no_legrad_correction && !texts && o.classes_from_words.labels.empty())
     throw CLI::ValidationError("--no-legrad-correction is for --text, --texts-from and --labels");
-  if (texts && app.count("--method") == 0 && !o.rollout) o.method = MethodChoice{false, pipeline::MapMethod::legrad};
+  if (texts && app.count("--method") == 0 && !o.rollout) o.method = MethodChoice{false, pipeline::kTextsMethod};
   if (texts && !o.classes_from_words.labels.empty())
     throw CLI::ValidationError("--labels and --text: one or the other (the texts are the classes, or the labels are)");
 }

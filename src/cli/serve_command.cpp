@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "model_request.hpp"
 #include "pipeline/threads.hpp"
 #include "pipeline/view.hpp"
+#include "text_prompts.hpp"
 #include "serve/access.hpp"
 #include "serve/server.hpp"
 #include "serve/token.hpp"
@@ -33,6 +36,29 @@ void check_input_size(const serve::ServedModel& served) {
   }
 }
 
+// The model's text tower for text= (serve/map_job.hpp ServedTexts), tokenised by the CLI's own
+// steps (text_prompts.hpp) with "text" as the option its messages name; none when the file has
+// no text tower, or one whose embedding is not as wide as the image's (said once, at start).
+std::optional<serve::ServedTexts> served_texts(model::OpenedModel& opened, const std::string& name) {
+  if (!opened.text.tower.present()) return std::nullopt;
+  try {
+    check_embedding_widths(opened, "text", name);
+  } catch (const Error& e) {
+    spdlog::warn("{}: prompts are not taken", e.what());
+    return std::nullopt;
+  }
+  serve::ServedTexts t;
+  t.legrad_empty = legrad_empty_prompt_ids(opened, true);
+  auto text = std::make_shared<model::OpenedModel>();  // the tokeniser's side only: the tower, the file it sits beside
+  text->text = std::move(opened.text);
+  text->file = opened.file;
+  t.tower = std::shared_ptr<const TextTower>(text, &text->text.tower);
+  t.ids = [text](const std::vector<std::string>& texts, bool truncate) { return text_id_rows(*text, texts, truncate, "text"); };
+  t.words = [text](const serve::ServedTexts::Rows& rows) { return word_token_texts(*text, rows); };
+  t.view = [text](const serve::ServedTexts::Rows& rows) { return prompt_token_texts(*text, rows); };
+  return t;
+}
+
 // Each --model once, in order, with its own settings and class names (the picker and class=);
 // none: the seeded model.
 std::vector<serve::ServedModel> open_models(const ServeOptions& o, int verbosity) {
@@ -40,9 +66,11 @@ std::vector<serve::ServedModel> open_models(const ServeOptions& o, int verbosity
   std::vector<ModelOptions> entries = o.models;
   if (entries.empty()) entries.emplace_back();
   for (const ModelOptions& m : entries) {
-    model::OpenedModel opened = open_requested_model(m, verbosity, true);
-    models.push_back({m.file.empty() ? "the seeded model" : m.file, std::move(opened.model), std::move(opened.labels),
-                      m.img_size_given ? m.shape.img_size : 0});
+    model::OpenedModel opened = open_requested_model(m, verbosity, true, true);
+    const std::string name = m.file.empty() ? "the seeded model" : m.file;
+    std::optional<serve::ServedTexts> texts = served_texts(opened, name);
+    models.push_back({name, std::move(opened.model), std::move(opened.labels), m.img_size_given ? m.shape.img_size : 0,
+                      std::move(texts)});
     check_input_size(models.back());
   }
   return models;

@@ -82,8 +82,13 @@ std::vector<std::string> prompt_texts(const std::vector<std::string>& texts, con
   return all;
 }
 
-std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel& opened,
-                                                       const std::vector<std::vector<std::int32_t>>& rows) {
+namespace {
+
+// Each row's positions [span(row).first, span(row).second) as the tower's tokeniser decodes each
+// id alone (word_token_texts' and prompt_token_texts' one decoder).
+std::vector<std::vector<std::string>> position_texts(
+    const model::OpenedModel& opened, const std::vector<std::vector<std::int32_t>>& rows,
+    const std::function<std::pair<int, int>(const std::vector<std::int32_t>&)>& span) {
   std::function<std::string(std::int32_t)> decode;
   std::optional<text::ClipTokenizer> clip;
   std::optional<text::SiglipTokenizer> siglip;
@@ -100,11 +105,25 @@ std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel&
   if (!decode) throw Error("unknown tokeniser");
   std::vector<std::vector<std::string>> texts;
   for (const std::vector<std::int32_t>& ids : rows) {
-    const auto [begin, end] = word_span(opened.text.tower, ids);
+    const auto [begin, end] = span(ids);
     std::vector<std::string>& tokens = texts.emplace_back();
     for (int j = begin; j < end; ++j) tokens.push_back(decode(ids[static_cast<std::size_t>(j)]));
   }
   return texts;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel& opened,
+                                                       const std::vector<std::vector<std::int32_t>>& rows) {
+  return position_texts(opened, rows, [&](const std::vector<std::int32_t>& ids) { return word_span(opened.text.tower, ids); });
+}
+
+std::vector<std::vector<std::string>> prompt_token_texts(const model::OpenedModel& opened,
+                                                         const std::vector<std::vector<std::int32_t>>& rows) {
+  return position_texts(opened, rows, [&](const std::vector<std::int32_t>& ids) {
+    return std::pair{0, std::min(word_span(opened.text.tower, ids).second + 1, static_cast<int>(ids.size()))};
+  });
 }
 
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted) {

@@ -49,6 +49,12 @@ TowerTokenizer tower_tokenizer(const model::OpenedModel& opened);
 std::vector<std::vector<std::string>> word_token_texts(const model::OpenedModel& opened,
                                                        const std::vector<std::vector<std::int32_t>>& rows);
 
+// Each row's positions 0 … E as word_token_texts decodes them, E the end token after the words
+// (CLIP's end-of-text, SigLIP's first "</s>"): the tokens the report's text attention view
+// shows (CLIP's start-of-text, the words, the end).
+std::vector<std::vector<std::string>> prompt_token_texts(const model::OpenedModel& opened,
+                                                         const std::vector<std::vector<std::int32_t>>& rows);
+
 // The ids of LeGrad's empty prompt for the opened model's SigLIP tower (its correction:
 // core/legrad_text.hpp), or none for any other tower or when `wanted` is false.
 std::vector<std::int32_t> legrad_empty_prompt_ids(const model::OpenedModel& opened, bool wanted);

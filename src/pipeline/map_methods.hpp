@@ -20,6 +20,13 @@ namespace vitattn::pipeline {
 
 enum class MapMethod { attention, rollout, chefer, grad_rollout, legrad, gradcam };
 
+// The method drawn when texts are the classes and none is named (the CLI's --text, serve's
+// text=): LeGrad, whose authors' code is written for CLIP and SigLIP.
+inline constexpr MapMethod kTextsMethod = MapMethod::legrad;
+// Chefer's first layer when texts are the classes and none is named: the authors' CLIP
+// notebook's start_layer = −1, the last layer alone (the paper's 0 otherwise).
+inline constexpr int kTextsCheferFrom = -1;
+
 struct MapMethodRow {
   MapMethod method;
   const char* name;                  // "grad-rollout"

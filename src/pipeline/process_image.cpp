@@ -246,6 +246,20 @@ int report_class_count(const VitModel& model, const ProcessOptions& options) {
   return std::min(options.report_classes->k, model.n_classes());
 }
 
+// The report's Prompts panel when the classes are texts: every text's probability (the model's
+// rule: softmax over the texts, or each one's sigmoid), word bars and text-tower attention.
+void add_texts(ReportBuilder& report, const VitModel& model, const ProcessOptions& options, const ForwardResult& result) {
+  const WordsRequest& words = *options.words;
+  std::vector<double> probabilities(words.texts.size(), 0.0);
+  std::vector<std::string> texts;
+  for (const ClassScore& c : top_classes(result.logits, model.n_classes(), model.class_probability()))
+    if (c.index >= 0 && static_cast<std::size_t>(c.index) < probabilities.size())
+      probabilities[static_cast<std::size_t>(c.index)] = c.probability;
+  for (std::size_t t = 0; t < words.texts.size(); ++t)
+    texts.push_back(options.report_classes->labels.label(static_cast<int>(t)));
+  report.add_texts(report_texts(words, texts, probabilities, result.embedding));
+}
+
 // The report's class picker: the most likely classes with their probabilities and, for each
 // the page keeps, every relevance method's map. One forward records the tape, then one
 // backward a class serves every method (relevance_maps). The maps use the layers the run
@@ -257,7 +271,9 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   fo.scale = options.scale;
   fo.tape = &tape;
   const ForwardResult result = forward(model, x, fo);
-  const std::vector<ClassScore> top = top_classes(result.logits, report_class_count(model, options));
+  const std::vector<ClassScore> top =
+      top_classes(result.logits, report_class_count(model, options), model.class_probability());
+  if (options.words && !options.words->texts.empty()) add_texts(report, model, options, result);
   std::vector<ReportClass> classes;
   for (const ClassScore& c : top) classes.push_back({c.index, options.report_classes->labels.label(c.index), c.probability});
   RelevanceSettings settings;
@@ -268,10 +284,17 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   // −K on a model of fewer layers: every layer).
   const int from_end = options.view.legrad_from;
   settings.legrad_from = from_end < 0 ? std::max(model.n_layers() + from_end, 0) : from_end;
+  // Chefer's first layer as the drawn map's (--first-layer; asked in words, the CLIP notebook's last layer).
+  settings.chefer_from = options.view.chefer_from < 0 ? std::max(model.n_layers() + options.view.chefer_from, 0)
+                                                      : options.view.chefer_from;
   report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
-                                              "0…{} (LeGrad: {}…{}, each layer's own logit).",
+                                              "0…{} (LeGrad: {}…{}, each layer's own logit{}).",
                                               settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
-                                              settings.last_layer));
+                                              settings.last_layer,
+                                              settings.chefer_from > 0
+                                                  ? fmt::format("; chefer: {}…{}", std::min(settings.chefer_from, settings.last_layer),
+                                                                settings.last_layer)
+                                                  : std::string()));
   const std::vector<MapMethod> shown = report_methods();
   std::vector<RelevanceMap> methods;
   for (MapMethod m : shown) methods.push_back(relevance_map(m));
@@ -414,7 +437,7 @@ std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel&
                        pca_image(*attended.pca, bgr.size(), options.render.interp));
   std::vector<ClassScore> classes;  // --top: written before the overlay, which is written last
   if (classify && options.top) {
-    classes = top_classes(logits, options.top->k);
+    classes = top_classes(logits, options.top->k, model.class_probability());  // SigLIP's texts: each one's sigmoid
     write_predictions(with_suffix(job.output_base, batch_file(&OutputSet::top).part_suffix), {{job.input, classes}},
                       options.top->labels);
   }

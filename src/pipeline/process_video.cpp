@@ -148,7 +148,7 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
         InputGrid grid;
         RowVector logits;
         const std::vector<NamedMap> named = frame_maps(*d, model, options, grid, source, outputs.top ? &logits : nullptr);
-        if (outputs.top) classes.push_back({d->index, top_classes(logits, options.top->k)});
+        if (outputs.top) classes.push_back({d->index, top_classes(logits, options.top->k, model.class_probability())});
         std::vector<Matrix> maps;
         for (const NamedMap& m : named) maps.push_back(m.map);
         if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);

@@ -6,7 +6,9 @@
 // A model that pools with a probe (SigLIP: no class token) also has the probe's attention over the
 // last layer's output: the query "probe" of the last layer, where the page opens.
 // Contract for scripts and tests: window.vitattn.select({layer, head, query, view, rollout, method, class}),
-// .row(), .info(), .state(), .mapError(), .tokens({layer}), .headTable().
+// .row(), .info(), .state(), .mapError(), .tokens({layer}), .headTable(), .texts(), .textAttention({prompt, layer, head}).
+// A model asked in words (classes that are texts): a Prompts panel, each text's ranking, word
+// bars and maps, and its text tower's attention token × token with the causal mask shown.
 (() => {
   'use strict';
   const D = JSON.parse(document.getElementById('vitattn-data').textContent);
@@ -605,7 +607,7 @@
   function redraw() {
     const t0 = performance.now();
     compute();
-    drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); drawTokens(); syncControls(); writeHash();
+    drawView(); drawStrip(); drawHeads(); drawStatus(); drawStats(); drawSteps(); drawTokens(); drawPrompts(); syncControls(); writeHash();
     lastRedrawMs = performance.now() - t0;
   }
 
@@ -629,6 +631,107 @@
     else if (opts.method === 'attention') { c.method = 'attention'; if (opts.rollout === undefined) c.rollout = false; }
     else if (opts.method !== undefined) c.method = opts.method;
     if (opts.class !== undefined) c.cls = classIndex(opts.class);
+  }
+
+  // ---- the Prompts panel (a model asked in words: its classes are texts) ----------------------
+  // Each text's probability, its word bars (words.csv's relevance, a bar per token) and buttons
+  // for its map under each class-specific method (the class picker's path, the text the class);
+  // and the text tower's attention of a prompt, layer and head as a token × token table, the
+  // cells the causal mask hides shown as masked (never as a zero weight).
+  const TX = D.texts || null;
+  const textPrompts = TX ? TX.prompts.map((p) => ({ ...p, attention: floats(p.attention) })) : [];
+  const textView = { prompt: 0, layer: TX ? TX.layers - 1 : 0, head: 0 };
+  const promptButtons = [];
+  const isMasked = (i, j) => !!TX && TX.causal && j > i;
+  // [query][key] of the prompt, layer and head: the weight, or null where the mask hides the key.
+  function textMatrix(v) {
+    const p = textPrompts[v.prompt], n = p.tokens.length, base = (v.layer * TX.heads + v.head) * n * n;
+    return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (isMasked(i, j) ? null : p.attention[base + i * n + j])));
+  }
+  function checkTextView(v) {
+    const bad = (x, n) => !Number.isInteger(x) || x < 0 || x >= n;
+    if (!TX) throw new Error('this page has no texts');
+    if (bad(v.prompt, textPrompts.length)) throw new Error(`textAttention: prompt must be 0…${textPrompts.length - 1}`);
+    if (bad(v.layer, TX.layers)) throw new Error(`textAttention: layer must be 0…${TX.layers - 1}`);
+    if (bad(v.head, TX.heads)) throw new Error(`textAttention: head must be 0…${TX.heads - 1}`);
+  }
+  function drawTextAttention() {
+    if (!TX) return;
+    const p = textPrompts[textView.prompt], m = textMatrix(textView), table = $('text-attention');
+    table.replaceChildren();
+    const caption = document.createElement('caption');
+    caption.textContent = `“${p.text}”, text layer ${textView.layer}, head ${textView.head}: row = query, column = key`;
+    const head = document.createElement('tr');
+    head.append(document.createElement('th'));
+    for (const t of p.tokens) { const th = document.createElement('th'); th.scope = 'col'; th.textContent = t; head.append(th); }
+    table.append(caption, head);
+    m.forEach((row, i) => {
+      const tr = document.createElement('tr'), th = document.createElement('th');
+      th.scope = 'row'; th.textContent = p.tokens[i];
+      tr.append(th);
+      row.forEach((w, j) => {
+        const td = document.createElement('td');
+        if (w === null) {
+          td.className = 'masked'; td.dataset.masked = '1'; td.textContent = '·';
+          td.title = `masked: ${JSON.stringify(p.tokens[i])} cannot see ${JSON.stringify(p.tokens[j])}, a later token`;
+        } else {
+          td.className = 'heat' + (w > 0.55 ? ' dark' : ''); td.dataset.value = String(w); td.textContent = w.toFixed(3);
+          td.style.background = `rgba(214, 51, 108, ${Math.min(1, Math.max(0, w)).toFixed(3)})`;
+        }
+        tr.append(td);
+      });
+      table.append(tr);
+    });
+    for (const [id, key] of [['text-prompt', 'prompt'], ['text-layer', 'layer'], ['text-head', 'head']]) $(id).value = String(textView[key]);
+  }
+  function setupTexts() {
+    if (!TX) return;
+    $('prompts-panel').hidden = false;
+    $('prompts-about').textContent = `Ranked by ${TX.probability === 'sigmoid' ? 'the sigmoid of each text\'s logit (SigLIP: each on its own)' : 'the softmax over the texts (CLIP)'}` +
+      `. The bars: each word's relevance to this image's logit (words.csv's; the text tower's layers ${TX.relevance_from}…${TX.layers - 1}).`;
+    const order = textPrompts.map((p, i) => i).sort((a, b) => textPrompts[b].probability - textPrompts[a].probability || a - b);
+    for (const i of order) {
+      const p = textPrompts[i], li = document.createElement('li'), title = document.createElement('div');
+      li.dataset.index = String(i);
+      title.className = 'prompt-title';
+      title.textContent = `“${p.text}” (text ${i}): ${(p.probability * 100).toFixed(2)} %`;
+      const maps = document.createElement('div');
+      maps.className = 'prompt-maps';
+      for (const m of gradientMethods) {
+        const b = document.createElement('button');
+        b.type = 'button'; b.textContent = `${m} map`; b.dataset.method = m;
+        b.disabled = !hasMaps(i);
+        b.addEventListener('click', () => apply({ cls: i, method: m, rollout: false }));
+        maps.append(b);
+        promptButtons.push({ el: b, cls: i, method: m });
+      }
+      const words = document.createElement('div');
+      words.className = 'words';
+      const top = Math.max(0, ...p.relevance);
+      p.words.forEach((w, k) => {
+        const token = document.createElement('span'), bar = document.createElement('span'), fill = document.createElement('span'), value = document.createElement('span');
+        token.className = 'token'; token.textContent = w;
+        bar.className = 'bar'; bar.dataset.token = w; bar.dataset.relevance = String(p.relevance[k]); bar.dataset.position = String(p.first_word + k);
+        fill.style.width = `${top > 0 ? Math.max(0, p.relevance[k] / top) * 100 : 0}%`;
+        bar.append(fill);
+        value.className = 'value'; value.textContent = p.relevance[k].toPrecision(4);
+        words.append(token, bar, value);
+      });
+      li.append(title, maps, words);
+      $('prompts').append(li);
+      const o = document.createElement('option'); o.value = String(i); o.textContent = p.text; $('text-prompt').append(o);
+    }
+    for (let l = 0; l < TX.layers; l++) { const o = document.createElement('option'); o.value = o.textContent = String(l); $('text-layer').append(o); }
+    for (let h = 0; h < TX.heads; h++) { const o = document.createElement('option'); o.value = o.textContent = String(h); $('text-head').append(o); }
+    $('text-mask').textContent = TX.causal
+      ? 'CLIP\'s causal mask: a token attends to itself and the tokens before it; the cells above the diagonal are masked (hatched), not zero weights. The tokens shown: the start token, the words, the end token (whose row is the text\'s embedding).'
+      : 'No mask: SigLIP\'s text tower lets every token attend to every other, padding included (rows here are cropped to the words and the first </s>, so they sum to less than 1).';
+    for (const [id, key] of [['text-prompt', 'prompt'], ['text-layer', 'layer'], ['text-head', 'head']])
+      $(id).addEventListener('change', () => { textView[key] = Number($(id).value); drawTextAttention(); });
+    drawTextAttention();
+  }
+  function drawPrompts() {
+    for (const b of promptButtons) b.el.classList.toggle('active', isGradient(state.method) && state.method === b.method && state.cls === b.cls);
   }
 
   // ---- contract --------------------------------------------------------------------------
@@ -671,6 +774,21 @@
     // The head table as shown, top to bottom: [{layer, head}].
     headTable() { return headRows.map((r) => ({ layer: r.layer, head: r.head })); },
     steps() { return stepView; },
+    // The texts (a model asked in words; null otherwise): the mask, the probability rule, each
+    // prompt's text, probability, words, relevances and view tokens, in the order given.
+    texts() {
+      return TX ? { causal: TX.causal, probability: TX.probability, layers: TX.layers, heads: TX.heads,
+        prompts: textPrompts.map((p) => ({ text: p.text, probability: p.probability, words: [...p.words], relevance: [...p.relevance], tokens: [...p.tokens] })) } : null;
+    },
+    // Shows a prompt's text attention at a layer and head; returns {tokens, matrix} with null
+    // for each masked cell.
+    textAttention(opts = {}) {
+      const v = { ...textView, ...opts };
+      checkTextView(v);
+      Object.assign(textView, v);
+      drawTextAttention();
+      return { tokens: [...textPrompts[v.prompt].tokens], matrix: textMatrix(v) };
+    },
     lastRedrawMs() { return lastRedrawMs; },
   });
 
@@ -816,6 +934,7 @@
   view.width = Math.max(1, Math.round(iw * f)); view.height = Math.max(1, Math.round(ih * f));
   setup();
   setupTokens();
+  setupTexts();
   readHash();
   redraw();
   image.addEventListener('load', () => { imageReady = true; redraw(); document.body.dataset.ready = '1'; });

@@ -341,6 +341,44 @@ void ReportBuilder::add_relevance(const std::string& method, int class_index, co
   relevance_.push_back(std::move(out));
 }
 
+void ReportBuilder::add_texts(ReportTexts texts) {
+  const auto lh = static_cast<std::size_t>(texts.layers) * static_cast<std::size_t>(texts.heads);
+  for (std::size_t t = 0; t < texts.prompts.size(); ++t) {
+    const ReportPrompt& p = texts.prompts[t];
+    const std::size_t n = p.tokens.size();
+    if (p.words.size() != p.relevance.size() || p.attention.size() != lh * n * n ||
+        p.first_word < 0 || static_cast<std::size_t>(p.first_word) + p.words.size() > n)
+      throw Error(fmt::format("report: text {} has {} words, {} relevances, {} tokens from {} and {} attention values "
+                              "(expected {} layers x {} heads x {}²)",
+                              t, p.words.size(), p.relevance.size(), n, p.first_word, p.attention.size(), texts.layers,
+                              texts.heads, n));
+  }
+  texts_ = std::move(texts);
+}
+
+namespace {
+
+// The Prompts panel's data: the attention as base64 float32 (exact, and smaller than JSON numbers).
+json texts_json(const ReportTexts& texts) {
+  json prompts = json::array();
+  for (const ReportPrompt& p : texts.prompts)
+    prompts.push_back({{"text", p.text},
+                       {"probability", p.probability},
+                       {"words", p.words},
+                       {"relevance", p.relevance},
+                       {"first_word", p.first_word},
+                       {"tokens", p.tokens},
+                       {"attention", base64(p.attention.data(), p.attention.size() * sizeof(float))}});
+  return {{"causal", texts.causal},
+          {"probability", texts.probability},
+          {"layers", texts.layers},
+          {"heads", texts.heads},
+          {"relevance_from", texts.relevance_from},
+          {"prompts", std::move(prompts)}};
+}
+
+}  // namespace
+
 std::string ReportBuilder::budget_note() const {
   std::string note;
   if (full_layers_ < shape_.layers)
@@ -428,6 +466,7 @@ std::string ReportBuilder::page_text(const std::string& name, const cv::Mat& bgr
                             kept * shape_.class_methods, kept));
   data["classes"] = classes_json(classes_, classes_kept_);
   data["relevance"] = relevance_json(relevance_, classes_about_, half);
+  if (texts_) data["texts"] = texts_json(*texts_);
   json left_out = json::array();
   if (const std::string note = budget_note(); !note.empty()) left_out.push_back(note);
   if (q_.size() == 0 && shape_.layers == 1 && shape_.heads == 1)

@@ -72,6 +72,29 @@ struct ReportClass {
   double probability = 0.0;
 };
 
+// One text of a model asked in words (its classes are texts): what the page's Prompts panel
+// shows of it beside its maps (which are the class picker's, the text being the class).
+struct ReportPrompt {
+  std::string text;
+  double probability = 0.0;             // the ranking's: softmax over the texts (CLIP) or the sigmoid (SigLIP)
+  std::vector<std::string> words;       // the word positions' token texts (words.csv's token column)
+  std::vector<float> relevance;         // each word's relevance to this image's logit (words.csv's)
+  int first_word = 1;                   // words[0]'s position in the token row
+  // The text tower's attention cropped to positions 0 … n−1 (the start token if any, the words,
+  // the end token): tokens (n) their texts, attention [layer][head][query][key] row-major.
+  std::vector<std::string> tokens;
+  std::vector<float> attention;
+};
+
+// The text side of a page whose classes are texts (ReportShape::classes counts them).
+struct ReportTexts {
+  bool causal = true;                   // CLIP's mask (query i sees keys 0 … i); false: SigLIP, no mask
+  std::string probability = "softmax";  // "softmax" over the texts, or "sigmoid" of each
+  int layers = 0, heads = 0;            // the text tower's
+  int relevance_from = 0;               // the words' relevance: the rollout's first text layer
+  std::vector<ReportPrompt> prompts;    // in the order given (class index = position here)
+};
+
 // Collects one image's attention layer by layer as the forward pass hands it over, keeping
 // only what goes in the page (quantised at once), then writes the page.
 class ReportBuilder {
@@ -100,6 +123,12 @@ class ReportBuilder {
   // The classes the page lists, most likely first (at most shape.classes), and one line on
   // what their maps are (the layers and target used).
   void add_predictions(const std::vector<ReportClass>& classes, const std::string& about);
+
+  // The texts the classes are (every one, in their order): the Prompts panel with each text's
+  // probability, word bars and text-tower attention. Throws Error when a prompt's sizes do not
+  // fit (tokens² · layers · heads attention values, one relevance a word). Not counted in
+  // settings.max_mb: the attention is cropped to the prompt's own tokens.
+  void add_texts(ReportTexts texts);
 
   // How many of the most likely classes keep their relevance maps within the budget (≥ 1
   // when shape.classes is): the maps of the others need not be computed.
@@ -147,6 +176,7 @@ class ReportBuilder {
   std::string budget_note() const;  // what the page says when the full matrices are over the budget
   double relevance_mb(int classes) const;  // the relevance maps of that many classes
   std::vector<ReportClass> classes_;
+  std::optional<ReportTexts> texts_;  // add_texts
   std::string classes_about_;
   std::vector<RelevanceMap> relevance_;
   int classes_kept_ = 0;

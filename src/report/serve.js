@@ -3,7 +3,9 @@
 // classifier's) and whether it holds the PCA picture; the answer names the page, which the frame then opens
 // (GET /api/report/<id>: a navigation of its own, under the report's own CSP). Every other
 // choice (layer, head, method, class, token) is the report's. Errors are the server's
-// one-line messages. A token the page was opened with (?token=T) goes with every request.
+// one-line messages. A model with a text tower also takes prompts, one per line (blank lines
+// left out): they go as text= and become the classes, and the report opens on the server's
+// method for texts (the CLI's default with --text) for the likeliest, with every prompt's maps and word bars in its Prompts panel. A token the page was opened with (?token=T) goes with every request.
 (() => {
   'use strict';
   const $ = (id) => document.getElementById(id);
@@ -39,6 +41,11 @@
     const query = new URLSearchParams({ model: $('model').value || '0', name: upload.name });
     if (!$('serve-top-label').hidden) query.set('top', $('serve-top').value);
     if ($('serve-pca').checked) query.set('pca', '1');
+    const texts = prompts();
+    if (texts.length) {
+      query.set('text', texts.join('\n'));
+      query.delete('top');
+    }
     const response = await fetch('/api/report?' + query, { method: 'POST', headers: auth, body: upload.bytes });
     if (!response.ok) {
       $('status').textContent = '';
@@ -74,6 +81,12 @@
     link.remove();
   });
 
+  // The prompts typed, one per line, blank lines left out; none for a model without a text tower.
+  function prompts() {
+    if ($('serve-texts-label').hidden) return [];
+    return $('serve-texts').value.split(/\r?\n/).filter((line) => line.trim() !== '');
+  }
+
   $('file').addEventListener('change', () => take($('file').files[0]));
   // The classes field is for a model with a classifier, up to its number of classes.
   function fitClasses() {
@@ -82,11 +95,15 @@
     $('serve-top-label').hidden = classes === 0;
     $('serve-top').max = String(Math.max(1, classes));
     $('serve-top').value = String(Math.min(Math.max(1, Number($('serve-top').value) || 3), Math.max(1, classes)));
+    const texts = !!(m && m.texts);
+    $('serve-texts-label').hidden = !texts;
+    $('serve-ask').hidden = !texts;
   }
 
   $('model').addEventListener('change', () => { fitClasses(); post(); });
   $('serve-top').addEventListener('change', () => { fitClasses(); post(); });
   $('serve-pca').addEventListener('change', post);
+  $('serve-ask').addEventListener('click', post);
   const drop = $('drop');
   document.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
   document.addEventListener('dragleave', () => drop.classList.remove('over'));

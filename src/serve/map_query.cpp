@@ -68,6 +68,7 @@ void set_method(MapQuery& q, const std::string& text) {
     throw Error(fmt::format("method={}: expected {}", shown(text),
                             pipeline::method_names(pipeline::every_method(), " or ")));
   q.method = *m;
+  q.method_given = true;
 }
 
 void set_format(MapQuery& q, const std::string& text) {
@@ -85,12 +86,39 @@ void set_name(MapQuery& q, const std::string& text) {
   q.name = text;
 }
 
+// text=: the prompts, one per line (a CRLF's CR dropped; a final line break ends the last
+// line). Empty lines are kept: the CLI's check refuses them, naming the parameter. Tabs pass
+// (the tokenisers read them as spaces); any other control byte is refused (a log line).
+void set_texts(MapQuery& q, const std::string& text) {
+  constexpr std::size_t kMost = 64 * 1024;
+  const bool bad_byte = std::any_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return (b < 0x20 && c != '\n' && c != '\r' && c != '\t') || b == 0x7f;
+  });
+  if (text.size() > kMost || bad_byte)
+    throw Error(fmt::format("text={}: expected prompts, one per line, at most {} bytes, no control character but line "
+                            "breaks and tabs", shown(text), kMost));
+  q.texts.clear();
+  for (std::size_t start = 0; start <= text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (end < text.size() || !line.empty() || q.texts.empty()) q.texts.push_back(std::move(line));
+    start = end + 1;
+  }
+}
+
 }  // namespace
 
 std::string report_key(const MapQuery& q) {
-  return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={} top={} pca={}", q.model, q.layer,
-                     static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion), pipeline::method_name(q.method),
-                     q.classes ? "\"" + *q.classes + "\"" : "-", q.name, q.top.value_or(3), q.pca ? 1 : 0);
+  std::string texts;  // each prompt's length then its bytes: no line can pass for two
+  for (const std::string& t : q.texts) texts += fmt::format("{}:{};", t.size(), t);
+  return fmt::format("model={} layer={} head={} head_index={} fusion={} method={} class={} name={} top={} pca={} "
+                     "truncate={} texts={}{}",
+                     q.model, q.layer, static_cast<int>(q.head), q.head_index, static_cast<int>(q.fusion),
+                     q.method_given || q.texts.empty() ? std::string(pipeline::method_name(q.method)) : "the texts' default", q.classes ? "\"" + *q.classes + "\"" : "-", q.name,
+                     q.top ? std::to_string(*q.top) : q.texts.empty() ? "3" : "every text", q.pca ? 1 : 0, q.truncate ? 1 : 0, q.texts.size(), texts);
 }
 
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind) {
@@ -108,8 +136,10 @@ MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, 
     else if (name == "name" && kind == QueryKind::report) set_name(q, value);
     else if (name == "top" && kind == QueryKind::report) q.top = integer(name, value, 1, 1 << 20);
     else if (name == "pca" && kind == QueryKind::report) q.pca = integer(name, value, 0, 1) == 1;
+    else if (name == "text" && kind == QueryKind::report) set_texts(q, value);
+    else if (name == "truncate" && kind == QueryKind::report) q.truncate = integer(name, value, 0, 1) == 1;
     else throw Error(fmt::format("{}: no such parameter (model, layer, head, method, class, {})", shown(name),
-                                 kind == QueryKind::map ? "format" : "name, top, pca"));
+                                 kind == QueryKind::map ? "format" : "name, top, pca, text, truncate"));
   }
   return q;
 }

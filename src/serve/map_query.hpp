@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/view.hpp"
 
@@ -30,22 +31,29 @@ struct MapQuery {
   int head_index = 0;     // with HeadChoice::index
   HeadFusion fusion = HeadFusion::mean;
   pipeline::MapMethod method = pipeline::MapMethod::attention;
+  bool method_given = false;  // method= was in the query (with texts and none: pipeline::kTextsMethod)
   std::optional<std::string> classes;  // as given: resolved against the model by map_options
   MapFormat format = MapFormat::npy;
   std::string name = "upload";  // QueryKind::report: 1…255 bytes, no control character, '/' or '\\'
   std::optional<int> top;       // QueryKind::report: the classes the page holds maps of (the CLI's --top; none: 3)
   bool pca = false;             // QueryKind::report: the PCA picture in the Tokens panel (the CLI's --pca)
+  // QueryKind::report, `text`: prompts, one per line (a model with a text tower: they become its
+  // classes, as the CLI's --text; each checked by the CLI's rules when the page is made), and
+  // `truncate` 0 or 1 (the CLI's --truncate).
+  std::vector<std::string> texts;
+  bool truncate = false;
 };
 
 // The parameters as cpp-httplib decoded them (name → value; a repeated name: the first).
 // `token` is no map parameter and is passed over. Throws Error with a one-line message
-// naming the parameter for an unknown parameter (`format` is the map's only, `name`, `top`
-// and `pca` the report's), a repeated one, or a value out of its form (not a decimal integer in range, not
+// naming the parameter for an unknown parameter (`format` is the map's only, `name`, `top`,
+// `pca`, `text` and `truncate` the report's), a text with a control character but the line
+// breaks and tabs or over 64 KiB, a repeated parameter, or a value out of its form (not a decimal integer in range, not
 // one of the names, a name or class with a control character, a name with a path separator).
 MapQuery parse_map_query(const std::multimap<std::string, std::string>& params, QueryKind kind = QueryKind::map);
 
 // A key naming every field of the query that changes a report page (model, layer, head,
-// method, class, name, top, pca), one line: two queries with the same key make the same page of an image.
+// method, class, name, top, pca, texts, truncate), one line: two queries with the same key make the same page of an image.
 std::string report_key(const MapQuery& query);
 
 }  // namespace vitattn::serve

@@ -17,8 +17,11 @@ namespace vitattn::serve {
 // in the class picker). Throws Error as map_options does.
 pipeline::ProcessOptions report_options(const ServedModel& served, const MapQuery& query, std::uint64_t max_pixels);
 
-// The page for `image`'s bytes (named `source` in errors), titled query.name. Throws Error as
-// compute_map does.
+// The page for `image`'s bytes (named `source` in errors), titled query.name. With query.texts
+// (the served model's text tower, ServedTexts): the prompts are the model's classes, as the
+// CLI's --text makes them, the picker holds every one (unless query.top) and the page its
+// Prompts panel. Throws Error as compute_map does, and the CLI's Error for a prompt it refuses
+// (or a model without a text tower), naming the parameter `text`.
 std::string compute_report(const std::vector<std::uint8_t>& image, const std::string& source, const ServedModel& served,
                            const MapQuery& query, std::uint64_t max_pixels);
 

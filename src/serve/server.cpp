@@ -151,7 +151,8 @@ nlohmann::json models_json(const std::vector<ServedModel>& models) {
                     {"layers", m.n_layers()},
                     {"heads", m.n_heads},
                     {"classes", m.n_classes()},
-                    {"class_names", models[i].labels.names}});
+                    {"class_names", models[i].labels.names},
+                    {"texts", models[i].texts.has_value()}});
   }
   return list;
 }

@@ -9,7 +9,7 @@
 // (access.hpp), on top of it.
 //
 // Endpoints (docs/serve.md): GET /api/models, POST /api/map?model=&layer=&head=&method=&class=&format=,
-// POST /api/report?model=&layer=&head=&method=&class=&name= (→ JSON naming the page's id),
+// POST /api/report?model=&layer=&head=&method=&class=&name=&top=&pca=&text=&truncate= (→ JSON naming the page's id),
 // GET /api/report/<id>[?download=1] (the page, from the cache). Every other path answers 404;
 // no path names a file on disk.
 //

@@ -135,6 +135,11 @@ class ExplainPage(unittest.TestCase):
         masked = np.array(self.table("masked weights"), dtype=float)
         self.assertTrue(np.all(np.triu(masked, 1) == 0))
         np.testing.assert_allclose(masked, softmax(np.where(np.triu(np.ones((4, 4)), 1) > 0, -np.inf, q @ k.T / 2)), atol=0.5e-4 + 1e-12)
+        # the mask's line points to the same mask on a real text tower, and the command that shows it
+        line = SESSION.js("const p = document.getElementById('mask-text-tower'); return p ? p.textContent : null")
+        self.assertIsNotNone(line)
+        self.assertIn("CLIP's text tower", line)
+        self.assertIn('--text "a photo of a cat" --report', line)
         self.assertEqual(browser.console_errors(SESSION.driver), [])
 
 

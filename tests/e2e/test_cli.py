@@ -416,6 +416,9 @@ class Cli(TmpCase):
         self.assertRegex(out, r"softmax\(\[20, 10, 0\]\) = \[0\.99995")
         # (d) nothing above the diagonal
         self.assertIn("largest weight above the diagonal: 0 ", out)
+        # (d) points to the same mask on a real text tower, and how to see it
+        self.assertIn("The same mask runs in CLIP's text tower: vitattn --model CLIP --text", out)
+        self.assertIn("--report IMAGE", out)
         heat = cv2.imread(str(self.dir / "b.png"))
         self.assertEqual(heat.shape, (256, 256, 3))
 

@@ -590,6 +590,8 @@ def test_report_is_the_page_the_cli_writes_and_is_cached():
                 "other parameter": (server.request("GET", f"/api/report/{again['id']}?x=1")[0], 400),
                 "foreign Origin": (server.request("POST", "/api/report", image, {"Origin": "http://evil.example"})[0], 403),
                 "not an image": (server.request("POST", "/api/report", b"GIF89a no")[0], 400),
+                "text= on a model without a text tower": (server.request("POST", "/api/report?text=a%20cat", image)[0], 400),
+                "text= on the map endpoint": (server.request("POST", "/api/map?text=a%20cat", image)[0], 400),
             }
             assert all(got == want for got, want in refusals.values()), refusals
             # The seeded model, behind a token: the page needs it too.

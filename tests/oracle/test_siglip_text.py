@@ -24,7 +24,8 @@ the message names the path it looked at; a text over 64 tokens without --truncat
 `error:` line, exit 2, nothing written; --truncate's ids as HF's truncation; a SigLIP file with
 its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
 tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
-refused naming the snapshot's path; the image command's <name>_words.csv (--save-attention with
+refused naming the snapshot's path; the image command's --top (each text's sigmoid) and --report
+(the Prompts panel: sigmoid ranking, word bars, the unmasked text attention); <name>_words.csv (--save-attention with
 texts): the tokens as their pieces with "▁" a space, the relevance forward's at the last layer;
 `--labels FILE --templates FILE`: the prompt ensemble through the SentencePiece ids, against
 torch_siglip_text's embeddings averaged as OpenAI's zeroshot_classifier, and its logits.
@@ -214,7 +215,8 @@ def test_words_csv_on_siglip(siglip, tmp_path):
     x = ((bgr[:, :, ::-1].astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None]
     forward(model, tmp_path / "fwd", TEXTS, image=np.ascontiguousarray(x, dtype=np.float32))
     relevance = np.load(tmp_path / "fwd" / "x_text_relevance.npy")[0]  # [texts, layers, ctx]
-    args = ["--model", model, "-o", tmp_path / "img", "--save-attention", tmp_path / "photo.png"]
+    args = ["--model", model, "-o", tmp_path / "img", "--save-attention", "--top", str(len(TEXTS)), "--report",
+            tmp_path / "photo.png"]
     for t in TEXTS:
         args += ["--text", t]
     code, _, err = harness.run(*args)
@@ -234,6 +236,40 @@ def test_words_csv_on_siglip(siglip, tmp_path):
         assert np.abs(ref).max() > 0, f"text {t}: forward's relevance is all zeros"
         d = float(np.abs(got - ref).max() / np.abs(ref).max())
         assert d <= TOL, f"text {t}: words.csv off forward's relevance by {d:.3g} (relative)"
+    check_siglip_ranking_and_report(tmp_path, rows, want, eos, sp)
+
+
+def check_siglip_ranking_and_report(tmp_path, rows, want, eos, sp):
+    """--top and the report's Prompts panel on SigLIP: each text's probability is the sigmoid of
+    its own logit (forward's x_logits.npy, the sigmoid taken here), in predictions.csv and in
+    the page; the page's word bars are words.csv's rows; its text attention view has no mask
+    (said so) and is forward's text_attention.npy cropped to the words and the first </s>."""
+    import csv
+    import json
+    import re
+    logits = np.load(tmp_path / "fwd" / "x_logits.npy")[0].astype(np.float64)
+    sigmoid = 1 / (1 + np.exp(-logits))
+    with open(tmp_path / "img" / "photo_predictions.csv", newline="", encoding="utf-8") as f:
+        top = {r["label"]: float(r["probability"]) for r in csv.DictReader(f)}
+    for t, text in enumerate(TEXTS):
+        assert abs(top[text] - sigmoid[t]) < 1e-6, f"predictions.csv: {text}: {top[text]}, sigmoid {sigmoid[t]}"
+    html = (tmp_path / "img" / "photo_report.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="vitattn-data">(.*?)</script>', html, re.S).group(1))
+    texts = data["texts"]
+    assert texts["causal"] is False and texts["probability"] == "sigmoid"
+    assert (texts["layers"], texts["heads"]) == (TEXT_LAYERS, TEXT_HEADS)
+    attention = np.load(tmp_path / "fwd" / "text_attention.npy")  # [n, L, H, ctx, ctx]
+    for t, (text, p) in enumerate(zip(TEXTS, texts["prompts"])):
+        assert p["text"] == text and abs(p["probability"] - sigmoid[t]) < 1e-6
+        mine = [r for r in rows[1:] if int(r[0]) == t]
+        assert p["words"] == [r[2] for r in mine] and p["first_word"] == 0
+        np.testing.assert_allclose(p["relevance"], [float(r[3]) for r in mine], rtol=1e-6, atol=1e-12)
+        ids = hf_ids(sp, text, TEXT_CONTEXT)
+        n = ids.index(eos) + 1  # the words and the first </s>
+        assert p["tokens"] == [sp.id_to_piece(i).replace("\u2581", " ") for i in ids[:n]]
+        got = np.frombuffer(__import__("base64").b64decode(p["attention"]), "<f4").reshape(TEXT_LAYERS, TEXT_HEADS, n, n)
+        np.testing.assert_allclose(got, attention[t, :, :, :n, :n], rtol=0, atol=1e-6)
+        assert np.triu(got[0, 0], 1).max() > 0, "no mask: later tokens are attended"
 
 
 def test_labels_ensemble(siglip, tmp_path):

@@ -134,7 +134,7 @@ TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
   const std::string key = report_key(parse_map_query(base, QueryKind::report));
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"model", "1"}, {"layer", "0"}, {"head", "2"}, {"head", "max"}, {"method", "rollout"}, {"class", "3"},
-           {"top", "5"}, {"pca", "1"}}) {
+           {"top", "5"}, {"pca", "1"}, {"text", "a cat"}, {"truncate", "1"}}) {
     auto params = base;
     params.emplace(name, value);
     EXPECT_NE(report_key(parse_map_query(params, QueryKind::report)), key) << name << "=" << value;
@@ -145,6 +145,28 @@ TEST(ReportQuery, TheKeyTellsApartEveryFieldThatChangesThePage) {
   EXPECT_NE(report_key(parse_map_query({{"name", "b.png"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"token", "t"}}, QueryKind::report)), key);
   EXPECT_EQ(report_key(parse_map_query({{"name", "a.png"}, {"top", "3"}}, QueryKind::report)), key);  // the default
+  // Prompts: two lines are not one line holding both, and with texts no top lists every text, not 3.
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"text", "a\nb"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"text", "a b"}}, QueryKind::report)));
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"text", "a\nb"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"text", "a\nb"}, {"top", "3"}}, QueryKind::report)));
+  // With texts, no method is the texts' default: another page than method=attention's.
+  EXPECT_NE(report_key(parse_map_query({{"name", "a.png"}, {"text", "a"}}, QueryKind::report)),
+            report_key(parse_map_query({{"name", "a.png"}, {"text", "a"}, {"method", "attention"}}, QueryKind::report)));
+}
+
+// text=: one prompt per line (CRLF and a final line break as one line's end), empty lines kept
+// for the CLI's check to refuse; control bytes, and text= on the map endpoint, refused.
+TEST(ReportQuery, TextsAreOnePromptPerLine) {
+  using Texts = std::vector<std::string>;
+  EXPECT_EQ(parse_map_query({{"text", "a cat\r\na dog\n"}}, QueryKind::report).texts, (Texts{"a cat", "a dog"}));
+  EXPECT_EQ(parse_map_query({{"text", "a cat\n\na dog"}}, QueryKind::report).texts, (Texts{"a cat", "", "a dog"}));
+  EXPECT_EQ(parse_map_query({{"text", ""}}, QueryKind::report).texts, (Texts{""}));
+  EXPECT_TRUE(parse_map_query({{"text", "a\tcat"}, {"truncate", "1"}}, QueryKind::report).truncate);
+  EXPECT_THROW(parse_map_query({{"text", "a\x1b[2Jcat"}}, QueryKind::report), Error);
+  EXPECT_THROW(parse_map_query({{"text", std::string(64 * 1024 + 1, 'a')}}, QueryKind::report), Error);
+  EXPECT_THROW(parse_map_query({{"text", "a cat"}}, QueryKind::map), Error);
+  EXPECT_THROW(parse_map_query({{"truncate", "2"}}, QueryKind::report), Error);
 }
 
 // The download's header, whole: the UTF-8 name percent-encoded in filename* (RFC 5987), an
