@@ -4,24 +4,33 @@
 // AVX512-BF16's dot product (vdpbf16ps: per float lane, two bf16 products added to it), the
 // peak of bf16 products with float accumulation (bench/dnnl_products.cpp's bf16 runs).
 // Prints one JSON line: GFLOP/s per core (2 flops per lane per FMA, 4 per lane per bf16 dot
-// product) for each; 0 for what the CPU lacks.
+// product) for each; 0 for what the CPU lacks. Timed in this thread's CPU seconds, not wall: on
+// a machine shared with other work a run's wall time holds the time slices others took, and
+// the best of five short runs does not always find one that was left alone.
 #include <immintrin.h>
 
+#include <time.h>
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 namespace {
 
 constexpr long kIterations = 100'000'000;
 
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 template <class F>
 double best_seconds(F f) {
   double best = 1e30;
   for (int r = 0; r < 5; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_seconds();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best, thread_cpu_seconds() - t0);
   }
   return best;
 }
