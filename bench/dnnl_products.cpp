@@ -31,8 +31,8 @@
 //
 // Before timing, a few entries of every kind of product are checked against a dot product in
 // double (a wrong leading dimension or transpose flag fails here, not in a figure).
-// Prints one JSON object: per-run wall seconds, their median, the median per kind of product,
-// and the products' GFLOP.
+// Prints one JSON object: per-run wall seconds, their median, the median process CPU seconds of a
+// run (every thread's), the median per kind of product, and the products' GFLOP.
 #include <omp.h>
 
 #include <dnnl.h>
@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -268,10 +269,11 @@ int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   for (int i = 1; i < args.warmup; ++i)  // the checked pass above was the first warm-up
     for (const Product& p : plan.products) run(p, args.bf16);
-  std::vector<double> seconds;
+  std::vector<double> seconds, cpu_seconds;
   std::map<std::string, std::vector<double>> by_kind;
   for (int r = 0; r < args.repeat; ++r) {
     std::map<std::string, double> kind_seconds;
+    const std::clock_t c0 = std::clock();
     const auto t0 = clock::now();
     for (const Product& p : plan.products) {
       const auto p0 = clock::now();
@@ -279,6 +281,7 @@ int main(int argc, char** argv) {
       kind_seconds[p.kind] += std::chrono::duration<double>(clock::now() - p0).count();
     }
     seconds.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+    cpu_seconds.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
     for (const auto& [kind, s] : kind_seconds) by_kind[kind].push_back(s);
   }
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
@@ -291,7 +294,7 @@ int main(int argc, char** argv) {
               version->patch, plan.products.size(), plan.gflop);
   std::printf("\"warmup\": %d, \"repeat\": %d, \"seconds\": [", args.warmup, args.repeat);
   for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
-  std::printf("], \"median\": %.6f, \"by_kind\": {", median(seconds));
+  std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"by_kind\": {", median(seconds), median(cpu_seconds));
   bool first = true;
   for (const auto& [kind, s] : by_kind) {
     std::printf("%s\"%s\": %.6f", first ? "" : ", ", kind.c_str(), median(s));

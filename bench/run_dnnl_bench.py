@@ -17,7 +17,8 @@ each with T threads. Prints the medians, the ratios vitattn / oneDNN (how far th
 is from the products alone at the machine's limit), OpenBLAS / oneDNN and PyTorch / vitattn,
 the share of the measured FMA peak (vitattn_fma_peak, per core × T; the bf16 products against
 the AVX512-BF16 dot-product peak) that each products-only run reaches, and the load average
-before and after. vitattn_forward_bench, vitattn_fma_peak and vitattn_dnnl_products are taken
+before and after; then the same in CPU seconds (every thread's), which hold up under other load
+where wall times do not. vitattn_forward_bench, vitattn_fma_peak and vitattn_dnnl_products are taken
 from --bin-dir (vitattn_dnnl_products is built only where oneDNN is installed: Debian's
 libdnnl-dev, scripts/install-deps.sh). Refuses to run unless numpy and torch use OpenBLAS; drops
 OPENBLAS_CORETYPE so OpenBLAS picks its kernels for this CPU (printed).
@@ -40,9 +41,14 @@ DNNL_EXE = "vitattn_dnnl_products"
 
 
 def products_cmd(exe, model, threads, repeat, warmup=2, dtype="f32"):
-    """vitattn_dnnl_products's command for one of rmb.MODELS (its shapes: d_model, heads, MLP width)."""
+    """vitattn_dnnl_products's command for one of rmb.MODELS (its shapes: d_model, heads, MLP width).
+    Its GNU OpenMP threads wait passively (OMP_WAIT_POLICY, unless the environment sets it), as
+    torch_forward.py's do: spinning workers on a shared 2-core machine lose whole time slices to
+    each other and to other processes, and passive waiting is the faster on this machine."""
     _, d, heads, mlp = rmb.MODELS[model]
-    return [exe, "--d-model", str(d), "--heads", str(heads), "--mlp", str(mlp), "--threads", str(threads),
+    policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    return ["env", f"OMP_WAIT_POLICY={policy}", exe, "--d-model", str(d), "--heads", str(heads), "--mlp", str(mlp),
+            "--threads", str(threads),
             "--repeat", str(repeat), "--warmup", str(warmup), "--dtype", dtype]
 
 
@@ -109,12 +115,14 @@ def main():
                 ways["bf16"] = products_cmd(dnnl, name, t, args.repeat, args.warmup, "bf16")
             names = list(ways)
             runs = {n: [] for n in names}
+            cpus = {n: [] for n in names}
             kinds = {n: {} for n in ("onednn", "bf16")}
             kernel, gflop = "?", 0.0
             for rnd in range(args.rounds):
                 for way in names[rnd % len(names):] + names[:rnd % len(names)]:
                     res, _ = rmb.run_json(ways[way])
                     runs[way].extend(res["seconds"])
+                    cpus[way].append(res["cpu_median"])
                     if way == "vitattn":
                         kernel = res["gemm_kernel"]
                     if way in kinds:
@@ -122,13 +130,14 @@ def main():
                         for kind, s in res["by_kind"].items():
                             kinds[way].setdefault(kind, []).append(s)
             med = {n: statistics.median(v) for n, v in runs.items()}
+            cpu = {n: statistics.median(v) for n, v in cpus.items()}
             by_kind = {w: {k: statistics.median(v) for k, v in ks.items()} for w, ks in kinds.items()}
             print(f"{label} T={t}: " + ", ".join(f"{n} {med[n]:.4f} s" for n in names) +
                   f"; vitattn's kernel: {kernel}", flush=True)
             for way, ks in by_kind.items():
                 if ks:
                     print(f"  {way} by product: " + ", ".join(f"{k} {1000 * s:.1f} ms" for k, s in sorted(ks.items())))
-            rows.append((label, t, med, gflop))
+            rows.append((label, t, med, cpu, gflop))
     load_after = os.getloadavg()
     print("load average after: " + " ".join(f"{x:.2f}" for x in load_after) + "\n")
     p32 = peak["avx512_gflops_per_core"] or peak["avx2_gflops_per_core"]
@@ -137,7 +146,7 @@ def main():
           + ("oneDNN bf16 products (share of bf16 peak) | " if bf16 else "")
           + "OpenBLAS products | PyTorch forward | vitattn / oneDNN | OpenBLAS / oneDNN | PyTorch / vitattn |")
     print("| --- " * (9 + bf16) + "|")
-    for label, t, med, gflop in rows:
+    for label, t, med, _, gflop in rows:
         share = lambda s, per_core: f"{100 * gflop / s / (per_core * t):.0f} %"  # noqa: E731
         cells = [f"{label} ({gflop:.1f})", str(t), f"{med['vitattn']:.4f} s",
                  f"{med['onednn']:.4f} s ({share(med['onednn'], p32)})"]
@@ -146,6 +155,21 @@ def main():
         cells += [f"{med['openblas']:.4f} s", f"{med['pytorch']:.4f} s",
                   f"**{med['vitattn'] / med['onednn']:.2f}**", f"{med['openblas'] / med['onednn']:.2f}",
                   f"**{med['pytorch'] / med['vitattn']:.2f}×**"]
+        print("| " + " | ".join(cells) + " |")
+    # CPU seconds (every thread's) hold up under other load, where a 2-thread run seldom has
+    # both cores: the products' CPU against the peak per core is their share of it when they run.
+    print("\nCPU seconds per forward (process CPU, every thread), medians of the rounds' medians:\n")
+    print("| model | T | vitattn forward | oneDNN f32 products (share of peak) | "
+          + ("oneDNN bf16 products (share of bf16 peak) | " if bf16 else "")
+          + "OpenBLAS products | PyTorch forward | vitattn / oneDNN | PyTorch / vitattn |")
+    print("| --- " * (8 + bf16) + "|")
+    for label, t, _, cpu, gflop in rows:
+        share = lambda s, per_core: f"{100 * gflop / s / per_core:.0f} %"  # noqa: E731
+        cells = [label, str(t), f"{cpu['vitattn']:.4f} s", f"{cpu['onednn']:.4f} s ({share(cpu['onednn'], p32)})"]
+        if bf16:
+            cells.append(f"{cpu['bf16']:.4f} s ({share(cpu['bf16'], p16)})")
+        cells += [f"{cpu['openblas']:.4f} s", f"{cpu['pytorch']:.4f} s", f"**{cpu['vitattn'] / cpu['onednn']:.2f}**",
+                  f"{cpu['pytorch'] / cpu['vitattn']:.2f}×"]
         print("| " + " | ".join(cells) + " |")
     if not args.models_dir:
         import shutil
