@@ -16,8 +16,8 @@ other load hit all alike), whole processes, wall and CPU (user + system, from wa
             blend at the photo's size, PNG)
   forward   build/release/vitattn_forward_bench --threads 1: the forward alone, its CPU per forward
   onednn    build/release/vitattn_dnnl_products --threads 1: that forward's matrix products alone
-            through oneDNN (f32; bench/run_dnnl_bench.py), per forward: the machine's GEMM limit for
-            a photo (left out when the build has no oneDNN)
+            through oneDNN (f32; bench/run_dnnl_bench.py), CPU per forward: the machine's GEMM
+            limit for a photo (left out when the build has no oneDNN)
   seeded    vitattn -q -j 2 PHOTOS -o OUT with the seeded head (no checkpoint): what the batch costs
             besides the checkpoint's forward (start, decoding, resizing, drawing, PNG writing)
 
@@ -183,9 +183,9 @@ def main():
                         res, _ = rmb.run_json(fwd_cmd)
                         kernel = res["gemm_kernel"]
                         got[way].append((res["median"], res["cpu_median"]))
-                    elif way == "onednn":  # wall per forward's products at 1 thread (their CPU, alike)
+                    elif way == "onednn":
                         res, _ = rmb.run_json(dnnl_cmd)
-                        got[way].append((res["median"], res["median"]))
+                        got[way].append((res["median"], res["cpu_median"]))
                     else:
                         shutil.rmtree(out(way), ignore_errors=True)
                         got[way].append(timed(ways[way], os.path.join(work, f"{way}.log")))
@@ -207,7 +207,7 @@ def main():
               f"the script with {args.jobs} threads); forward: vitattn_forward_bench at 1 thread, CPU per forward\n")
         print("| model | vitattn wall (CPU) | PyTorch script wall (CPU) | PyTorch / vitattn, wall (CPU) | "
               "vitattn CPU per photo | forward CPU (1 thread) | per photo / forward | "
-              "seeded head's batch, CPU per photo |" + (" oneDNN's products per photo (1 thread) |" if dnnl else ""))
+              "seeded head's batch, CPU per photo |" + (" oneDNN's products per photo, CPU (1 thread) |" if dnnl else ""))
         print("| --- " * (8 + bool(dnnl)) + "|")
         for label, med in rows:
             (vw, vc), (tw, tc), (_, fc) = med["vitattn"], med["pytorch"], med["forward"]
@@ -215,7 +215,7 @@ def main():
             print(f"| {label} | {vw:.2f} s ({vc:.2f} s) | {tw:.2f} s ({tc:.2f} s) | **{tw / vw:.2f}×** "
                   f"({tc / vc:.2f}×) | {1000 * vc / n:.0f} ms | {1000 * fc:.0f} ms | "
                   f"**{vc / n / fc:.2f}×** | {1000 * sc / n:.0f} ms |" +
-                  (f" {1000 * med['onednn'][0]:.0f} ms |" if dnnl else ""))
+                  (f" {1000 * med['onednn'][1]:.0f} ms |" if dnnl else ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the checkpoints too, unless --models-dir
 

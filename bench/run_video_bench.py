@@ -239,7 +239,8 @@ def main():
               f"{args.rounds} rounds after a warm-up, ways in rotating order:")
         got = bench(ways, args.rounds)
         dnnl = run_dnnl_bench.find_products(os.path.dirname(os.path.abspath(vitattn)))
-        per_frame = run_dnnl_bench.products_seconds(dnnl, "vit_s16", args.threads)
+        dnnl_seconds = run_dnnl_bench.products_seconds(dnnl, "vit_s16", args.threads)
+        per_frame = dnnl_seconds[0] if dnnl_seconds else None
         print(f"1-minute load average after the rounds: {os.getloadavg()[0]:.2f}")
 
         n = clip_info["frames"]
@@ -251,7 +252,7 @@ def main():
         print(f"\nmedians over {args.rounds} rounds, {n} frames {w}x{h}:\n")
         if per_frame is not None:
             print(f"oneDNN's products of one ViT-S/16 forward ({args.threads} threads): {1000 * per_frame:.1f} ms per "
-                  f"frame, {n * per_frame:.2f} s for the {n} frames\n")
+                  f"frame (CPU {1000 * dnnl_seconds[1]:.1f} ms), {n * per_frame:.2f} s for the {n} frames\n")
         extra = per_frame is not None
         print("| way | timed | seconds | frames/s | CPU seconds | process wall |" +
               (" oneDNN's products of its forwards |" if extra else ""))
