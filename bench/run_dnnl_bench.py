@@ -43,8 +43,8 @@ DNNL_EXE = "vitattn_dnnl_products"
 def products_cmd(exe, model, threads, repeat, warmup=2, dtype="f32"):
     """vitattn_dnnl_products's command for one of rmb.MODELS (its shapes: d_model, heads, MLP width).
     Its GNU OpenMP threads wait passively (OMP_WAIT_POLICY, unless the environment sets it), as
-    torch_forward.py's do: spinning workers on a shared 2-core machine lose whole time slices to
-    each other and to other processes, and passive waiting is the faster on this machine."""
+    torch_forward.py's do: workers spinning on a shared 2-core machine take time slices from each
+    other and from other processes. OMP_WAIT_POLICY=ACTIVE in the environment times them spinning."""
     _, d, heads, mlp = rmb.MODELS[model]
     policy = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
     return ["env", f"OMP_WAIT_POLICY={policy}", exe, "--d-model", str(d), "--heads", str(heads), "--mlp", str(mlp),
