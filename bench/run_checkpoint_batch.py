@@ -15,14 +15,17 @@ other load hit all alike), whole processes, wall and CPU (user + system, from wa
             batch 8, torch.set_num_threads(2), last layer's class-token attention, cv2 colour map,
             blend at the photo's size, PNG)
   forward   build/release/vitattn_forward_bench --threads 1: the forward alone, its CPU per forward
+  onednn    build/release/vitattn_dnnl_products --threads 1: that forward's matrix products alone
+            through oneDNN (f32; bench/run_dnnl_bench.py), CPU per forward: the machine's GEMM
+            limit for a photo (left out when the build has no oneDNN)
   seeded    vitattn -q -j 2 PHOTOS -o OUT with the seeded head (no checkpoint): what the batch costs
             besides the checkpoint's forward (start, decoding, resizing, drawing, PNG writing)
 
 Prints medians: seconds each, PyTorch / vitattn (wall and CPU), and vitattn's CPU per photo (the
 whole process's CPU / photos) against the forward's CPU per forward at 1 thread, with the seeded
-head's CPU per photo beside them. First checks that both sides draw the same maps (vitattn's
---save-attention `_cls.npy` against the script's, per photo, max |diff| <= 1e-3 of the map's
-maximum) and write one PNG of the photo's size per photo; refuses to run when numpy or torch is
+head's CPU per photo and oneDNN's products per photo beside them. First checks that both sides
+draw the same maps (vitattn's --save-attention `_cls.npy` against the script's, per photo,
+max |diff| <= 1e-3 of the map's maximum) and write one PNG of the photo's size per photo; refuses to run when numpy or torch is
 not on OpenBLAS, and drops OPENBLAS_CORETYPE so OpenBLAS picks its kernels for this CPU
 (printed, with the GEMM kernel vitattn runs).
 """
@@ -44,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import run_model_bench as rmb  # noqa: E402  (check_blas, use_openblas_own_kernels, make_models, run_json)
+import run_dnnl_bench  # noqa: E402  (oneDNN's products of one forward)
 
 
 def die(msg):
@@ -133,6 +137,9 @@ def main():
     for exe in (vitattn, forward):
         if not os.access(exe, os.X_OK):
             die(f"{exe} is not an executable file (cmake --preset release && cmake --build --preset release)")
+    dnnl = run_dnnl_bench.find_products(os.path.dirname(os.path.abspath(vitattn)))
+    if dnnl is None:
+        print("no vitattn_dnnl_products beside vitattn (a build without oneDNN): no oneDNN column")
     work = tempfile.mkdtemp(prefix="vitattn-checkpoint-batch-")
     try:
         models_dir = args.models_dir or os.path.join(work, "models")
@@ -164,7 +171,8 @@ def main():
                 "seeded": [vitattn, "-q", "-j", str(args.jobs), photos, "-o", out("seeded")],
             }
             fwd_cmd = [forward, "--model", model, "--threads", "1", "--repeat", str(args.forward_repeat)]
-            names = list(ways) + ["forward"]
+            names = list(ways) + ["forward"] + (["onednn"] if dnnl else [])
+            dnnl_cmd = run_dnnl_bench.products_cmd(dnnl, name, 1, args.forward_repeat) if dnnl else None
             got = {w: [] for w in names}
             kernel, setup = "?", []
             print(f"{label}: load average before {os.getloadavg()[0]:.2f}", flush=True)
@@ -174,6 +182,9 @@ def main():
                     if way == "forward":
                         res, _ = rmb.run_json(fwd_cmd)
                         kernel = res["gemm_kernel"]
+                        got[way].append((res["median"], res["cpu_median"]))
+                    elif way == "onednn":
+                        res, _ = rmb.run_json(dnnl_cmd)
                         got[way].append((res["median"], res["cpu_median"]))
                     else:
                         shutil.rmtree(out(way), ignore_errors=True)
@@ -196,14 +207,15 @@ def main():
               f"the script with {args.jobs} threads); forward: vitattn_forward_bench at 1 thread, CPU per forward\n")
         print("| model | vitattn wall (CPU) | PyTorch script wall (CPU) | PyTorch / vitattn, wall (CPU) | "
               "vitattn CPU per photo | forward CPU (1 thread) | per photo / forward | "
-              "seeded head's batch, CPU per photo |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+              "seeded head's batch, CPU per photo |" + (" oneDNN's products per photo, CPU (1 thread) |" if dnnl else ""))
+        print("| --- " * (8 + bool(dnnl)) + "|")
         for label, med in rows:
             (vw, vc), (tw, tc), (_, fc) = med["vitattn"], med["pytorch"], med["forward"]
             sc = med["seeded"][1]
             print(f"| {label} | {vw:.2f} s ({vc:.2f} s) | {tw:.2f} s ({tc:.2f} s) | **{tw / vw:.2f}×** "
                   f"({tc / vc:.2f}×) | {1000 * vc / n:.0f} ms | {1000 * fc:.0f} ms | "
-                  f"**{vc / n / fc:.2f}×** | {1000 * sc / n:.0f} ms |")
+                  f"**{vc / n / fc:.2f}×** | {1000 * sc / n:.0f} ms |" +
+                  (f" {1000 * med['onednn'][1]:.0f} ms |" if dnnl else ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the checkpoints too, unless --models-dir
 

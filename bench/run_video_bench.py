@@ -14,8 +14,12 @@ round, runs four ways on that clip, in rotating order so that drift and other lo
 Each writes a video with the codec vitattn writes (the floor and the PyTorch loop copy
 vitattn's container: H.264 in .mp4, else MJPG in .avi). The first round is a warm-up and is not
 counted. Prints the median frames per second of each way, vits16 fps / pytorch fps and seeded
-seconds / floor seconds, with the CPU seconds (getrusage) beside them. The PyTorch loop and the floor run without OPENBLAS_CORETYPE, so
-OpenBLAS picks its kernels for this CPU (printed).
+seconds / floor seconds, with the CPU seconds (getrusage) beside them, and, beside the ways that
+run the ViT-S/16 forward, what that forward's matrix products alone take through oneDNN for as
+many frames at the same threads (bench/run_dnnl_bench.py's vitattn_dnnl_products, f32, taken
+from beside the vitattn binary; the column is left out when that build has no oneDNN). The
+PyTorch loop and the floor run without OPENBLAS_CORETYPE, so OpenBLAS picks its kernels for this
+CPU (printed).
 vitattn is timed as a whole process (start, model load, every frame, exit); the PyTorch loop
 and the floor from their first frame read to their writer's release (their `import torch` and
 model build are left out), so the ratios are if anything against vitattn.
@@ -48,6 +52,7 @@ WAYS = ("seeded", "vits16", "pytorch", "floor")
 sys.path.insert(0, HERE)
 from make_clip import write_clip  # noqa: E402
 from run_model_bench import check_blas, use_openblas_own_kernels  # noqa: E402
+import run_dnnl_bench  # noqa: E402  (oneDNN's products of one forward)
 
 
 def die(msg):
@@ -233,6 +238,9 @@ def main():
         print(f"\ncores: {os.cpu_count()}, vitattn -j {args.threads}, torch threads {args.threads}; "
               f"{args.rounds} rounds after a warm-up, ways in rotating order:")
         got = bench(ways, args.rounds)
+        dnnl = run_dnnl_bench.find_products(os.path.dirname(os.path.abspath(vitattn)))
+        dnnl_seconds = run_dnnl_bench.products_seconds(dnnl, "vit_s16", args.threads)
+        per_frame = dnnl_seconds[0] if dnnl_seconds else None
         print(f"1-minute load average after the rounds: {os.getloadavg()[0]:.2f}")
 
         n = clip_info["frames"]
@@ -242,10 +250,18 @@ def main():
         timed_as = {"seeded": "whole process", "vits16": "whole process", "pytorch": "frame loop",
                     "floor": "frame loop"}
         print(f"\nmedians over {args.rounds} rounds, {n} frames {w}x{h}:\n")
-        print("| way | timed | seconds | frames/s | CPU seconds | process wall |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        if per_frame is not None:
+            print(f"oneDNN's products of one ViT-S/16 forward ({args.threads} threads): {1000 * per_frame:.1f} ms per "
+                  f"frame (CPU {1000 * dnnl_seconds[1]:.1f} ms), {n * per_frame:.2f} s for the {n} frames\n")
+        extra = per_frame is not None
+        print("| way | timed | seconds | frames/s | CPU seconds | process wall |" +
+              (" oneDNN's products of its forwards |" if extra else ""))
+        print("| --- " * (6 + extra) + "|")
+        forwards = ("vits16", "pytorch")  # the ways that run the ViT-S/16 forward on every frame
         for k in got:
-            print(f"| {k} | {timed_as[k]} | {med[k]:.2f} s | {n / med[k]:.1f} | {cpu[k]:.2f} s | {wall[k]:.2f} s |")
+            dnnl_cell = (f" {n * per_frame:.2f} s |" if k in forwards else " — |") if extra else ""
+            print(f"| {k} | {timed_as[k]} | {med[k]:.2f} s | {n / med[k]:.1f} | {cpu[k]:.2f} s | {wall[k]:.2f} s |"
+                  + dnnl_cell)
         if "vits16" in got:
             r1, r2 = med["pytorch"] / med["vits16"], med["seeded"] / med["floor"]
             print(f"\nvitattn ViT-S/16 fps / PyTorch loop fps: **{r1:.2f}×**; "

@@ -266,23 +266,31 @@ TEST_F(GemmTest, AWeightsPanelsFollowTheKernelInUse) {
 
 // One weight read both ways, as a block's square projection is (x·Wᵀ in the forward, d·W in its
 // gradient): each orientation keeps panels of its own. Square, so that panels kept for one
-// orientation would fit the other's product and be read without a word. x·Wᵀ twice (the second
-// keeps its panels), then a·W three times (packed for itself, kept, read), then each again; every
-// product bit for bit against the scalar chain (the portable kernel: against the same product on
-// a plain Matrix, which keeps nothing).
+// orientation would fit the other's product and be read without a word. Both orders, since
+// either orientation may be the first to keep its panels: x·Wᵀ twice (the second keeps its
+// panels), then a·W three times (packed for itself, kept, read), then each again; and the same
+// with a·W first, on a fresh weight. Every product gives the bytes of the same product on a
+// plain Matrix (a view, which keeps nothing) and, for the FMA kernels, the scalar chain's.
 TEST_F(GemmTest, OneWeightReadInBothOrientationsKeepsPanelsForEach) {
+  const std::vector<std::vector<bool>> orders = {{true, true, false, false, false, true, false},
+                                                 {false, false, true, true, true, false, true}};
   for (GemmKernel kernel : available_gemm_kernels()) {
     set_gemm_kernel(kernel);
     for (const Eigen::Index d : {Eigen::Index{64}, Eigen::Index{97}}) {
       const Matrix a = random_matrix(50, d, 71), b = random_matrix(d, d, 72), c0 = random_matrix(50, d, 73);
-      const WeightMatrix w = b;  // a fresh weight: nothing packed yet
-      int use = 0;
-      for (const bool transposed : {true, true, false, false, false, true, false}) {
-        const Matrix reference = is_fma_kernel(kernel) ? fma_chain(c0, a, b, transposed, 1.0f, true)
-                                                       : product(c0, a, b, transposed, 1.0f, true);
-        EXPECT_TRUE(same_bits(product(c0, a, w, transposed, 1.0f, true), reference))
-            << gemm_kernel_name(kernel) << (transposed ? " a·Wᵀ" : " a·W") << " " << d << "×" << d << ", use " << use;
-        ++use;
+      for (const std::vector<bool>& order : orders) {
+        const WeightMatrix w = b;  // a fresh weight: nothing packed yet
+        const std::string first = order.front() ? "a·Wᵀ first" : "a·W first";
+        for (std::size_t use = 0; use < order.size(); ++use) {
+          const bool transposed = order[use];
+          const Matrix got = product(c0, a, w, transposed, 1.0f, true);
+          const std::string what = gemm_kernel_name(kernel) + (transposed ? " a·Wᵀ " : " a·W ") + std::to_string(d) +
+                                   "×" + std::to_string(d) + ", " + first + ", use " + std::to_string(use);
+          EXPECT_TRUE(same_bits(got, product(c0, a, b, transposed, 1.0f, true))) << what << ": not the view's bytes";
+          if (is_fma_kernel(kernel)) {
+            EXPECT_TRUE(same_bits(got, fma_chain(c0, a, b, transposed, 1.0f, true))) << what << ": not the scalar chain";
+          }
+        }
       }
     }
   }
