@@ -45,8 +45,14 @@ def main():
     model, config = load_torchvision(args.model)
     x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0))
     seconds, cpu_seconds = [], []
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
-    with torch.inference_mode(), autocast:
+    bf16 = args.precision == "bf16"
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+    # torch 1.13's fused attention (the fast path nn.MultiheadAttention takes without autograd)
+    # fails under autocast ("expected scalar type BFloat16 but found Float"): the bf16 run keeps
+    # autograd on, which sends it through the unfused path, and records a graph it never uses.
+    if bf16:
+        model.requires_grad_(True)
+    with (torch.enable_grad() if bf16 else torch.inference_mode()), autocast:
         for _ in range(args.warmup):
             model(x)
         for _ in range(args.repeat):
