@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "core/gemm_kernels_bf16.hpp"
+#include "cli/precision_option.hpp"
 
 namespace vitattn {
 namespace {
@@ -213,6 +214,24 @@ TEST(GemmBf16Refusal, ACpuWithoutAvx512Bf16IsRefused) {
   EXPECT_NO_THROW(set_gemm_precision(Precision::fp32));
   gemm_detail::hide_cpu_bf16(false);
   EXPECT_EQ(cpu_runs(Precision::bf16), had);
+}
+
+// The command line's side of it: one sentence that names the flag and what to use instead.
+TEST(GemmBf16Refusal, TheCommandLineNamesTheFlag) {
+  gemm_detail::hide_cpu_bf16(true);
+  try {
+    cli::use_precision(Precision::bf16);
+    ADD_FAILURE() << "--precision bf16 accepted on a CPU without AVX512-BF16";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("--precision bf16: ", 0), 0u) << message;
+    EXPECT_NE(message.find("AVX512-BF16"), std::string::npos) << message;
+    EXPECT_NE(message.find("--precision fp32"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  EXPECT_EQ(gemm_precision(), Precision::fp32);
+  EXPECT_NO_THROW(cli::use_precision(Precision::fp32));
+  gemm_detail::hide_cpu_bf16(false);
 }
 
 }  // namespace
