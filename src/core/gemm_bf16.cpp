@@ -15,7 +15,6 @@
 namespace vitattn {
 namespace {
 
-using gemm_detail::bf16_pair;
 using gemm_detail::kBf16Mr;
 using gemm_detail::kBf16Nr;
 using Index = std::ptrdiff_t;
@@ -67,12 +66,9 @@ void pack_rows(const float* x, Index ldx, Index m, Index k, float alpha, int wid
       Pair* panel = out + panel_offset(q0, m_padded, r0, qc);
       for (Index i = 0; i < width; ++i) {
         const Index r = r0 + i;
-        for (Index q = 0; q < qc; ++q) {
-          const Index p = 2 * (q0 + q);
-          const float first = r < m ? alpha * x[r * ldx + p] : 0.0f;
-          const float second = r < m && p + 1 < k ? alpha * x[r * ldx + p + 1] : 0.0f;
-          panel[q * width + i] = bf16_pair(first, second);
-        }
+        if (r < m) gemm_detail::pack_row_pairs(x + r * ldx + 2 * q0, k - 2 * q0, qc, alpha, panel + i, width);
+        else
+          for (Index q = 0; q < qc; ++q) panel[q * width + i] = 0;
       }
     }
   }

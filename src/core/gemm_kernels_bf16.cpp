@@ -43,9 +43,44 @@ __attribute__((target("avx512f,avx512bf16"))) void kernel_bf16_avx512(std::ptrdi
     _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
   }
 }
+
+// 16 pairs per step: 32 floats rounded by vcvtne2ps2bf16 (element j of the result is x[j]'s bf16,
+// so each dword holds x[2d] low, x[2d+1] high), each dword's halves swapped to put x[2d] high
+// (masked shifts: GCC 12 warns -Wmaybe-uninitialized on the unmasked ones' undefined source).
+__attribute__((target("avx512f,avx512bf16"))) std::ptrdiff_t pack_row_pairs_avx512(const float* x, std::ptrdiff_t k,
+                                                                                  std::ptrdiff_t pairs, float alpha,
+                                                                                  std::uint32_t* out,
+                                                                                  std::ptrdiff_t stride) {
+  const __m512 scale = _mm512_set1_ps(alpha);
+  const __m512i zero = _mm512_setzero_si512();
+  alignas(64) std::uint32_t block[16];
+  std::ptrdiff_t q = 0;
+  for (; q + 16 <= pairs && 2 * q + 32 <= k; q += 16) {
+    const __m512 lo = _mm512_mul_ps(_mm512_loadu_ps(x + 2 * q), scale);
+    const __m512 hi = _mm512_mul_ps(_mm512_loadu_ps(x + 2 * q + 16), scale);
+    const __m512i rounded = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+    const __m512i high = _mm512_mask_slli_epi32(zero, 0xffff, rounded, 16);
+    const __m512i low = _mm512_mask_srli_epi32(zero, 0xffff, rounded, 16);
+    _mm512_store_si512(block, _mm512_or_si512(high, low));
+    for (int d = 0; d < 16; ++d) out[(q + d) * stride] = block[d];
+  }
+  return q;
+}
 #endif
 
 }  // namespace
+
+void pack_row_pairs(const float* x, std::ptrdiff_t k, std::ptrdiff_t pairs, float alpha, std::uint32_t* out,
+                    std::ptrdiff_t stride) {
+  std::ptrdiff_t q = 0;
+#ifdef VITATTN_X86_BF16
+  q = pack_row_pairs_avx512(x, k, pairs, alpha, out, stride);
+#endif
+  for (; q < pairs; ++q) {
+    const std::ptrdiff_t p = 2 * q;
+    out[q * stride] = bf16_pair(alpha * x[p], p + 1 < k ? alpha * x[p + 1] : 0.0f);
+  }
+}
 
 std::uint16_t to_bf16(float x) {
   const auto u = std::bit_cast<std::uint32_t>(x);

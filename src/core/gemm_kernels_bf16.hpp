@@ -24,6 +24,12 @@ inline std::uint32_t bf16_pair(float first, float second) {
 void kernel_bf16(std::ptrdiff_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                  std::ptrdiff_t ldc, bool load_c);
 
+// One row of x's pairs, α·x rounded: out[q·stride] = bf16_pair(α·x[2q], α·x[2q+1]) for q < pairs,
+// with x[k] read as 0 when 2·pairs > k (odd k). The same values as bf16_pair, 32 at a time with
+// vcvtne2ps2bf16 (whose rounding to_bf16 spells out). Only after cpu_runs_bf16().
+void pack_row_pairs(const float* x, std::ptrdiff_t k, std::ptrdiff_t pairs, float alpha, std::uint32_t* out,
+                    std::ptrdiff_t stride);
+
 // AVX512-F and AVX512-BF16, and not hidden by a test.
 bool cpu_runs_bf16();
 // Tests: make cpu_runs_bf16() say no (true) or ask the CPU again (false), to see the refusal

@@ -124,7 +124,10 @@ TEST_F(GemmBf16Test, MatchesTheStatedChainBitForBit) {
   for (const Shape& s : kShapes)
     for (bool accumulate : {false, true})
       for (float alpha : {1.0f, 0.37f}) {
-        const Matrix a = random_matrix(s.m, s.k, seed++), w_values = random_matrix(s.n, s.k, seed++);
+        Matrix a = random_matrix(s.m, s.k, seed++);
+        const Matrix w_values = random_matrix(s.n, s.k, seed++);
+        for (Eigen::Index p = 0; p < std::min<Eigen::Index>(a.size(), 64); p += 3)  // ties and subnormals too
+          a.data()[p] = p % 2 == 0 ? 1.0f + 0x1p-8f + static_cast<float>(p) * 0x1p-7f : 0x1p-130f * static_cast<float>(p + 1);
         const Matrix c0 = random_matrix(s.m, s.n, seed++);
         const WeightMatrix w = w_values;
         const Matrix want = emulated_chain(c0, a, w_values, alpha, accumulate);
