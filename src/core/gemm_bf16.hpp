@@ -3,7 +3,8 @@
 // with AVX512-BF16 (vdpbf16ps). Everything else stays float32: the products of two
 // activations (the attention's Q·Kᵀ and A·V, which carry the maps themselves and are a small
 // share of the work at ViT sizes), softmax, the norms, the heads' products through views, and
-// the whole backward (its products d·W never take this path).
+// the whole backward (its products d·W never take this path; its gradients start from the bf16
+// forward's activations, as the maps do).
 //
 // What one product computes, c (m, n) [+]= α·a (m, k) · Wᵀ, W (n, k):
 //   - W's values rounded to bf16 once, when its panels are packed (packed_panels.hpp keeps them
