@@ -1,7 +1,7 @@
 // vitattn_forward_bench: times the full ViT forward (all blocks, final norm, head) on one
 // fixed random 3×224×224 image. A benchmark helper for bench/run_model_bench.sh, not a test.
 //
-//   vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]
+//   vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W] [--precision fp32|bf16]
 //
 // Prints one JSON object: per-run wall seconds, their median, the median process CPU time, and the process's memory
 // in MiB (resident set after loading, after the runs, and its peak) next to the model file size.
@@ -22,6 +22,7 @@
 #include "bench_util.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
+#include "core/gemm_bf16.hpp"
 #include "core/vit.hpp"
 #include "tensors/safetensors.hpp"
 #include "tensors/tensor_file.hpp"
@@ -39,11 +40,13 @@ struct Args {
   int threads = 1;
   int repeat = 10;
   int warmup = 2;
+  vitattn::Precision precision = vitattn::Precision::fp32;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "vitattn_forward_bench: " << why << "\n"
-            << "usage: vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W]\n";
+            << "usage: vitattn_forward_bench --model M.safetensors --threads T --repeat N [--warmup W] "
+               "[--precision fp32|bf16]\n";
   std::exit(2);
 }
 
@@ -62,6 +65,9 @@ Args parse(int argc, char** argv) {
     else if (flag == "--threads") a.threads = positive_int(flag, value, 1);
     else if (flag == "--repeat") a.repeat = positive_int(flag, value, 1);
     else if (flag == "--warmup") a.warmup = positive_int(flag, value, 0);
+    else if (flag == "--precision" && std::string(value) == "fp32") a.precision = vitattn::Precision::fp32;
+    else if (flag == "--precision" && std::string(value) == "bf16") a.precision = vitattn::Precision::bf16;
+    else if (flag == "--precision") usage("--precision is fp32 or bf16");
     else usage("unknown option " + flag);
   }
   if (a.model.empty()) usage("--model is required");
@@ -99,6 +105,7 @@ int main(int argc, char** argv) {
     }
     const double ready_cpu_seconds = process_cpu_seconds();
     vitattn::pipeline::set_library_threads(args.threads);
+    vitattn::set_gemm_precision(args.precision);
     const vitattn::ImageTensor x = random_image(224);
 
     float checksum = 0.0f;  // keeps the work observable
@@ -115,7 +122,8 @@ int main(int argc, char** argv) {
 
     std::printf("{\"model\": \"%s\", \"d_model\": %d, \"n_layers\": %d, \"n_heads\": %d, \"threads\": %d, ",
                 args.model.c_str(), model.d_model(), model.n_layers(), model.n_heads, args.threads);
-    std::printf("\"gemm_kernel\": \"%s\", ", vitattn::gemm_kernel_name(vitattn::gemm_kernel()).c_str());
+    std::printf("\"gemm_kernel\": \"%s\", \"precision\": \"%s\", ", vitattn::gemm_kernel_name(vitattn::gemm_kernel()).c_str(),
+                vitattn::precision_name(args.precision).c_str());
     std::printf("\"warmup\": %d, \"repeat\": %d, \"seconds\": [", args.warmup, args.repeat);
     for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.6f", i ? ", " : "", seconds[i]);
     std::printf("], \"median\": %.6f, \"cpu_median\": %.6f, \"checksum\": %.6g, ", median(seconds), median(cpu_seconds),

@@ -6,7 +6,10 @@ that bench/make_vit.py wrote (so it holds the very weights vitattn runs), then t
 torch.set_num_threads(T) (and OpenBLAS's own pool at T) under torch.inference_mode(), W warm-up runs, then N timed runs.
 Prints one JSON line like vitattn_forward_bench.
 
-  bench/torch_forward.py --model M.safetensors --threads T --repeat N [--warmup W]
+  bench/torch_forward.py --model M.safetensors --threads T --repeat N [--warmup W] [--precision fp32|bf16]
+
+--precision bf16 runs the forward under torch.autocast('cpu', dtype=torch.bfloat16), PyTorch's
+own mixed precision (its linear layers in bf16, through oneDNN where torch has it).
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     args = ap.parse_args()
 
     # Debian's torch does its matrix products in libblas.so.3 (OpenBLAS pthread), whose own
@@ -41,7 +45,14 @@ def main():
     model, config = load_torchvision(args.model)
     x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(0))
     seconds, cpu_seconds = [], []
-    with torch.inference_mode():
+    bf16 = args.precision == "bf16"
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+    # torch 1.13's fused attention (the fast path nn.MultiheadAttention takes without autograd)
+    # fails under autocast ("expected scalar type BFloat16 but found Float"): the bf16 run keeps
+    # autograd on, which sends it through the unfused path, and records a graph it never uses.
+    if bf16:
+        model.requires_grad_(True)
+    with (torch.enable_grad() if bf16 else torch.inference_mode()), autocast:
         for _ in range(args.warmup):
             model(x)
         for _ in range(args.repeat):
@@ -52,6 +63,7 @@ def main():
     print(json.dumps({"model": args.model, "config": config, "threads": args.threads,
                       "torch_threads": torch.get_num_threads(),
                       "omp_wait_policy": os.environ["OMP_WAIT_POLICY"], "torch": torch.__version__,
+                      "precision": args.precision,
                       "warmup": args.warmup, "repeat": args.repeat, "seconds": seconds,
                       "median": statistics.median(seconds),
                       "cpu_median": statistics.median(cpu_seconds)}))

@@ -16,6 +16,7 @@
 #include "image_request.hpp"
 #include "interrupt.hpp"
 #include "options.hpp"
+#include "precision_option.hpp"
 #include "pipeline/run_batch.hpp"
 #include "serve_command.hpp"
 #include "standard_output.hpp"
@@ -44,6 +45,7 @@ int run_images(const ImageOptions& o) {
     spdlog::error("no input images given (try: vitattn --help)");
     return kExitUsage;
   }
+  use_precision(o.precision);
   const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
   ImageRequest request;
   build_image_request(o, request);

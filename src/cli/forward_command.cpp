@@ -12,6 +12,7 @@
 #include "files/file_io.hpp"
 #include "hub/hf_cache.hpp"
 #include "model_request.hpp"
+#include "precision_option.hpp"
 #include "pipeline/class_choice.hpp"
 #include "pipeline/forward_job.hpp"
 #include "pipeline/job_outputs.hpp"
@@ -83,6 +84,7 @@ std::optional<ZeroShotClasses> forward_classes(const model::OpenedModel& opened,
 }  // namespace
 
 int run_forward(const ForwardCommandOptions& o, int verbosity) {
+  use_precision(o.precision);
   // `forward` needs --model (check_forward); the class names for --class's labels
   const bool text_tower = !o.texts.empty() || !o.classes_from_words.labels.empty();
   model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.classes.empty(), text_tower);

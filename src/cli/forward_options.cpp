@@ -104,6 +104,7 @@ CLI::App* add_forward_command(CLI::App& app, ForwardCommandOptions& o, int& verb
                                               "are the same whatever the count")
       ->check(CLI::Range(1, 1024));
   CLI::Option* model = add_model_file_option(*forward, o.model);
+  add_precision_option(*forward, o.precision);
   forward->add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling, to see why it is there")->group("Model");
   add_checkpoint_options(*forward, o.model, model);
   add_gradient_options(*forward, o);

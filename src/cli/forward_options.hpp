@@ -21,6 +21,7 @@ struct ForwardCommandOptions {
   std::string output = "vitattn-out";
   bool no_scale = false;
   int threads = 0;                   // --threads: the products' threads; 0: every core
+  Precision precision = Precision::fp32;  // --precision: the weight products' (core/gemm_bf16.hpp)
   // Gradients of the logit y_c: --class c (indices or labels, as the image command's: resolved
   // against the model by pipeline/class_choice.hpp), the maps of --method ("all": every one),
   // their settings.

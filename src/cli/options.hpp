@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zero_shot_classes.hpp"
+#include "core/gemm_bf16.hpp"
 #include "core/seeded_model.hpp"
 #include "image/image_writer.hpp"
 #include "image/overlay.hpp"
@@ -61,6 +62,7 @@ struct ImageOptions {
   int jobs = 0;  // 0: all cores
   ScaleOutOptions scale_out;  // --shard, --files-from, --log-json (scale_out.hpp)
   ModelOptions model;
+  Precision precision = Precision::fp32;  // --precision: the weight products' (core/gemm_bf16.hpp)
   std::string save_model;
   bool save_attention = false;
   bool report = false;         // also <name>_report.html (and index.html for a batch)
@@ -141,6 +143,9 @@ void add_output_options(CLI::App& app, ImageOptions& o);
 void add_token_options(CLI::App& app, ImageOptions& o);
 // "Video": --frames-dir, --every, --max-frames, --smooth.
 void add_video_options(CLI::App& app, ImageOptions& o);
+// --precision fp32 | bf16 ("Model"; the image command, `forward`, `serve`): the forward's weight
+// products (core/gemm_bf16.hpp), set for the run by precision_option.hpp's use_precision.
+CLI::Option* add_precision_option(CLI::App& app, Precision& precision);
 // -q and -v, counted into `verbosity` (shared by the main command and its subcommands).
 void add_verbosity_options(CLI::App& app, int& verbosity);
 

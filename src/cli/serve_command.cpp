@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "interrupt.hpp"
 #include "model_request.hpp"
+#include "precision_option.hpp"
 #include "pipeline/threads.hpp"
 #include "pipeline/view.hpp"
 #include "text_prompts.hpp"
@@ -97,6 +98,7 @@ int run_serve(const ServeOptions& o, int verbosity) {
   serve::ServerSettings settings = server_settings(o);
   const bool loopback = serve::is_loopback(o.host);
   if (!loopback && settings.token.empty()) settings.token = serve::random_token();
+  use_precision(o.precision);
   const std::vector<serve::ServedModel> models = open_models(o, verbosity);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   pipeline::set_library_threads(std::max(1, cores / o.workers));

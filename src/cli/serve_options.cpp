@@ -124,6 +124,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o, int& verbosity) {
                     "Memory for the report pages made (MB); the least recently used go first")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  add_precision_option(*serve, o.precision);
   add_model_settings(*serve, model, entries);
   add_verbosity_options(*serve, verbosity);
   return serve;

@@ -29,6 +29,7 @@ struct ServeOptions {
   int queue = 8;
   int timeout = 30;                 // seconds
   int cache_mb = 512;               // the report pages kept (2^20 bytes a MB)
+  Precision precision = Precision::fp32;  // --precision: every model's weight products (core/gemm_bf16.hpp)
 };
 
 // Declares the `serve` subcommand on `app`, with its own help and examples; its -q and -v

@@ -14,12 +14,15 @@
 //
 // The panel layout depends on the kernel (its nr) and on which way the product reads the
 // matrix (x·Wᵀ in the forward, d·W in the gradient), so the cache keeps one form per
-// (kernel, orientation): a test that switches kernels gets panels for the kernel it runs.
+// (kernel, orientation): a test that switches kernels gets panels for the kernel it runs. The
+// bf16 products (gemm_bf16.hpp) keep their forms here too, one per orientation, after the float
+// ones: the weight rounded to bf16 once, in pairs along k.
 // The panels hold exactly the values the per-product packing would copy, so the bytes of a
 // product do not depend on which path fed its kernel.
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -32,12 +35,14 @@ struct PackedPanels {
   std::shared_ptr<float[]> data;
   std::ptrdiff_t k = 0, n = 0, n_padded = 0;
   int nr = 0;
+  std::shared_ptr<std::uint32_t[]> pairs;  // a bf16 form's values instead of data (gemm_kernels_bf16.hpp)
 };
 
 // The forms of one weight matrix, each made at most once.
 class PanelCache {
  public:
-  static constexpr int kForms = 6;  // 3 kernels × 2 orientations
+  static constexpr int kBf16Forms = 6;             // the float forms: 3 kernels × 2 orientations; then bf16's
+  static constexpr int kForms = kBf16Forms + 2;    // bf16: × 2 orientations
   // Whether this is at least the second product reading this form (counts the reads).
   bool read_before(int form) {
     std::atomic<int>& uses = uses_[static_cast<std::size_t>(form)];

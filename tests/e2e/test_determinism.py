@@ -121,3 +121,34 @@ class Determinism(unittest.TestCase):
         for i, (name, env) in enumerate(ENVIRONMENTS.items()):
             self.same_bytes(reference, forward(i + 1, env), f"forward with {name}")
 
+    def test_bf16_products_same_bytes_at_any_thread_count(self):
+        """--precision bf16 (src/core/gemm_bf16.hpp): the same bytes at 1, 2 and 3 threads (forward)
+        and at -j 1 and -j 2 (the image mode), and not fp32's bytes; a CPU without AVX512-BF16
+        refuses it in one line."""
+        has_bf16 = "avx512_bf16" in Path("/proc/cpuinfo").read_text()
+
+        def forward(threads, *extra):
+            out = self.dir / f"bf16_fwd{threads}{len(extra)}"
+            p = run_process("forward", "--model", self.ckpt, *extra, "--threads", threads, "x.npy", "-o", out,
+                            cwd=self.dir)
+            return p, out
+
+        p, _ = forward(1, "--precision", "bf16")
+        if not has_bf16:
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual((p.returncode, len(lines)), (2, 1), p.stderr)
+            self.assertTrue(lines[0].startswith("error: --precision bf16:") and "AVX512-BF16" in lines[0], p.stderr)
+            return
+        self.assertEqual(p.returncode, 0, p.stderr)
+        reference = files_of(forward(1, "--precision", "bf16")[1])
+        for threads in (2, 3):
+            p, out = forward(threads, "--precision", "bf16")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.same_bytes(reference, files_of(out), f"forward --precision bf16 at 1 and {threads} threads")
+        p, out = forward(2)
+        fp32 = files_of(out)
+        self.assertNotEqual(reference["x_attention.npy"], fp32["x_attention.npy"], "bf16 is not fp32")
+        options = ["--model", self.ckpt, "--save-attention", "--precision", "bf16"]
+        maps, _, _ = self.draw(options, "1")
+        self.same_bytes(maps, self.draw(options, "2")[0], "image mode --precision bf16, -j 1 against -j 2")
+

@@ -77,6 +77,13 @@ class TypedOptions(unittest.TestCase):
                 for b in names[i + 1:]:
                     self.assertNotEqual(drawn[a], drawn[b], (option, a, b))
 
+    def test_precision_is_fp32_or_bf16(self):
+        line = self.refused("--precision", "fp16", expect="--precision")
+        self.assertIn("fp16", line)
+        if "avx512_bf16" not in Path("/proc/cpuinfo").read_text():  # a CPU without the instructions says so
+            self.refused("--precision", "bf16", expect="AVX512-BF16")
+        self.assertEqual(self.draw("--precision", "FP32"), self.draw())  # the default, by name, any case
+
     def test_format_names_the_file_whatever_its_case(self):
         for name, suffix in (("JPG", "jpg"), ("WebP", "webp"), ("PNG", "png")):
             data = self.draw("--format", name, suffix=suffix)

@@ -10,7 +10,9 @@ normalised [3, H, W] tensor or .npy for `vitattn forward`), "attention_last": [H
 last block's attention}. Here each folder becomes a hub repository; for each:
   - `vitattn [forward] --model hf:families/<part> -v`: config.json's model_type picks the family
     (-v names it), and the last block's heads are within 1e-5 of the torch reference;
-  - the same offline (HF_HUB_OFFLINE=1, an endpoint that refuses connections): the same bytes.
+  - the same offline (HF_HUB_OFFLINE=1, an endpoint that refuses connections): the same bytes;
+  - with --precision bf16 (on a CPU with AVX512-BF16): the last block's class-token map within
+    6e-2 of the fp32 run's and of torch's, relative to its largest value (each head within 5e-2).
 Run:  /usr/bin/python3 -m pytest -q -s tests/oracle/test_hf_families.py
 """
 import importlib
@@ -86,6 +88,38 @@ def check_part(part, family, hub, tmp):
     name = f"{image.stem}_attention.npy" if forward else f"{image.stem}_attn.npy"
     T.check(p.returncode == 0 and (out2 / name).read_bytes() == (out / name).read_bytes(),
             f"{part}: offline from the cache, the same bytes: {p.stderr.strip()[-300:]}")
+    if BF16:
+        check_bf16(part, command, image, got, ref, tmp, hub_env(offline))
+
+
+# bf16 weight products against fp32 and torch, relative to the largest value: the map (the class
+# token's row over the other tokens, mean over the heads, as the image command draws it) and each
+# head's single weights. Measured on these random models (map, heads): siglip 0.5 %, 3.9 %; dinov3
+# 1.2 %, 3.4 %; deit 1.6 %, 1.1 %; clip 5.2 %, 3.8 %: their softmax is sharp, and its peaks
+# amplify the rounding of bf16's 8-bit significands in every projection.
+BF16_MAP_TOL, BF16_HEAD_TOL = 6e-2, 5e-2
+BF16 = Path("/proc/cpuinfo").exists() and "avx512_bf16" in Path("/proc/cpuinfo").read_text()
+
+
+def class_map(heads):
+    return heads.mean(0)[0, 1:]
+
+
+def check_bf16(part, command, image, fp32, ref, tmp, env):
+    out = tmp / f"out_{part}_bf16"
+    p = run_process(*command, "--model", f"hf:families/{part}", "--precision", "bf16", "-o", out, image, env=env)
+    if not T.check(p.returncode == 0, f"{part}: --precision bf16 failed: {p.stderr.strip()[-400:]}"):
+        return
+    got = last_heads(out, image.stem, command == ["forward"]).astype(np.float64)
+    line = f"{part} --precision bf16:"
+    for what, tol, view in (("map", BF16_MAP_TOL, class_map), ("heads", BF16_HEAD_TOL, lambda h: h)):
+        scale = float(np.abs(view(ref)).max())
+        to_fp32 = float(np.abs(view(got) - view(fp32)).max()) / scale
+        to_torch = float(np.abs(view(got) - view(ref)).max()) / scale
+        line += f" {what} vs fp32 {to_fp32:.2g}, vs torch fp32 {to_torch:.2g} (of the max);"
+        T.check(0 < to_fp32 <= tol, f"{part}: bf16 {what} vs fp32 {to_fp32:.3g} of the max (bound {tol}; 0: not bf16)")
+        T.check(to_torch <= tol, f"{part}: bf16 {what} vs torch {to_torch:.3g} of the max (bound {tol})")
+    print(line, flush=True)
 
 
 def test_every_family_through_the_hub():
