@@ -82,7 +82,7 @@ int run_eval_command(const EvalCommandOptions& o, int verbosity) {
   request.labels = read_labels(o.labels_csv, opened, o.model.file);
   pipeline::check_view(opened.model, request.process.view, o.model.file);
   request.process = pipeline::checked_options(opened.model, request.process);
-  spdlog::info("eval: {} and the random baseline", pipeline::method_names(request.process.view.methods, " and "));
+  spdlog::info("eval: {}, beside the random baseline", pipeline::method_names(request.process.view.methods, ", "));
   pipeline::EvalEvents events;
   events.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   events.failed = [](const std::string& line) { spdlog::error("{}", line); };

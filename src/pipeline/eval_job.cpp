@@ -61,7 +61,7 @@ std::optional<ChosenClass> label_of(const EvalLabels& labels, const fs::path& in
 
 // The mask of `input` in the masks folder: <stem>.png; nullopt (a warning) when there is none.
 std::optional<cv::Mat> load_mask(const EvalContext& ctx, const fs::path& input, const cv::Mat& image) {
-  const fs::path path = *ctx.request.masks / (input.stem().string() + ".png");
+  const fs::path path = *ctx.request.masks / eval_mask_name(input);
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     warn(ctx.events, fmt::format("{}: no mask for {}: left out of the segmentation metrics", files::display(path),
@@ -122,7 +122,7 @@ ImageScores evaluate_image(const EvalContext& ctx, const InputJob& job, std::siz
       if (empty_mask) {
         ++empty;
         warn(ctx.events, fmt::format("{}: the mask of {} is empty (no object pixel): left out of the pointing game",
-                                     files::display(*q.masks / (job.input.stem().string() + ".png")),
+                                     files::display(*q.masks / eval_mask_name(job.input)),
                                      files::display(job.input)));
       }
     } else {

@@ -90,6 +90,7 @@ std::string eval_summary_name() { return "eval.csv"; }
 std::string eval_images_name() { return "eval_images.csv"; }
 std::string eval_curves_name() { return "eval_curves.csv"; }
 std::string random_baseline_name() { return "random"; }
+std::string eval_mask_name(const std::filesystem::path& input) { return input.stem().string() + default_image_extension(); }
 
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};

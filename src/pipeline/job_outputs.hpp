@@ -80,6 +80,9 @@ std::string eval_summary_name();
 std::string eval_images_name();
 std::string eval_curves_name();
 
+// "<stem>.png": the object mask `vitattn eval` reads for `input` in its masks folder.
+std::string eval_mask_name(const std::filesystem::path& input);
+
 // The name `vitattn eval` gives its random baseline among the methods' maps: "random".
 std::string random_baseline_name();
 

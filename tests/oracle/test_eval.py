@@ -365,7 +365,15 @@ def test_sanity_against_torch(setup):
 
 
 def test_same_bytes_whatever_j(setup):
+    """The first image is a large one (slow to decode), so that at -j 2 the second and third
+    finish before it: rows in the order the images finish would show."""
     tmp, model, path, images, masks = setup
+    big = tmp / "big"
+    big.mkdir(exist_ok=True)
+    rng = np.random.default_rng(3)
+    cv2.imwrite(str(big / "a_big.png"), rng.integers(0, 256, (2400, 3600, 3), dtype=np.uint8))
+    cv2.imwrite(str(masks / "a_big.png"), cv2.resize(cv2.imread(str(masks / "img0.png")), (3600, 2400)))
+    images = [big / "a_big.png"] + images
     outs = []
     for j in (1, 2):
         out = tmp / f"out_j{j}"
