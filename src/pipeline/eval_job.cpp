@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <opencv2/imgproc.hpp>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "job_outputs.hpp"
 #include "output_folders.hpp"
 #include "predictions.hpp"
+#include "report/eval_page.hpp"
 #include "tensors/npy.hpp"
 #include "threads.hpp"
 
@@ -248,8 +250,15 @@ std::string images_csv(const std::vector<ImageScores>& images) {
 }
 
 // Mean curves over the images: perturbation accuracy per fraction removed, Spearman per depth.
-std::string curves_csv(const std::vector<ImageScores>& images, const std::vector<std::string>& methods) {
-  std::string out = "method,curve,x,value,images\n";
+struct CurvePoint {
+  std::string method;
+  const char* curve;
+  double x = 0.0, value = 0.0;
+  std::size_t images = 0;
+};
+
+std::vector<CurvePoint> mean_curves(const std::vector<ImageScores>& images, const std::vector<std::string>& methods) {
+  std::vector<CurvePoint> points;
   for (std::size_t i = 0; i < methods.size(); ++i) {
     auto mean_curve = [&](const char* name, auto&& values_of, auto&& x_of) {
       std::vector<double> sum;
@@ -262,9 +271,7 @@ std::string curves_csv(const std::vector<ImageScores>& images, const std::vector
         for (std::size_t k = 0; k < v->size(); ++k) sum[k] += (*v)[k];
         ++n;
       }
-      for (std::size_t k = 0; k < sum.size(); ++k)
-        out += fmt::format("{},{},{},{},{}\n", csv_field(methods[i]), name, number(x_of(k)),
-                           number(sum[k] / static_cast<double>(n)), n);
+      for (std::size_t k = 0; k < sum.size(); ++k) points.push_back({methods[i], name, x_of(k), sum[k] / static_cast<double>(n), n});
     };
     const auto fraction = [](std::size_t k) { return static_cast<double>(k) / 10.0; };
     const auto depth = [](std::size_t k) { return static_cast<double>(k + 1); };
@@ -272,7 +279,26 @@ std::string curves_csv(const std::vector<ImageScores>& images, const std::vector
     mean_curve("negative", [](const MapScores& s) { return s.negative ? &s.negative->hits : nullptr; }, fraction);
     mean_curve("sanity", [](const MapScores& s) { return &s.sanity; }, depth);
   }
+  return points;
+}
+
+std::string curves_csv(const std::vector<CurvePoint>& points) {
+  std::string out = "method,curve,x,value,images\n";
+  for (const CurvePoint& p : points)
+    out += fmt::format("{},{},{},{},{}\n", csv_field(p.method), p.curve, number(p.x), number(p.value), p.images);
   return out;
+}
+
+// eval.html: the summary's rows (their CSV text) and the curves.
+void write_page(const fs::path& path, const std::vector<Row>& rows, const std::vector<CurvePoint>& points) {
+  std::vector<report::EvalPageMetric> metrics;
+  for (const char* m : {"pixel_accuracy", "miou", "map", "pointing_game", "positive_auc", "negative_auc", "sanity_spearman"})
+    metrics.push_back({m, std::string_view(m) == "positive_auc" || std::string_view(m) == "sanity_spearman"});
+  std::vector<report::EvalPageRow> page_rows;
+  for (const Row& r : rows) page_rows.push_back({r.method, r.metric, number(r.value), r.images});
+  std::vector<report::EvalPagePoint> page_points;
+  for (const CurvePoint& p : points) page_points.push_back({p.method, p.curve, p.x, p.value});
+  report::write_eval_page(path, metrics, page_rows, page_points);
 }
 
 void write_text(const fs::path& path, const std::string& text) { files::write_file_atomic(path, text.data(), text.size()); }
@@ -364,14 +390,17 @@ EvalOutcome run_eval(const EvalRequest& q, const EvalEvents& events) {
     out.empty_masks += empty[i];
   }
   out.flagged = flagged_methods(scores, methods);
-  const std::vector<std::pair<fs::path, std::string>> files{
-      {q.output / eval_summary_name(), summary_csv(summary_rows(scores, methods))},
-      {q.output / eval_images_name(), images_csv(scores)},
-      {q.output / eval_curves_name(), curves_csv(scores, methods)}};
+  const std::vector<Row> rows = summary_rows(scores, methods);
+  const std::vector<CurvePoint> points = mean_curves(scores, methods);
+  const std::vector<std::pair<fs::path, std::string>> files{{q.output / eval_summary_name(), summary_csv(rows)},
+                                                            {q.output / eval_images_name(), images_csv(scores)},
+                                                            {q.output / eval_curves_name(), curves_csv(points)}};
   for (const auto& [path, text] : files) {
     write_text(path, text);
     out.written.push_back(path);
   }
+  write_page(q.output / eval_page_name(), rows, points);
+  out.written.push_back(q.output / eval_page_name());
   return out;
 }
 

@@ -56,7 +56,7 @@ struct EvalOutcome {
   std::size_t images = 0, failed = 0;
   std::size_t missing_masks = 0, empty_masks = 0;
   std::vector<std::string> flagged;  // methods whose maps survive the randomisation (Spearman > 0.5)
-  std::vector<std::filesystem::path> written;  // eval.csv, eval_images.csv, eval_curves.csv
+  std::vector<std::filesystem::path> written;  // eval.csv, eval_images.csv, eval_curves.csv, eval.html
 };
 
 // Spearman's correlation above which a method's maps are flagged as not depending on the

@@ -89,6 +89,7 @@ std::string predictions_name() { return batch_file(&OutputSet::top).name; }
 std::string eval_summary_name() { return "eval.csv"; }
 std::string eval_images_name() { return "eval_images.csv"; }
 std::string eval_curves_name() { return "eval_curves.csv"; }
+std::string eval_page_name() { return "eval.html"; }
 std::string random_baseline_name() { return "random"; }
 std::string eval_mask_name(const std::filesystem::path& input) { return input.stem().string() + default_image_extension(); }
 

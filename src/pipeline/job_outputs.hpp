@@ -79,6 +79,7 @@ std::string predictions_name();
 std::string eval_summary_name();
 std::string eval_images_name();
 std::string eval_curves_name();
+std::string eval_page_name();  // "eval.html": the three as one offline page
 
 // "<stem>.png": the object mask `vitattn eval` reads for `input` in its masks folder.
 std::string eval_mask_name(const std::filesystem::path& input);
