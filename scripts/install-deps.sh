@@ -14,6 +14,8 @@
 # (src/text); python3-regex: its oracle's \p{L}/\p{N} (tests/oracle/test_clip_tokenizer.py).
 # libdnnl-dev: oneDNN, the benchmarks' GEMM yardstick (bench/); vitattn itself does not link it.
 # linux-perf: bench/run_forward_breakdown.py samples the forward with perf record (cpu-clock).
+# python3-sklearn: average_precision_score, the segmentation mAP's yardstick in `vitattn eval`'s oracle
+# (tests/oracle/test_eval.py); python3-scipy: its spearmanr for the sanity check.
 # Run as root (or with sudo). Safe to run again: apt skips what is present.
 set -euo pipefail
 SUDO=""
@@ -23,7 +25,7 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ccache \
   libopencv-dev libjpeg62-turbo-dev libpng-dev libeigen3-dev libspdlog-dev libgtest-dev libcli11-dev nlohmann-json3-dev libdeflate-dev libcurl4-openssl-dev libwebp-dev libcpp-httplib-dev libxxhash-dev libsentencepiece-dev libutf8proc-dev \
-  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread python3-sentencepiece python3-protobuf python3-regex \
+  python3 python3-numpy python3-opencv python3-pil python3-torch python3-torchvision python3-pytest libopenblas0-pthread python3-sentencepiece python3-protobuf python3-regex python3-sklearn python3-scipy \
   hyperfine time libdnnl-dev linux-perf \
   slurm-wlm munge \
   chromium chromium-driver python3-selenium \

@@ -11,6 +11,7 @@
 #include "command_line.hpp"
 #include "core/error.hpp"
 #include "environment.hpp"
+#include "eval_command.hpp"
 #include "explain_command.hpp"
 #include "forward_command.hpp"
 #include "image_request.hpp"
@@ -81,14 +82,19 @@ int run(int argc, char** argv) {
   CLI::App* forward_command = add_forward_command(app, forward, options.verbosity);
   ServeOptions serve;
   CLI::App* serve_command = add_serve_command(app, serve, options.verbosity);
-  if (const auto status = parse(app, argc, argv, options, *explain_command, *forward_command, *serve_command))
+  EvalCommandOptions eval;
+  CLI::App* eval_command = add_eval_command(app, eval, options.verbosity);
+  if (const auto status =
+          parse(app, argc, argv, options, {*explain_command, *forward_command, *serve_command, *eval_command}))
     return *status;
+  eval.model.img_size_given = eval_command->count("--img-size") > 0;
   setup_logging(options.verbosity);
   video::set_video_module_path(video_module_override(process_environment));  // before any video code
   const int status = run_reporting_errors([&] {
     if (explain_command->parsed()) return run_explain(explain);
     if (forward_command->parsed()) return run_forward(forward, options.verbosity);
     if (serve_command->parsed()) return run_serve(serve, options.verbosity);
+    if (eval_command->parsed()) return run_eval_command(eval, options.verbosity);
     return run_images(options);
   });
   // What is still buffered for standard output: a write that fails is an error too.

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <vector>
 
+#include "eval_options.hpp"
 #include "explain.hpp"
 #include "files/text.hpp"
 #include "forward_command.hpp"
@@ -118,17 +119,20 @@ std::string option_message(const Error& e) {
   return *flag + ": " + (e.source().empty() ? "" : e.source() + ": ") + e.detail();
 }
 
-std::optional<int> parse(CLI::App& app, int argc, char** argv, ImageOptions& options, CLI::App& explain, CLI::App& forward,
-                         CLI::App& serve) {
+std::optional<int> parse(CLI::App& app, int argc, char** argv, ImageOptions& options, const Subcommands& subs) {
   try {
     app.parse(argc, argv);
-    if (explain.parsed()) check_nothing_before(app, explain);
-    if (serve.parsed()) check_nothing_before(app, serve);
-    if (forward.parsed()) {
-      check_nothing_before(app, forward);
-      check_forward(forward);
+    if (subs.explain.parsed()) check_nothing_before(app, subs.explain);
+    if (subs.serve.parsed()) check_nothing_before(app, subs.serve);
+    if (subs.forward.parsed()) {
+      check_nothing_before(app, subs.forward);
+      check_forward(subs.forward);
     }
-    if (!explain.parsed() && !forward.parsed() && !serve.parsed()) {
+    if (subs.eval.parsed()) {
+      check_nothing_before(app, subs.eval);
+      check_eval(subs.eval);
+    }
+    if (!subs.explain.parsed() && !subs.forward.parsed() && !subs.serve.parsed() && !subs.eval.parsed()) {
       check_not_a_misspelt_command(app, options);
       check_combinations(app, options);
       check_scale_out(app, options.scale_out);

@@ -22,7 +22,13 @@ std::string option_message(const Error& e);
 
 // The command line into `options`; nothing when it goes on, else the exit status (0 after
 // --help and --version, 2 after a usage error, said in one line).
-std::optional<int> parse(CLI::App& app, int argc, char** argv, ImageOptions& options, CLI::App& explain,
-                         CLI::App& forward, CLI::App& serve);
+// The subcommands declared on the app, for the checks of each one parsed.
+struct Subcommands {
+  CLI::App& explain;
+  CLI::App& forward;
+  CLI::App& serve;
+  CLI::App& eval;
+};
+std::optional<int> parse(CLI::App& app, int argc, char** argv, ImageOptions& options, const Subcommands& subs);
 
 }  // namespace vitattn::cli

@@ -86,6 +86,13 @@ std::string report_index_name() { return batch_file(&OutputSet::report).name; }
 
 std::string predictions_name() { return batch_file(&OutputSet::top).name; }
 
+std::string eval_summary_name() { return "eval.csv"; }
+std::string eval_images_name() { return "eval_images.csv"; }
+std::string eval_curves_name() { return "eval_curves.csv"; }
+std::string eval_page_name() { return "eval.html"; }
+std::string random_baseline_name() { return "random"; }
+std::string eval_mask_name(const std::filesystem::path& input) { return input.stem().string() + default_image_extension(); }
+
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));

@@ -74,6 +74,19 @@ std::string report_index_name();
 // "predictions.csv": a batch's most likely classes per image, in the output folder itself.
 std::string predictions_name();
 
+// `vitattn eval`'s files in its output folder (eval_job.hpp): "eval.csv", the metrics over the
+// set; "eval_images.csv", each image's; "eval_curves.csv", the perturbation and sanity curves.
+std::string eval_summary_name();
+std::string eval_images_name();
+std::string eval_curves_name();
+std::string eval_page_name();  // "eval.html": the three as one offline page
+
+// "<stem>.png": the object mask `vitattn eval` reads for `input` in its masks folder.
+std::string eval_mask_name(const std::filesystem::path& input);
+
+// The name `vitattn eval` gives its random baseline among the methods' maps: "random".
+std::string random_baseline_name();
+
 // "_attn.png" (or the format's extension): the overlay, or the sheet of heads with --head all.
 // A video's, "_attn.mp4" (or .avi), is overlay_suffix(video_extension).
 std::string overlay_suffix(const std::string& image_extension = default_image_extension());

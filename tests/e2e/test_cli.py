@@ -49,7 +49,7 @@ class Cli(TmpCase):
     def test_readme_names_every_option_of_the_help(self):
         # --help is the reference; the README shows each option in use, by its short or long name.
         readme = (REPO / "README.md").read_text()
-        for command in ((), ("explain",), ("forward",), ("serve",)):
+        for command in ((), ("explain",), ("forward",), ("serve",), ("eval",)):
             _, out, _ = run(*command, "--help")
             for line in out.splitlines():
                 m = re.match(r"^ +(-[^ ]+)", line)  # "  -o,--output DIR=vitattn-out   Output folder"
@@ -61,6 +61,8 @@ class Cli(TmpCase):
     def test_each_subcommand_has_its_own_help(self):
         for command, says, not_says in (("explain", ["--heatmap", "--html", "vitattn explain --html"], ["--model", "--colormap"]),
                                         ("forward", ["--model", "--key", "tensors", "vitattn forward --model"],
+                                         ["--colormap", "--heatmap", "--seed"]),
+                                        ("eval", ["--model", "--masks", "--labels-csv", "--method", "vitattn eval --model"],
                                          ["--colormap", "--heatmap", "--seed"])):
             rc, out, err = run(command, "--help")
             self.assertEqual(rc, 0, err)

@@ -1,0 +1,102 @@
+#include "eval_command.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "files/file_io.hpp"
+#include "files/text.hpp"
+#include "model_request.hpp"
+#include "pipeline/class_choice.hpp"
+#include "pipeline/eval_job.hpp"
+#include "pipeline/view.hpp"
+
+namespace vitattn::cli {
+namespace {
+
+// One line of --labels-csv: "file,class"; the file may hold commas, the class does not.
+std::pair<std::string, std::string> label_fields(const std::string& line, const std::string& where) {
+  const std::size_t comma = line.rfind(',');
+  if (comma == std::string::npos || comma == 0 || comma + 1 == line.size())
+    throw Error(fmt::format("--labels-csv {}: not a file,class row: {}", where, line));
+  return {line.substr(0, comma), line.substr(comma + 1)};
+}
+
+// --labels-csv's rows, each class resolved against the model (index or label), by file. A header
+// "file,class" is skipped; a blank line too. One line naming the file and line for a bad row.
+pipeline::EvalLabels read_labels(const std::string& path, const model::OpenedModel& opened, const std::string& model) {
+  pipeline::EvalLabels labels;
+  if (path.empty()) return labels;
+  if (!opened.model.has_classifier())
+    throw Error("--labels-csv " + path + ": " + model + " has no classifier: there is no class to aim at");
+  const std::vector<std::uint8_t> bytes = files::read_file(path);
+  std::string text(bytes.begin(), bytes.end());
+  std::size_t line_no = 0, start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || (line_no == 1 && line == "file,class")) continue;
+    const std::string where = fmt::format("{}:{}", path, line_no);
+    auto [file, value] = label_fields(line, where);
+    try {
+      const std::vector<pipeline::ChosenClass> c = pipeline::resolve_classes({value}, opened.labels, opened.model.n_classes(), model);
+      labels[file] = c.front();
+    } catch (const Error& e) {
+      throw Error(fmt::format("--labels-csv {}: class {}: {}", where, value, e.detail().empty() ? e.what() : e.detail()));
+    }
+  }
+  return labels;
+}
+
+pipeline::EvalRequest eval_request(const EvalCommandOptions& o, const VitModel& model) {
+  pipeline::EvalRequest r;
+  r.inputs.assign(o.inputs.begin(), o.inputs.end());
+  r.output = o.output;
+  r.recursive = o.recursive;
+  r.jobs = o.jobs;
+  r.model = &model;
+  if (!o.masks.empty()) r.masks = o.masks;
+  r.sanity = !o.no_sanity;
+  pipeline::ProcessOptions& p = r.process;
+  p.scale = !o.no_scale;
+  p.save_attention = o.save_attention;
+  pipeline::EncoderView& v = p.view;
+  v.layer = o.layer;
+  v.methods = eval_methods(o.methods, model.has_classifier());
+  v.legrad_from = o.legrad_from;
+  v.discard_ratio = static_cast<float>(o.discard_ratio);
+  v.img_size = o.model.img_size_given ? o.model.shape.img_size : 0;
+  v.keep_aspect = o.keep_aspect;
+  return r;
+}
+
+}  // namespace
+
+int run_eval_command(const EvalCommandOptions& o, int verbosity) {
+  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.labels_csv.empty());
+  pipeline::EvalRequest request = eval_request(o, opened.model);
+  request.labels = read_labels(o.labels_csv, opened, o.model.file);
+  pipeline::check_view(opened.model, request.process.view, o.model.file);
+  request.process = pipeline::checked_options(opened.model, request.process);
+  spdlog::info("eval: {}, beside the random baseline", pipeline::method_names(request.process.view.methods, ", "));
+  pipeline::EvalEvents events;
+  events.warn = [](const std::string& line) { spdlog::warn("{}", line); };
+  events.failed = [](const std::string& line) { spdlog::error("{}", line); };
+  const pipeline::EvalOutcome outcome = pipeline::run_eval(request, events);
+  if (outcome.missing_masks > 0)
+    spdlog::warn("{} without a mask: left out of the segmentation metrics",
+                 files::counted(outcome.missing_masks, "image", "images"));
+  for (const std::string& m : outcome.flagged)
+    spdlog::warn("{}: its maps stay alike (Spearman > {}) with every block randomised: they do not follow the weights",
+                 m, pipeline::kSanityFlag);
+  spdlog::info("{} measured{} → {}", files::counted(outcome.images, "image", "images"),
+               outcome.failed ? fmt::format(", {} failed", outcome.failed) : std::string(),
+               files::display(outcome.written.front()));
+  return outcome.failed > 0 ? 1 : 0;
+}
+
+}  // namespace vitattn::cli

@@ -1,0 +1,42 @@
+#pragma once
+// `vitattn eval --model FILE [--masks DIR] [--labels-csv FILE] [--method M[,M…]|all] inputs… -o OUT`:
+// its options and its help. What it does is eval_command.hpp's (and pipeline/eval_job.hpp's).
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+#include "pipeline/map_methods.hpp"
+
+namespace vitattn::cli {
+
+struct EvalCommandOptions {
+  ModelOptions model;                // --model (required) and the Checkpoints options, --img-size, --mean/--std
+  std::vector<std::string> inputs;   // images and folders
+  std::string output = "vitattn-eval";
+  bool recursive = false;
+  int jobs = 0;                      // -j: workers; 0: one per core
+  std::string masks;                 // --masks DIR: <stem>.png per image, nonzero = object
+  std::string labels_csv;            // --labels-csv FILE: file,class rows
+  std::vector<std::string> methods;  // --method: names or aliases; "all" (the default): every one the model allows
+  int layer = -1;
+  double discard_ratio = 0.0;
+  int legrad_from = -2;
+  bool keep_aspect = false;
+  bool no_scale = false;
+  bool save_attention = false;       // each map's <name>_cls_<method>.npy
+  bool no_sanity = false;            // --no-sanity: leave out the randomisation test
+};
+
+// Declares the `eval` subcommand on `app`, with its own help and examples; its -q and -v
+// count into `verbosity`.
+CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& options, int& verbosity);
+
+// After parsing: `eval` needs --model and inputs (a CLI::ValidationError naming what is missing).
+void check_eval(const CLI::App& eval);
+
+// --method's names (aliases taken) → the methods, each once, in the table's order for "all":
+// every one, those that need a classifier only when `has_classifier`. Empty names: "all".
+std::vector<pipeline::MapMethod> eval_methods(const std::vector<std::string>& names, bool has_classifier);
+
+}  // namespace vitattn::cli
