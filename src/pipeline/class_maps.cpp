@@ -34,6 +34,8 @@ ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVe
   s.legrad_from = view.legrad_from;
   s.chefer_from = view.chefer_from;
   s.discard_ratio = view.discard_ratio;
+  s.lrp_gamma_linear = view.lrp_gamma_linear;
+  s.lrp_gamma_conv = view.lrp_gamma_conv;
   s.scale = scale;
   for (const ChosenClass& c : out.classes) {
     s.class_index = c.index;

@@ -263,6 +263,8 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   RelevanceSettings settings;
   settings.last_layer = drawn_layer(options.view);
   settings.discard_ratio = options.view.discard_ratio;
+  settings.lrp_gamma_linear = options.view.lrp_gamma_linear;
+  settings.lrp_gamma_conv = options.view.lrp_gamma_conv;
   settings.scale = options.scale;
   // LeGrad's layers as the run's --legrad-from (default as its authors' code: the last two;
   // −K on a model of fewer layers: every layer).
