@@ -240,6 +240,39 @@ def check_family(tmp, fam, gammas):
             check(f"{label}: torch's own Σ R = y_c", pixels.sum(axis=(1, 2)), logits[:, c], tol=1e-5)
 
 
+def check_pixels(tmp):
+    """The image command's --save-attention: <name>_pixels.npy [S_h, S_w] and the patch sums in
+    <name>_cls.npy, on a 24×40 PNG kept at its size (--keep-aspect --img-size 24: 3×5 patches), with the
+    normalisation given, so the input is known here: RGB / 255, then (x − mean) / std. With
+    --method all the same map is <name>_pixels_lrp.npy beside the other methods' files."""
+    import cv2
+    fam = Family("pixels", seed=4, grid=(3, 5))
+    tensors = fam.tensors()
+    model_path = tmp / "pixels.safetensors"
+    safetensors_io.write(model_path, tensors, {"num_heads": str(HEADS)}, dtype="F32")
+    gh, gw = fam.grid
+    bgr = harness.photo_like(gh * P, gw * P, 6)
+    png = tmp / "pic.png"
+    cv2.imwrite(str(png), bgr)
+    mean, std = (0.45, 0.5, 0.55), (0.25, 0.2, 0.3)
+    rgb = bgr[:, :, ::-1].astype(np.float32) / np.float32(255)
+    x = (rgb - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    image = torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1))[None].astype(np.float64))
+    c, g_lin, g_conv = 3, 0.2, 0.5
+    pixels, _ = torch_lrp(tensors, fam, image, c, g_lin, g_conv)
+    norm = ["--mean", ",".join(map(str, mean)), "--std", ",".join(map(str, std))]
+    gammas = ["--lrp-gamma-linear", str(g_lin), "--lrp-gamma-conv", str(g_conv)]
+    for method, suffix in (("lrp", ""), ("all", "_lrp")):
+        out = tmp / f"pixels_{method}"
+        args = ["--model", model_path, png, "-o", out, "--method", method, "--class", str(c), "--save-attention",
+                "--keep-aspect", "--img-size", str(gh * P), *norm, *gammas]
+        if not harness.run_ok(T, f"--method {method} --save-attention", args):
+            continue
+        check(f"--method {method}: pic_pixels{suffix}.npy", np.load(out / f"pic_pixels{suffix}.npy"), pixels[0])
+        check(f"--method {method}: pic_cls{suffix}.npy", np.load(out / f"pic_cls{suffix}.npy"),
+              patch_sums(pixels, gh, gw)[0])
+
+
 def test_lrp_maps():
     assert BIN.is_file(), f"binary {BIN} not found (build first or set VITATTN_BIN)"
     with T.section("lrp"), tempfile.TemporaryDirectory(prefix="vitattn_lrp_") as d:
@@ -248,3 +281,4 @@ def test_lrp_maps():
         check_family(tmp, Family("no biases, positions, class token", seed=1, biases=False), [(0.05, 0.25), (0.0, 0.1)])
         check_family(tmp, Family("registers + layer scale", seed=2, registers=4), [(0.1, 0.25)])
         check_family(tmp, Family("3x5 patches on a 4x4 model", seed=3, grid=(3, 5)), [(0.1, 0.25)])
+        check_pixels(tmp)
