@@ -7,6 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+
+#include "core/vit.hpp"
+#include "core/zero_shot.hpp"
+#include "test_util.hpp"
 
 namespace vitattn {
 namespace {
@@ -89,6 +94,96 @@ TEST(IdentityRules, LayerNormConservesAllButTheBias) {
   const double relevance_in = (x.array() * d_x.array()).sum();
   const double relevance_out = ((y.array() - norm.bias.array()) * d_y.array()).sum();
   EXPECT_NEAR(relevance_in, relevance_out, 1e-5);
+}
+
+// Conservation on whole models without biases, positions or class token (zero), one per head
+// the backward starts from: Σ over the pixels of R = y_c (y_c − logit_bias for texts), y_c the
+// forward's own logit. Covers the pools and heads the torch oracle does not reach: the patch mean
+// with fc_norm, SigLIP's probe head, and texts as classes (CLIP's projection; SigLIP's bias).
+enum class Head { class_token, patch_mean, probe, clip_texts, siglip_texts };
+
+VitModel bias_free_model(Head head, std::mt19937& rng) {
+  const int d = 8, p = 2, g = 3, mlp = 16, classes = 4, d_embed = 6;
+  auto rnd = [&](Eigen::Index r, Eigen::Index c, float scale) { return test::random_matrix(r, c, rng, scale); };
+  auto zeros = [](Eigen::Index n) { return RowVector(RowVector::Zero(n)); };
+  auto ln = [&] { return LayerNorm{RowVector(rnd(1, d, 0.5f).array() + 1.0f), zeros(d)}; };
+  const bool probe = head == Head::probe || head == Head::siglip_texts;
+  VitModel m;
+  m.patch_size = p;
+  m.n_heads = 2;
+  m.w_patch = rnd(d, 3 * p * p, 0.5f);
+  if (!probe) m.cls_token = zeros(d);
+  m.pos_prefix = probe ? 0 : 1;
+  m.pos_embed = Matrix::Zero(m.pos_prefix + g * g, d);
+  m.grid_h = m.grid_w = g;
+  for (int l = 0; l < 2; ++l) {
+    EncoderBlock b;
+    b.norm1 = ln();
+    b.w_qkv = rnd(3 * d, d, 0.8f);
+    b.w_proj = rnd(d, d, 0.4f);
+    b.b_proj = zeros(d);
+    b.norm2 = ln();
+    b.w_fc1 = rnd(mlp, d, 0.4f);
+    b.b_fc1 = zeros(mlp);
+    b.w_fc2 = rnd(d, mlp, 0.3f);
+    b.b_fc2 = zeros(d);
+    m.blocks.push_back(b);
+  }
+  m.final_norm = ln();
+  if (head == Head::patch_mean) {
+    m.pooling = Pooling::patch_mean;
+    m.fc_norm = ln();
+  }
+  if (probe) {
+    m.pooling = Pooling::probe;
+    ProbeHead& h = m.probe_head;
+    h.probe = rnd(1, d, 1.0f);
+    h.w_qkv = rnd(3 * d, d, 0.8f);
+    h.b_qkv = zeros(3 * d);
+    h.w_out = rnd(d, d, 0.4f);
+    h.b_out = zeros(d);
+    h.norm = ln();
+    h.w_fc1 = rnd(mlp, d, 0.4f);
+    h.b_fc1 = zeros(mlp);
+    h.w_fc2 = rnd(d, mlp, 0.3f);
+    h.b_fc2 = zeros(d);
+  }
+  if (head == Head::clip_texts || head == Head::siglip_texts) {
+    const Eigen::Index width = head == Head::clip_texts ? d_embed : d;
+    if (head == Head::clip_texts) m.w_embed = rnd(d_embed, d, 0.5f);
+    Matrix texts = rnd(classes, width, 1.0f);
+    texts.rowwise().normalize();
+    m.zero_shot.classes = texts;
+    m.zero_shot.logit_scale = 2.0f;
+    m.zero_shot.logit_bias = head == Head::siglip_texts ? -3.0f : 0.0f;
+  } else {
+    m.w_head = rnd(classes, d, 0.5f);
+    m.b_head = zeros(classes);
+  }
+  m.validate("bias-free model");
+  return m;
+}
+
+TEST(AttnLrp, PixelsSumToTheLogitWithoutBiases) {
+  for (Head head : {Head::class_token, Head::patch_mean, Head::probe, Head::clip_texts, Head::siglip_texts}) {
+    std::mt19937 rng(7 + static_cast<unsigned>(head));
+    const VitModel m = bias_free_model(head, rng);
+    const ImageTensor image = test::random_image(6, 6, rng, 1.0f);
+    ForwardTape tape;
+    ForwardOptions options;
+    options.tape = &tape;
+    const ForwardResult result = forward(m, image, options);
+    for (int c = 0; c < 2; ++c) {
+      const LrpMaps maps = lrp_maps(m, tape, {c, 0.1f, 0.25f}, 3, 3);
+      ASSERT_EQ(maps.pixels.rows(), 6);
+      ASSERT_EQ(maps.patches.rows(), 3);
+      const double target = double{result.logits(c)} - double{m.zero_shot.present() ? m.zero_shot.logit_bias : 0.0f};
+      ASSERT_GT(std::abs(target), 1e-2);  // a logit that is not 0 by itself: the check means something
+      EXPECT_NEAR(maps.pixels.cast<double>().sum(), target, 1e-4 * std::max(1.0, std::abs(target)))
+          << "head " << static_cast<int>(head) << ", class " << c;
+      EXPECT_NEAR(maps.patches.cast<double>().sum(), maps.pixels.cast<double>().sum(), 1e-4);
+    }
+  }
 }
 
 }  // namespace
