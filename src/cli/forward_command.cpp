@@ -34,6 +34,8 @@ pipeline::ForwardRequest forward_request(const ForwardCommandOptions& o, const s
   for (const pipeline::ChosenClass& c : classes) r.classes.push_back(c.index);
   r.methods = chosen_relevance_methods(o.methods);
   r.discard_ratio = static_cast<float>(o.discard_ratio);
+  r.lrp_gamma_linear = static_cast<float>(o.lrp_gamma_linear);
+  r.lrp_gamma_conv = static_cast<float>(o.lrp_gamma_conv);
   r.legrad_from = o.first_layer.value_or(o.legrad_from);
   r.chefer_from = o.first_layer.value_or(o.texts.empty() ? 0 : -1);  // the paper's rollout; the CLIP notebook's start
   if (!o.texts.empty()) r.class_source = pipeline::ClassSource::texts;

@@ -18,7 +18,7 @@ std::vector<std::string> method_list() {
 const CLI::Validator kClassValue([](std::string& s) -> std::string { return s.empty() ? "empty class" : std::string(); },
                                  "", "class");
 
-// --class, --method, --discard-ratio, --legrad-from: the backward pass of one class's logit.
+// --class, --method, --discard-ratio, --legrad-from, the γs: the backward pass of one class's logit.
 void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
   const std::string group = "Gradients (models with a classifier)";
   CLI::Option* cls =
@@ -63,6 +63,8 @@ void add_gradient_options(CLI::App& forward, ForwardCommandOptions& o) {
       ->needs(method)
       ->excludes(legrad_from)
       ->group(group);
+  for (CLI::Option* gamma : add_lrp_gamma_options(forward, o.lrp_gamma_linear, o.lrp_gamma_conv, group))
+    gamma->needs(method);
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ struct ForwardCommandOptions {
   double discard_ratio = 0.0;        // grad-rollout's
   int legrad_from = -2;              // LeGrad's first layer; negative counts from the end
   std::optional<int> first_layer;    // --first-layer: Chefer's and LeGrad's
+  double lrp_gamma_linear = vitattn::lrp_default_gamma_linear;  // --lrp-gamma-linear
+  double lrp_gamma_conv = vitattn::lrp_default_gamma_conv;      // --lrp-gamma-conv
 };
 
 // Declares the `forward` subcommand on `app`, with its own help and examples; its -q and -v

@@ -68,6 +68,8 @@ pipeline::ProcessOptions process_options(const ImageOptions& o) {
   v.legrad_from = o.first_layer.value_or(o.legrad_from);
   v.chefer_from = o.first_layer.value_or(asks_in_words(o) ? pipeline::kTextsCheferFrom : 0);  // the CLIP notebook's start, else the paper's
   v.discard_ratio = static_cast<float>(o.discard_ratio);
+  v.lrp_gamma_linear = static_cast<float>(o.lrp_gamma_linear);
+  v.lrp_gamma_conv = static_cast<float>(o.lrp_gamma_conv);
   if (o.threshold) v.threshold = static_cast<float>(*o.threshold);
   v.img_size = o.model.img_size_given && !o.model.file.empty() ? o.model.shape.img_size : 0;  // the seeded model is made at that size
   v.keep_aspect = o.keep_aspect;

@@ -89,7 +89,7 @@ void fold_rollout(const CLI::App& app, ImageOptions& o) {
   o.method = MethodChoice{false, pipeline::MapMethod::rollout};
 }
 
-// --method's rules: --head all, --class, --legrad-from and --discard-ratio each with the
+// --method's rules: --head all, --class, --legrad-from, --discard-ratio and the γs each with the
 // methods they are for.
 void check_method(const CLI::App& app, const ImageOptions& o) {
   const MethodChoice& method = o.method;
@@ -114,6 +114,9 @@ void check_method(const CLI::App& app, const ImageOptions& o) {
     throw CLI::ValidationError(fmt::format("--first-layer is for --method chefer and legrad (or all), not {}", method.name()));
   if (app.count("--legrad-from") > 0 && !all && !method.is(pipeline::MapMethod::legrad))
     throw CLI::ValidationError(fmt::format("--legrad-from is for --method legrad (or all), not {}", method.name()));
+  for (const char* gamma : {"--lrp-gamma-linear", "--lrp-gamma-conv"})
+    if (app.count(gamma) > 0 && !all && !method.is(pipeline::MapMethod::lrp))
+      throw CLI::ValidationError(fmt::format("{} is for --method lrp (or all), not {}", gamma, method.name()));
   if (app.count("--discard-ratio") > 0 && !all && !method.is(pipeline::MapMethod::rollout) &&
       !method.is(pipeline::MapMethod::grad_rollout))
     throw CLI::ValidationError(
@@ -280,6 +283,17 @@ const CLI::Validator kClassChoice([](std::string& s) -> std::string { return s.e
                                   "", "class");
 
 // "Why the model decided": --method, --class, --legrad-from.
+}  // namespace
+
+std::array<CLI::Option*, 2> add_lrp_gamma_options(CLI::App& app, double& linear, double& conv, const std::string& group) {
+  CLI::Option* on_linear = app.add_option("--lrp-gamma-linear", linear, "lrp: the Gamma rule's γ on every linear layer");
+  CLI::Option* on_conv = app.add_option("--lrp-gamma-conv", conv, "lrp: the Gamma rule's γ on the patch embedding");
+  for (CLI::Option* option : {on_linear, on_conv}) option->capture_default_str()->check(finite_in(0.0, 1e6))->group(group);
+  return {on_linear, on_conv};
+}
+
+namespace {
+
 void add_method_options(CLI::App& app, ImageOptions& o) {
   const std::string group = "Why the model decided (checkpoints with a classifier)";
   std::vector<std::pair<std::string, std::string>> methods;
@@ -289,7 +303,8 @@ void add_method_options(CLI::App& app, ImageOptions& o) {
                              "What the map shows: attention (the class token's, --layer and --head), rollout (of "
                              "attention over layers 0…--layer), or where the model sees class C from the gradient of its "
                              "logit: chefer (Chefer et al. 2021), grad-rollout (vit-explain's gradient rollout, fixed), "
-                             "legrad (LeGrad, 2025), gradcam (Grad-CAM on the last block's norm1); all: every method the "
+                             "legrad (LeGrad, 2025), gradcam (Grad-CAM on the last block's norm1), lrp (AttnLRP, signed "
+                             "relevance at the pixels); all: every method the "
                              "model allows, <name>_attn_<method>.png each beside a sheet of them as <name>_attn.png")
                   ->default_str(o.method.name())
                   ->group(group),
@@ -320,6 +335,7 @@ void add_method_options(CLI::App& app, ImageOptions& o) {
       ->check(CLI::Range(-4096, 4095))
       ->excludes("--legrad-from")
       ->group(group);
+  add_lrp_gamma_options(app, o.lrp_gamma_linear, o.lrp_gamma_conv, group);
 }
 
 // "Ask in words": --text, --texts-from, --truncate.

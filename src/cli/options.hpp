@@ -85,6 +85,8 @@ struct ImageOptions {
   std::vector<std::string> classes;  // --class: indices or labels (class_choice.hpp); empty: each image's top-1
   int legrad_from = -2;         // --legrad-from
   std::optional<int> first_layer;  // --first-layer: Chefer's and LeGrad's first layer
+  double lrp_gamma_linear = vitattn::lrp_default_gamma_linear;  // --lrp-gamma-linear
+  double lrp_gamma_conv = vitattn::lrp_default_gamma_conv;      // --lrp-gamma-conv
   // Texts as the classes (CLIP, SigLIP): the prompts the class-specific maps are about
   std::vector<std::string> texts;  // --text, in the order given
   std::string texts_from;          // --texts-from FILE: one text per line, after --text's
@@ -171,5 +173,9 @@ const CLI::Validator& non_empty();
 
 // A validator of a finite number in [lo, hi] (CLI::Range alone lets NaN through).
 CLI::Validator finite_in(double lo, double hi);
+
+// --lrp-gamma-linear and --lrp-gamma-conv (AttnLRP's γs, core/lrp.hpp) into `linear` and
+// `conv`, in `group`: the image command's and forward's.
+std::array<CLI::Option*, 2> add_lrp_gamma_options(CLI::App& app, double& linear, double& conv, const std::string& group);
 
 }  // namespace vitattn::cli

@@ -9,6 +9,7 @@
 #include "gemm.hpp"
 #include "layers.hpp"
 #include "legrad_text.hpp"
+#include "lrp.hpp"
 #include "vit_backward.hpp"
 #include "vit_head.hpp"
 
@@ -192,7 +193,7 @@ void chefer_row_step(Matrix& r, const std::vector<Matrix>& attention, const std:
 
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
-                                   int grid_h, int grid_w) {
+                                   int grid_h, int grid_w, Matrix* lrp_pixels) {
   const int last = layer_index(settings.last_layer, model.n_layers(), "layer");
   RelevanceMaps all;
   if (wants(methods, &RelevanceMaps::chefer) || wants(methods, &RelevanceMaps::grad_rollout) ||
@@ -205,6 +206,12 @@ std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tap
       const int from = std::min(first_layer(settings.legrad_from, model.n_layers(), "LeGrad's first layer"), last);
       all.legrad = legrad_map(model, tape, settings, from, last, grid_h, grid_w);
     }
+  }
+  if (wants(methods, &RelevanceMaps::lrp)) {
+    LrpMaps lrp = lrp_maps(model, tape, {settings.class_index, settings.lrp_gamma_linear, settings.lrp_gamma_conv},
+                           grid_h, grid_w);
+    all.lrp = std::move(lrp.patches);
+    if (lrp_pixels) *lrp_pixels = std::move(lrp.pixels);
   }
   std::vector<Matrix> maps;
   for (RelevanceMap m : methods) maps.push_back(all.*m);

@@ -20,6 +20,10 @@
 //   gradcam       Selvaraju et al. (2017) as pytorch-grad-cam applies it to a ViT (target layer
 //                 the last block's norm1, the class token dropped): X = that norm1's output at P
 //                 (|P|, D), w = mean over P of ∂y_c/∂X (D); map = max(0, X·w).
+//   lrp           AttnLRP (Achtibat et al., ICML 2024) as LXT applies it to a ViT (lrp.hpp): the
+//                 relevance of y_c at the input pixels, summed over each patch; signed. It runs
+//                 its own modified backward through every block (last_layer does not bound it)
+//                 and reads the patches the tape recorded.
 //
 // R[0, P] is for a class-token head. A pooled head (vit_head.hpp) reads other rows, so its maps
 // are w·R at P, w the pooling's weights over the tokens: ½(e_0 + e_1) distilled DeiT, the patch
@@ -41,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "lrp.hpp"
 #include "tensor.hpp"
 #include "vit.hpp"
 
@@ -50,7 +55,7 @@ namespace vitattn {
 // its member (a RelevanceMap), so the core keeps no list of method names: the map methods'
 // table (pipeline/map_methods.hpp) holds each method's member beside its name.
 struct RelevanceMaps {
-  Matrix chefer, grad_rollout, legrad, gradcam;  // (grid_h, grid_w) each; empty unless asked for
+  Matrix chefer, grad_rollout, legrad, gradcam, lrp;  // (grid_h, grid_w) each; empty unless asked for
 };
 using RelevanceMap = Matrix RelevanceMaps::*;
 
@@ -62,15 +67,18 @@ struct RelevanceSettings {
                                // −1 the last only (the CLIP notebook's start_layer default)
   float discard_ratio = 0.0f;  // grad_rollout's
   bool scale = true;           // the forward's 1/√d_head
+  float lrp_gamma_linear = lrp_default_gamma_linear;  // AttnLRP's γ of the linear layers (lrp.hpp)
+  float lrp_gamma_conv = lrp_default_gamma_conv;      // and of the patch embedding
 };
 
 // The maps of `methods` (in that order) for one class, from one forward's tape; each
 // (grid_h, grid_w). One backward through the encoder serves chefer, grad_rollout and gradcam;
 // LeGrad adds one block's backward per layer it sums. Throws Error when the model has no
 // classifier, c is not one of its classes, or a layer is out of range.
+// lrp_pixels, when given and lrp is asked for, receives its map at the pixels (grid_h·P, grid_w·P).
 std::vector<Matrix> relevance_maps(const VitModel& model, const ForwardTape& tape,
                                    const std::vector<RelevanceMap>& methods, const RelevanceSettings& settings,
-                                   int grid_h, int grid_w);
+                                   int grid_h, int grid_w, Matrix* lrp_pixels = nullptr);
 
 // LeGrad's steps, shared with its text-target variants (legrad_text.hpp):
 // E_l (1, n_tokens) = mean over heads and query rows of max(0, ∂s/∂A) [head] (queries, n_tokens).

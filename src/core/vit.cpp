@@ -139,8 +139,10 @@ void VitModel::check_weights() const {
 
 Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   const int p = model.patch_size;
-  const Matrix patches = patchify(image, p);  // (n_patches, 3·P·P), raster order
-  const int grid_h = image.height / p, grid_w = image.width / p;
+  return embed_patches(model, patchify(image, p), image.height / p, image.width / p);
+}
+
+Matrix embed_patches(const VitModel& model, const Matrix& patches, int grid_h, int grid_w, Matrix* before_norm) {
   const Eigen::Index n_patches = patches.rows();
   const Eigen::Index first = model.first_patch_token();
 
@@ -161,7 +163,10 @@ Matrix embed_image(const VitModel& model, const ImageTensor& image) {
   // Registers sit between the leading tokens and the patches; DINOv2 gives them no position.
   if (model.n_registers() > 0) x.middleRows(first - model.n_registers(), model.n_registers()) = model.register_tokens;
   x.topRows(model.pos_prefix) += model.pos_embed.topRows(model.pos_prefix);
-  if (model.norm_pre.present()) layer_norm_into(Matrix(x), model.norm_pre, model.eps, x);
+  if (before_norm) before_norm->resize(0, 0);
+  if (!model.norm_pre.present()) return x;
+  if (before_norm) *before_norm = x;
+  layer_norm_into(Matrix(x), model.norm_pre, model.eps, x);
   return x;
 }
 
@@ -305,7 +310,11 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   result.first_kept_layer = keep_from;
   if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
-  Matrix x = embed_image(model, image);  // (n_tokens, d_model), updated in place by every block
+  // x (n_tokens, d_model), updated in place by every block; a tape keeps what LRP reads of the embedding
+  Matrix x = options.tape ? embed_patches(model, options.tape->patches = patchify(image, model.patch_size),
+                                          image.height / model.patch_size, image.width / model.patch_size,
+                                          &options.tape->embedded)
+                          : embed_image(model, image);
   const BlockRule rule = block_rule(model, options.scale);
   BlockBuffers buf;
   if (model.rope.present()) buf.rope = rope_table(model.rope, image.height / model.patch_size, image.width / model.patch_size);

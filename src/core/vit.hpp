@@ -158,6 +158,8 @@ struct BlockTape {
 struct ForwardTape {
   std::vector<BlockTape> blocks;  // [layer]
   Matrix x_out;                   // (n_tokens, d_model) the last block's output
+  Matrix patches;                 // (n_patches, 3·P·P) the image's patches (patchify), what the patch embedding read
+  Matrix embedded;                // (n_tokens, d_model) the tokens before norm_pre; empty without norm_pre
 };
 
 // What a block's computation reads besides its weights: the image tower fills it from its
@@ -239,6 +241,9 @@ struct ForwardResult {
 // with the position embeddings resampled when the grid differs from the trained one (none with
 // RoPE: its positions enter in the attention), then norm_pre when the model has one.
 Matrix embed_image(const VitModel& model, const ImageTensor& image);
+// The same from the image's patches (n_patches, 3·P·P) on a grid_h × grid_w grid; `before_norm`,
+// when given, receives the tokens before norm_pre (left empty without one).
+Matrix embed_patches(const VitModel& model, const Matrix& patches, int grid_h, int grid_w, Matrix* before_norm = nullptr);
 
 ForwardResult forward(const VitModel& model, const ImageTensor& image, const ForwardOptions& options = {});
 

@@ -70,6 +70,25 @@ cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOption
   return out;
 }
 
+cv::Mat render_signed_overlay(const cv::Mat& bgr, const Matrix& values, double alpha) {
+  const float peak = values.size() > 0 ? values.cwiseAbs().maxCoeff() : 0.0f;
+  cv::Mat unit(static_cast<int>(values.rows()), static_cast<int>(values.cols()), CV_32F);  // in [−1, 1]
+  for (int y = 0; y < unit.rows; ++y)
+    for (int x = 0; x < unit.cols; ++x) unit.at<float>(y, x) = peak > 0.0f ? values(y, x) / peak : 0.0f;
+  cv::Mat big;
+  cv::resize(unit, big, bgr.size(), 0, 0, cv::INTER_LINEAR);
+  cv::Mat heat(bgr.size(), CV_8UC3);
+  for (int y = 0; y < big.rows; ++y)
+    for (int x = 0; x < big.cols; ++x) {
+      const float v = std::clamp(big.at<float>(y, x), -1.0f, 1.0f);
+      const auto fade = static_cast<std::uint8_t>(std::lround(255.0f * (1.0f - std::fabs(v))));  // the other two channels
+      heat.at<cv::Vec3b>(y, x) = v < 0.0f ? cv::Vec3b(255, fade, fade) : cv::Vec3b(fade, fade, 255);  // BGR
+    }
+  cv::Mat out;
+  cv::addWeighted(bgr, 1.0 - alpha, heat, alpha, 0.0, out);
+  return out;
+}
+
 void draw_mask_outline(cv::Mat& bgr, const Matrix& mask) {
   cv::Mat cells(static_cast<int>(mask.rows()), static_cast<int>(mask.cols()), CV_8U);
   for (int y = 0; y < cells.rows; ++y)

@@ -25,6 +25,12 @@ std::vector<std::string> colormap_names();
 // coloured and blended: (1 − alpha)·image + alpha·heatmap. bgr 8-bit in, 8-bit out.
 cv::Mat render_overlay(const cv::Mat& bgr, const Matrix& map, const RenderOptions& options);
 
+// A signed map at any size (lrp's relevance at the pixels) over the image: each value divided by
+// the largest |value| (so 0 stays 0), resized to the image's size (bilinear), coloured with a
+// diverging map, blue (−1) through white (0) to red (+1), as LXT's figures (zennit's bwr), and
+// blended: (1 − alpha)·image + alpha·colours. A map of zeros is white.
+cv::Mat render_signed_overlay(const cv::Mat& bgr, const Matrix& values, double alpha);
+
 // Draws the outline of a 0/1 patch mask (grid_h, grid_w), laid over the whole image, in place.
 void draw_mask_outline(cv::Mat& bgr, const Matrix& mask);
 

@@ -14,6 +14,11 @@ const Matrix& ClassMaps::map(std::size_t class_slot, MapMethod m) const {
   return maps[class_slot][static_cast<std::size_t>(it - methods.begin())];
 }
 
+Matrix ClassMaps::pixels(std::size_t class_slot, MapMethod m) const {
+  if (m != MapMethod::lrp || class_slot >= lrp_pixels.size()) return Matrix();
+  return lrp_pixels[class_slot];
+}
+
 ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVector& logits, const EncoderView& view,
                      bool scale, int grid_h, int grid_w) {
   ClassMaps out;
@@ -34,10 +39,15 @@ ClassMaps class_maps(const VitModel& model, const ForwardTape& tape, const RowVe
   s.legrad_from = view.legrad_from;
   s.chefer_from = view.chefer_from;
   s.discard_ratio = view.discard_ratio;
+  s.lrp_gamma_linear = view.lrp_gamma_linear;
+  s.lrp_gamma_conv = view.lrp_gamma_conv;
   s.scale = scale;
+  const bool lrp = std::find(out.methods.begin(), out.methods.end(), MapMethod::lrp) != out.methods.end();
   for (const ChosenClass& c : out.classes) {
     s.class_index = c.index;
-    out.maps.push_back(relevance_maps(model, tape, core_methods, s, grid_h, grid_w));
+    Matrix pixels;
+    out.maps.push_back(relevance_maps(model, tape, core_methods, s, grid_h, grid_w, lrp ? &pixels : nullptr));
+    if (lrp) out.lrp_pixels.push_back(std::move(pixels));
   }
   return out;
 }

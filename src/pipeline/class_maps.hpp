@@ -15,9 +15,12 @@ struct ClassMaps {
   std::vector<ChosenClass> classes;       // the view's, or the top-1 (labelled from view.class_names)
   std::vector<MapMethod> methods;         // the view's class-specific methods, in its order
   std::vector<std::vector<Matrix>> maps;  // [class][method] (grid_h, grid_w), before display scaling
+  std::vector<Matrix> lrp_pixels;         // [class] (S_h, S_w) lrp's map at the pixels, when lrp is drawn
 
   // The map of classes[class_slot] by m (one of `methods`).
   const Matrix& map(std::size_t class_slot, MapMethod m) const;
+  // Its values at the pixels: lrp's; empty for every other method.
+  Matrix pixels(std::size_t class_slot, MapMethod m) const;
 };
 
 // `logits` (n_classes): the forward's, for the top-1 when the view names no class. `scale`: the

@@ -81,6 +81,8 @@ void add_gradients(const VitModel& model, const ForwardTape& tape, const Forward
   settings.legrad_from = r.legrad_from;
   settings.chefer_from = r.chefer_from;
   settings.discard_ratio = r.discard_ratio;
+  settings.lrp_gamma_linear = r.lrp_gamma_linear;
+  settings.lrp_gamma_conv = r.lrp_gamma_conv;
   settings.scale = r.scale;
   std::vector<RelevanceMap> methods;
   for (MapMethod m : r.methods) methods.push_back(relevance_map(m));

@@ -80,6 +80,8 @@ struct ForwardRequest {
   std::vector<int> classes;
   std::vector<MapMethod> methods;             // the class-specific maps written beside the gradients
   float discard_ratio = 0.0f;                 // grad-rollout's
+  float lrp_gamma_linear = lrp_default_gamma_linear;  // AttnLRP's γs (core/lrp.hpp)
+  float lrp_gamma_conv = lrp_default_gamma_conv;
   int legrad_from = -2;                       // LeGrad's first layer; negative counts from the end
   int chefer_from = 0;                        // Chefer's first layer, counted alike (0: every layer)
   ClassSource class_source = ClassSource::classifier;  // texts: the classes are texts, their files tagged _t<i>

@@ -42,6 +42,8 @@ std::string text_labels_name() { return "text_labels.txt"; }
 
 std::string map_values_suffix(const std::string& tag) { return "_cls" + tag + kArrayExtension; }
 
+std::string pixel_values_suffix(const std::string& tag) { return "_pixels" + tag + kArrayExtension; }
+
 std::string attention_values_suffix() { return array_suffix("attn"); }
 
 std::string mask_suffix() { return array_suffix("mask"); }
@@ -101,6 +103,7 @@ std::vector<std::string> output_suffixes(const OutputSet& outputs) {
     s.push_back(attention_values_suffix());
     if (outputs.map_tags.empty()) s.push_back(map_values_suffix(""));
     for (const std::string& tag : outputs.map_tags) s.push_back(map_values_suffix(tag));
+    for (const std::string& tag : outputs.pixel_tags) s.push_back(pixel_values_suffix(tag));
   }
   if (outputs.mask) s.push_back(mask_suffix());
   if (outputs.pca) s.push_back(pca_suffix());
@@ -147,7 +150,7 @@ std::optional<std::string> without_numbered(const std::string& stem, const std::
   return stem.substr(0, digits - marker.size());
 }
 
-// A map's file among several, "<base><kind><tag><ending>" for kind "_attn" or "_cls": the tag
+// A map's file among several, "<base><kind><tag><ending>" for kind "_attn", "_cls" or "_pixels": the tag
 // one of map_tag's ("_<method>", "_c<digits>", "_<method>_c<digits>") or head_tag's.
 bool is_tagged_map_name(const std::string& name, const std::string& kind, const std::string& ending) {
   if (name.size() <= ending.size() || name.compare(name.size() - ending.size(), ending.size(), ending) != 0) return false;
@@ -174,7 +177,8 @@ bool is_output_name(const fs::path& file) {
   const auto ends_with = [&name](const std::string& suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (is_tagged_map_name(name, "_cls", kArrayExtension)) return true;
+  if (is_tagged_map_name(name, "_cls", kArrayExtension) || is_tagged_map_name(name, "_pixels", kArrayExtension))
+    return true;
   for (const video::VideoCodec codec : video::kVideoCodecs)  // video_output_suffixes' overlay, either codec
     if (ends_with(overlay_suffix(video::extension(codec)))) return true;
   for (const image::ImageFormat format : image::kImageFormats) {
@@ -182,6 +186,7 @@ bool is_output_name(const fs::path& file) {
     OutputSet every;  // every output of fixed name any run can write; the tagged maps' below
     every.image_extension = ext;
     every.save_attention = true;
+    every.pixel_tags = {""};
     every.mask = true;
     every.pca = true;
     every.words = true;

@@ -36,6 +36,9 @@ struct OutputSet {
   // <name>_attn<tag>.png beside the sheet of them all (<name>_attn.png), and with save_attention
   // its values <name>_cls<tag>.npy instead of <name>_cls.npy. Empty: one map, the plain names.
   std::vector<std::string> map_tags{};
+  // With save_attention, the tags of the maps that also have values at the pixels (lrp's; "" when
+  // it is the one map): <name>_pixels<tag>.npy each.
+  std::vector<std::string> pixel_tags{};
   bool report = false;          // <name>_report.html: the interactive page (report_page.hpp)
   bool top = false;             // <name>_predictions.csv: the image's most likely classes (--top)
   bool faithfulness = false;    // <name>_faithfulness.csv: deletion and insertion AUCs of its maps (--faithfulness)
@@ -111,6 +114,10 @@ std::string map_overlay_suffix(const std::string& tag,
 // "_cls<tag>.npy": one map's values among several, float32 [grid_h, grid_w]; with an empty
 // tag "_cls.npy", the one map's (or, with --head all, the heads' maps stacked).
 std::string map_values_suffix(const std::string& tag);
+
+// "_pixels<tag>.npy": a map's values at the model's input pixels, float32 [S_h, S_w] (lrp's), tagged
+// as map_values_suffix.
+std::string pixel_values_suffix(const std::string& tag);
 
 // "_attn.npy": the drawn layer's attention (--save-attention).
 std::string attention_values_suffix();

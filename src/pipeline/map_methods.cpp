@@ -16,6 +16,7 @@ const std::vector<MapMethodRow>& map_method_rows() {
        &RelevanceMaps::grad_rollout, 1},
       {MapMethod::legrad, "legrad", {}, true, true, &RelevanceMaps::legrad, 2},
       {MapMethod::gradcam, "gradcam", {"grad-cam", "grad_cam"}, true, true, &RelevanceMaps::gradcam, 3},
+      {MapMethod::lrp, "lrp", {}, true, true, &RelevanceMaps::lrp, 4},
   };
   return rows;
 }

@@ -18,7 +18,7 @@
 
 namespace vitattn::pipeline {
 
-enum class MapMethod { attention, rollout, chefer, grad_rollout, legrad, gradcam };
+enum class MapMethod { attention, rollout, chefer, grad_rollout, legrad, gradcam, lrp };
 
 // The method drawn when texts are the classes and none is named (the CLI's --text, serve's
 // text=): LeGrad, whose authors' code is written for CLIP and SigLIP.
@@ -43,7 +43,7 @@ const std::vector<MapMethodRow>& map_method_rows();
 // Every method, in the order --method all draws them.
 const std::vector<MapMethod>& every_method();
 
-// "attention", "rollout", "chefer", "grad-rollout", "legrad", "gradcam".
+// "attention", "rollout", "chefer", "grad-rollout", "legrad", "gradcam", "lrp".
 std::string method_name(MapMethod m);
 
 // The method of `name` exactly (no alias, case as written); nullopt for any other text.
@@ -53,10 +53,10 @@ std::optional<MapMethod> method_named(std::string_view name);
 std::vector<std::pair<std::string, std::string>> method_aliases();
 
 // The names of `methods`, between them ", " and before the last `last_separator`:
-// "attention, rollout, chefer, grad-rollout, legrad or gradcam" with " or ".
+// "attention, rollout, chefer, grad-rollout, legrad, gradcam or lrp" with " or ".
 std::string method_names(const std::vector<MapMethod>& methods, std::string_view last_separator);
 
-// The methods of one class's logit (chefer, grad-rollout, legrad, gradcam): they draw one map
+// The methods of one class's logit (chefer, grad-rollout, legrad, gradcam, lrp): they draw one map
 // per class.
 bool class_specific(MapMethod m);
 std::vector<MapMethod> class_specific_methods();  // in the table's order

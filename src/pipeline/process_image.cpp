@@ -201,7 +201,9 @@ std::vector<NamedMap> named_maps(const VitModel& model, const Attended& a, const
     if (!left_out.empty()) map = without_tokens(map, left_out, model.first_patch_token());
     std::string title = map_title(slot, a.relevance);
     std::string caption = slot.class_slot >= 0 ? title : std::string();
-    maps.push_back({slot.tag, std::move(title), std::move(caption), std::move(map)});
+    Matrix pixels = slot.class_slot >= 0 ? a.relevance.pixels(static_cast<std::size_t>(slot.class_slot), slot.method)
+                                         : Matrix();
+    maps.push_back({slot.tag, std::move(title), std::move(caption), std::move(map), std::move(pixels)});
   }
   return maps;
 }
@@ -279,6 +281,8 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   RelevanceSettings settings;
   settings.last_layer = drawn_layer(options.view);
   settings.discard_ratio = options.view.discard_ratio;
+  settings.lrp_gamma_linear = options.view.lrp_gamma_linear;
+  settings.lrp_gamma_conv = options.view.lrp_gamma_conv;
   settings.scale = options.scale;
   // LeGrad's layers as the run's --legrad-from (default as its authors' code: the last two;
   // −K on a model of fewer layers: every layer).
@@ -351,7 +355,7 @@ void add_token_panel(ReportBuilder& report, const Attended& a, const ProcessOpti
 }
 
 // --save-attention: the drawn layer's heads (_attn.npy; SigLIP: the probe's rows, [H, 1, T]), every drawn map (_cls.npy, or one
-// _cls<tag>.npy a map; --head all: one stacked file) and, with --threshold, the masks.
+// _cls<tag>.npy a map; --head all: one stacked file), lrp's pixels (_pixels<tag>.npy) and, with --threshold, the masks.
 void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, const std::vector<NamedMap>& named,
                       const std::vector<Matrix>& masks, const EncoderView& view, const InputGrid& g) {
   // (n_tokens, n_tokens) each; SigLIP's probe rows (1, n_tokens)
@@ -374,6 +378,12 @@ void write_saved_maps(const InputJob& job, const std::vector<Matrix>& heads, con
       write_npy(with_suffix(job.output_base, map_values_suffix(m.tag).c_str()), values.data(), {grid_h, grid_w});
     }
   }
+  for (const NamedMap& m : named)  // lrp's values at the pixels, (S_h, S_w)
+    if (m.pixels.size() > 0) {
+      const std::vector<float> values = row_major(m.pixels);
+      write_npy(with_suffix(job.output_base, pixel_values_suffix(m.tag).c_str()), values.data(),
+                {static_cast<std::uint64_t>(m.pixels.rows()), static_cast<std::uint64_t>(m.pixels.cols())});
+    }
   if (!masks.empty()) write_masks(with_suffix(job.output_base, mask_suffix().c_str()), masks, named.size() > 1 || per_head);
 }
 
@@ -416,7 +426,9 @@ std::vector<ClassScore> write_image_outputs(const InputJob& job, const VitModel&
     options.on_clean(job, drawn_layer(view), tokens_left_out(attended, options).size());
 
   std::vector<Matrix> masks;  // (grid_h, grid_w) each, with --threshold
-  const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks);
+  std::vector<Matrix> pixels;
+  for (const NamedMap& m : named) pixels.push_back(m.pixels);
+  const std::vector<cv::Mat> overlays = draw_overlays(bgr, values_of(named), options, &masks, &pixels);
   if (report) add_token_panel(*report, attended, options);
   if (report) {
     finish_report(*report, display(job.input), x, model, options, g);
@@ -499,12 +511,16 @@ std::vector<std::string> titles_of(const std::vector<NamedMap>& maps) {
 }
 
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
-                                   std::vector<Matrix>* masks) {
+                                   std::vector<Matrix>* masks, const std::vector<Matrix>* pixels) {
   std::vector<cv::Mat> overlays;
-  for (const Matrix& map : maps) {
-    overlays.push_back(render_overlay(bgr, map, options.render));
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const bool signed_map = pixels && i < pixels->size() && (*pixels)[i].size() > 0;
+    const Matrix& map = maps[i];
+    overlays.push_back(signed_map ? render_signed_overlay(bgr, (*pixels)[i], options.render.alpha)
+                                  : render_overlay(bgr, map, options.render));
     if (!options.view.threshold) continue;
-    const Matrix mask = mass_mask(map, *options.view.threshold);  // on the probabilities, not the display scale
+    // on the probabilities, not the display scale; a signed map's positive part
+    const Matrix mask = mass_mask(signed_map ? Matrix(map.cwiseMax(0.0f)) : map, *options.view.threshold);
     draw_mask_outline(overlays.back(), mask);
     if (masks) masks->push_back(mask);
   }
@@ -540,6 +556,9 @@ OutputSet written_outputs(const VitModel& model, const ProcessOptions& options) 
   if (slots.size() > 1 && slots.front().head >= 0) outputs.head_overlays = static_cast<int>(slots.size());
   else if (slots.size() > 1)
     for (const MapSlot& slot : slots) outputs.map_tags.push_back(slot.tag);
+  if (options.save_attention)
+    for (const MapSlot& slot : slots)
+      if (slot.head < 0 && slot.method == MapMethod::lrp) outputs.pixel_tags.push_back(slots.size() > 1 ? slot.tag : "");
   return outputs;
 }
 

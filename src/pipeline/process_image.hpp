@@ -110,6 +110,7 @@ struct NamedMap {
   // shows (the name of a lone overlay does not); empty for the maps of every class.
   std::string caption;
   Matrix map;         // (grid_h, grid_w), before display scaling
+  Matrix pixels;      // (S_h, S_w) its values at the model's input pixels (lrp's); empty for the others
 };
 
 // The steps of process_image after decoding, for callers that decode themselves (a video's
@@ -129,9 +130,11 @@ std::string report_page(const cv::Mat& bgr, const std::string& name, const std::
 // The maps' titles, in their order.
 std::vector<std::string> titles_of(const std::vector<NamedMap>& maps);
 // The maps blended over bgr (H, W), each with its --threshold outline; `masks` (grid_h, grid_w)
-// each, when given, receives the outlined masks.
+// each, when given, receives the outlined masks. `pixels`, when given, holds each map's values at
+// the pixels (empty for most): such a map is signed (lrp's), drawn with a diverging colour map
+// (image::render_signed_overlay) and outlined on its positive part.
 std::vector<cv::Mat> draw_overlays(const cv::Mat& bgr, const std::vector<Matrix>& maps, const ProcessOptions& options,
-                                   std::vector<Matrix>* masks = nullptr);
+                                   std::vector<Matrix>* masks = nullptr, const std::vector<Matrix>* pixels = nullptr);
 // `overlay`, one of draw_overlays' for `map`, with the map's caption written on it (the sheet's
 // labelling, image::draw_label); as it is without a caption. An image's overlay file, a video's
 // frame of one map and serve's PNG answer all carry it.

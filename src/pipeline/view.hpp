@@ -70,6 +70,8 @@ struct EncoderView {
   int legrad_from = -2;           // LeGrad's first layer; negative counts from the end
   int chefer_from = 0;            // Chefer's first layer, counted alike (0: every layer)
   float discard_ratio = 0.0f;     // rollout's and grad-rollout's
+  float lrp_gamma_linear = lrp_default_gamma_linear;  // AttnLRP's γs (core/lrp.hpp)
+  float lrp_gamma_conv = lrp_default_gamma_conv;
   std::optional<float> threshold; // DINO mass mask, drawn as an outline
   int img_size = 0;               // 0: the model's own size
   bool keep_aspect = false;       // shorter side = img_size, longer side to the nearest patch multiple

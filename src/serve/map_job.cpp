@@ -64,7 +64,9 @@ MapAnswer compute_map(const std::vector<std::uint8_t>& image, const std::string&
   const Matrix& map = maps.front().map;  // (grid_h, grid_w)
   if (query.format == MapFormat::npy) return {tensors::encode_npy(map), "application/octet-stream"};
   // (H, W) BGR, with the class's caption as the CLI's overlay file has it
-  const cv::Mat overlay = pipeline::captioned(pipeline::draw_overlays(bgr, {map}, options).front(), maps.front());
+  const std::vector<Matrix> pixels{maps.front().pixels};  // lrp's, drawn signed as the CLI draws it
+  const cv::Mat overlay =
+      pipeline::captioned(pipeline::draw_overlays(bgr, {map}, options, nullptr, &pixels).front(), maps.front());
   return {image::encode_image(overlay, options.format), "image/png"};
 }
 

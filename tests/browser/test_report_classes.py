@@ -47,7 +47,7 @@ SESSION = browser.Session()  # this file's one Chromium, started by setup_module
 D, P, GRID, LAYERS, MLP, HEADS = 32, 8, 4, 3, 64, 2
 LABELS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 T, N = 1 + GRID * GRID, GRID * GRID
-METHODS = ["chefer", "grad-rollout", "legrad", "gradcam"]
+METHODS = ["chefer", "grad-rollout", "legrad", "gradcam", "lrp"]
 LAYER = 1  # --layer of the budget runs: the layer whose full matrices are kept
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """End-to-end tests of the class-specific maps on the image, folder and video paths:
---method attention|rollout|chefer|grad-rollout|legrad|gradcam|all, --class, --legrad-from.
+--method attention|rollout|chefer|grad-rollout|legrad|gradcam|lrp|all, --class, --legrad-from.
 
 What is checked here is the command line's side: every method writes its overlay and its map
 (<name>_cls.npy, float32 [grid_h, grid_w]); the default class is each image's top-1 (the same
@@ -28,7 +28,8 @@ import safetensors_io
 from harness import TmpCase, files_of, outputs_of, photo_like, run_process, timm_checkpoint, timm_tensors
 
 D, P, GRID, LAYERS, MLP, HEADS, CLASSES = 32, 8, 4, 3, 64, 2, 1000
-GRADIENT_METHODS = ("chefer", "grad-rollout", "legrad", "gradcam")
+GRADIENT_METHODS = ("chefer", "grad-rollout", "legrad", "gradcam", "lrp")
+SIGNED = ("lrp",)  # relevance of either sign; its values at the pixels are <name>_pixels.npy
 METHODS = ("attention", "rollout") + GRADIENT_METHODS
 COUGAR = 286  # "cougar" in the built-in ImageNet-1k names (data/imagenet1k_classes.txt, 0-based)
 
@@ -71,14 +72,22 @@ class RelevanceCli(TmpCase):
         maps = {}
         for method in METHODS:
             _, out = self.vitattn("--method", method, "--save-attention", "in/img0.png")
+            pixels = ["img0_pixels.npy"] if method in SIGNED else []
             self.assertEqual(sorted(outputs_of(out)),
-                             ["heads.csv", "img0_attn.npy", "img0_attn.png", "img0_cls.npy", "img0_heads.csv"], method)
+                             sorted(["heads.csv", "img0_attn.npy", "img0_attn.png", "img0_cls.npy", "img0_heads.csv"] +
+                                    pixels), method)
             overlay = cv2.imread(str(out / "img0_attn.png"))
             self.assertEqual(overlay.shape, (48, 40, 3), method)
             maps[method] = self.cls_map(out / "img0_cls.npy")
             self.assertGreater(np.ptp(maps[method]), 0, f"{method}: the map is not flat")
-            self.assertTrue((maps[method] >= 0).all(), f"{method}: relevance is never negative")
-        for a in METHODS:  # six different definitions: no two give the same map
+            if method in SIGNED:  # the map is the pixels' relevance summed over each patch
+                at_pixels = np.load(out / "img0_pixels.npy")
+                self.assertEqual(at_pixels.shape, (GRID * P, GRID * P), method)
+                np.testing.assert_allclose(at_pixels.reshape(GRID, P, GRID, P).sum(axis=(1, 3)), maps[method],
+                                           rtol=1e-4, atol=1e-5 * np.abs(maps[method]).max())
+            else:
+                self.assertTrue((maps[method] >= 0).all(), f"{method}: relevance is never negative")
+        for a in METHODS:  # seven different definitions: no two give the same map
             for b in METHODS:
                 if a < b:
                     self.assertFalse(np.array_equal(maps[a], maps[b]), f"{a} and {b} drew the same map")
@@ -134,7 +143,7 @@ class RelevanceCli(TmpCase):
         self.assertEqual(sorted(outputs_of(out)),
                          sorted(["img2_attn.png", "img2_attn.npy", "img2_heads.csv", "heads.csv"] +
                                 [f"img2_attn_{m}.png" for m in METHODS] +
-                                [f"img2_cls_{m}.npy" for m in METHODS]))
+                                [f"img2_cls_{m}.npy" for m in METHODS] + [f"img2_pixels_{m}.npy" for m in SIGNED]))
         for m in METHODS:
             self.cls_map(out / f"img2_cls_{m}.npy")
             _, alone = self.vitattn("--method", m, *(("--class", "7") if m in GRADIENT_METHODS else ()),
@@ -238,7 +247,9 @@ class RelevanceCli(TmpCase):
         args = ("--method", "all", "--class", "1,cougar", "--save-attention", "in")
         _, reference = self.vitattn("-j", "1", *args)
         reference = files_of(reference)
-        self.assertEqual(len([n for n in reference if n.endswith(".npy")]), 3 * (1 + 2 + 2 * 4))
+        # per image: the heads, attention and rollout, each class's maps and lrp's pixels
+        self.assertEqual(len([n for n in reference if n.endswith(".npy")]),
+                         3 * (1 + 2 + 2 * len(GRADIENT_METHODS) + 2 * len(SIGNED)))
         for jobs, env in (("2", None), ("3", None), ("1", {"OMP_NUM_THREADS": "1"}), ("2", {"OPENBLAS_NUM_THREADS": "2"})):
             _, out = self.vitattn("-j", jobs, *args, env=env)
             files = files_of(out)
@@ -396,7 +407,7 @@ class LabelledClasses(TmpCase):
         _, every = self.forward("--model", BUNDLED, "--class", "cat", "--method", "all")
         _, listed = self.forward("--model", BUNDLED, "--class", "cat", "--method", ",".join(GRADIENT_METHODS))
         self.assertEqual(files_of(every), files_of(listed))
-        self.assertEqual(len([n for n in files_of(every) if "_relevance_" in n]), 4)
+        self.assertEqual(len([n for n in files_of(every) if "_relevance_" in n]), len(GRADIENT_METHODS))
 
     def test_forward_refuses_a_class_with_the_models_own_range(self):
         for value, says in (("10", "0…9"), ("lion", "closest"), ("3,3", "twice")):

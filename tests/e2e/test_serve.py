@@ -123,6 +123,7 @@ CASES = [
     ("method=rollout", ["--method", "rollout"]),
     ("method=chefer&class=3", ["--method", "chefer", "--class", "3"]),
     ("method=legrad", ["--method", "legrad"]),
+    ("method=lrp&class=5", ["--method", "lrp", "--class", "5"]),  # the PNG: the signed pixel map, as the CLI's
 ]
 
 

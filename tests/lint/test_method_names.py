@@ -31,7 +31,8 @@ SRC = REPO / "src"
 TABLE = SRC / "pipeline" / "map_methods.cpp"
 CPP_SUFFIXES = (".cpp", ".hpp", ".h", ".cc", ".cpp.in")
 
-CLASS_SPECIFIC = {"chefer", "grad-rollout", "legrad", "gradcam", "grad_rollout", "gradrollout", "grad-cam", "grad_cam"}
+CLASS_SPECIFIC = {"chefer", "grad-rollout", "legrad", "gradcam", "grad_rollout", "gradrollout", "grad-cam", "grad_cam",
+                  "lrp"}
 METHOD_NAMES = CLASS_SPECIFIC | {"attention", "rollout", "attn"}
 
 # (file, literal): the same word as a method's name, meaning something else.

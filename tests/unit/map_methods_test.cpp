@@ -17,9 +17,10 @@ namespace {
 TEST(MapMethods, NamesInTheOrderMethodAllDrawsThem) {
   std::vector<std::string> names;
   for (MapMethod m : every_method()) names.push_back(method_name(m));
-  EXPECT_EQ(names, (std::vector<std::string>{"attention", "rollout", "chefer", "grad-rollout", "legrad", "gradcam"}));
-  EXPECT_EQ(method_names(every_method(), " or "), "attention, rollout, chefer, grad-rollout, legrad or gradcam");
-  EXPECT_EQ(method_names(class_specific_methods(), ", "), "chefer, grad-rollout, legrad, gradcam");
+  EXPECT_EQ(names, (std::vector<std::string>{"attention", "rollout", "chefer", "grad-rollout", "legrad", "gradcam",
+                                               "lrp"}));
+  EXPECT_EQ(method_names(every_method(), " or "), "attention, rollout, chefer, grad-rollout, legrad, gradcam or lrp");
+  EXPECT_EQ(method_names(class_specific_methods(), ", "), "chefer, grad-rollout, legrad, gradcam, lrp");
 }
 
 TEST(MapMethods, ANameIsParsedExactlyAndAnAliasOnlyByTheCommandLinesList) {
@@ -59,12 +60,14 @@ TEST(MapMethods, AClassSpecificMethodHasARelevanceMapAndNeedsAClassifier) {
   EXPECT_TRUE(relevance_map(MapMethod::grad_rollout) == &RelevanceMaps::grad_rollout);
   EXPECT_TRUE(relevance_map(MapMethod::legrad) == &RelevanceMaps::legrad);
   EXPECT_TRUE(relevance_map(MapMethod::gradcam) == &RelevanceMaps::gradcam);
+  EXPECT_TRUE(relevance_map(MapMethod::lrp) == &RelevanceMaps::lrp);
   EXPECT_THROW(relevance_map(MapMethod::rollout), Error);
 }
 
 TEST(MapMethods, TheReportHoldsTheClassSpecificMapsInItsOrder) {
   EXPECT_EQ(report_methods(),
-            (std::vector<MapMethod>{MapMethod::chefer, MapMethod::grad_rollout, MapMethod::legrad, MapMethod::gradcam}));
+            (std::vector<MapMethod>{MapMethod::chefer, MapMethod::grad_rollout, MapMethod::legrad, MapMethod::gradcam,
+                                    MapMethod::lrp}));
   EXPECT_EQ(report_start_method(MapMethod::legrad), "legrad");
   EXPECT_EQ(report_start_method(MapMethod::rollout), "attention");  // rollout: the page's flag over attention
   EXPECT_EQ(report_start_method(MapMethod::attention), "attention");

@@ -19,6 +19,22 @@ TEST(Overlay, KeepsTheOriginalSizeForEveryInterpolation) {
   }
 }
 
+// lrp's signed map: over the largest |value|, blue for negative, white at 0, red for positive
+// (BGR), the other two channels faded by 1 − |v|. At the image's own size nothing is resampled.
+TEST(Overlay, ASignedMapIsBlueWhiteRed) {
+  const cv::Mat bgr(1, 3, CV_8UC3, cv::Scalar(10, 20, 30));
+  Matrix values(1, 3);
+  values << -2.0f, 0.0f, 4.0f;  // → −0.5, 0, 1
+  const cv::Mat heat = render_signed_overlay(bgr, values, 1.0);
+  EXPECT_EQ(heat.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 128, 128));
+  EXPECT_EQ(heat.at<cv::Vec3b>(0, 1), cv::Vec3b(255, 255, 255));
+  EXPECT_EQ(heat.at<cv::Vec3b>(0, 2), cv::Vec3b(0, 0, 255));
+  const cv::Mat none = render_signed_overlay(bgr, values, 0.0);
+  EXPECT_EQ(none.at<cv::Vec3b>(0, 2), cv::Vec3b(10, 20, 30));
+  const cv::Mat zeros = render_signed_overlay(bgr, Matrix::Zero(1, 3), 1.0);  // no peak: white
+  EXPECT_EQ(zeros.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 255, 255));
+}
+
 TEST(Overlay, AlphaZeroIsTheImageAndAlphaOneIsTheHeatmap) {
   cv::Mat img(20, 30, CV_8UC3);
   cv::randu(img, 0, 256);
