@@ -69,6 +69,8 @@ pipeline::EvalRequest eval_request(const EvalCommandOptions& o, const VitModel& 
   v.methods = eval_methods(o.methods, model.has_classifier());
   v.legrad_from = o.legrad_from;
   v.discard_ratio = static_cast<float>(o.discard_ratio);
+  v.lrp_gamma_linear = static_cast<float>(o.lrp_gamma_linear);
+  v.lrp_gamma_conv = static_cast<float>(o.lrp_gamma_conv);
   v.img_size = o.model.img_size_given ? o.model.shape.img_size : 0;
   v.keep_aspect = o.keep_aspect;
   return r;

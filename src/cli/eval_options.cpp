@@ -34,6 +34,7 @@ void add_view_group(CLI::App& eval, EvalCommandOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(-4096, 4095))
       ->group(group);
+  add_lrp_gamma_options(eval, o.lrp_gamma_linear, o.lrp_gamma_conv, group);
   eval.add_flag("--keep-aspect", o.keep_aspect, "Keep each image's aspect ratio (shorter side = the input size)")->group(group);
   eval.add_flag("--no-scale", o.no_scale, "Drop the 1/√d_k scaling")->group(group);
 }

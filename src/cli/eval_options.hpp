@@ -22,6 +22,8 @@ struct EvalCommandOptions {
   int layer = -1;
   double discard_ratio = 0.0;
   int legrad_from = -2;
+  double lrp_gamma_linear = vitattn::lrp_default_gamma_linear;  // --lrp-gamma-linear
+  double lrp_gamma_conv = vitattn::lrp_default_gamma_conv;      // --lrp-gamma-conv
   bool keep_aspect = false;
   bool no_scale = false;
   bool save_attention = false;       // each map's <name>_cls_<method>.npy

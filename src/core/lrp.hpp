@@ -54,11 +54,12 @@ void layer_norm_identity_add(const Matrix& x, const LayerNorm& norm, float eps, 
 // Φ(h) for erf, ½(1 + tanh(…)) for tanh, σ(1.702h) for quick.
 void gelu_identity_inplace(Matrix& d, const Matrix& h, Gelu kind);
 
-// The γ defaults: LXT's ViT example (examples/vit_torch.py) sweeps γ_conv over {0.1, 0.25, 100}
-// and γ_linear over {0, 0.01, 0.05, 0.1, 1}; these are the middle of each (0.25 is also zennit's
-// own default), until an evaluation picks better ones.
-inline constexpr float lrp_default_gamma_linear = 0.05f;
-inline constexpr float lrp_default_gamma_conv = 0.25f;
+// The γ defaults: the pair `vitattn eval` ranked first over a grid around LXT's ViT example's
+// sweep (examples/vit_torch.py), by the gap between the negative and the positive perturbation
+// AUC, then mIoU; docs/relevance.md gives the grid, the figures and how little they can say.
+// γ_conv 0 is the plain gradient × input at the patch embedding.
+inline constexpr float lrp_default_gamma_linear = 0.25f;
+inline constexpr float lrp_default_gamma_conv = 0.0f;
 
 struct LrpSettings {
   int class_index = 0;

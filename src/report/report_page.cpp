@@ -319,10 +319,11 @@ void ReportBuilder::add_predictions(const std::vector<ReportClass>& classes, con
   classes_about_ = about;
 }
 
-void ReportBuilder::add_relevance(const std::string& method, int class_index, const Matrix& map) {
+void ReportBuilder::add_relevance(const std::string& method, int class_index, const Matrix& signed_map) {
   const auto rank = std::find_if(classes_.begin(), classes_.end(), [&](const ReportClass& c) { return c.index == class_index; });
   if (rank == classes_.end() || rank - classes_.begin() >= classes_kept_)
     throw Error(fmt::format("report: class {} is not one of the {} whose maps the page keeps", class_index, classes_kept_));
+  const Matrix map = signed_map.cwiseMax(0.0f);  // the contract's positive part
   if (map.rows() != shape_.grid_h || map.cols() != shape_.grid_w)
     throw Error(fmt::format("report: the {} map of class {} is {}x{}, expected the {}x{} grid", method, class_index,
                             map.rows(), map.cols(), shape_.grid_h, shape_.grid_w));

@@ -134,7 +134,9 @@ class ReportBuilder {
   // when shape.classes is): the maps of the others need not be computed.
   int classes_kept() const { return classes_kept_; }
 
-  // map (grid_h, grid_w), every value ≥ 0 (each method's is): `method`'s map for class_index,
+  // map (grid_h, grid_w): `method`'s map for class_index, kept as its positive part (the values
+  // of every method but lrp are ≥ 0 already; lrp's signed map shows on the page as its overlay's
+  // mass outline reads it: the evidence for the class, not against it), for
   // one of add_predictions' first classes_kept(). Stored as the attention rows are, one scale
   // per map: u8, round(m/s·255) with s = max(m), error ≤ s/510; f16, the half of m/s, error
   // ≤ s·2⁻¹¹.
