@@ -83,8 +83,9 @@ Matrix bf16_product(const Matrix& c0, const Matrix& a, const WeightMatrix& w, fl
 }
 
 bool same_bytes(const Matrix& x, const Matrix& y) {
-  return x.rows() == y.rows() && x.cols() == y.cols() &&
-         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0;
+  if (x.rows() != y.rows() || x.cols() != y.cols()) return false;
+  // An empty matrix has no data pointer, and memcmp's arguments must never be null.
+  return x.size() == 0 || std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0;
 }
 
 struct Shape {
