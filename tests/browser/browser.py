@@ -1,7 +1,8 @@
 """One headless Debian Chromium per test file, driven by chromedriver through python3-selenium,
 and the helpers every browser test shares: running vitattn (run), waiting on the page, the
-page's window.vitattn contract, and a Session for the files that keep their Chromium in a
-module global (the others take the `driver` fixture and pass it to the functions here).
+page's window.vitattn contract, the Prompts panel's readers (a model asked in words), and a
+Session for the files that keep their Chromium in a module global (the others take the `driver`
+fixture and pass it to the functions here).
 
 Chromium gets a fresh --user-data-dir and the flags that keep it off the network
 (no background networking, component updates or sync): a page under test must make no
@@ -129,6 +130,67 @@ def patch_distances(grid_h, grid_w, patch):
     import numpy as np
     ys, xs = np.divmod(np.arange(grid_h * grid_w), grid_w)
     return np.hypot(ys[:, None] - ys[None], xs[:, None] - xs[None]) * patch
+
+
+# --- the Prompts panel (a model asked in words; test_report_texts, test_report_siglip_texts) -----
+def text_outputs(out, stem, n_texts):
+    """The image command's files for one image asked in n_texts texts (--save-attention --top):
+    ({i: <stem>_cls_t<i>.npy, or <stem>_cls.npy for one text}, <stem>_words.csv's rows as dicts,
+    {label: probability} from <stem>_predictions.csv)."""
+    import csv
+    import numpy as np
+    out = Path(out)
+    maps = {i: np.load(out / (f"{stem}_cls_t{i}.npy" if n_texts > 1 else f"{stem}_cls.npy")) for i in range(n_texts)}
+    with open(out / f"{stem}_words.csv", newline="", encoding="utf-8") as f:
+        words = list(csv.DictReader(f))
+    with open(out / f"{stem}_predictions.csv", newline="", encoding="utf-8") as f:
+        top = {r["label"]: float(r["probability"]) for r in csv.DictReader(f)}
+    return maps, words, top
+
+
+def word_bars(driver):
+    """The word bars as the DOM shows them: {text index: [(position, token, relevance)]}."""
+    return {int(k): [(int(p), t, float(r)) for p, t, r in v] for k, v in driver.execute_script("""
+        const out = {};
+        for (const li of document.querySelectorAll('#prompts > li'))
+          out[li.dataset.index] = [...li.querySelectorAll('.words .bar')].map((b) => [b.dataset.position, b.dataset.token, b.dataset.relevance]);
+        return out;""").items()}
+
+
+def check_word_bars(driver, words):
+    """The DOM's word bars are words.csv's rows (text_outputs' `words`): tokens, positions, relevances."""
+    import numpy as np
+    bars = word_bars(driver)
+    assert sorted(bars) == list(range(len({r["text_index"] for r in words})))
+    for i, shown in bars.items():
+        rows = [r for r in words if int(r["text_index"]) == i]
+        assert [(p, t) for p, t, _ in shown] == [(int(r["position"]), r["token"]) for r in rows]
+        np.testing.assert_allclose([v for _, _, v in shown], [float(r["relevance"]) for r in rows], rtol=1e-6, atol=1e-9)
+    assert any(v > 0 for row in bars.values() for _, _, v in row), "some word mattered"
+
+
+def check_maps(driver, maps, method):
+    """Each text's map under `method` (the class picker's path, the text the class) against the
+    CLI's (text_outputs' `maps`), within the page's mapError()."""
+    import numpy as np
+    for i, expected in maps.items():
+        select(driver, method=method, **{"class": i})
+        err = driver.execute_script("return window.vitattn.mapError()")
+        np.testing.assert_allclose(row(driver), expected.reshape(-1), atol=err)
+
+
+def shown_prompt_order(driver):
+    """The text indices in the order the Prompts panel lists them."""
+    return driver.execute_script("return [...document.querySelectorAll('#prompts > li')].map((li) => Number(li.dataset.index))")
+
+
+def text_attention_table(driver):
+    """The text tower's token × token table as drawn: its column labels, the number of cells
+    shown as masked (hatched), and the numbers of the others, row-major."""
+    return driver.execute_script("""const t = document.getElementById('text-attention');
+        return {cols: [...t.querySelectorAll('tr:first-of-type th')].slice(1).map((th) => th.textContent),
+                masked: t.querySelectorAll('td.masked, td[data-masked]').length,
+                numbers: [...t.querySelectorAll('td[data-value]')].map((td) => Number(td.dataset.value))};""")
 
 
 class Session:

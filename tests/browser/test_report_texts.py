@@ -21,7 +21,6 @@ the bundled photo. Checked:
 Runs under pytest (tests/conftest.py); the binary is harness.BIN. Needs numpy, torch (the
 model's builders and the attention's oracle), python3-selenium, chromium, chromium-driver.
 """
-import csv
 import json
 import re
 import subprocess
@@ -47,7 +46,7 @@ from clip_reference import HEADS, TEXT_W, as_torch, openai_encode_text, openai_t
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
-from browser import driver, run, wait_for as wait  # noqa: E402,F401  (driver: the fixture)
+from browser import check_maps, check_word_bars, driver, run, wait_for as wait  # noqa: E402,F401  (driver: the fixture)
 
 PHOTO = REPO / "images" / "chelsea.png"
 TEXTS = ["a photo of a cat", "a lighthouse at dusk", "two dogs"]
@@ -64,45 +63,12 @@ def model(tmp_path_factory):
 
 
 def cli_files(model, out, texts, method):
-    """The image command's files for PHOTO asked in `texts`: {i: _cls_t<i>.npy}, words.csv rows, predictions."""
+    """The image command's files for PHOTO asked in `texts` (browser.text_outputs)."""
     args = ["--model", model, "--save-attention", "--top", str(len(texts)), "--method", method, "-o", out, PHOTO]
     for t in texts:
         args += ["--text", t]
     run(*args)
-    maps = {i: np.load(Path(out) / (f"chelsea_cls_t{i}.npy" if len(texts) > 1 else "chelsea_cls.npy"))
-            for i in range(len(texts))}
-    with open(Path(out) / "chelsea_words.csv", newline="", encoding="utf-8") as f:
-        words = list(csv.DictReader(f))
-    with open(Path(out) / "chelsea_predictions.csv", newline="", encoding="utf-8") as f:
-        top = {r["label"]: float(r["probability"]) for r in csv.DictReader(f)}
-    return maps, words, top
-
-
-def word_bars(js):
-    """The word bars as the DOM shows them: {text index: [(position, token, relevance)]}."""
-    return {int(k): [(int(p), t, float(r)) for p, t, r in v] for k, v in js("""
-        const out = {};
-        for (const li of document.querySelectorAll('#prompts > li'))
-          out[li.dataset.index] = [...li.querySelectorAll('.words .bar')].map((b) => [b.dataset.position, b.dataset.token, b.dataset.relevance]);
-        return out;""").items()}
-
-
-def check_word_bars(js, words):
-    bars = word_bars(js)
-    assert sorted(bars) == list(range(len({r["text_index"] for r in words})))
-    for i, shown in bars.items():
-        rows = [r for r in words if int(r["text_index"]) == i]
-        assert [(p, t) for p, t, _ in shown] == [(int(r["position"]), r["token"]) for r in rows]
-        np.testing.assert_allclose([v for _, _, v in shown], [float(r["relevance"]) for r in rows], rtol=1e-6, atol=1e-9)
-    assert any(v > 0 for row in bars.values() for _, _, v in row), "some word mattered"
-
-
-def check_maps(driver, maps, method):
-    """Each text's map under `method` (the class picker's path, the text the class) against the CLI's."""
-    for i, expected in maps.items():
-        browser.select(driver, method=method, **{"class": i})
-        err = driver.execute_script("return window.vitattn.mapError()")
-        np.testing.assert_allclose(browser.row(driver), expected.reshape(-1), atol=err)
+    return browser.text_outputs(out, "chelsea", len(texts))
 
 
 def test_report_shows_prompts_word_bars_and_the_causal_view(driver, model, tmp_path):
@@ -123,9 +89,8 @@ def test_report_shows_prompts_word_bars_and_the_causal_view(driver, model, tmp_p
     assert abs(sum(probabilities) - 1) < 1e-6, "softmax over the texts"
     for t, p in zip(TEXTS, probabilities):
         assert abs(p - top[t]) < 1e-5, (t, p, top[t])
-    shown_order = js("return [...document.querySelectorAll('#prompts > li')].map((li) => Number(li.dataset.index))")
-    assert shown_order == sorted(range(len(TEXTS)), key=lambda i: -probabilities[i]), "ranked, likeliest first"
-    check_word_bars(js, words)
+    assert browser.shown_prompt_order(driver) == sorted(range(len(TEXTS)), key=lambda i: -probabilities[i]), "ranked, likeliest first"
+    check_word_bars(driver, words)
     check_maps(driver, maps, "chefer")
     # a prompt's map button selects that text's map
     driver.find_element("css selector", "#prompts > li[data-index='2'] button[data-method='chefer']").click()
@@ -149,10 +114,7 @@ def test_report_shows_prompts_word_bars_and_the_causal_view(driver, model, tmp_p
                 values = np.array([[m[q][k] if k <= q else 0.0 for k in range(n)] for q in range(n)])
                 np.testing.assert_allclose(values, np.tril(ref[i, layer, head, :n, :n]), atol=1e-4)  # float32 against float64, as clip_text
                 # the DOM: the labels, and the masked cells shown as masked, never as a number
-                dom = js("""const t = document.getElementById('text-attention');
-                    return {cols: [...t.querySelectorAll('tr:first-of-type th')].slice(1).map((th) => th.textContent),
-                            masked: t.querySelectorAll('td.masked').length,
-                            numbers: [...t.querySelectorAll('td[data-value]')].map((td) => Number(td.dataset.value))};""")
+                dom = browser.text_attention_table(driver)
                 assert dom["cols"] == expected_tokens
                 assert dom["masked"] == n * (n - 1) // 2
                 np.testing.assert_allclose(dom["numbers"], values[np.tril_indices(n)], atol=0)
@@ -213,7 +175,7 @@ def test_serve_takes_prompts_typed_in_its_page(driver, model, server, tmp_path):
     wait(driver, "return document.body && document.body.dataset.ready === '1'")
     assert [p["text"] for p in js("return window.vitattn.texts()")["prompts"]] == texts
     assert js("return window.vitattn.state()")["method"] == "legrad", "opens on the texts' default method"
-    check_word_bars(js, words)
+    check_word_bars(driver, words)
     check_maps(driver, maps, "legrad")
     driver.switch_to.default_content()
     assert browser.console_errors(driver) == [], "console errors"

@@ -6,10 +6,10 @@ Run:  /usr/bin/python3 -m pytest tests/oracle/test_siglip_text.py
       Skips when torch or python3-sentencepiece cannot be imported; under CI=true a skip fails.
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
-The model: tests/pylib/siglip_reference.py siglip_tensors(text=True) (both towers, logit_scale,
-logit_bias) in a folder with config.json (text_config: 4 heads, hidden_act "gelu" where the
-vision tower's is gelu_pytorch_tanh) and a spiece.model the test trains (test_siglip_tokenizer.py's
-tiny unigram model, SigLIP's special pieces). The references, none from vitattn:
+The model: tests/pylib/siglip_reference.py text_model_folder: siglip_tensors(text=True) (both
+towers, logit_scale, logit_bias) in a folder with config.json (text_config: 4 heads, hidden_act
+"gelu" where the vision tower's is gelu_pytorch_tanh) and a spiece.model trained on the spot
+(siglip_tokenizer_reference.py's tiny unigram model, SigLIP's special pieces). The references, none from vitattn:
 - ids: HF SiglipTokenizer's steps over SentencePiece's Python encoder (test_siglip_tokenizer.py
   hf_ids: padding="max_length" to 64 with "</s>", truncation keeping 63 pieces and "</s>");
 - text side: siglip_reference.torch_siglip_text (SiglipTextTransformer in float64: no attention
@@ -25,15 +25,17 @@ the message names the path it looked at; a text over 64 tokens without --truncat
 its image tower alone still works, and refuses --text naming why; through hf: (the fake hub,
 tests/pylib/fake_hub.py) the snapshot brings spiece.model, and a repository without one is
 refused naming the snapshot's path; the image command's --top (each text's sigmoid) and --report
-(the Prompts panel: sigmoid ranking, word bars, the unmasked text attention); <name>_words.csv (--save-attention with
-texts): the tokens as their pieces with "▁" a space, the relevance forward's at the last layer;
-`--labels FILE --templates FILE`: the prompt ensemble through the SentencePiece ids, against
-torch_siglip_text's embeddings averaged as OpenAI's zeroshot_classifier, and its logits.
+(the Prompts panel: sigmoid ranking, word bars, the unmasked text attention); <name>_words.csv
+(--save-attention with texts): the tokens as their pieces with "▁" a space, the relevance
+forward's at the last layer; a video with --top (each frame's texts by their sigmoid, against
+torch on the frames as cv2 decodes them, and each frame's maps); `--labels FILE --templates
+FILE`: the prompt ensemble through the SentencePiece ids, against torch_siglip_text's embeddings
+averaged as OpenAI's zeroshot_classifier, and its logits.
 
 Seen red: the causal mask left on (text embeddings off by 0.15, the truncated text's by 0.23);
 CLIP's argmax row pooled instead of the last (text embeddings off by 0.43); the head's bias
 dropped (0.022); logit_bias left out (logits off by 2.5); a softmax over the texts in place of
-the sigmoid (probabilities off by 0.40); the image tower's GELU in place of text_config's
+the sigmoid (probabilities off by 0.40; in the video path, frames' off by 0.59); the image tower's GELU in place of text_config's
 (attention off by 4e-4); words.csv's start layer 0 in place of the last (off by 1.86); the
 ensemble's prompts through CLIP's tokeniser (refused: ids outside the vocabulary).
 """
@@ -52,8 +54,8 @@ except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
     need(False, f"cannot import torch ({e}); install python3-torch")
 
 from siglip_reference import (D, GRID, P, siglip_logits, siglip_tensors, TEXT_CONTEXT, TEXT_HEADS, TEXT_LAYERS,
-                              torch_siglip, torch_siglip_text, write_folder)
-from test_siglip_tokenizer import hf_ids, hf_processor, train_tiny_model
+                              text_model_folder, torch_siglip, torch_siglip_text, write_folder)
+from siglip_tokenizer_reference import hf_ids
 
 torch.set_grad_enabled(False)
 TOL = 1e-4
@@ -64,11 +66,7 @@ LONG = " ".join(["mountain river"] * 45)  # over 64 pieces
 @pytest.fixture(scope="module")
 def siglip(tmp_path_factory):
     """(model.safetensors path, tensors, the SentencePiece processor as HF loads it)."""
-    folder = tmp_path_factory.mktemp("siglip")
-    t = siglip_tensors(seed=21, text_tower=False, text=True)
-    model = write_folder(folder, t, text=True)
-    train_tiny_model(folder / "spiece.model", "nmt_nfkc")
-    return model, t, hf_processor(folder / "spiece.model")
+    return text_model_folder(tmp_path_factory.mktemp("siglip"))
 
 
 def photos():
@@ -270,6 +268,60 @@ def check_siglip_ranking_and_report(tmp_path, rows, want, eos, sp):
         got = np.frombuffer(__import__("base64").b64decode(p["attention"]), "<f4").reshape(TEXT_LAYERS, TEXT_HEADS, n, n)
         np.testing.assert_allclose(got, attention[t, :, :, :n, :n], rtol=0, atol=1e-6)
         assert np.triu(got[0, 0], 1).max() > 0, "no mask: later tokens are attended"
+
+
+def test_video_top_is_each_frames_sigmoid(siglip, tmp_path):
+    """`vitattn --model SIGLIP --text a --text b --top 2 clip.avi`: <name>_predictions.csv holds, per
+    frame, both texts ranked by their sigmoid(exp(logit_scale)·cos(frame, text) + logit_bias), each
+    computed here in torch (torch_siglip on the frame as cv2 decodes it, as SiglipImageProcessor
+    normalises it; torch_siglip_text on HF's ids), not a softmax over the two; and every frame has
+    its maps, one per text (clip_cls.npy with --save-attention, the attention video)."""
+    import csv
+    import cv2
+    model, t, sp = siglip
+    texts = TEXTS[:2]
+    rng = np.random.default_rng(5)
+    scene = rng.integers(0, 256, (GRID * P, GRID * P, 3), dtype=np.uint8)
+    clip = tmp_path / "clip.avi"  # frames of the model's own size: no resize to agree on
+    writer = cv2.VideoWriter(str(clip), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*"MJPG"), 5.0, (GRID * P, GRID * P))
+    assert writer.isOpened(), "cv2 cannot write MJPG"
+    for k in range(4):
+        writer.write(np.roll(scene, 5 * k, axis=1))
+    writer.release()
+    args = ["--model", model, "--top", "2", "--save-attention", clip, "-o", tmp_path / "v"]
+    for text in texts:
+        args += ["--text", text]
+    code, _, err = harness.run(*args)
+    assert code == 0, err[-3000:]
+    capture = cv2.VideoCapture(str(clip), cv2.CAP_FFMPEG)
+    frames = []
+    while True:
+        ok, bgr = capture.read()
+        if not ok:
+            break
+        frames.append(((bgr[:, :, ::-1].astype(np.float32) / 255 - 0.5) / 0.5).transpose(2, 0, 1))
+    assert len(frames) == 4, len(frames)
+    _, text_e = torch_siglip_text(t, np.array([hf_ids(sp, s) for s in texts], np.int32))
+    image_e = np.stack([torch_siglip(t, f)["embedding"] for f in frames])
+    logits, want = siglip_logits(image_e, text_e, t)  # [frames, texts]
+    softmax = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    assert np.abs(softmax - want).max() > 0.1, "the frames' sigmoid and softmax must differ for the test to tell them apart"
+    with open(tmp_path / "v" / "clip_predictions.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(int(r["frame"]), int(r["rank"])) for r in rows] == [(k, rank) for k in range(4) for rank in (1, 2)], rows
+    got = np.zeros_like(want)
+    for r in rows:
+        assert r["label"] == texts[int(r["class"])], r
+        got[int(r["frame"]), int(r["class"])] = float(r["probability"])
+    for k in range(4):
+        ranked = [int(r["class"]) for r in rows if int(r["frame"]) == k]
+        assert ranked == sorted(range(2), key=lambda c: -want[k, c]), f"frame {k}: ranked {ranked}, sigmoid {want[k]}"
+    d = maxdiff(got, want)
+    assert d <= TOL, f"per-frame probabilities off the sigmoid by {d:.3g}: {got} against {want}"
+    maps = np.load(tmp_path / "v" / "clip_cls.npy")
+    assert maps.shape == (4, 2, GRID, GRID) and np.isfinite(maps).all(), maps.shape
+    assert (maps.reshape(4, 2, -1).std(axis=2) > 0).all(), "a frame's map is flat"
+    assert (tmp_path / "v" / "clip_attn.mp4").stat().st_size > 0
 
 
 def test_labels_ensemble(siglip, tmp_path):

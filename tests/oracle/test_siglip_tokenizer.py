@@ -2,6 +2,9 @@
 """SigLIP's tokeniser (src/text/siglip_tokenizer.cpp) against SentencePiece's own Python
 encoder after the steps of Hugging Face's SiglipTokenizer, written here from its code:
 
+The HF steps and the tiny model are tests/pylib/siglip_tokenizer_reference.py's (shared with the
+tests that build a SigLIP with its text tower):
+
 - the model loaded with its normalizer's add_dummy_prefix turned off (protobuf MergeFrom);
 - "▁" + the text with "▁" made a space, lower-cased one character at a time (HF's
   `re.sub("(.+?)", lambda m: m.group().lower())` when do_lower_case);
@@ -24,7 +27,6 @@ steps before the model (through the tool's --normalize) over every Unicode code 
 """
 import os
 import random
-import re
 import string
 import subprocess
 import tempfile
@@ -32,86 +34,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO, need
+from harness import REPO
+from siglip_tokenizer_reference import UNDERLINE, WORDS, hf_ids, hf_normalized, hf_processor, train_tiny_model
 
 TOOL = os.environ.get("VITATTN_SIGLIP_TOKENIZE_TOOL", str(REPO / "build/dev/tests/siglip_tokenize_tool"))
-UNDERLINE = "\u2581"
-WORDS = ("a photo of the cat dog bird car truck house tree flower river mountain city street "
-         "red green blue small large old new two three many some on in under with near and "
-         "painting drawing picture sketch close up view people person man woman child playing "
-         "running sitting standing eating water snow grass sky night day sunset beach café").split()
 RARE = ["Éclair", "ÉTÉ", "ΣΟΣ", "İstanbul", "straße", "猫", "🙂", "naïve", "ÆON", "Ωmega", "x²"]
 # Every character Python takes for whitespace (but "\n", which ends a line for the tool), runs of
 # them, "▁", and a zero-width space (not whitespace).
 SPACES = [c for c in map(chr, range(0x3001)) if c.isspace() and c != "\n"] + ["  ", " \t ", UNDERLINE, "\u200b"]
-
-
-def sentencepiece_modules():
-    try:
-        import sentencepiece as spm
-        from sentencepiece import sentencepiece_model_pb2
-    except ImportError:
-        need(False, "python3-sentencepiece (with python3-protobuf) is not installed")
-    return spm, sentencepiece_model_pb2
-
-
-def train_tiny_model(path, normalization):
-    """A unigram model of 100 pieces, SigLIP's special pieces in T5's layout. `normalization`
-    "nmt_nfkc" is SentencePiece's default (NFKC, extra spaces removed), as in SigLIP's model;
-    "identity" keeps every character and space as given, so that no difference in the
-    canonicalisation (a whitespace character missed) is hidden by the model's own normaliser."""
-    spm, _ = sentencepiece_modules()
-    rng = random.Random(7)
-    corpus = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(3000)]
-    corpus += ["0 1 2 3 4 5 6 7 8 9 50 100 2024", "été naïve café"]
-    with open(path, "wb") as model:
-        spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus), model_writer=model, vocab_size=100,
-                                       model_type="unigram", pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
-                                       pad_piece="<pad>", eos_piece="</s>", unk_piece="<unk>",
-                                       character_coverage=1.0, minloglevel=2,
-                                       normalization_rule_name=normalization,
-                                       remove_extra_whitespaces=normalization != "identity")
-
-
-def hf_processor(path):
-    """The model as HF's SiglipTokenizer.get_spm_processor loads it: add_dummy_prefix off."""
-    spm, model_pb2 = sentencepiece_modules()
-    model = model_pb2.ModelProto.FromString(Path(path).read_bytes())
-    no_prefix = model_pb2.NormalizerSpec()
-    no_prefix.add_dummy_prefix = False
-    model.normalizer_spec.MergeFrom(no_prefix)
-    sp = spm.SentencePieceProcessor()
-    sp.LoadFromSerializedProto(model.SerializeToString())
-    return sp
-
-
-def hf_canonicalize(text):
-    text = text.translate(str.maketrans("", "", string.punctuation))
-    text = re.sub(r"\s+", " ", text)
-    return text.strip()
-
-
-def hf_normalized(text):
-    """Steps 1-3: the text HF hands to SentencePiece after its "<unk>" prefix."""
-    text = UNDERLINE + text.replace(UNDERLINE, " ")
-    text = re.sub(r"(.+?)", lambda m: m.group(1).lower(), text)
-    return hf_canonicalize(text)
-
-
-def hf_ids(sp, text, context=64, truncate=False):
-    """HF's ids for `text`, or ("error", count with the end token) when it does not fit."""
-    text = hf_normalized(text)
-    unk_length = len(sp.encode("<unk>", out_type=str))
-    pieces = sp.encode("<unk>" + text, out_type=str)
-    pieces = pieces[unk_length:] if len(pieces) >= unk_length else pieces
-    ids = [sp.piece_to_id(p) for p in pieces]
-    eos = sp.piece_to_id("</s>")
-    if len(ids) > context - 1:
-        if not truncate:
-            return ("error", len(ids) + 1)
-        ids = ids[:context - 1]
-    ids.append(eos)
-    return ids + [eos] * (context - len(ids))
 
 
 def texts():

@@ -2,7 +2,8 @@
 (siglip_tensors; with text=True the whole SiglipModel, its text tower too), a model folder with
 config.json (write_folder), the float64 re-implementation of modeling_siglip.py (torch_siglip:
 every layer's attention, the probe's, the embedding; torch_siglip_text: the text tower's
-attention and embeddings; siglip_logits), numpy's rollout of its attention, and hf_folder: a
+attention and embeddings; siglip_logits), a folder with the text tower and its spiece.model
+(text_model_folder), numpy's rollout of its attention, and hf_folder: a
 hub-style snapshot with the reference on its input. What each part follows:
 tests/oracle/test_family_siglip.py, tests/oracle/test_siglip_text.py. Nothing here comes from vitattn.
 """
@@ -110,6 +111,18 @@ def write_folder(path, tensors, model_type="siglip", dtype="F32", text=False):
     (path / "preprocessor_config.json").write_text(json.dumps(
         {"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "size": {"height": GRID * P, "width": GRID * P}}))
     return path / "model.safetensors"
+
+
+def text_model_folder(folder, seed=21):
+    """A SiglipModel with its text tower as a checkpoint folder holds it: siglip_tensors(seed,
+    text=True) in model.safetensors with config.json (write_folder) and a spiece.model beside it
+    (siglip_tokenizer_reference's tiny unigram model, SentencePiece's default normaliser, as in
+    SigLIP's). Returns (model.safetensors path, tensors, the SentencePiece processor as HF loads it)."""
+    from siglip_tokenizer_reference import hf_processor, train_tiny_model
+    t = siglip_tensors(seed=seed, text_tower=False, text=True)
+    model = write_folder(folder, t, text=True)
+    train_tiny_model(Path(folder) / "spiece.model", "nmt_nfkc")
+    return model, t, hf_processor(Path(folder) / "spiece.model")
 
 
 def torch_siglip(t, x, prefix="vision_model."):
