@@ -291,9 +291,11 @@ void add_class_maps(ReportBuilder& report, const VitModel& model, const ImageTen
   // Chefer's first layer as the drawn map's (--first-layer; asked in words, the CLIP notebook's last layer).
   settings.chefer_from = options.view.chefer_from < 0 ? std::max(model.n_layers() + options.view.chefer_from, 0)
                                                       : options.view.chefer_from;
-  report.add_predictions(classes, fmt::format("The gradients of the class's logit (before the softmax) through layers "
-                                              "0…{} (LeGrad: {}…{}, each layer's own logit{}).",
-                                              settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
+  const bool sigmoid = model.class_probability() == ClassProbability::sigmoid;
+  report.add_predictions(classes, fmt::format("Probabilities: {}. The gradients of the class's logit (before the {}) "
+                                              "through layers 0…{} (LeGrad: {}…{}, each layer's own logit{}).",
+                                              sigmoid ? "each class's sigmoid, on its own" : "the softmax of the logits",
+                                              sigmoid ? "sigmoid" : "softmax", settings.last_layer, std::min(settings.legrad_from, settings.last_layer),
                                               settings.last_layer,
                                               settings.chefer_from > 0
                                                   ? fmt::format("; chefer: {}…{}", std::min(settings.chefer_from, settings.last_layer),

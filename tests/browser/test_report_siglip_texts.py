@@ -110,6 +110,9 @@ def test_siglip_report_ranks_by_sigmoid_and_shows_the_unmasked_view(driver, sigl
             [sp.id_to_piece(j).replace(UNDERLINE, " ") for j in span], f"text {i}: words.csv's tokens"
 
     assert js("return window.vitattn.state()")["method"] == "legrad", "opens on the texts' default method"
+    said = js("return document.getElementById('relevance-about').textContent + ' ' + "
+              "document.querySelector('#picker p.muted').textContent")
+    assert "sigmoid" in said and "softmax" not in said, f"the picker's words name another rule: {said}"
     held = {i: maps[i] for i, text in enumerate(TEXTS) if text in top}  # --top 2: the picker holds the top 2's maps
     check_maps(driver, held, "legrad")
     left_out = next(i for i, text in enumerate(TEXTS) if text not in top)
