@@ -22,8 +22,6 @@ Runs under pytest (tests/conftest.py); the binary is harness.BIN. Needs numpy, t
 model's builders and the attention's oracle), python3-selenium, chromium, chromium-driver.
 """
 import json
-import re
-import subprocess
 import sys
 import urllib.error
 import urllib.parse
@@ -33,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import harness
 import safetensors_io
-from harness import BIN, REPO, need
+from harness import REPO, need
+from serve_process import Server
 
 try:
     import torch
@@ -136,15 +134,9 @@ def run_forward_ids(model, tmp_path):
 
 @pytest.fixture(scope="module")
 def server(model):
-    proc = subprocess.Popen([BIN, "serve", "--model", str(model), "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    url = proc.stdout.readline().strip()
-    assert re.match(r"http://127\.0\.0\.1:\d+/$", url), url
-    yield url
-    proc.terminate()
-    _, err = proc.communicate(timeout=30)
-    harness.check_sanitizers(["serve"], err)
-    assert proc.returncode == 0, err
+    served = Server("--model", model)
+    yield served.url
+    assert served.stop() == 0, served.stderr
 
 
 def post_report(server, **params):

@@ -11,7 +11,6 @@ page's are checked, and no request leaves the server, no console error.
 Run: python3 -m pytest tests/browser/test_serve_page.py (about 10 s).
 """
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import harness
-from harness import BIN, REPO
+from harness import REPO
+from serve_process import Server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser  # noqa: E402
@@ -41,15 +40,9 @@ def cli_npy(out, *options):
 
 @pytest.fixture(scope="module")
 def server():
-    proc = subprocess.Popen([BIN, "serve", "--model", str(MODEL), "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    url = proc.stdout.readline().strip()
-    assert re.match(r"http://127\.0\.0\.1:\d+/$", url), url
-    yield url
-    proc.terminate()
-    _, err = proc.communicate(timeout=30)
-    harness.check_sanitizers(["serve"], err)
-    assert proc.returncode == 0, err
+    served = Server("--model", MODEL)
+    yield served.url
+    assert served.stop() == 0, served.stderr
 
 
 def test_drop_an_image_and_explore_it_as_the_cli_draws_it(driver, server):
@@ -132,9 +125,8 @@ def test_the_page_opened_with_a_token_sends_it(driver):
     """A server with --token: the page opened with ?token=T posts with it and opens its frame
     with it; the same page without the token is refused."""
     from selenium.webdriver.common.by import By
-    proc = subprocess.Popen([BIN, "serve", "--token", "s3cret", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    url = proc.stdout.readline().strip()
+    served = Server("--token", "s3cret")
+    url = served.url
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url)
@@ -149,10 +141,8 @@ def test_the_page_opened_with_a_token_sends_it(driver):
         driver.switch_to.default_content()
         assert browser.console_errors(driver) == [], "console errors"
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    harness.check_sanitizers(["serve"], err)
-    assert proc.returncode == 0, err
+        status = served.stop()
+    assert status == 0, served.stderr
 
 
 def test_a_file_that_is_no_image_shows_the_servers_message(driver, server):
