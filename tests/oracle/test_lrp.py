@@ -6,26 +6,53 @@ Run:  /usr/bin/python3 -m pytest tests/oracle/test_lrp.py
 Env:  VITATTN_BIN  binary to test (default <repo>/build/dev/vitattn)
 
 Nothing here comes from vitattn. Random ViTs are made here (harness.timm_tensors, timm's names,
-F32 safetensors); the same float32 values run through a torch ViT written below in float64, in
-which AttnLRP's rules (core/lrp.hpp; LXT's cp_LRP for a ViT with zennit's Gamma) are the
-backward itself, so the relevance is image ⊙ image.grad summed over the colour channels:
+F32 safetensors) and by tests/pylib's builders for the other families; the same float32 values,
+renamed into timm's names (canonical_clip, canonical_siglip), run through a torch ViT written
+below in float64, in which AttnLRP's rules (core/lrp.hpp; LXT's cp_LRP for a ViT with zennit's
+Gamma) are the backward itself, so the relevance is image ⊙ image.grad summed over the colour
+channels:
 
-  attention   the probabilities detached (CP-LRP): nothing into q and k
-  GELU        an autograd Function whose backward is d·GELU(h)/h (the identity rule)
-  LayerNorm   (x − mean)/σ.detach()·w + b (LXT's layer_norm_forward)
+  attention   the probabilities detached (CP-LRP): nothing into q and k; SigLIP's probe alike
+  activation  an autograd Function whose backward is d·f(h)/h (the identity rule): GELU's erf and
+              tanh forms, CLIP's QuickGELU
+  LayerNorm   (x − mean)/σ.detach()·w + b (LXT's layer_norm_forward): every norm, norm_pre
+              (CLIP's ln_pre), fc_norm, the probe's
   linear      an autograd Function whose backward is zennit's Gamma rule in its own form: the
               four modified outputs (x⁺, W + γW⁺, b + γb⁺), (x⁻, W + γW⁻), (x⁺, W + γW⁻, b + γb⁻),
               (x⁻, W + γW⁺); R_z = z·d_z spread over them with zennit's stabilize; the relevance
-              at x their sum, and the gradient handed down R_x / x (LXT's monkey_patch_zennit)
-  patch embedding  the same Function on the unfolded patches, with γ_conv; the classifier too
+              at x their sum, and the gradient handed down R_x / x (LXT's monkey_patch_zennit).
+              Every linear layer: the values' rows of qkv, the projections, the MLPs, the
+              classifier(s), the probe's, CLIP's projection to the joint embedding; layer scale as
+              the diagonal linear layer diag(λ) without bias
+  patch embedding  the same Function on the unfolded patches, with γ_conv
+  the target  a class's logit; distilled DeiT's ½(head(t₀) + head_dist(t₁)); a text's
+              exp(logit_scale)·t·u/‖u‖ (+ logit_bias for SigLIP) with ‖u‖ detached
 
-Checked: `vitattn forward --class c --method lrp` (<stem>_relevance_lrp.npy, the pixels summed
-over each patch) against the torch map, two γ pairs on a model with biases; a model without
-biases, positions and class token, on which Σ R = y_c (conservation, against torch's logit);
-registers with layer scale (DINOv2-like); a 3×5 grid from a 4×4 model (positions resampled as
-timm does); and the image
-command's --save-attention <name>_pixels.npy [S_h, S_w] against the torch pixel map.
+Checked (test_lrp_maps): `vitattn forward --class c --method lrp` (<stem>_relevance_lrp.npy, the
+pixels summed over each patch) against the torch map, two γ pairs on a model with biases; a model
+without biases, positions and class token, on which Σ R = y_c (conservation, against torch's
+logit); registers with layer scale (DINOv2-like); a 3×5 grid from a 4×4 model (positions resampled
+as timm does); and the image command's --save-attention <name>_pixels.npy [S_h, S_w] and
+<name>_cls.npy against the torch maps.
+Checked (test_lrp_heads_and_texts), each for two γ pairs through `forward` (and the torch forward's
+y against vitattn's <stem>_logits.npy) and once through the image command's pixel files:
+distilled DeiT (deit_reference.deit_distilled, 3×5), timm's average pool with fc_norm, registers
+and layer scale (deit_reference.timm_avg, 3×5), HF Dinov2ForImageClassification's [class, patch
+mean] head with registers (deit_reference.hf_dinov2_classifier, at its 4×4: DINOv2 resamples its
+positions its own way), an OpenAI-named CLIP's image–text logits (clip_reference, 3×5; the ids
+OpenAI's tokeniser gives, tests/oracle/data/clip_tokens.jsonl; _t<i> files) and a SigLIP's through
+its probe head (siglip_reference, 3×5; the ids of HF's SiglipTokenizer over a tiny trained
+spiece.model). DINOv3 has no classifier and no text tower, so no logit to explain: --method lrp is
+refused (test_lrp_dinov3_refused); its RoPE reaches LRP only through the attention probabilities,
+which CP-LRP holds constant, and its registers and layer scale are among the cases above.
 Bound: max|vitattn − torch| / max|torch| ≤ 1e-4.
+
+Seen red with a mistake planted in vitattn's core/lrp.cpp (max relative difference of the patch
+maps): the probe's layers on the plain gradient (γ 0) 0.38–0.84; the probe's residual path
+dropped 0.99–1.08; the probe's softmax passing relevance into the keys 0.66–1.5; head_dist on the
+plain gradient 0.14–0.32; fc_norm without its mean path 0.33; the registers in HF Dinov2's patch
+mean 0.11–0.13; CLIP's projection on the plain gradient 0.28–0.88; ln_pre without its mean path
+0.006–0.085.
 """
 
 import json
@@ -483,7 +510,8 @@ def canonical_clip(t):
              ("mlp.c_proj", "mlp.fc2"))
     for i in range(cr.LAYERS):
         src, dst = f"transformer.resblocks.{i}.", f"blocks.{i}."
-        c[dst + "attn.qkv.weight"], c[dst + "attn.qkv.bias"] = t[src + "attn.in_proj_weight"], t[src + "attn.in_proj_bias"]
+        c[dst + "attn.qkv.weight"] = t[src + "attn.in_proj_weight"]
+        c[dst + "attn.qkv.bias"] = t[src + "attn.in_proj_bias"]
         for a, b in names:
             c[dst + b + ".weight"], c[dst + b + ".bias"] = t[src + a + ".weight"], t[src + a + ".bias"]
     return c
@@ -495,7 +523,8 @@ def clip_text_case(tmp):
     model = tmp / "clip.safetensors"
     safetensors_io.write(model, {"visual." + k: v for k, v in image_t.items()} | text_t)
     with torch.no_grad():
-        _, emb = cr.openai_encode_text(cr.as_torch(text_t), torch.from_numpy(clip_text_ids(CLIP_TEXTS)), cr.TEXT_W // 64)
+        ids = torch.from_numpy(clip_text_ids(CLIP_TEXTS))
+        _, emb = cr.openai_encode_text(cr.as_torch(text_t), ids, cr.TEXT_W // 64)
     targets = [Text(e, text_t["logit_scale"]) for e in emb]
     return Case("CLIP texts", model, canonical_clip(image_t), Arch(heads=cr.HEADS, eps=1e-5, act="quick"), targets,
                 text_targets(CLIP_TEXTS), ["--heads", str(cr.HEADS)], ["_t0", "_t1"])
@@ -569,3 +598,18 @@ def test_lrp_heads_and_texts():
             case = make(tmp)
             check_forward(tmp, case, grid, gammas, seed)
             check_pixels(tmp, case, grid, 0.2, 0.5, seed + 1)
+
+
+def test_lrp_dinov3_refused():
+    """DINOv3 (dinov3_reference's weights): no classifier, so --method lrp has no logit: one error
+    line, exit 2. (Should it ever get a head, this fails and the oracle above wants a DINOv3 case.)"""
+    assert BIN.is_file(), f"binary {BIN} not found (build first or set VITATTN_BIN)"
+    from dinov3_reference import make_weights, write_st
+    with tempfile.TemporaryDirectory(prefix="vitattn_lrp_") as d:
+        tmp = Path(d)
+        write_st(tmp / "dinov3.safetensors", make_weights())
+        np.save(tmp / "x.npy", np.zeros((1, 3, 4 * P, 4 * P), np.float32))
+        code, _, err = harness.run("forward", "--model", tmp / "dinov3.safetensors", tmp / "x.npy", "-o", tmp / "o",
+                                   "--method", "lrp", "--class", "0")
+        lines = [line for line in err.splitlines() if "error:" in line]
+        assert code == 2 and len(lines) == 1 and "no classifier" in lines[0], err[-2000:]
