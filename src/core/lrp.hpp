@@ -16,7 +16,10 @@
 //                       the MLP's two, the probe's, the projection to the joint embedding, the
 //                       classifier); the patch embedding, a linear map over patches, with γ_conv.
 //   residual, layer scale, pooling means, the cosine's norm: their plain gradient (the norm of
-//                       the image embedding a constant, as LayerNorm's σ).
+//                       the image embedding a constant, as LayerNorm's σ). Layer scale is a
+//                       diagonal linear layer without bias: the Gamma rule on it hands each
+//                       output's relevance to its one input whole (up to ε), which is the plain
+//                       gradient.
 //
 // Conservation: R at the logit is y_c (y_c − logit_bias for zero-shot texts). Every rule above
 // hands its relevance on whole, except what a bias absorbs (a linear layer's, a LayerNorm's β,
