@@ -3,16 +3,17 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 #include "files/text.hpp"
-#include "command_line.hpp"
 #include "interrupt.hpp"
 #include "model_request.hpp"
-#include "run_log.hpp"
 #include "pipeline/class_choice.hpp"
 #include "pipeline/eval_job.hpp"
+#include "pipeline/job_outputs.hpp"
 #include "pipeline/view.hpp"
+#include "run_log.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -113,9 +114,10 @@ int report(const std::optional<Shard>& shard, const pipeline::EvalOutcome& outco
                  m, pipeline::kSanityFlag);
   const std::string measured = files::counted(outcome.images, "image", "images") + " measured" + others(outcome);
   if (shard)
-    spdlog::info("{}; --shard {}/{}: no CSV written by a shard; when every shard is done, the same command without "
-                 "--shard, with --skip-existing, writes them from every shard's images",
-                 measured, shard->index, shard->count);
+    spdlog::info("{}; --shard {}/{}: {}, {}, {} and {} not written by a shard; when every shard is done, the same "
+                 "command without --shard, with --skip-existing, writes them from every shard's images",
+                 measured, shard->index, shard->count, pipeline::eval_summary_name(), pipeline::eval_images_name(),
+                 pipeline::eval_curves_name(), pipeline::eval_page_name());
   else
     spdlog::info("{} → {} ({})", measured, files::display(outcome.written.front()),
                  files::counted(outcome.gathered, "image", "images"));

@@ -356,13 +356,13 @@ std::vector<ImageScores> measure(const EvalContext& ctx, const OutputSet& output
   const BatchCounts counts = run_on_workers(
       jobs, workers,
       [&](const InputJob& job) {
-        const auto i = static_cast<std::size_t>(&job - jobs.data());
+        ImageScores s;
         commit_job(job, outputs, [&] {
-          ImageScores s = evaluate_image(ctx, job);
+          s = evaluate_image(ctx, job);
           const std::string part = eval_part_text(s);
           files::write_file_atomic(with_suffix(job.output_base, eval_part_suffix().c_str()), part.data(), part.size());
-          scores[i] = std::move(s);
         });
+        scores[static_cast<std::size_t>(&job - jobs.data())] = std::move(s);  // committed: its record is there
       },
       events.should_stop,
       [&](const InputJob& job, const std::string& error, double ms) {
