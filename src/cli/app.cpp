@@ -88,6 +88,7 @@ int run(int argc, char** argv) {
           parse(app, argc, argv, options, {*explain_command, *forward_command, *serve_command, *eval_command}))
     return *status;
   eval.model.img_size_given = eval_command->count("--img-size") > 0;
+  eval.recorded = recorded_options(*eval_command);
   setup_logging(options.verbosity);
   video::set_video_module_path(video_module_override(process_environment));  // before any video code
   const int status = run_reporting_errors([&] {

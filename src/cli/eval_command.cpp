@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 #include "files/text.hpp"
+#include "interrupt.hpp"
 #include "model_request.hpp"
 #include "pipeline/class_choice.hpp"
 #include "pipeline/eval_job.hpp"
+#include "pipeline/job_outputs.hpp"
 #include "pipeline/view.hpp"
+#include "run_log.hpp"
 
 namespace vitattn::cli {
 namespace {
@@ -54,7 +58,6 @@ pipeline::EvalLabels read_labels(const std::string& path, const model::OpenedMod
 
 pipeline::EvalRequest eval_request(const EvalCommandOptions& o, const VitModel& model) {
   pipeline::EvalRequest r;
-  r.inputs.assign(o.inputs.begin(), o.inputs.end());
   r.output = o.output;
   r.recursive = o.recursive;
   r.jobs = o.jobs;
@@ -76,29 +79,79 @@ pipeline::EvalRequest eval_request(const EvalCommandOptions& o, const VitModel& 
   return r;
 }
 
-}  // namespace
-
-int run_eval_command(const EvalCommandOptions& o, int verbosity) {
-  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.labels_csv.empty());
-  pipeline::EvalRequest request = eval_request(o, opened.model);
-  request.labels = read_labels(o.labels_csv, opened, o.model.file);
-  pipeline::check_view(opened.model, request.process.view, o.model.file);
-  request.process = pipeline::checked_options(opened.model, request.process);
-  spdlog::info("eval: {}, beside the random baseline", pipeline::method_names(request.process.view.methods, ", "));
+// What happens as the run goes: warnings and failures as log lines, each image's end in the
+// --log-json log, Ctrl-C polled (InterruptGuard).
+pipeline::EvalEvents eval_events(std::optional<RunLog>& log) {
   pipeline::EvalEvents events;
   events.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   events.failed = [](const std::string& line) { spdlog::error("{}", line); };
-  const pipeline::EvalOutcome outcome = pipeline::run_eval(request, events);
+  events.should_stop = [] { return InterruptGuard::signal_received() != 0; };
+  if (log) {
+    events.finished = [&log](const pipeline::InputJob& job, const std::string& error, double ms) { log->finished(job, error, ms); };
+    events.already_done = [&log](const std::vector<pipeline::InputJob>& jobs) { log->already_done(jobs); };
+  }
+  return events;
+}
+
+// ", 2 failed, 3 skipped (already done)": what else happened to this run's images.
+std::string others(const pipeline::EvalOutcome& o) {
+  std::string s;
+  if (o.failed) s += fmt::format(", {} failed", o.failed);
+  if (o.not_started) s += fmt::format(", {} not started", o.not_started);
+  if (o.skipped) s += fmt::format(", {} skipped (already done)", o.skipped);
+  if (o.redone) s += fmt::format(", {} redone (made with other settings)", o.redone);
+  return s;
+}
+
+// The run's last lines: the masks, the flagged methods, the summary; the exit status.
+int report(const std::optional<Shard>& shard, const pipeline::EvalOutcome& outcome, std::optional<RunLog>& log) {
+  for (const std::string& e : outcome.part_errors) spdlog::error("{}", e);
   if (outcome.missing_masks > 0)
     spdlog::warn("{} without a mask: left out of the segmentation metrics",
                  files::counted(outcome.missing_masks, "image", "images"));
   for (const std::string& m : outcome.flagged)
     spdlog::warn("{}: its maps stay alike (Spearman > {}) with every block randomised: they do not follow the weights",
                  m, pipeline::kSanityFlag);
-  spdlog::info("{} measured{} → {}", files::counted(outcome.images, "image", "images"),
-               outcome.failed ? fmt::format(", {} failed", outcome.failed) : std::string(),
-               files::display(outcome.written.front()));
-  return outcome.failed > 0 ? 1 : 0;
+  const std::string measured = files::counted(outcome.images, "image", "images") + " measured" + others(outcome);
+  if (shard)
+    spdlog::info("{}; --shard {}/{}: {}, {}, {} and {} not written by a shard; when every shard is done, the same "
+                 "command without --shard, with --skip-existing, writes them from every shard's images",
+                 measured, shard->index, shard->count, pipeline::eval_summary_name(), pipeline::eval_images_name(),
+                 pipeline::eval_curves_name(), pipeline::eval_page_name());
+  else
+    spdlog::info("{} → {} ({})", measured, files::display(outcome.written.front()),
+                 files::counted(outcome.gathered, "image", "images"));
+  const int sig = InterruptGuard::signal_received();
+  if (log && outcome.not_started > 0)
+    log->not_started(outcome.jobs, outcome.not_started,
+                     sig ? fmt::format("the run was interrupted by {}", signal_name(sig)) : "the run stopped");
+  const bool log_written = !log || log->close();
+  if (sig) {
+    spdlog::warn("interrupted by {}: the images in hand were finished, {} not started", signal_name(sig), outcome.not_started);
+    return exit_status_for_signal(sig);
+  }
+  return outcome.failed > 0 || !outcome.part_errors.empty() || !log_written ? kExitSomeFailed : kExitOk;
+}
+
+}  // namespace
+
+int run_eval_command(const EvalCommandOptions& o, int verbosity) {
+  const std::optional<Shard> shard = resolve_shard(o.scale_out);  // before the model: a wrong environment fails at once
+  const InterruptGuard interrupt;  // from here on, Ctrl-C stops the run cleanly
+  model::OpenedModel opened = open_requested_model(o.model, verbosity, !o.labels_csv.empty());
+  pipeline::EvalRequest request = eval_request(o, opened.model);
+  request.inputs = batch_inputs(o.inputs, o.scale_out);
+  request.shard = shard;
+  request.skip_existing = o.skip_existing;
+  request.settings = settings_record(o.recorded, opened.file.empty() ? std::nullopt : std::optional(opened.file), "eval");
+  request.labels = read_labels(o.labels_csv, opened, o.model.file);
+  pipeline::check_view(opened.model, request.process.view, o.model.file);
+  request.process = pipeline::checked_options(opened.model, request.process);
+  spdlog::info("eval: {}, beside the random baseline", pipeline::method_names(request.process.view.methods, ", "));
+  std::optional<RunLog> log;  // opened before anything is written: a log that cannot be is a usage error
+  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, pipeline::eval_outputs(request));
+  const pipeline::EvalOutcome outcome = pipeline::run_eval(request, eval_events(log));
+  return report(shard, outcome, log);
 }
 
 }  // namespace vitattn::cli

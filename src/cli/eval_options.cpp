@@ -49,17 +49,24 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& o, int& verbosity)
       "perturbation (AUC of the top-1 hits as the pixels the map ranks highest, or lowest, are removed) and the\n"
       "cascading model-randomisation sanity check (Spearman's correlation with the map of a model whose blocks\n"
       "are re-drawn from the top). Writes <out>/eval.csv (method,metric,value,images), eval_images.csv (the\n"
-      "same per image) and eval_curves.csv (the mean curves); docs/evaluation.md defines every figure.");
+      "same per image) and eval_curves.csv (the mean curves); docs/evaluation.md defines every figure.\n"
+      "Each image's measurements are kept as <name>_eval.csv, which --skip-existing reads back and the CSVs\n"
+      "are gathered from: a shard (--shard) writes only those, the same command without --shard then the CSVs.");
   eval->footer(
       "Examples:\n"
       "  vitattn eval --model vit.safetensors images/ -o ev          perturbation and sanity, every method\n"
       "  vitattn eval --model vit.safetensors --masks masks/ --labels-csv labels.csv --method chefer,rollout images/\n"
+      "  vitattn eval --model vit.safetensors images/ -o ev --shard 1/2 --skip-existing   (and 2/2), then:\n"
+      "  vitattn eval --model vit.safetensors images/ -o ev --skip-existing               the CSVs of both\n"
       "Exit status: 0 every image measured; 1 some failed (the CSVs hold the others); 2 usage or model error\n"
       "(a label outside the classes, a class-specific method on a model without a classifier, no classifier\n"
-      "and no --masks).");
+      "and no --masks); 130/143 stopped by SIGINT/SIGTERM (images in hand finished, the CSVs of those done).");
   eval->add_option("inputs", o.inputs, "Images, and folders of them")->type_name("IMAGE|DIR...");
   eval->add_option("-o,--output", o.output, "Output folder")->capture_default_str()->type_name("DIR")->check(non_empty());
   eval->add_flag("-r,--recursive", o.recursive, "Descend into sub-folders of a folder input");
+  eval->add_flag("--skip-existing", o.skip_existing,
+                 "Read back the images whose <name>_eval.csv was made with these settings instead of measuring them "
+                 "again (resumes an interrupted run)");
   eval->add_option("-j,--jobs", o.jobs, "Images measured at once (default: one per core); the CSVs' bytes are the same "
                                         "whatever the count")
       ->check(CLI::Range(1, 1024));
@@ -84,13 +91,15 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& o, int& verbosity)
   add_normalisation_options(*eval, o.model);
   add_checkpoint_options(*eval, o.model, model);
   add_view_group(*eval, o);
+  add_scale_out_options(*eval, o.scale_out);
   add_verbosity_options(*eval, verbosity);
+  eval->callback([eval, &o] { check_scale_out(*eval, o.scale_out); });
   return eval;
 }
 
 void check_eval(const CLI::App& eval) {
   if (eval.count("--model") == 0) throw CLI::ValidationError("eval requires --model");
-  if (eval.count("inputs") == 0) throw CLI::ValidationError("eval requires input images");
+  if (eval.count("inputs") == 0 && eval.count("--files-from") == 0) throw CLI::ValidationError("eval requires input images");
 }
 
 std::vector<pipeline::MapMethod> eval_methods(const std::vector<std::string>& names, bool has_classifier) {

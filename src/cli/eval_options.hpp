@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "options.hpp"
+#include "scale_out.hpp"
+#include "settings_record.hpp"
 #include "pipeline/map_methods.hpp"
 
 namespace vitattn::cli {
@@ -28,13 +30,17 @@ struct EvalCommandOptions {
   bool no_scale = false;
   bool save_attention = false;       // each map's <name>_cls_<method>.npy
   bool no_sanity = false;            // --no-sanity: leave out the randomisation test
+  bool skip_existing = false;        // --skip-existing: read back the parts done with these settings
+  ScaleOutOptions scale_out;         // --shard, --shard-count, --files-from, -0, --log-json (scale_out.hpp)
+  std::vector<GivenOption> recorded; // the options given that make the outputs' bytes (settings_record.hpp)
 };
 
 // Declares the `eval` subcommand on `app`, with its own help and examples; its -q and -v
 // count into `verbosity`.
 CLI::App* add_eval_command(CLI::App& app, EvalCommandOptions& options, int& verbosity);
 
-// After parsing: `eval` needs --model and inputs (a CLI::ValidationError naming what is missing).
+// After parsing: `eval` needs --model and inputs, named or --files-from (a CLI::ValidationError
+// naming what is missing). The scale-out options' rules are checked as `eval` is parsed.
 void check_eval(const CLI::App& eval);
 
 // --method's names (aliases taken) → the methods, each once, in the table's order for "all":

@@ -26,6 +26,7 @@ const std::vector<OptionRecord>& option_records() {
       {"--verbose", Recorded::no, "messages"},
       {"--model", Recorded::model, "the weights, wherever the file lies"},
       {"--pca-fit", Recorded::content, "a fit file's values, wherever it lies"},
+      {"--labels-csv", Recorded::content, "eval's targets: the file's rows, wherever it lies"},
   };
   return kOptions;
 }
@@ -83,8 +84,10 @@ std::vector<GivenOption> recorded_options(const CLI::App& app) {
   return given;
 }
 
-std::string settings_record(const std::vector<GivenOption>& options, const std::optional<fs::path>& model_file) {
+std::string settings_record(const std::vector<GivenOption>& options, const std::optional<fs::path>& model_file,
+                            const std::string& command) {
   std::string record = "vitattn settings record: --skip-existing redoes these outputs for a run whose record differs\n";
+  if (!command.empty()) record += "command: " + command + "\n";
   record += model_lines(model_file);
   for (const GivenOption& option : options) record += option_line(option);
   return record;

@@ -53,6 +53,9 @@ std::vector<GivenOption> recorded_options(const CLI::App& app);
 // The whole record. `model_file`: the weights file read (nullopt: the seeded model, which its
 // options given make); with it, the settings files read beside it that are there
 // (model::model_config_files). Throws Error naming a file that cannot be read.
-std::string settings_record(const std::vector<GivenOption>& options, const std::optional<std::filesystem::path>& model_file);
+// `command`: the subcommand whose record it is ("eval"), a line "command: eval" after the
+// first, so that its outputs' records never match another command's; empty for the image command.
+std::string settings_record(const std::vector<GivenOption>& options, const std::optional<std::filesystem::path>& model_file,
+                            const std::string& command = {});
 
 }  // namespace vitattn::cli

@@ -226,4 +226,8 @@ FinishedJobs drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs) {
   return finished;
 }
 
+std::size_t keep_shard(std::vector<InputJob>& jobs, Shard shard) {
+  return std::erase_if(jobs, [shard](const InputJob& job) { return !in_shard(job.root_relative.generic_string(), shard); });
+}
+
 }  // namespace vitattn::pipeline

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shard.hpp"
 #include "job_outputs.hpp"
 
 namespace vitattn::pipeline {
@@ -69,5 +70,10 @@ struct FinishedJobs {
   std::vector<InputJob> redone = {};
 };
 FinishedJobs drop_finished_jobs(BatchPlan& plan, const OutputSet& outputs);
+
+// Keeps the jobs of `shard` (by InputJob::root_relative, core/shard.hpp); returns how many
+// were left to the other shards. After plan_batch, so that output names (collisions resolved
+// over the whole batch) are those of a one-machine run.
+std::size_t keep_shard(std::vector<InputJob>& jobs, Shard shard);
 
 }  // namespace vitattn::pipeline

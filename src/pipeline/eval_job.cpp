@@ -17,6 +17,7 @@
 #include "files/file_io.hpp"
 #include "image/image_loader.hpp"
 #include "job_outputs.hpp"
+#include "job_record.hpp"
 #include "output_folders.hpp"
 #include "predictions.hpp"
 #include "report/eval_page.hpp"
@@ -26,22 +27,6 @@
 namespace vitattn::pipeline {
 namespace fs = std::filesystem;
 namespace {
-
-// One map's measurements on one image; each absent when it was not measured.
-struct MapScores {
-  std::string method;
-  std::optional<SegmentationCounts> counts;
-  std::optional<double> ap;
-  std::optional<bool> pointing;  // not with an empty mask
-  std::optional<PerturbationCurve> positive, negative;
-  std::vector<double> sanity;  // per depth 1 … L (blocks randomised from the top); empty: not measured
-};
-
-struct ImageScores {
-  bool done = false;
-  fs::path input;
-  std::vector<MapScores> maps;
-};
 
 // What every job reads, made once.
 struct EvalContext {
@@ -100,7 +85,7 @@ void score_segmentation(MapScores& s, const Grid& upsampled, const Grid& mask, b
   if (!empty_mask) s.pointing = pointing_hit(upsampled, mask);
 }
 
-ImageScores evaluate_image(const EvalContext& ctx, const InputJob& job, std::size_t& missing, std::size_t& empty) {
+ImageScores evaluate_image(const EvalContext& ctx, const InputJob& job) {
   const EvalRequest& q = ctx.request;
   const VitModel& model = *q.model;
   const cv::Mat bgr = image::load_image(job.input, q.process.max_pixels, q.process.damage);
@@ -122,13 +107,10 @@ ImageScores evaluate_image(const EvalContext& ctx, const InputJob& job, std::siz
       mask = mask_at_input(*m, g.input_w, g.input_h);
       empty_mask = mask->maxCoeff() == 0.0;
       if (empty_mask) {
-        ++empty;
         warn(ctx.events, fmt::format("{}: the mask of {} is empty (no object pixel): left out of the pointing game",
                                      files::display(*q.masks / eval_mask_name(job.input)),
                                      files::display(job.input)));
       }
-    } else {
-      ++missing;
     }
   }
   const ImageTensor x = image::preprocess(bgr, g.input_w, g.input_h, model.norm);
@@ -329,6 +311,120 @@ void check_request(const EvalRequest& q) {
   if (q.masks && !fs::is_directory(*q.masks, ec)) throw Error(files::display(*q.masks) + ": the masks are no folder");
 }
 
+// The methods measured, in the CSVs' order: the view's, then the random baseline.
+std::vector<std::string> measured_methods(const EvalRequest& q) {
+  std::vector<std::string> methods;
+  for (MapMethod m : q.process.view.methods) methods.push_back(method_name(m));
+  methods.push_back(random_baseline_name());
+  return methods;
+}
+
+// This process's jobs: the shard's (after planning, so that output names are a one-machine
+// run's), less those skip_existing finds done (their parts are read back by gather).
+void select_jobs(const EvalRequest& q, const OutputSet& outputs, BatchPlan& plan, const EvalEvents& events,
+                 EvalOutcome& out) {
+  if (q.shard) keep_shard(plan.jobs, *q.shard);
+  if (!q.skip_existing) return;
+  const std::vector<InputJob> before = plan.jobs;
+  const FinishedJobs finished = drop_finished_jobs(plan, outputs);
+  out.skipped = finished.done;
+  out.redone = finished.redone.size();
+  if (!events.already_done) return;
+  std::vector<InputJob> done;  // plan.jobs is a subsequence of `before`
+  std::size_t kept = 0;
+  for (const InputJob& job : before) {
+    if (kept < plan.jobs.size() && plan.jobs[kept].output_base == job.output_base) ++kept;
+    else done.push_back(job);
+  }
+  events.already_done(done);
+}
+
+// Runs `jobs` on the workers: each measures its image and commits its part (and maps) with its
+// record. Returns their scores, by job; a job that failed or did not start is not done.
+std::vector<ImageScores> measure(const EvalContext& ctx, const OutputSet& outputs, const std::vector<InputJob>& jobs,
+                                 EvalOutcome& out) {
+  const EvalRequest& q = ctx.request;
+  const EvalEvents& events = ctx.events;
+  std::vector<ImageScores> scores(jobs.size());
+  if (jobs.empty() || (events.should_stop && events.should_stop())) {
+    out.not_started = jobs.size();
+    return scores;
+  }
+  const int workers = std::max(1, std::min(q.jobs > 0 ? q.jobs : static_cast<int>(std::thread::hardware_concurrency()),
+                                           static_cast<int>(jobs.size())));
+  set_library_threads(workers > 1 ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  const BatchCounts counts = run_on_workers(
+      jobs, workers,
+      [&](const InputJob& job) {
+        ImageScores s;
+        commit_job(job, outputs, [&] {
+          s = evaluate_image(ctx, job);
+          const std::string part = eval_part_text(s);
+          files::write_file_atomic(with_suffix(job.output_base, eval_part_suffix().c_str()), part.data(), part.size());
+        });
+        scores[static_cast<std::size_t>(&job - jobs.data())] = std::move(s);  // committed: its record is there
+      },
+      events.should_stop,
+      [&](const InputJob& job, const std::string& error, double ms) {
+        if (!error.empty() && events.failed) events.failed(error);
+        if (events.finished) events.finished(job, error, ms);
+      });
+  out.images = counts.written;
+  out.failed = counts.failed;
+  out.not_started = counts.not_started;
+  return scores;
+}
+
+// Every done image of `batch`, in its order: those of `jobs` measured now from `scores`, the
+// others from their parts (a part that cannot be read is a line in out.part_errors, left out).
+std::vector<ImageScores> gather(const std::vector<InputJob>& batch, const std::vector<InputJob>& jobs,
+                                std::vector<ImageScores> scores, const OutputSet& outputs,
+                                const std::vector<std::string>& methods, EvalOutcome& out) {
+  std::map<fs::path, std::size_t> now;
+  for (std::size_t i = 0; i < jobs.size(); ++i) now.emplace(jobs[i].output_base, i);
+  std::vector<ImageScores> gathered;
+  for (const InputJob& job : batch) {
+    if (const auto it = now.find(job.output_base); it != now.end() && scores[it->second].done) {
+      gathered.push_back(std::move(scores[it->second]));
+      continue;
+    }
+    if (job_state(job.output_base, outputs, false) != JobState::done) continue;
+    try {
+      gathered.push_back(read_eval_part(with_suffix(job.output_base, eval_part_suffix().c_str()), job.input, methods));
+    } catch (const Error& e) {
+      out.part_errors.emplace_back(e.what());
+    }
+  }
+  return gathered;
+}
+
+// The images without a mask (left out of the segmentation metrics) and with an empty one.
+void tell_masks(const std::vector<ImageScores>& images, const EvalRequest& q, EvalOutcome& out) {
+  if (!q.masks) return;
+  for (const ImageScores& im : images) {
+    if (!im.done || im.maps.empty()) continue;
+    const MapScores& s = im.maps.front();
+    if (!s.counts) ++out.missing_masks;
+    else if (!s.pointing) ++out.empty_masks;
+  }
+}
+
+// eval.csv, eval_images.csv, eval_curves.csv and eval.html over `images`.
+void write_eval_files(const fs::path& folder, const std::vector<ImageScores>& images,
+                       const std::vector<std::string>& methods, EvalOutcome& out) {
+  const std::vector<Row> rows = summary_rows(images, methods);
+  const std::vector<CurvePoint> points = mean_curves(images, methods);
+  const std::vector<std::pair<fs::path, std::string>> files{{folder / eval_summary_name(), summary_csv(rows)},
+                                                            {folder / eval_images_name(), images_csv(images)},
+                                                            {folder / eval_curves_name(), curves_csv(points)}};
+  for (const auto& [path, text] : files) {
+    write_text(path, text);
+    out.written.push_back(path);
+  }
+  write_page(folder / eval_page_name(), rows, points);
+  out.written.push_back(folder / eval_page_name());
+}
+
 }  // namespace
 
 std::uint64_t random_map_seed(const fs::path& input) {
@@ -351,10 +447,21 @@ Grid mask_at_input(const cv::Mat& mask, int input_w, int input_h) {
   return out;
 }
 
+OutputSet eval_outputs(const EvalRequest& q) {
+  OutputSet o;
+  o.eval = true;
+  o.save_attention = q.process.save_attention;
+  if (o.save_attention)
+    for (const std::string& m : measured_methods(q)) o.map_tags.push_back(map_tag(m, std::nullopt));
+  o.settings = q.settings;
+  return o;
+}
+
 EvalOutcome run_eval(const EvalRequest& q, const EvalEvents& events) {
   check_request(q);
-  OutputSet outputs;
-  const BatchPlan plan = plan_batch(q.inputs, q.output, q.recursive, outputs);
+  const std::vector<std::string> methods = measured_methods(q);
+  const OutputSet outputs = eval_outputs(q);
+  BatchPlan plan = plan_batch(q.inputs, q.output, q.recursive, outputs);
   for (const std::string& e : plan.errors) throw Error(e);
   for (const std::string& w : plan.warnings) warn(events, w);
   if (plan.jobs.empty()) throw Error("no image found among the inputs");
@@ -362,45 +469,22 @@ EvalOutcome run_eval(const EvalRequest& q, const EvalEvents& events) {
   if (q.sanity)
     for (int l = 0; l < q.model->n_layers(); ++l) ctx.randomised.push_back(randomised_block(q.model->blocks[static_cast<std::size_t>(l)], l));
   prepare_output_folder(q.output);
-  std::vector<std::string> methods;
-  for (MapMethod m : q.process.view.methods) methods.push_back(method_name(m));
-  methods.push_back(random_baseline_name());
-
-  std::vector<ImageScores> scores(plan.jobs.size());
-  std::vector<std::size_t> missing(plan.jobs.size(), 0), empty(plan.jobs.size(), 0);
-  const int workers = std::max(1, std::min(q.jobs > 0 ? q.jobs : static_cast<int>(std::thread::hardware_concurrency()),
-                                           static_cast<int>(plan.jobs.size())));
-  set_library_threads(workers > 1 ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  const BatchCounts counts = run_on_workers(
-      plan.jobs, workers,
-      [&](const InputJob& job) {
-        const auto i = static_cast<std::size_t>(&job - plan.jobs.data());
-        scores[i] = evaluate_image(ctx, job, missing[i], empty[i]);
-      },
-      {},
-      [&](const InputJob&, const std::string& error, double) {
-        if (!error.empty() && events.failed) events.failed(error);
-      });
 
   EvalOutcome out;
-  out.images = counts.written;
-  out.failed = counts.failed;
-  for (std::size_t i = 0; i < scores.size(); ++i) {
-    out.missing_masks += missing[i];
-    out.empty_masks += empty[i];
+  const std::vector<InputJob> batch = plan.jobs;  // the whole batch, in input order: what the batch files gather
+  select_jobs(q, outputs, plan, events, out);
+  std::vector<ImageScores> scores = measure(ctx, outputs, plan.jobs, out);
+  out.jobs = plan.jobs;
+  if (q.shard) {
+    tell_masks(scores, q, out);
+    out.flagged = flagged_methods(scores, methods);
+    return out;
   }
-  out.flagged = flagged_methods(scores, methods);
-  const std::vector<Row> rows = summary_rows(scores, methods);
-  const std::vector<CurvePoint> points = mean_curves(scores, methods);
-  const std::vector<std::pair<fs::path, std::string>> files{{q.output / eval_summary_name(), summary_csv(rows)},
-                                                            {q.output / eval_images_name(), images_csv(scores)},
-                                                            {q.output / eval_curves_name(), curves_csv(points)}};
-  for (const auto& [path, text] : files) {
-    write_text(path, text);
-    out.written.push_back(path);
-  }
-  write_page(q.output / eval_page_name(), rows, points);
-  out.written.push_back(q.output / eval_page_name());
+  const std::vector<ImageScores> gathered = gather(batch, plan.jobs, std::move(scores), outputs, methods, out);
+  out.gathered = gathered.size();
+  tell_masks(gathered, q, out);
+  out.flagged = flagged_methods(gathered, methods);
+  write_eval_files(q.output, gathered, methods, out);
   return out;
 }
 

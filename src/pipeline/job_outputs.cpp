@@ -93,9 +93,25 @@ std::string eval_images_name() { return "eval_images.csv"; }
 std::string eval_curves_name() { return "eval_curves.csv"; }
 std::string eval_page_name() { return "eval.html"; }
 std::string random_baseline_name() { return "random"; }
+std::string eval_part_suffix() { return "_eval.csv"; }
 std::string eval_mask_name(const std::filesystem::path& input) { return input.stem().string() + default_image_extension(); }
 
+namespace {
+
+// An eval job's: no overlay; its part last but the record, so that the part there means the maps are.
+std::vector<std::string> eval_output_suffixes(const OutputSet& outputs) {
+  std::vector<std::string> s;
+  if (outputs.save_attention)
+    for (const std::string& tag : outputs.map_tags) s.push_back(map_values_suffix(tag));
+  s.push_back(eval_part_suffix());
+  if (!outputs.settings.empty()) s.push_back(settings_suffix());
+  return s;
+}
+
+}  // namespace
+
 std::vector<std::string> output_suffixes(const OutputSet& outputs) {
+  if (outputs.eval) return eval_output_suffixes(outputs);
   std::vector<std::string> s{overlay_suffix(outputs.image_extension)};
   for (int h = 0; h < outputs.head_overlays; ++h) s.push_back(head_overlay_suffix(h, outputs.image_extension));
   for (const std::string& tag : outputs.map_tags) s.push_back(map_overlay_suffix(tag, outputs.image_extension));
@@ -179,6 +195,7 @@ bool is_output_name(const fs::path& file) {
   };
   if (is_tagged_map_name(name, "_cls", kArrayExtension) || is_tagged_map_name(name, "_pixels", kArrayExtension))
     return true;
+  if (ends_with(eval_part_suffix())) return true;
   for (const video::VideoCodec codec : video::kVideoCodecs)  // video_output_suffixes' overlay, either codec
     if (ends_with(overlay_suffix(video::extension(codec)))) return true;
   for (const image::ImageFormat format : image::kImageFormats) {

@@ -47,6 +47,9 @@ struct OutputSet {
   bool words = false;           // <name>_words.csv: each text's words' relevance (--save-attention with texts; words_part.hpp)
   // A video's overlay: "_attn.mp4" (H.264), or "_attn.avi" (MJPG) where no H.264 encoder is found.
   std::string video_extension = default_video_extension();
+  // `vitattn eval`'s job (eval_job.hpp): its measurements <name>_eval.csv (eval_part.hpp), with
+  // save_attention each map's values <name>_cls<tag>.npy for the map_tags, instead of the overlays.
+  bool eval = false;
   // The settings that make these outputs' bytes, as the command line records them
   // (cli/settings_record.hpp): each job writes them last, as <name>_settings.txt, and a job is
   // done only when its record is this (job_record.hpp). Empty: no record is written nor asked for.
@@ -83,6 +86,10 @@ std::string eval_summary_name();
 std::string eval_images_name();
 std::string eval_curves_name();
 std::string eval_page_name();  // "eval.html": the three as one offline page
+
+// "_eval.csv": one image's measurements for `vitattn eval` (eval_part.hpp), which its CSVs are
+// gathered from.
+std::string eval_part_suffix();
 
 // "<stem>.png": the object mask `vitattn eval` reads for `input` in its masks folder.
 std::string eval_mask_name(const std::filesystem::path& input);
@@ -160,7 +167,8 @@ const std::vector<BatchFile>& batch_files();
 const BatchFile& batch_file(bool OutputSet::*on);
 
 // The suffixes a job writes after its output base: the overlay "_attn.png" (.jpg, .webp) first,
-// the settings record "_settings.txt" (with `settings`) last. The record is written after all
+// the settings record "_settings.txt" (with `settings`) last. An eval job's (OutputSet::eval):
+// the maps' values with save_attention, then "_eval.csv", then the record. The record is written after all
 // the others, and the overlay after all the others but the record: when the record is there,
 // so is the rest.
 std::vector<std::string> output_suffixes(const OutputSet& outputs);

@@ -70,13 +70,6 @@ bool has_video(const BatchPlan& plan) {
   return std::any_of(plan.jobs.begin(), plan.jobs.end(), [](const InputJob& j) { return j.video; });
 }
 
-// Keeps the jobs of `shard` (by InputJob::root_relative, core/shard.hpp); returns how many
-// were left to the other shards. After plan_batch, so that output names (collisions resolved
-// over the whole batch) are those of a one-machine run.
-std::size_t keep_shard(std::vector<InputJob>& jobs, Shard shard) {
-  return std::erase_if(jobs, [shard](const InputJob& job) { return !in_shard(job.root_relative.generic_string(), shard); });
-}
-
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 }  // namespace

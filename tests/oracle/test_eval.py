@@ -20,11 +20,17 @@ baselines/ViT/imagenet_seg_eval.py, utils/metrices.py, pertubation_eval_from_hdf
   - sanity: the randomised blocks drawn here from their definition (splitmix64, Box-Muller) into
     the torch model, the attention map from torch's attention weights, scipy's spearmanr.
 Also: the CSVs byte-identical at -j 1 and -j 2, and the refusals (a mask of another size, a
-missing mask, a label outside the classes, a class-specific method on a backbone).
+missing mask, a label outside the classes, a class-specific method on a backbone); large sets:
+shards then the run without --shard, --skip-existing and an interrupted run resumed each leave
+the one-machine run's CSVs and eval.html, byte for byte.
 """
 import csv
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -379,7 +385,7 @@ def test_same_bytes_whatever_j(setup):
         out = tmp / f"out_j{j}"
         run_eval("--model", path, "--masks", masks, "--method", "attention,chefer", "-j", j, "-o", out, *images)
         outs.append(out)
-    for name in ("eval.csv", "eval_images.csv", "eval_curves.csv"):
+    for name in EVAL_FILES:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), f"{name} differs between -j 1 and -j 2"
     files = [r["file"] for r in read_rows(outs[0] / "eval_images.csv")]
     assert list(dict.fromkeys(files)) == [str(p) for p in images], "rows not in input order"
@@ -431,3 +437,100 @@ def test_bad_input(setup):
     # a backbone with masks and no method named: the methods it allows, segmentation only
     p = run_eval("--model", backbone, "--masks", masks, "--no-sanity", "-o", out, images[0])
     assert {r["metric"] for r in read_rows(out / "eval.csv")} == {"pixel_accuracy", "miou", "map", "pointing_game"}
+
+
+# ---------------------------------------------------------------------------
+# large sets: shards, --skip-existing, an interrupted run
+# ---------------------------------------------------------------------------
+
+EVAL_FILES = ("eval.csv", "eval_images.csv", "eval_curves.csv", "eval.html")
+
+
+@pytest.fixture(scope="module")
+def many(setup):
+    """Eight images with their masks in a folder, the arguments of an eval over them, and the
+    one-machine run's folder: the oracle of every other way of doing the same set."""
+    tmp, model, path, images, masks = setup
+    src, src_masks = tmp / "many", tmp / "many_masks"
+    src.mkdir()
+    src_masks.mkdir()
+    for i in range(8):
+        cv2.imwrite(str(src / f"m{i}.png"), np.roll(cv2.imread(str(images[i % 3])), 17 * i, axis=0))
+        shutil.copy(masks / f"img{i % 3}.png", src_masks / f"m{i}.png")
+    args = (src, "--model", path, "--masks", src_masks, "--method", "attention,chefer")
+    whole = tmp / "many_whole"
+    run_eval(*args, "-o", whole)
+    return args, whole
+
+
+def assert_whole(out, whole, what):
+    for name in EVAL_FILES:
+        assert (out / name).read_bytes() == (whole / name).read_bytes(), f"{what}: {name} differs from the one-machine run"
+
+
+def parts(out):
+    return sorted(p.name for p in out.glob("*_eval.csv"))
+
+
+def test_shards_then_the_run_without_shard_leave_the_one_machine_files(many):
+    args, whole = many
+    out = whole.parent / "many_shards"
+    run_eval(*args, "-o", out, "--shard", "1/2", "--skip-existing")
+    first = len(parts(out))
+    assert 0 < first < 8, f"shard 1/2 took {first} of 8 images: nothing to check"
+    p = run_eval(*args, "-o", out, "--shard", "2/2", "--skip-existing")
+    assert len(parts(out)) == 8, parts(out)
+    assert f"{8 - first} images measured" in p.stderr, p.stderr
+    for name in EVAL_FILES:
+        assert not (out / name).exists(), f"a shard wrote {name}"
+    p = run_eval(*args, "-o", out, "--skip-existing")
+    assert "0 images measured, 8 skipped" in p.stderr, p.stderr
+    assert_whole(out, whole, "shards 1/2 and 2/2, then the run without --shard")
+
+
+def test_skip_existing_measures_nothing_again_and_leaves_the_same_files(many):
+    args, whole = many
+    out = whole.parent / "many_again"
+    shutil.copytree(whole, out)
+    for name in EVAL_FILES:
+        (out / name).unlink()
+    stamps = {p: p.stat().st_mtime_ns for p in out.iterdir()}
+    p = run_eval(*args, "-o", out, "--skip-existing")
+    assert "0 images measured, 8 skipped" in p.stderr, p.stderr
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps, "a part or record was written again"
+    assert_whole(out, whole, "every image skipped")
+    # One part gone: that image only is measured again.
+    (out / "m3_eval.csv").unlink()
+    p = run_eval(*args, "-o", out, "--skip-existing")
+    assert "1 image measured, 7 skipped" in p.stderr, p.stderr
+    assert_whole(out, whole, "one part measured again")
+    # Other settings: every part is measured again, none is gathered as it was.
+    p = run_eval(*args, "--layer", "1", "-o", out, "--skip-existing")
+    assert "8 images measured, 8 redone" in p.stderr, p.stderr
+    assert (out / "eval_images.csv").read_bytes() != (whole / "eval_images.csv").read_bytes()
+
+
+def test_an_interrupted_run_finishes_its_images_and_resumes_to_the_one_machine_files(many):
+    """SIGINT after the first part at -j 1: the image in hand is finished, none started after;
+    exit 130; no half file; the CSVs hold the images done; --skip-existing then completes the set."""
+    args, whole = many
+    out = whole.parent / "many_interrupted"
+    p = subprocess.Popen([str(BIN), "eval", *map(str, args), "-o", str(out), "-j", "1"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not parts(out) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, f"the run was to be stopped by SIGINT midway (exit {p.returncode})\n{err}"
+    done = parts(out)
+    assert 0 < len(done) < 8, f"the interruption left {len(done)} of 8 parts: nothing to resume"
+    leftovers = [f.name for f in out.iterdir() if ".tmp-" in f.name]
+    assert not leftovers, f"half-written files left: {leftovers}"
+    for part in done:  # each part whole: committed with its record
+        assert (out / part.replace("_eval.csv", "_settings.txt")).is_file(), f"{part} without its settings record"
+    listed = {Path(r["file"]).name for r in read_rows(out / "eval_images.csv")}
+    assert listed == {d.replace("_eval.csv", ".png") for d in done}, "eval_images.csv lists other images than those done"
+    p = run_eval(*args, "-o", out, "--skip-existing")
+    assert f"{8 - len(done)} images measured, {len(done)} skipped" in p.stderr, p.stderr
+    assert_whole(out, whole, "interrupted, then resumed with --skip-existing")

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "cli/eval_options.hpp"
 #include "cli/options.hpp"
 #include "files/content_hash.hpp"
 #include "test_util.hpp"
@@ -28,11 +29,27 @@ TEST(SettingsRecord, EveryRowOfTheTableIsAnOption) {
   CLI::App app;
   ImageOptions o;
   add_options(app, o);
-  for (const OptionRecord& r : option_records()) {
-    const auto options = app.get_options();
-    EXPECT_TRUE(std::any_of(options.begin(), options.end(), [&](const CLI::Option* opt) { return option_name(*opt) == r.name; }))
-        << r.name << " is no option of vitattn";
-  }
+  EvalCommandOptions e;
+  int verbosity = 0;
+  CLI::App* eval = add_eval_command(app, e, verbosity);  // the other command that writes records
+  const auto is_option_of = [](const CLI::App& a, const std::string& name) {
+    const auto options = a.get_options();
+    return std::any_of(options.begin(), options.end(), [&](const CLI::Option* opt) { return option_name(*opt) == name; });
+  };
+  for (const OptionRecord& r : option_records())
+    EXPECT_TRUE(is_option_of(app, r.name) || is_option_of(*eval, r.name)) << r.name << " is no option of vitattn";
+}
+
+TEST(SettingsRecord, EvalsRecordSaysItsCommandAndItsLabelsByContent) {
+  test::TempDir d;
+  std::ofstream(d / "labels.csv") << "a.png,3\n";
+  fs::create_directories(d / "moved");
+  fs::copy_file(d / "labels.csv", d / "moved/labels.csv");
+  const std::string record = settings_record({{"--labels-csv", {(d / "labels.csv").string()}}}, std::nullopt, "eval");
+  EXPECT_EQ(record, settings_record({{"--labels-csv", {(d / "moved/labels.csv").string()}}}, std::nullopt, "eval"));
+  EXPECT_NE(record.find("\ncommand: eval\n"), std::string::npos) << record;
+  EXPECT_NE(record.find("\n--labels-csv file: XXH64 "), std::string::npos) << record;
+  EXPECT_NE(settings_record({}, std::nullopt, "eval"), settings_record({}, std::nullopt)) << "eval's and the image command's";
 }
 
 TEST(SettingsRecord, OptionsThatChangeOutputsAreInItAndTheOthersNot) {
