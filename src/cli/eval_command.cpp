@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "files/file_io.hpp"
 #include "files/text.hpp"
+#include "hub/hf_cache.hpp"
 #include "interrupt.hpp"
 #include "model_request.hpp"
 #include "pipeline/class_choice.hpp"
@@ -81,15 +82,21 @@ pipeline::EvalRequest eval_request(const EvalCommandOptions& o, const VitModel& 
 
 // What happens as the run goes: warnings and failures as log lines, each image's end in the
 // --log-json log, Ctrl-C polled (InterruptGuard).
-pipeline::EvalEvents eval_events(std::optional<RunLog>& log) {
+pipeline::EvalEvents eval_events(std::optional<RunLog>& log, const std::string& log_json, const pipeline::OutputSet& outputs) {
   pipeline::EvalEvents events;
+  // The log once the output guard passed (it may not replace an input), before anything is written.
+  events.checked = [&log, log_json, outputs] {
+    if (!log_json.empty()) log.emplace(log_json, outputs);
+  };
   events.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   events.failed = [](const std::string& line) { spdlog::error("{}", line); };
   events.should_stop = [] { return InterruptGuard::signal_received() != 0; };
-  if (log) {
-    events.finished = [&log](const pipeline::InputJob& job, const std::string& error, double ms) { log->finished(job, error, ms); };
-    events.already_done = [&log](const std::vector<pipeline::InputJob>& jobs) { log->already_done(jobs); };
-  }
+  events.finished = [&log](const pipeline::InputJob& job, const std::string& error, double ms) {
+    if (log) log->finished(job, error, ms);
+  };
+  events.already_done = [&log](const std::vector<pipeline::InputJob>& jobs) {
+    if (log) log->already_done(jobs);
+  };
   return events;
 }
 
@@ -145,12 +152,16 @@ int run_eval_command(const EvalCommandOptions& o, int verbosity) {
   request.skip_existing = o.skip_existing;
   request.settings = settings_record(o.recorded, opened.file.empty() ? std::nullopt : std::optional(opened.file), "eval");
   request.labels = read_labels(o.labels_csv, opened, o.model.file);
+  if (!o.model.file.empty() && !hub::is_hf_model(o.model.file)) request.reads.emplace_back(o.model.file, pipeline::roles::model_file);
+  if (!o.labels_csv.empty()) request.reads.emplace_back(o.labels_csv, "the labels file (--labels-csv)");
+  if (!o.scale_out.log_json.empty() && o.scale_out.log_json != "-")
+    request.writes.push_back({o.scale_out.log_json, pipeline::roles::log, files::FileKind::json_lines});
   pipeline::check_view(opened.model, request.process.view, o.model.file);
   request.process = pipeline::checked_options(opened.model, request.process);
   spdlog::info("eval: {}, beside the random baseline", pipeline::method_names(request.process.view.methods, ", "));
   std::optional<RunLog> log;  // opened before anything is written: a log that cannot be is a usage error
-  if (!o.scale_out.log_json.empty()) log.emplace(o.scale_out.log_json, pipeline::eval_outputs(request));
-  const pipeline::EvalOutcome outcome = pipeline::run_eval(request, eval_events(log));
+  const pipeline::EvalOutcome outcome =
+      pipeline::run_eval(request, eval_events(log, o.scale_out.log_json, pipeline::eval_outputs(request)));
   return report(shard, outcome, log);
 }
 

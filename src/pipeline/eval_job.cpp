@@ -19,6 +19,7 @@
 #include "job_outputs.hpp"
 #include "job_record.hpp"
 #include "output_folders.hpp"
+#include "output_guard.hpp"
 #include "predictions.hpp"
 #include "report/eval_page.hpp"
 #include "tensors/npy.hpp"
@@ -311,6 +312,20 @@ void check_request(const EvalRequest& q) {
   if (q.masks && !fs::is_directory(*q.masks, ec)) throw Error(files::display(*q.masks) + ": the masks are no folder");
 }
 
+// No output replaces a file the run reads (an input, the model, the labels) or another output:
+// each image's part and maps, the four files (also under a shard, as the run without it will
+// write them; eval.html replaces only a page vitattn wrote) and the log.
+void check_outputs(const EvalRequest& q, const BatchPlan& plan, const OutputSet& outputs) {
+  OutputGuard guard;
+  for (const fs::path& in : q.inputs) guard.reads(in, roles::input);
+  for (const auto& [file, role] : q.reads) guard.reads(file, role);
+  guard.jobs(plan, outputs);
+  for (const std::string& name : {eval_summary_name(), eval_images_name(), eval_curves_name()})
+    guard.writes(q.output / name, roles::eval_files);
+  guard.writes(q.output / eval_page_name(), roles::eval_files, files::FileKind::vitattn_page);
+  for (const NamedWrite& w : q.writes) guard.writes(w.file, w.role, w.kind);
+}
+
 // The methods measured, in the CSVs' order: the view's, then the random baseline.
 std::vector<std::string> measured_methods(const EvalRequest& q) {
   std::vector<std::string> methods;
@@ -465,6 +480,8 @@ EvalOutcome run_eval(const EvalRequest& q, const EvalEvents& events) {
   for (const std::string& e : plan.errors) throw Error(e);
   for (const std::string& w : plan.warnings) warn(events, w);
   if (plan.jobs.empty()) throw Error("no image found among the inputs");
+  check_outputs(q, plan, outputs);
+  if (events.checked) events.checked();
   EvalContext ctx{q, events, {}};
   if (q.sanity)
     for (int l = 0; l < q.model->n_layers(); ++l) ctx.randomised.push_back(randomised_block(q.model->blocks[static_cast<std::size_t>(l)], l));

@@ -31,6 +31,7 @@
 #include "batch_plan.hpp"
 #include "eval_part.hpp"
 #include "map_methods.hpp"
+#include "output_guard.hpp"
 #include "process_image.hpp"
 #include "worker_pool.hpp"
 
@@ -56,6 +57,10 @@ struct EvalRequest {
   std::optional<Shard> shard;  // this process's part of the batch (keep_shard); none: all of it, and the batch files
   bool skip_existing = false;  // leave out images whose part is there with this run's settings record
   std::string settings;        // each job's settings record (OutputSet::settings); empty: none written nor asked for
+  // For the output guard (output_guard.hpp): the files the run reads besides its inputs (the
+  // model file, the labels), and writes besides its images' parts and its four files (the log).
+  std::vector<std::pair<std::filesystem::path, std::string>> reads;
+  std::vector<NamedWrite> writes;
 };
 
 // What the run says as it goes: one line each, the file named.
@@ -63,6 +68,7 @@ struct EvalEvents {
   std::function<void(const std::string&)> warn;    // a missing or empty mask, a flagged method
   std::function<void(const std::string&)> failed;  // an image that could not be measured
   std::function<bool()> should_stop;               // polled: true starts no other image; those in hand finish
+  std::function<void()> checked;                   // the request passed its checks, the output guard's too: nothing is written yet
   JobDone finished;                                // each image's end on its worker (worker_pool.hpp)
   std::function<void(const std::vector<InputJob>&)> already_done;  // skip_existing passed these over
 };
@@ -97,7 +103,8 @@ Grid mask_at_input(const cv::Mat& mask, int input_w, int input_h);
 OutputSet eval_outputs(const EvalRequest& request);
 
 // Runs the evaluation. Throws Error (a usage error) before any job when the request does not
-// fit (no classifier and no masks: nothing to measure; masks that are no folder). A job's own
+// fit (no classifier and no masks: nothing to measure; masks that are no folder), or when an
+// output would replace a file the run reads or another output (OutputGuard). A job's own
 // failure is told through events.failed and counted, and leaves no part; the CSVs hold the others.
 EvalOutcome run_eval(const EvalRequest& request, const EvalEvents& events);
 

@@ -37,7 +37,16 @@ inline constexpr const char* predictions = "the predictions file";  // <out>/pre
 inline constexpr const char* faithfulness = "the faithfulness file";  // <out>/faithfulness.csv
 inline constexpr const char* heads = "the head statistics file";      // <out>/heads.csv
 inline constexpr const char* gallery = "the gallery page";          // <out>/index.html
+inline constexpr const char* eval_files = "vitattn eval's results";  // <out>/eval.csv, eval_images.csv, eval_curves.csv, eval.html
 }  // namespace roles
+
+// A file a run writes besides its jobs' outputs (the log, the saved model), with its role and
+// the kind of file it may replace (none: only a file that does not exist or is not the run's).
+struct NamedWrite {
+  std::filesystem::path file;
+  std::string role;
+  std::optional<files::FileKind> kind;
+};
 
 class OutputGuard {
  public:

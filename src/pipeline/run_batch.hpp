@@ -14,6 +14,7 @@
 #include "core/shard.hpp"
 #include "core/vit.hpp"
 #include "job_outputs.hpp"
+#include "output_guard.hpp"
 #include "process_image.hpp"
 #include "process_video.hpp"
 #include "worker_pool.hpp"
@@ -41,11 +42,7 @@ struct BatchRequest {
   std::vector<std::pair<std::filesystem::path, std::string>> reads;
   // Files the run writes besides its outputs (the log, the saved model), each with its role and
   // the kind of file it may replace, for the guard.
-  struct Written {
-    std::filesystem::path file;
-    std::string role;
-    std::optional<files::FileKind> kind;
-  };
+  using Written = NamedWrite;
   std::vector<Written> writes;
   std::filesystem::path saved_model;  // when not empty: the model is written there, before any job
   // What each job draws and writes. process.view must have passed check_view for the model:

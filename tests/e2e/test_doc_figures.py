@@ -26,11 +26,12 @@ COLUMN_METRIC = {
     "negative_auc": "negative_auc", "negative": "negative_auc",
     "sanity_spearman": "sanity_spearman", "sanity:": "sanity_spearman",
 }
-EVAL_COMMAND = re.compile(r"(vitattn eval --model \S+\.safetensors [^`\n]*?-o [^`\s]+)")
+EVAL_COMMAND = re.compile(r"(vitattn eval --model models/\S+\.safetensors [^`\n]*?-o [^`\s]+)")
 
 
 def eval_command(text):
-    """The one `vitattn eval --model FILE.safetensors … -o OUT` the document runs, and where it stands."""
+    """The one `vitattn eval --model models/….safetensors … -o OUT` the document runs (with the bundled
+    model: its example with figures), and where it stands."""
     found = list(EVAL_COMMAND.finditer(text))
     assert len(found) == 1, f"expected one `vitattn eval --model FILE … -o OUT` command, found {len(found)}"
     return shlex.split(found[0].group(1)), found[0].start()

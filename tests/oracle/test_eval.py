@@ -439,6 +439,31 @@ def test_bad_input(setup):
     assert {r["metric"] for r in read_rows(out / "eval.csv")} == {"pixel_accuracy", "miou", "map", "pointing_game"}
 
 
+def test_no_output_replaces_what_the_run_reads(setup):
+    """Exit 2 and one line naming both files, nothing written: an output that would replace the
+    labels file or the log, the log over an input, and someone else's eval.html."""
+    tmp, model, path, images, masks = setup
+    out = tmp / "out_guard"
+    out.mkdir()
+    labels = out / "eval.csv"  # the labels file where eval.csv goes
+    labels.write_text(f"{images[0].name},1\n")
+    before = labels.read_bytes()
+    p = run_eval("--model", path, "--labels-csv", labels, "--no-sanity", "-o", out, images[0], expect=2)
+    one_error_line(p, str(labels), "--labels-csv")
+    assert labels.read_bytes() == before and sorted(f.name for f in out.iterdir()) == ["eval.csv"]
+    labels.unlink()
+    p = run_eval("--model", path, "--log-json", out / "eval_curves.csv", "--no-sanity", "-o", out, images[0], expect=2)
+    one_error_line(p, "--log-json", "eval_curves.csv")
+    p = run_eval("--model", path, "--log-json", images[1], "--no-sanity", "-o", out, images[1], expect=2)
+    one_error_line(p, "--log-json", str(images[1]))
+    assert cv2.imread(str(images[1])) is not None, "the input was emptied by the log"
+    page = out / "eval.html"
+    page.write_text("<html><body>someone's notes</body></html>")
+    p = run_eval("--model", path, "--no-sanity", "-o", out, images[0], expect=2)
+    one_error_line(p, str(page))
+    assert page.read_text() == "<html><body>someone's notes</body></html>" and sorted(f.name for f in out.iterdir()) == ["eval.html"]
+
+
 # ---------------------------------------------------------------------------
 # large sets: shards, --skip-existing, an interrupted run
 # ---------------------------------------------------------------------------
