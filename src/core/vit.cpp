@@ -253,7 +253,7 @@ void add_branch(Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVect
 
 }  // namespace
 
-// Under --precision bf16 (gemm_bf16.hpp) only the MLP's products, fc1 and fc2 (two thirds of a
+// Under the bf16 precision (gemm_bf16.hpp) only the MLP's products, fc1 and fc2 (two thirds of a
 // block's weight products), are rounded to bf16. The attention branch (qkv, proj) and the patch
 // embedding stay float32: the rounding of qkv reaches the softmax's logits directly, and proj's
 // and the embedding's the residual stream every later block's logits come from; measured, each
