@@ -13,7 +13,9 @@ per round, in turn (each first in turn, so drift and other load hit all alike):
             AVX512-BF16 where the CPU has it), operands converted before the timing
   openblas  bench/gemm_floor.py: the same products alone, numpy on OpenBLAS
   pytorch   bench/torch_forward.py: torchvision's forward, passive OpenMP waiting
-each with T threads. Prints the medians, the ratios vitattn / oneDNN (how far the whole forward
+  vitattn-bf16  vitattn_forward_bench --precision bf16 (the MLP's products in bf16, gemm_bf16.hpp)
+  pytorch-bf16  torch_forward.py --precision bf16: under torch.autocast("cpu", dtype=torch.bfloat16)
+each with T threads (the bf16 ways unless --no-bf16). Prints the medians, the ratios vitattn / oneDNN (how far the whole forward
 is from the products alone at the machine's limit), OpenBLAS / oneDNN and PyTorch / vitattn,
 the share of the measured FMA peak (vitattn_fma_peak, per core × T; the bf16 products against
 the AVX512-BF16 dot-product peak) that each products-only run reaches, and the load average
@@ -67,6 +69,36 @@ def products_seconds(exe, model, threads, repeat=10):
     return res["median"], res["cpu_median"]
 
 
+def mlp_split(by_kind):
+    """Wall seconds of oneDNN's products split as vitattn's bf16 forward is: fc1 and fc2 in bf16,
+    every other product f32 (from the per-kind medians of both runs)."""
+    f32, b16 = by_kind["onednn"], by_kind["bf16"]
+    return sum(s for k, s in f32.items() if k not in ("fc1", "fc2")) + sum(b16.get(k, 0.0) for k in ("fc1", "fc2"))
+
+
+def print_bf16_tables(rows):
+    """vitattn's bf16 forward beside oneDNN's bf16 products and PyTorch's bf16 autocast, wall and CPU."""
+    print("\nbf16, wall (medians): oneDNN's products all in bf16, and split as vitattn's bf16 (fc1, fc2 bf16; "
+          "the rest f32, from the per-product medians):\n")
+    print("| model | T | vitattn bf16 forward (/ vitattn fp32) | oneDNN bf16 products | oneDNN, MLP bf16 | "
+          "PyTorch bf16 autocast (/ PyTorch fp32) | vitattn bf16 / oneDNN MLP bf16 | PyTorch bf16 / vitattn bf16 |")
+    print("| --- " * 8 + "|")
+    for label, t, med, _, _, by_kind in rows:
+        split = mlp_split(by_kind)
+        print(f"| {label} | {t} | {med['vitattn-bf16']:.4f} s ({med['vitattn-bf16'] / med['vitattn']:.2f}×) | "
+              f"{med['bf16']:.4f} s | {split:.4f} s | {med['pytorch-bf16']:.4f} s "
+              f"({med['pytorch-bf16'] / med['pytorch']:.2f}×) | **{med['vitattn-bf16'] / split:.2f}** | "
+              f"**{med['pytorch-bf16'] / med['vitattn-bf16']:.2f}×** |")
+    print("\nbf16, CPU seconds (every thread's), medians of the rounds' medians:\n")
+    print("| model | T | vitattn bf16 forward (/ vitattn fp32) | oneDNN bf16 products | "
+          "PyTorch bf16 autocast (/ PyTorch fp32) | vitattn bf16 / oneDNN bf16 | PyTorch bf16 / vitattn bf16 |")
+    print("| --- " * 7 + "|")
+    for label, t, _, cpu, _, _ in rows:
+        print(f"| {label} | {t} | {cpu['vitattn-bf16']:.4f} s ({cpu['vitattn-bf16'] / cpu['vitattn']:.2f}×) | "
+              f"{cpu['bf16']:.4f} s | {cpu['pytorch-bf16']:.4f} s ({cpu['pytorch-bf16'] / cpu['pytorch']:.2f}×) | "
+              f"{cpu['vitattn-bf16'] / cpu['bf16']:.2f} | {cpu['pytorch-bf16'] / cpu['vitattn-bf16']:.2f}× |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin-dir", default=os.path.join(REPO, "build", "release"))
@@ -114,6 +146,8 @@ def main():
             }
             if bf16:
                 ways["bf16"] = products_cmd(dnnl, name, t, args.repeat, args.warmup, "bf16")
+                ways["vitattn-bf16"] = [*ways["vitattn"], "--precision", "bf16"]
+                ways["pytorch-bf16"] = [*ways["pytorch"], "--precision", "bf16"]
             names = list(ways)
             runs = {n: [] for n in names}
             cpus = {n: [] for n in names}
@@ -138,7 +172,7 @@ def main():
             for way, ks in by_kind.items():
                 if ks:
                     print(f"  {way} by product: " + ", ".join(f"{k} {1000 * s:.1f} ms" for k, s in sorted(ks.items())))
-            rows.append((label, t, med, cpu, gflop))
+            rows.append((label, t, med, cpu, gflop, by_kind))
     load_after = os.getloadavg()
     print("load average after: " + " ".join(f"{x:.2f}" for x in load_after) + "\n")
     p32 = peak["avx512_gflops_per_core"] or peak["avx2_gflops_per_core"]
@@ -147,7 +181,7 @@ def main():
           + ("oneDNN bf16 products (share of bf16 peak) | " if bf16 else "")
           + "OpenBLAS products | PyTorch forward | vitattn / oneDNN | OpenBLAS / oneDNN | PyTorch / vitattn |")
     print("| --- " * (9 + bf16) + "|")
-    for label, t, med, _, gflop in rows:
+    for label, t, med, _, gflop, _ in rows:
         share = lambda s, per_core: f"{100 * gflop / s / (per_core * t):.0f} %"  # noqa: E731
         cells = [f"{label} ({gflop:.1f})", str(t), f"{med['vitattn']:.4f} s",
                  f"{med['onednn']:.4f} s ({share(med['onednn'], p32)})"]
@@ -164,7 +198,7 @@ def main():
           + ("oneDNN bf16 products (share of bf16 peak) | " if bf16 else "")
           + "OpenBLAS products | PyTorch forward | vitattn / oneDNN | PyTorch / vitattn |")
     print("| --- " * (8 + bf16) + "|")
-    for label, t, _, cpu, gflop in rows:
+    for label, t, _, cpu, gflop, _ in rows:
         share = lambda s, per_core: f"{100 * gflop / s / per_core:.0f} %"  # noqa: E731
         cells = [label, str(t), f"{cpu['vitattn']:.4f} s", f"{cpu['onednn']:.4f} s ({share(cpu['onednn'], p32)})"]
         if bf16:
@@ -172,6 +206,8 @@ def main():
         cells += [f"{cpu['openblas']:.4f} s", f"{cpu['pytorch']:.4f} s", f"**{cpu['vitattn'] / cpu['onednn']:.2f}**",
                   f"{cpu['pytorch'] / cpu['vitattn']:.2f}×"]
         print("| " + " | ".join(cells) + " |")
+    if bf16:
+        print_bf16_tables(rows)
     if not args.models_dir:
         import shutil
         shutil.rmtree(folder, ignore_errors=True)

@@ -688,9 +688,10 @@ CLI::Option* add_precision_option(CLI::App& app, Precision& precision) {
   CLI::Option* option =
       app.add_option("--precision", precision,
                      "Precision of the forward's weight products: fp32, or bf16 on a CPU with AVX512-BF16 (refused\n"
-                     "elsewhere): weights and activations rounded to bfloat16 (nearest even), sums in float32; faster,\n"
-                     "maps within about 1% of fp32's. Attention scores, softmax, norms and every gradient stay\n"
-                     "float32; the bytes are the same whatever the thread count")
+                     "elsewhere): the MLP's weights and activations rounded to bfloat16 (nearest even), sums in\n"
+                     "float32; faster, maps within about 1% of fp32's. The patch embedding, the attention (qkv, scores,\n"
+                     "softmax, proj), norms and every gradient stay float32; the bytes are the same whatever the\n"
+                     "thread count")
           ->default_str("fp32")
           ->group("Model");
   choose_from(option, std::vector<std::pair<std::string, Precision>>{{"fp32", Precision::fp32}, {"bf16", Precision::bf16}});

@@ -273,7 +273,7 @@ void gemm_abt_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, flo
   if (a.cols() != b.cols() || c.rows() != a.rows() || c.cols() != b.rows())
     throw Error("gemm_abt: shapes do not fit: " + shape("c", c.rows(), c.cols()) + " = " + shape("a", a.rows(), a.cols()) +
                 " · " + shape("weight", b.rows(), b.cols()) + "ᵀ");
-  if (gemm_precision() == Precision::bf16) return gemm_abt_weight_bf16(c, a, b, alpha, accumulate);
+  if (weight_product_precision() == Precision::bf16) return gemm_abt_weight_bf16(c, a, b, alpha, accumulate);
   run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.cols(), true, a.rows(), b.rows(), a.cols(),
        alpha, accumulate == Accumulate::yes, &b.panels()});
 }

@@ -15,7 +15,8 @@
 // (packed_panels.hpp): they are the values the per-product packing would copy, so the bytes do
 // not depend on which path ran. a is packed once per product, before any tile.
 // With set_gemm_precision(Precision::bf16), the weight products x·Wᵀ go to gemm_bf16.hpp instead
-// (bf16 values, float sums, its own fixed chain); every other product stays as above.
+// (bf16 values, float sums, its own fixed chain), but for those a caller keeps in float32
+// (KeepFloat32 there); every other product stays as above.
 // Why not OpenBLAS: its kernels and its split of the work depend on the thread count and on
 // the kernel the environment picks (OPENBLAS_CORETYPE), and so did the outputs.
 #include <concepts>

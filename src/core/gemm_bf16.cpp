@@ -28,6 +28,7 @@ constexpr Index kSerialWork = Index{1} << 18;  // products smaller than this (mÂ
 constexpr int kBf16TransposedForm = PanelCache::kBf16Forms + 1;
 
 std::atomic<Precision> g_precision{Precision::fp32};
+thread_local bool t_keep_float32 = false;
 
 Index round_up(Index x, Index q) { return (x + q - 1) / q * q; }
 Index div_up(Index x, Index q) { return (x + q - 1) / q; }
@@ -168,6 +169,11 @@ void set_gemm_precision(Precision precision) {
 }
 
 Precision gemm_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+KeepFloat32::KeepFloat32() : outer_(t_keep_float32) { t_keep_float32 = true; }
+KeepFloat32::~KeepFloat32() { t_keep_float32 = outer_; }
+
+Precision weight_product_precision() { return t_keep_float32 ? Precision::fp32 : gemm_precision(); }
 
 bool cpu_runs(Precision precision) { return precision == Precision::fp32 || gemm_detail::cpu_runs_bf16(); }
 

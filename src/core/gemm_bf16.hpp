@@ -2,9 +2,11 @@
 // The forward's weight products in bfloat16 (opt-in): x·Wᵀ with W a WeightMatrix, on a CPU
 // with AVX512-BF16 (vdpbf16ps). Everything else stays float32: the products of two
 // activations (the attention's Q·Kᵀ and A·V, which carry the maps themselves and are a small
-// share of the work at ViT sizes), softmax, the norms, the heads' products through views, and
-// the whole backward (its products d·W never take this path; its gradients start from the bf16
-// forward's activations, as the maps do).
+// share of the work at ViT sizes), softmax, the norms, the heads' products through views, the
+// whole backward (its products d·W never take this path; its gradients start from the bf16
+// forward's activations, as the maps do), and the weight products a caller keeps in float32
+// with KeepFloat32 below (vit.cpp: the patch embedding and the attention branch, whose rounding
+// reaches the softmax's logits directly).
 //
 // What one product computes, c (m, n) [+]= α·a (m, k) · Wᵀ, W (n, k):
 //   - W's values rounded to bf16 once, when its panels are packed (packed_panels.hpp keeps them
@@ -45,5 +47,22 @@ std::string precision_name(Precision precision);  // "fp32", "bf16"
 // The bf16 product described above (gemm.cpp sends gemm_abt's weight products here when the
 // precision is bf16; shapes already checked). Throws Error when the CPU cannot run it.
 void gemm_abt_weight_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate);
+
+// While one lives, this thread's weight products are float32 whatever the precision (scopes
+// nest; each restores what it found). Per thread, as the choice of path is made by the thread
+// that calls the product, before its tiles go to any worker.
+class KeepFloat32 {
+ public:
+  KeepFloat32();
+  ~KeepFloat32();
+  KeepFloat32(const KeepFloat32&) = delete;
+  KeepFloat32& operator=(const KeepFloat32&) = delete;
+
+ private:
+  bool outer_;
+};
+// The precision this thread's weight products take now: gemm_precision(), or fp32 inside a
+// KeepFloat32.
+Precision weight_product_precision();
 
 }  // namespace vitattn

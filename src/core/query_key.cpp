@@ -1,6 +1,7 @@
 #include "query_key.hpp"
 
 #include "error.hpp"
+#include "gemm_bf16.hpp"
 #include "layers.hpp"
 #include "rope.hpp"
 
@@ -11,7 +12,9 @@ QueryKey query_key(const VitModel& model, const ImageTensor& image) {
   const EncoderBlock& block = model.blocks.front();
   const Matrix x = embed_image(model, image);  // (n_tokens, d_model)
   const Matrix xn = block.norm1.present() ? layer_norm(x, block.norm1, model.eps) : x;
-  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
+  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v],
+  // float32 under any precision, as the forward's (vit.cpp's run_block)
+  const KeepFloat32 qkv_in_float32;
   Matrix qkv = linear(xn, block.w_qkv, block.b_qkv);
   model.check_weights();
   const Eigen::Index d_attn = model.d_attn(), d_head = model.d_head();

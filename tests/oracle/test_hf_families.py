@@ -12,7 +12,7 @@ last block's attention}. Here each folder becomes a hub repository; for each:
     (-v names it), and the last block's heads are within 1e-5 of the torch reference;
   - the same offline (HF_HUB_OFFLINE=1, an endpoint that refuses connections): the same bytes;
   - with --precision bf16 (on a CPU with AVX512-BF16): the last block's class-token map within
-    6e-2 of the fp32 run's and of torch's, relative to its largest value (each head within 5e-2).
+    1e-2 of the fp32 run's and of torch's, relative to its largest value (each head within 2e-2).
 Run:  /usr/bin/python3 -m pytest -q -s tests/oracle/test_hf_families.py
 """
 import importlib
@@ -92,12 +92,12 @@ def check_part(part, family, hub, tmp):
         check_bf16(part, command, image, got, ref, tmp, hub_env(offline))
 
 
-# bf16 weight products against fp32 and torch, relative to the largest value: the map (the class
+# bf16 MLP products against fp32 and torch, relative to the largest value: the map (the class
 # token's row over the other tokens, mean over the heads, as the image command draws it) and each
-# head's single weights. Measured on these random models (map, heads): siglip 0.5 %, 3.9 %; dinov3
-# 1.2 %, 3.4 %; deit 1.6 %, 1.1 %; clip 5.2 %, 3.8 %: their softmax is sharp, and its peaks
-# amplify the rounding of bf16's 8-bit significands in every projection.
-BF16_MAP_TOL, BF16_HEAD_TOL = 6e-2, 5e-2
+# head's single weights. Measured on these random models (map, heads): clip 0.45 %, 0.97 %; siglip
+# 0.34 %, 0.58 %; dinov3 0.54 %, 1.3 %; deit 0.74 %, 0.55 %. (With every weight product in bf16,
+# the attention branch and patch embedding too, clip's sharp attention drifted 5.2 %.)
+BF16_MAP_TOL, BF16_HEAD_TOL = 1e-2, 2e-2
 BF16 = Path("/proc/cpuinfo").exists() and "avx512_bf16" in Path("/proc/cpuinfo").read_text()
 
 

@@ -123,13 +123,17 @@ def compare_forward(label, out_dir, stem, ref, rel_tol=REL_TOL, with_logits=True
     print(line, flush=True)
 
 
-# --precision bf16 (the weight products in bfloat16, on a CPU with AVX512-BF16) against vitattn's
-# fp32 and torch's fp32, each relative to the largest value: every layer's map (the class token's
-# row over the other tokens, mean over the heads, as the image command draws it) and the features
-# within their bounds; the same bytes at 1 and 2 threads. Measured on these three random models:
-# maps 1.1–2.3 % of their maximum, single weights 1.1–2.3 %, features 0.6–0.9 %: bf16's 8-bit
-# significands in every projection, through a softmax whose peaks amplify the logits' rounding.
-BF16_MAP_TOL, BF16_WEIGHT_TOL, BF16_FEATURE_TOL = 3e-2, 5e-2, 1e-2
+# --precision bf16 (the MLP's weight products in bfloat16, on a CPU with AVX512-BF16) against
+# vitattn's fp32 and torch's fp32, each relative to the largest value: every layer's map (the class
+# token's row over the other tokens, mean over the heads, as the image command draws it), the single
+# weights and the features within 1 %; the same bytes at 1 and 2 threads. Measured on these three
+# random models: maps 1.05 %, 0.40 %, 0.40 % of their maximum, single weights 0.34–0.59 %, features
+# 0.23–0.33 %. T0 keeps 1.5 % for its maps: its first layer's map is fp32's exactly (the patch
+# embedding and the attention branch are float32), and its second layer's peak moves 1.05 % from
+# the first layer's MLP alone, bf16's 8-bit significands in fc1 and fc2 through a sharp softmax;
+# only a float32 MLP would take that away, and the MLP is bf16's whole gain.
+BF16_MAP_TOL, BF16_WEIGHT_TOL, BF16_FEATURE_TOL = 1e-2, 1e-2, 1e-2
+BF16_MAP_TOL_T0 = 1.5e-2
 BF16 = Path("/proc/cpuinfo").exists() and "avx512_bf16" in Path("/proc/cpuinfo").read_text()
 
 
@@ -137,7 +141,7 @@ def class_maps(attention):  # [N, L, H, T, T] -> [N, L, T - 1]
     return attention.mean(2)[..., 0, 1:]
 
 
-def compare_bf16(label, model, extra, inputs, fp32_dir, stem, ref, out):
+def compare_bf16(label, model, extra, inputs, fp32_dir, stem, ref, out, map_tol=BF16_MAP_TOL):
     outs = [Path(f"{out}_t{threads}") for threads in (1, 2)]
     for o, threads in zip(outs, (1, 2)):
         if not harness.run_ok(T, label, ["forward", "--model", model, *extra, "--precision", "bf16",
@@ -145,8 +149,12 @@ def compare_bf16(label, model, extra, inputs, fp32_dir, stem, ref, out):
             return
     name = f"{stem}_attention.npy"
     T.check((outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), f"{label}: bytes differ at 1 and 2 threads")
+    # the first layer's attention is made by the patch embedding and qkv alone, which stay float32
+    first = [np.load(o / name)[:, 0] for o in (outs[0], fp32_dir)]
+    T.check(np.array_equal(*first), f"{label}: the first layer's attention differs from fp32's by "
+            f"{np.abs(first[0] - first[1]).max():.3g}: its products should be float32")
     line = f"{label}:"
-    checks = (("maps", "attention", BF16_MAP_TOL, class_maps), ("weights", "attention", BF16_WEIGHT_TOL, lambda a: a),
+    checks = (("maps", "attention", map_tol, class_maps), ("weights", "attention", BF16_WEIGHT_TOL, lambda a: a),
               ("features", "features", BF16_FEATURE_TOL, lambda f: f))
     for what, file, tol, view in checks:
         got = view(np.load(outs[0] / f"{stem}_{file}.npy").astype(np.float64))
@@ -238,7 +246,8 @@ def case_t(tmp):
             compare_bf16(f"T{ci}[timm --precision bf16]", tmp / f"c{ci}_timm.safetensors",
                          ["--heads", heads] if heads_from == "--heads" else [], [tmp / f"c{ci}_trained.npy"],
                          tmp / f"outT{ci}_timm", f"c{ci}_trained",
-                         refs[(1e-6, "trained", STYLE["timm"])], tmp / f"outT{ci}_bf16")
+                         refs[(1e-6, "trained", STYLE["timm"])], tmp / f"outT{ci}_bf16",
+                         BF16_MAP_TOL_T0 if ci == 0 else BF16_MAP_TOL)
         # the stored dtype: torch run on the rounded weights is the exact reference
         for name, dtype, export in (("timm", "BF16", export_timm), ("torchvision", "F16", export_torchvision)):
             if ci == 2:

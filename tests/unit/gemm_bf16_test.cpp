@@ -199,6 +199,30 @@ TEST_F(GemmBf16Test, OnlyTheWeightProductsOfTheForward) {
   EXPECT_TRUE(same_bytes(weight_bf16, emulated_chain(Matrix(), a, b, 1.0f, false)));
 }
 
+// Inside KeepFloat32 a weight product is fp32's, bytes and all; scopes nest, and leaving the last
+// one gives bf16 back (the forward keeps its patch embedding and attention branch this way).
+TEST_F(GemmBf16Test, KeepFloat32KeepsThisThreadsWeightProductsInFloat32) {
+  const Matrix a = random_matrix(30, 40, 41), b = random_matrix(50, 40, 42);
+  const WeightMatrix w = b;
+  Matrix fp32(30, 50), kept(30, 50), nested(30, 50), after(30, 50);
+  gemm_abt(fp32, a, w);
+  set_gemm_precision(Precision::bf16);
+  {
+    const KeepFloat32 outer;
+    {
+      const KeepFloat32 inner;
+      gemm_abt(nested, a, w);
+    }
+    EXPECT_EQ(weight_product_precision(), Precision::fp32);
+    gemm_abt(kept, a, w);
+  }
+  EXPECT_EQ(weight_product_precision(), Precision::bf16);
+  gemm_abt(after, a, w);
+  EXPECT_TRUE(same_bytes(nested, fp32));
+  EXPECT_TRUE(same_bytes(kept, fp32));
+  EXPECT_TRUE(same_bytes(after, emulated_chain(Matrix(), a, b, 1.0f, false)));
+}
+
 // A CPU without the instructions: the setting is refused in one sentence, the precision stays
 // fp32, and a product asked for bf16 anyway throws instead of running an illegal instruction.
 TEST(GemmBf16Refusal, ACpuWithoutAvx512Bf16IsRefused) {
