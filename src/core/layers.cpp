@@ -5,6 +5,7 @@
 
 #include "gemm.hpp"
 #include "parallel_rows.hpp"
+#include "vector_math.hpp"
 
 namespace vitattn {
 
@@ -39,8 +40,7 @@ void gelu_row(float* values, Eigen::Index n, Gelu kind) {
   if (kind == Gelu::erf) {
     a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
   } else if (kind == Gelu::quick) {
-    // x·σ(1.702x) = x / (1 + exp(−1.702x)), std::exp per value as the tanh form below
-    a = a / (1.0f + (-1.702f * a).unaryExpr([](float t) { return std::exp(t); }));
+    quick_gelu_row(values, n);  // x·σ(1.702x), exp at the CPU's vector width (vector_math.hpp)
   } else {
     // std::tanh, not Eigen's fast vectorised tanh: on the CIFAR-10 test model the fast one
     // triples the logits' error against PyTorch (9.5e-6 against 3.3e-6).
