@@ -1,6 +1,6 @@
 #pragma once
-// exp over a row at the CPU's vector width, and the two row-wise layers built on it: softmax
-// (attention.hpp) and quick-GELU (layers.hpp).
+// exp over a row at the CPU's vector width, and the row-wise layers built on it: softmax
+// (attention.hpp), quick-GELU and GELU's tanh form (layers.hpp).
 //
 // Why hand-written, and not Eigen's vectorised exp: Eigen picks its packet width at compile
 // time, per translation unit, and src/core is compiled for baseline x86-64, so its packets are
@@ -23,7 +23,8 @@
 // (element i into sum i mod 16, in ascending i) added in one fixed tree, in both variants, so
 // that too does not depend on the vector width, and never on the thread count (a row is one
 // thread's). The portable variant (any CPU) is the code that was there before: Eigen's exp for
-// softmax, std::exp for quick-GELU; it may differ from the vector ones in the last bits.
+// softmax, std::exp for quick-GELU, std::tanh for the tanh GELU; it may differ from the vector
+// ones in the last bits.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -50,5 +51,10 @@ void softmax_row(float* row, std::ptrdiff_t n);
 
 // One row of n values, in place: x·σ(1.702x) = x / (1 + exp(−1.702x)) (CLIP's QuickGELU).
 void quick_gelu_row(float* row, std::ptrdiff_t n);
+
+// One row of n values, in place: GELU's tanh form ½x(1 + tanh(y)), y = √(2/π)(x + 0.044715x³),
+// computed by the vector variants as x / (1 + exp(−2y)), the same function without tanh (and
+// without the cancellation of 1 + tanh(y) for y < 0); the portable one calls std::tanh.
+void tanh_gelu_row(float* row, std::ptrdiff_t n);
 
 }  // namespace vitattn

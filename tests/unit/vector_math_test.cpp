@@ -1,7 +1,7 @@
 // The vector exp and the row layers on it (vector_math.hpp): every variant this CPU runs
 // against double-precision std::exp over a dense sweep of the floats, its special values;
-// softmax rows against a double-precision softmax, masks exactly 0; quick-GELU against a
-// double-precision x·σ(1.702x); the same bytes from the AVX2 and AVX-512 variants, and from
+// softmax rows against a double-precision softmax, masks exactly 0; quick-GELU and the tanh
+// GELU against double precision; the same bytes from the AVX2 and AVX-512 variants, and from
 // each variant at 1, 2 and 3 threads.
 #include "core/vector_math.hpp"
 
@@ -197,6 +197,32 @@ TEST_F(VectorMath, QuickGeluAgainstDoublePrecision) {
   }
 }
 
+// GELU's tanh form against its value in double, y as the code rounds it in float. The
+// vector variants (x·σ(2y)) are held to a few ulp of the value; the portable one, which keeps
+// the float form's cancellation in 1 + tanh(y) for y < 0, to a few ulp of ½|x| there.
+TEST_F(VectorMath, TanhGeluAgainstDoublePrecision) {
+  std::mt19937 rng(12);
+  Matrix x = test::random_matrix(7, 333, rng, 6.0f);
+  x(0, 0) = 0.0f, x(0, 1) = -30.0f, x(0, 2) = 30.0f, x(0, 3) = 1e-20f, x(0, 4) = -1e-20f, x(0, 5) = -9.0f;
+  const Matrix before = x;
+  const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
+  for (VectorIsa isa : available_vector_isas()) {
+    set_vector_isa(isa);
+    Matrix g = before;
+    gelu_inplace(g, Gelu::tanh);
+    const double absolute = isa == VectorIsa::portable ? 2.4e-7 : 0.0;
+    for (Eigen::Index i = 0; i < g.rows(); ++i)
+      for (Eigen::Index j = 0; j < g.cols(); ++j) {
+        const float v = before(i, j), y = k * (v + 0.044715f * (v * v * v));
+        // ½x(1 + tanh(y)) = x / (1 + exp(−2y)): the second, in double, without the first's
+        // cancellation for y < 0, which even double precision does not survive at y = −12
+        const double want = static_cast<double>(v) / (1.0 + std::exp(-2.0 * static_cast<double>(y)));
+        EXPECT_NEAR(g(i, j), want, 4e-7 * std::abs(want) + absolute * std::abs(static_cast<double>(v)) + 1e-38)
+            << vector_isa_name(isa) << " x = " << v;
+      }
+  }
+}
+
 bool same_bits(const Matrix& x, const Matrix& y) {
   return x.rows() == y.rows() && x.cols() == y.cols() &&
          std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0;
@@ -210,18 +236,20 @@ TEST_F(VectorMath, EachVariantGivesTheSameBytesAtAnyThreadCount) {
   const Matrix scores = many_scores(rng), hidden = test::random_matrix(197, 1536, rng, 3.0f);
   for (VectorIsa isa : available_vector_isas()) {
     set_vector_isa(isa);
-    Matrix p1, g1;
+    Matrix p1, g1, t1;
     for (int threads : {1, 2, 3}) {
       set_gemm_threads(threads);
-      Matrix p = scores, g = hidden;
+      Matrix p = scores, g = hidden, t = hidden;
       softmax_rows(p);
       gelu_inplace(g, Gelu::quick);
+      gelu_inplace(t, Gelu::tanh);
       if (threads == 1) {
-        p1 = p, g1 = g;
+        p1 = p, g1 = g, t1 = t;
         continue;
       }
       EXPECT_TRUE(same_bits(p, p1)) << vector_isa_name(isa) << ": softmax at " << threads << " threads";
       EXPECT_TRUE(same_bits(g, g1)) << vector_isa_name(isa) << ": quick-GELU at " << threads << " threads";
+      EXPECT_TRUE(same_bits(t, t1)) << vector_isa_name(isa) << ": tanh GELU at " << threads << " threads";
     }
   }
 }
@@ -235,7 +263,7 @@ TEST_F(VectorMath, Avx2AndAvx512GiveTheSameBytes) {
   Matrix scores = many_scores(rng);
   for (Eigen::Index j = 0; j < scores.cols(); j += 5) scores(j, j) = kMasked;
   const std::vector<float> xs = exp_sweep();
-  Matrix p[2], g[2];
+  Matrix p[2], g[2], t[2];
   std::vector<float> e[2];
   int k = 0;
   for (VectorIsa isa : {VectorIsa::avx2_fma, VectorIsa::avx512}) {
@@ -244,12 +272,15 @@ TEST_F(VectorMath, Avx2AndAvx512GiveTheSameBytes) {
     softmax_rows(p[k]);
     g[k] = scores;
     gelu_inplace(g[k], Gelu::quick);
+    t[k] = scores;
+    gelu_inplace(t[k], Gelu::tanh);
     e[k].resize(xs.size());
     exp_row(xs.data(), e[k].data(), static_cast<std::ptrdiff_t>(xs.size()));
     ++k;
   }
   EXPECT_TRUE(same_bits(p[0], p[1])) << "softmax";
   EXPECT_TRUE(same_bits(g[0], g[1])) << "quick-GELU";
+  EXPECT_TRUE(same_bits(t[0], t[1])) << "tanh GELU";
   EXPECT_EQ(std::memcmp(e[0].data(), e[1].data(), sizeof(float) * xs.size()), 0) << "exp";
 }
 
