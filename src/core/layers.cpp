@@ -1,7 +1,6 @@
 #include "layers.hpp"
 
 #include <cmath>
-#include <unsupported/Eigen/SpecialFunctions>  // Array::erf (vectorised for float)
 
 #include "gemm.hpp"
 #include "parallel_rows.hpp"
@@ -32,13 +31,10 @@ void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& 
 
 namespace {
 
-// One row of n values, in place. Mapped as a plain unaligned array, so which values take
-// Eigen's vector path and which its scalar tail depends on n alone, never on where the row
-// sits or which thread runs it.
+// One row of n values, in place (vector_math.hpp: the same bytes whichever thread runs it).
 void gelu_row(float* values, Eigen::Index n, Gelu kind) {
-  Eigen::Map<Eigen::ArrayXf> a(values, n);
   if (kind == Gelu::erf) {
-    a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+    erf_gelu_row(values, n);  // erf at the CPU's vector width (vector_math.hpp)
   } else if (kind == Gelu::quick) {
     quick_gelu_row(values, n);  // x·σ(1.702x), exp at the CPU's vector width (vector_math.hpp)
   } else {

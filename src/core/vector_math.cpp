@@ -1,6 +1,7 @@
 #include "vector_math.hpp"
 
 #include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>  // Array::erf, the portable variant's
 #include <atomic>
 #include <cmath>
 
@@ -58,6 +59,22 @@ void tanh_gelu_row_portable(float* values, std::ptrdiff_t n) {
   a = 0.5f * a * (1.0f + (kTanhGeluK * (a + 0.044715f * a.cube())).unaryExpr([](float t) { return std::tanh(t); }));
 }
 
+void erf_gelu_row_portable(float* values, std::ptrdiff_t n) {
+  Eigen::Map<Eigen::ArrayXf> a(values, n);
+  a = 0.5f * a * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+}
+
+void erf_gelu_gate_row_portable(const float* x, float* gate, std::ptrdiff_t n) {
+  Eigen::Map<const Eigen::ArrayXf> a(x, n);
+  Eigen::Map<Eigen::ArrayXf>(gate, n) = 0.5f * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+}
+
+void erf_row_portable(const float* x, float* y, std::ptrdiff_t n) {
+  Eigen::Map<const Eigen::ArrayXf> in(x, n);
+  Eigen::Map<Eigen::ArrayXf> out(y, n);
+  out = in.erf();
+}
+
 void exp_row_portable(const float* x, float* y, std::ptrdiff_t n) {
   for (std::ptrdiff_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
@@ -77,6 +94,20 @@ constexpr float kLn2Lo = -2.12194440054690583e-4f;  // ln 2 − kLn2Hi
 // (exp(r) − 1 − r)/r² for least maximum error relative to exp(r) (well under 0.1 ulp; the
 // float roundings of the evaluation make the rest of the error).
 constexpr float kC0 = 0.49999994f, kC1 = 0.16666521f, kC2 = 0.04166839f, kC3 = 0.00836871f, kC4 = 0.0013814613f;
+
+// erf, two pieces split at |z| = kErfSplit:
+//   |z| < kErfSplit:  erf(z) = z + z·A(z²), A of degree 5 fitted to erf(z)/z − 1 for least
+//                     relative error (the last step one fused z·A + z, so that A's rounding
+//                     hardly shows);
+//   |z| ≥ kErfSplit:  erf(z) = ±(1 − erfc(|z|)), erfc(|z|) = exp(B(|z| − kErfSplit)), B of
+//                     degree 9 fitted to log erfc on [kErfSplit, kErfTop]; beyond kErfTop erfc is
+//                     under half an ulp of 1, so |z| is clamped there and erf comes out ±1.
+// For GELU, 1 + erf(z) is then erfc(|z|) itself for z ≤ −kErfSplit (no cancellation), 0 below
+// −kErfTop (erf is −1 in float there, as PyTorch's float GELU has it), 2 − erfc(z) above.
+constexpr float kErfSplit = 0.875f, kErfTop = 3.93f;
+constexpr float kErfA[6] = {0.12837915f, -0.37612551f, 0.11282455f, -0.026791466f, 0.0050321864f, -0.00062032795f};
+constexpr float kErfB[10] = {-1.5328244f,     -2.4302204f,       -0.82653302f,     -0.046937689f, 0.011426892f,
+                             -0.0022971083f,  0.00034621777f,    -3.3655808e-05f,  1.4961884e-06f, 9.2353680e-09f};
 
 // Element i of a row goes into partial sum i mod 16; the 16 are added in this tree, so a
 // row's sum is the same in both variants.
@@ -202,6 +233,70 @@ __attribute__((target("avx2,fma"))) void tanh_gelu_row_avx2(float* row, std::ptr
   }
 }
 
+// erf(z) = z + z·A(z²) for |z| < kErfSplit (small), and erfc(|z|) for the rest (large).
+struct ErfParts256 {
+  __m256 erf_small, erfc_large, small, negative, beyond;
+};
+
+__attribute__((target("avx2,fma"))) inline ErfParts256 erf_parts_avx2(__m256 z) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  const __m256 a = _mm256_andnot_ps(sign_bit, z);
+  const __m256 z2 = _mm256_mul_ps(z, z);
+  __m256 p = _mm256_set1_ps(kErfA[5]);
+  for (int k = 4; k >= 0; --k) p = _mm256_fmadd_ps(p, z2, _mm256_set1_ps(kErfA[k]));
+  const __m256 u = _mm256_sub_ps(_mm256_min_ps(_mm256_set1_ps(kErfTop), a), _mm256_set1_ps(kErfSplit));  // NaN passes
+  __m256 q = _mm256_set1_ps(kErfB[9]);
+  for (int k = 8; k >= 0; --k) q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(kErfB[k]));
+  return {_mm256_fmadd_ps(z, p, z), exp_avx2(q), _mm256_cmp_ps(a, _mm256_set1_ps(kErfSplit), _CMP_LT_OQ),
+          _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ), _mm256_cmp_ps(a, _mm256_set1_ps(kErfTop), _CMP_GT_OQ)};
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 erf_avx2(__m256 z) {
+  const ErfParts256 e = erf_parts_avx2(z);
+  const __m256 sign = _mm256_and_ps(_mm256_set1_ps(-0.0f), z);
+  const __m256 large = _mm256_or_ps(sign, _mm256_sub_ps(_mm256_set1_ps(1.0f), e.erfc_large));
+  return _mm256_blendv_ps(large, e.erf_small, e.small);
+}
+
+// Φ(x) = ½(1 + erf(x/√2)), x/√2 rounded as the portable form computes it; GELU is x·Φ(x).
+__attribute__((target("avx2,fma"))) inline __m256 erf_gelu_gate_avx2(__m256 x) {
+  const ErfParts256 e = erf_parts_avx2(_mm256_mul_ps(x, _mm256_set1_ps(static_cast<float>(M_SQRT1_2))));
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 below = _mm256_andnot_ps(e.beyond, e.erfc_large);  // z ≤ −kErfSplit: erfc(|z|), 0 past kErfTop
+  const __m256 large = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), e.erfc_large), below, e.negative);
+  const __m256 one_plus_erf = _mm256_blendv_ps(large, _mm256_add_ps(one, e.erf_small), e.small);
+  return _mm256_mul_ps(_mm256_set1_ps(0.5f), one_plus_erf);
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 erf_gelu_avx2(__m256 x) { return _mm256_mul_ps(x, erf_gelu_gate_avx2(x)); }
+
+__attribute__((target("avx2,fma"))) void erf_gelu_gate_row_avx2(const float* x, float* gate, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, erf_gelu_gate_avx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = lanes_below(n - i);
+    _mm256_maskstore_ps(gate + i, m, erf_gelu_gate_avx2(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void erf_row_avx2(const float* x, float* y, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, erf_avx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = lanes_below(n - i);
+    _mm256_maskstore_ps(y + i, m, erf_avx2(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
+__attribute__((target("avx2,fma"))) void erf_gelu_row_avx2(float* row, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(row + i, erf_gelu_avx2(_mm256_loadu_ps(row + i)));
+  if (i < n) {
+    const __m256i m = lanes_below(n - i);
+    _mm256_maskstore_ps(row + i, m, erf_gelu_avx2(_mm256_maskload_ps(row + i, m)));
+  }
+}
+
 // ---- AVX-512F: 16 floats a register; the same operations lane by lane ----
 
 __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
@@ -293,6 +388,68 @@ __attribute__((target("avx512f"))) void tanh_gelu_row_avx512(float* row, std::pt
   if (i < n) {
     const __mmask16 m = first_lanes(n - i);
     _mm512_mask_storeu_ps(row + i, m, tanh_gelu_avx512(_mm512_maskz_loadu_ps(m, row + i)));
+  }
+}
+
+struct ErfParts512 {
+  __m512 erf_small, erfc_large;
+  __mmask16 small, negative, beyond;
+};
+
+__attribute__((target("avx512f"))) inline ErfParts512 erf_parts_avx512(__m512 z) {
+  const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7fffffff)));
+  const __m512 z2 = _mm512_mul_ps(z, z);
+  __m512 p = _mm512_set1_ps(kErfA[5]);
+  for (int k = 4; k >= 0; --k) p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(kErfA[k]));
+  const __m512 u = _mm512_sub_ps(_mm512_min_ps(_mm512_set1_ps(kErfTop), a), _mm512_set1_ps(kErfSplit));  // NaN passes
+  __m512 q = _mm512_set1_ps(kErfB[9]);
+  for (int k = 8; k >= 0; --k) q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kErfB[k]));
+  return {_mm512_fmadd_ps(z, p, z), exp_avx512(q), _mm512_cmp_ps_mask(a, _mm512_set1_ps(kErfSplit), _CMP_LT_OQ),
+          _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_cmp_ps_mask(a, _mm512_set1_ps(kErfTop), _CMP_GT_OQ)};
+}
+
+__attribute__((target("avx512f"))) inline __m512 erf_avx512(__m512 z) {
+  const ErfParts512 e = erf_parts_avx512(z);
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m512 magnitude = _mm512_sub_ps(_mm512_set1_ps(1.0f), e.erfc_large);
+  const __m512 large = _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_castps_si512(magnitude)));
+  return _mm512_mask_blend_ps(e.small, large, e.erf_small);
+}
+
+__attribute__((target("avx512f"))) inline __m512 erf_gelu_gate_avx512(__m512 x) {
+  const ErfParts512 e = erf_parts_avx512(_mm512_mul_ps(x, _mm512_set1_ps(static_cast<float>(M_SQRT1_2))));
+  const __m512 below = _mm512_mask_blend_ps(e.beyond, e.erfc_large, _mm512_setzero_ps());
+  const __m512 large = _mm512_mask_blend_ps(e.negative, _mm512_sub_ps(_mm512_set1_ps(2.0f), e.erfc_large), below);
+  const __m512 one_plus_erf = _mm512_mask_blend_ps(e.small, large, _mm512_add_ps(_mm512_set1_ps(1.0f), e.erf_small));
+  return _mm512_mul_ps(_mm512_set1_ps(0.5f), one_plus_erf);
+}
+
+__attribute__((target("avx512f"))) inline __m512 erf_gelu_avx512(__m512 x) { return _mm512_mul_ps(x, erf_gelu_gate_avx512(x)); }
+
+__attribute__((target("avx512f"))) void erf_gelu_gate_row_avx512(const float* x, float* gate, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(gate + i, erf_gelu_gate_avx512(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = first_lanes(n - i);
+    _mm512_mask_storeu_ps(gate + i, m, erf_gelu_gate_avx512(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+__attribute__((target("avx512f"))) void erf_row_avx512(const float* x, float* y, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, erf_avx512(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = first_lanes(n - i);
+    _mm512_mask_storeu_ps(y + i, m, erf_avx512(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+__attribute__((target("avx512f"))) void erf_gelu_row_avx512(float* row, std::ptrdiff_t n) {
+  std::ptrdiff_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(row + i, erf_gelu_avx512(_mm512_loadu_ps(row + i)));
+  if (i < n) {
+    const __mmask16 m = first_lanes(n - i);
+    _mm512_mask_storeu_ps(row + i, m, erf_gelu_avx512(_mm512_maskz_loadu_ps(m, row + i)));
   }
 }
 
@@ -406,6 +563,48 @@ void tanh_gelu_row(float* row, std::ptrdiff_t n) {
     case VectorIsa::portable: break;
   }
   tanh_gelu_row_portable(row, n);
+}
+
+void erf_row(const float* x, float* y, std::ptrdiff_t n) {
+  switch (current()) {
+#ifdef VITATTN_X86_VECTOR
+    case VectorIsa::avx512: return erf_row_avx512(x, y, n);
+    case VectorIsa::avx2_fma: return erf_row_avx2(x, y, n);
+#else
+    case VectorIsa::avx512:
+    case VectorIsa::avx2_fma:
+#endif
+    case VectorIsa::portable: break;
+  }
+  erf_row_portable(x, y, n);
+}
+
+void erf_gelu_row(float* row, std::ptrdiff_t n) {
+  switch (current()) {
+#ifdef VITATTN_X86_VECTOR
+    case VectorIsa::avx512: return erf_gelu_row_avx512(row, n);
+    case VectorIsa::avx2_fma: return erf_gelu_row_avx2(row, n);
+#else
+    case VectorIsa::avx512:
+    case VectorIsa::avx2_fma:
+#endif
+    case VectorIsa::portable: break;
+  }
+  erf_gelu_row_portable(row, n);
+}
+
+void erf_gelu_gate_row(const float* x, float* gate, std::ptrdiff_t n) {
+  switch (current()) {
+#ifdef VITATTN_X86_VECTOR
+    case VectorIsa::avx512: return erf_gelu_gate_row_avx512(x, gate, n);
+    case VectorIsa::avx2_fma: return erf_gelu_gate_row_avx2(x, gate, n);
+#else
+    case VectorIsa::avx512:
+    case VectorIsa::avx2_fma:
+#endif
+    case VectorIsa::portable: break;
+  }
+  erf_gelu_gate_row_portable(x, gate, n);
 }
 
 }  // namespace vitattn

@@ -1,6 +1,6 @@
 #pragma once
 // exp over a row at the CPU's vector width, and the row-wise layers built on it: softmax
-// (attention.hpp), quick-GELU and GELU's tanh form (layers.hpp).
+// (attention.hpp), quick-GELU and GELU's tanh and erf forms (layers.hpp).
 //
 // Why hand-written, and not Eigen's vectorised exp: Eigen picks its packet width at compile
 // time, per translation unit, and src/core is compiled for baseline x86-64, so its packets are
@@ -23,8 +23,8 @@
 // (element i into sum i mod 16, in ascending i) added in one fixed tree, in both variants, so
 // that too does not depend on the vector width, and never on the thread count (a row is one
 // thread's). The portable variant (any CPU) is the code that was there before: Eigen's exp for
-// softmax, std::exp for quick-GELU, std::tanh for the tanh GELU; it may differ from the vector
-// ones in the last bits.
+// softmax, std::exp for quick-GELU, std::tanh for the tanh GELU, Eigen's erf for the erf GELU;
+// it may differ from the vector ones in the last bits.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -56,5 +56,17 @@ void quick_gelu_row(float* row, std::ptrdiff_t n);
 // computed by the vector variants as x / (1 + exp(−2y)), the same function without tanh (and
 // without the cancellation of 1 + tanh(y) for y < 0); the portable one calls std::tanh.
 void tanh_gelu_row(float* row, std::ptrdiff_t n);
+
+// y[i] = erf(x[i]) for i < n; y may be x. The vector variants: two polynomial pieces
+// (vector_math.cpp), within 2 ulp of the exact value over the test's sweep; ±∞ → ±1, NaN → NaN.
+void erf_row(const float* x, float* y, std::ptrdiff_t n);
+
+// One row of n values, in place: GELU's erf form ½x(1 + erf(x/√2)). The vector variants take
+// 1 + erf(z) for z < 0 as erfc(|z|) directly, without the cancellation of 1 + erf(z).
+void erf_gelu_row(float* row, std::ptrdiff_t n);
+
+// gate[i] = Φ(x[i]) = ½(1 + erf(x[i]/√2)), the factor erf_gelu_row multiplies x by, the same
+// bits: for the LRP identity rule (lrp.cpp), which must hand on what the forward's GELU did.
+void erf_gelu_gate_row(const float* x, float* gate, std::ptrdiff_t n);
 
 }  // namespace vitattn

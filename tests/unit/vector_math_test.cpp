@@ -1,7 +1,7 @@
 // The vector exp and the row layers on it (vector_math.hpp): every variant this CPU runs
 // against double-precision std::exp over a dense sweep of the floats, its special values;
-// softmax rows against a double-precision softmax, masks exactly 0; quick-GELU and the tanh
-// GELU against double precision; the same bytes from the AVX2 and AVX-512 variants, and from
+// erf the same way; softmax rows against a double-precision softmax, masks exactly 0; the three
+// GELUs against double precision; the same bytes from the AVX2 and AVX-512 variants, and from
 // each variant at 1, 2 and 3 threads.
 #include "core/vector_math.hpp"
 
@@ -108,6 +108,52 @@ TEST_F(VectorMath, ExpSpecialValues) {
     EXPECT_EQ(ys[14], 0.0f) << v;
     EXPECT_NEAR(ys[15], 2.7182817f, 2.5e-7f) << v;
     EXPECT_EQ(std::bit_cast<std::uint32_t>(ys[18]), 0u) << v;
+  }
+}
+
+// erf over [−5, 5] (every 41st bit pattern, and evenly spaced values), against erf in double.
+TEST_F(VectorMath, ErfWithinTwoUlpOfTheExactValue) {
+  std::vector<float> xs;
+  for (std::uint32_t bits = 0;; bits += 41) {
+    const float v = std::bit_cast<float>(bits);
+    if (v > 5.0f) break;
+    xs.push_back(v);
+    xs.push_back(-v);
+  }
+  for (int i = -500000; i <= 500000; ++i) xs.push_back(static_cast<float>(i) * 1e-5f);
+  std::vector<float> ys(xs.size());
+  for (VectorIsa isa : available_vector_isas()) {
+    set_vector_isa(isa);
+    erf_row(xs.data(), ys.data(), static_cast<std::ptrdiff_t>(xs.size()));
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double u = ulps(ys[i], std::erf(static_cast<double>(xs[i])));
+      if (!(u <= worst)) worst = u, worst_x = xs[i];
+    }
+    std::cout << vector_isa_name(isa) << ": erf's worst error in the sweep " << worst << " ulp, at " << worst_x << '\n';
+    if (isa != VectorIsa::portable) {
+      EXPECT_LE(worst, 2.0) << vector_isa_name(isa) << ": erf(" << worst_x << ")";
+    }
+  }
+}
+
+TEST_F(VectorMath, ErfSpecialValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> xs = {-kInf, kInf, nan, 0.0f, -0.0f, 1e-30f, -1e-30f, 4.0f, -4.0f, 100.0f, -100.0f, 0.875f, -0.875f,
+                                 3.93f, 1e-45f, 0.5f, -2.0f};
+  for (VectorIsa isa : available_vector_isas()) {
+    set_vector_isa(isa);
+    std::vector<float> ys(xs.size());
+    erf_row(xs.data(), ys.data(), static_cast<std::ptrdiff_t>(xs.size()));
+    const std::string v = vector_isa_name(isa);
+    EXPECT_EQ(ys[0], -1.0f) << v;
+    EXPECT_EQ(ys[1], 1.0f) << v;
+    EXPECT_TRUE(std::isnan(ys[2])) << v;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(ys[3]), 0u) << v << ": erf(+0) = +0";
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(ys[4]), 0x80000000u) << v << ": erf(−0) = −0";
+    for (std::size_t i = 5; i < xs.size(); ++i)
+      EXPECT_LE(ulps(ys[i], std::erf(static_cast<double>(xs[i]))), 2.0) << v << " x = " << xs[i];
   }
 }
 
@@ -223,6 +269,30 @@ TEST_F(VectorMath, TanhGeluAgainstDoublePrecision) {
   }
 }
 
+// GELU's erf form against ½x·erfc(−z) in double (= ½x(1 + erf(z)) without its cancellation),
+// z = x/√2 as the code rounds it in float. Past z = −3.93 the vector variants give 0, as a
+// float erf of −1 does: at most ½|x|·erfc(3.93) off.
+TEST_F(VectorMath, ErfGeluAgainstDoublePrecision) {
+  std::mt19937 rng(13);
+  Matrix x = test::random_matrix(7, 333, rng, 7.0f);
+  x(0, 0) = 0.0f, x(0, 1) = -30.0f, x(0, 2) = 30.0f, x(0, 3) = 1e-20f, x(0, 4) = -1e-20f, x(0, 5) = -5.5f;
+  x(0, 6) = -1.2374369f, x(0, 7) = 1.2374369f;  // z at the pieces' seam
+  const Matrix before = x;
+  for (VectorIsa isa : available_vector_isas()) {
+    set_vector_isa(isa);
+    Matrix g = before;
+    gelu_inplace(g, Gelu::erf);
+    const double absolute = isa == VectorIsa::portable ? 2.4e-7 : 2e-8;
+    for (Eigen::Index i = 0; i < g.rows(); ++i)
+      for (Eigen::Index j = 0; j < g.cols(); ++j) {
+        const float v = before(i, j), z = v * static_cast<float>(M_SQRT1_2);
+        const double want = 0.5 * static_cast<double>(v) * std::erfc(-static_cast<double>(z));
+        EXPECT_NEAR(g(i, j), want, 4e-7 * std::abs(want) + absolute * std::abs(static_cast<double>(v)) + 1e-38)
+            << vector_isa_name(isa) << " x = " << v;
+      }
+  }
+}
+
 bool same_bits(const Matrix& x, const Matrix& y) {
   return x.rows() == y.rows() && x.cols() == y.cols() &&
          std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0;
@@ -236,20 +306,22 @@ TEST_F(VectorMath, EachVariantGivesTheSameBytesAtAnyThreadCount) {
   const Matrix scores = many_scores(rng), hidden = test::random_matrix(197, 1536, rng, 3.0f);
   for (VectorIsa isa : available_vector_isas()) {
     set_vector_isa(isa);
-    Matrix p1, g1, t1;
+    Matrix p1, g1, t1, e1;
     for (int threads : {1, 2, 3}) {
       set_gemm_threads(threads);
-      Matrix p = scores, g = hidden, t = hidden;
+      Matrix p = scores, g = hidden, t = hidden, e = hidden;
       softmax_rows(p);
       gelu_inplace(g, Gelu::quick);
       gelu_inplace(t, Gelu::tanh);
+      gelu_inplace(e, Gelu::erf);
       if (threads == 1) {
-        p1 = p, g1 = g, t1 = t;
+        p1 = p, g1 = g, t1 = t, e1 = e;
         continue;
       }
       EXPECT_TRUE(same_bits(p, p1)) << vector_isa_name(isa) << ": softmax at " << threads << " threads";
       EXPECT_TRUE(same_bits(g, g1)) << vector_isa_name(isa) << ": quick-GELU at " << threads << " threads";
       EXPECT_TRUE(same_bits(t, t1)) << vector_isa_name(isa) << ": tanh GELU at " << threads << " threads";
+      EXPECT_TRUE(same_bits(e, e1)) << vector_isa_name(isa) << ": erf GELU at " << threads << " threads";
     }
   }
 }
@@ -263,7 +335,7 @@ TEST_F(VectorMath, Avx2AndAvx512GiveTheSameBytes) {
   Matrix scores = many_scores(rng);
   for (Eigen::Index j = 0; j < scores.cols(); j += 5) scores(j, j) = kMasked;
   const std::vector<float> xs = exp_sweep();
-  Matrix p[2], g[2], t[2];
+  Matrix p[2], g[2], t[2], r[2];
   std::vector<float> e[2];
   int k = 0;
   for (VectorIsa isa : {VectorIsa::avx2_fma, VectorIsa::avx512}) {
@@ -274,6 +346,8 @@ TEST_F(VectorMath, Avx2AndAvx512GiveTheSameBytes) {
     gelu_inplace(g[k], Gelu::quick);
     t[k] = scores;
     gelu_inplace(t[k], Gelu::tanh);
+    r[k] = scores;
+    gelu_inplace(r[k], Gelu::erf);
     e[k].resize(xs.size());
     exp_row(xs.data(), e[k].data(), static_cast<std::ptrdiff_t>(xs.size()));
     ++k;
@@ -281,6 +355,7 @@ TEST_F(VectorMath, Avx2AndAvx512GiveTheSameBytes) {
   EXPECT_TRUE(same_bits(p[0], p[1])) << "softmax";
   EXPECT_TRUE(same_bits(g[0], g[1])) << "quick-GELU";
   EXPECT_TRUE(same_bits(t[0], t[1])) << "tanh GELU";
+  EXPECT_TRUE(same_bits(r[0], r[1])) << "erf GELU";
   EXPECT_EQ(std::memcmp(e[0].data(), e[1].data(), sizeof(float) * xs.size()), 0) << "exp";
 }
 
