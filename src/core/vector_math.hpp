@@ -1,6 +1,7 @@
 #pragma once
-// exp over a row at the CPU's vector width, and the row-wise layers built on it: softmax
-// (attention.hpp), quick-GELU and GELU's tanh and erf forms (layers.hpp).
+// exp and erf over a row at the CPU's vector width, and the row-wise layers built on them:
+// softmax (attention.hpp; three passes: the maximum, exp and the sum, the scale), quick-GELU
+// and GELU's tanh and erf forms (layers.hpp).
 //
 // Why hand-written, and not Eigen's vectorised exp: Eigen picks its packet width at compile
 // time, per translation unit, and src/core is compiled for baseline x86-64, so its packets are
