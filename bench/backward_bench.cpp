@@ -9,6 +9,8 @@
 // object with the medians (wall, and CPU of the whole process: every thread), and
 // the process's peak resident memory: run it once with --mode forward and once with
 // --mode gradient to compare the peaks of a gradient run and a plain one.
+// The allocator is set as the `vitattn` command sets it (pipeline/memory_reuse.hpp), so that the
+// forwards here pay for fresh pages what the command's pay.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include "core/vit.hpp"
 #include "core/vit_backward.hpp"
 #include "model/vit_loader.hpp"
+#include "pipeline/memory_reuse.hpp"
 #include "pipeline/threads.hpp"
 #include "tensors/tensor_file.hpp"
 
@@ -94,6 +97,7 @@ void print_timing(const char* name, const Timing& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vitattn::pipeline::reuse_freed_memory();  // before any thread, as vitattn's main
   const Args args = parse(argc, argv);
   try {
     const vitattn::VitModel model = vitattn::model::load_vit(vitattn::tensors::load_tensor_file(args.model)).model;

@@ -5,33 +5,13 @@
 
 #include "error.hpp"
 #include "parallel_rows.hpp"
+#include "vector_math.hpp"
 
 namespace vitattn {
-namespace {
-
-void softmax_row(Matrix& scores, Eigen::Index i) {
-  auto row = scores.row(i).array();  // (n_keys), contiguous: the row is in place
-  const float row_max = row.maxCoeff();
-  if (!std::isfinite(row_max)) {  // fully masked row: attend to nothing
-    row.setZero();
-    return;
-  }
-  if (row.minCoeff() == kMasked) {  // some entry is masked (−inf is the least value); vectorised, unlike any()
-    // Eigen's vectorised exp clamps its argument, so exp(−inf) comes out as a denormal,
-    // not 0: masked entries are zeroed explicitly so that a mask means exactly 0.
-    row = (row == kMasked).select(0.0f, (row - row_max).exp());
-  } else {
-    row = (row - row_max).exp();  // the common, unmasked case: one vectorised pass
-  }
-  row *= 1.0f / row.sum();
-}
-
-}  // namespace
-
 void softmax_rows(Matrix& scores) {
   // scores (n_queries, n_keys): each row normalised on its own, a range of rows per thread
   parallel_rows(scores.rows(), scores.cols(), [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index i = begin; i < end; ++i) softmax_row(scores, i);
+    for (Eigen::Index i = begin; i < end; ++i) softmax_row(scores.row(i).data(), scores.cols());  // vector_math.hpp
   });
 }
 

@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <string>
-#include <unsupported/Eigen/SpecialFunctions>  // Array::erf
 
 #include "error.hpp"
 #include "gemm.hpp"
 #include "layers.hpp"
 #include "parallel_rows.hpp"
+#include "vector_math.hpp"
 #include "vit_head.hpp"
 
 namespace vitattn {
@@ -92,8 +92,10 @@ void gelu_identity_inplace(Matrix& d, const Matrix& h, Gelu kind) {
     for (Eigen::Index i = begin; i < end; ++i) {
       Eigen::Map<Eigen::ArrayXf> g(d.row(i).data(), d.cols());
       Eigen::Map<const Eigen::ArrayXf> a(h.row(i).data(), h.cols());
-      if (kind == Gelu::erf) {
-        g *= 0.5f * (1.0f + (a * static_cast<float>(M_SQRT1_2)).erf());
+      if (kind == Gelu::erf) {  // Φ as the forward's GELU computes it (vector_math.hpp)
+        Eigen::ArrayXf phi(g.size());
+        erf_gelu_gate_row(a.data(), phi.data(), g.size());
+        g *= phi;
       } else if (kind == Gelu::quick) {
         for (Eigen::Index j = 0; j < g.size(); ++j) g(j) *= 1.0f / (1.0f + std::exp(-1.702f * a(j)));
       } else {

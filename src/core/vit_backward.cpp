@@ -51,7 +51,7 @@ void gelu_backward_inplace(Matrix& d, const Matrix& h, Gelu kind) {
         }
       } else {
         const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-        for (Eigen::Index j = 0; j < g.size(); ++j) {  // std::tanh, as the forward (layers.cpp says why)
+        for (Eigen::Index j = 0; j < g.size(); ++j) {  // std::tanh, as the portable forward (the vector one: vector_math.hpp)
           const float x = a(j), t = std::tanh(k * (x + 0.044715f * x * x * x));
           g(j) *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
         }

@@ -1,4 +1,4 @@
-"""A batch reuses the memory one image frees for the next (src/cli/memory_reuse.cpp).
+"""A batch reuses the memory one image frees for the next (src/pipeline/memory_reuse.cpp).
 
 Counted in minor page faults, not time: a batch of 10 copies of a 1 MP image may fault in
 only a little more memory than a batch of 2. Without the reuse, every image faults its

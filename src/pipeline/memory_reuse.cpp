@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-namespace vitattn::cli {
+namespace vitattn::pipeline {
 namespace {
 
 #if defined(__GLIBC__)
@@ -49,4 +49,4 @@ void reuse_freed_memory() {
 #endif
 }
 
-}  // namespace vitattn::cli
+}  // namespace vitattn::pipeline
