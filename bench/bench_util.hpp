@@ -1,5 +1,5 @@
 #pragma once
-// What the benchmark helpers (forward_bench.cpp, backward_bench.cpp) share: the fixed input,
+// What the benchmark helpers (forward_bench.cpp, backward_bench.cpp, dnnl_products.cpp) share: the fixed input,
 // the medians, the process's memory from /proc, and their integer flags.
 #include <algorithm>
 #include <cstdlib>
@@ -45,6 +45,15 @@ inline std::optional<int> parse_int(const char* text, int minimum) {
   const long v = std::strtol(text, &end, 10);
   if (*text == '\0' || *end != '\0' || v < minimum || v > 1'000'000) return std::nullopt;
   return static_cast<int>(v);
+}
+
+// Flag `flag`'s value `text` as an integer ≥ minimum, else the program's usage(why), which does
+// not return: each helper's own usage line, one rule for their integer flags.
+template <class Usage>
+int int_flag(const std::string& flag, const char* text, int minimum, Usage&& usage) {
+  if (const std::optional<int> v = parse_int(text, minimum)) return *v;
+  usage(flag + " needs an integer ≥ " + std::to_string(minimum));
+  std::abort();  // not reached: usage exits
 }
 
 }  // namespace vitattn::bench

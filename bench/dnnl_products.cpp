@@ -80,10 +80,6 @@ struct Args {
   std::exit(2);
 }
 
-int int_flag(const std::string& flag, const char* text, int minimum) {
-  if (const std::optional<int> v = vitattn::bench::parse_int(text, minimum)) return *v;
-  usage(flag + " needs an integer ≥ " + std::to_string(minimum));
-}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -91,14 +87,14 @@ Args parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) usage(flag + " needs a value");
     const char* value = argv[++i];
-    if (flag == "--d-model") a.d_model = int_flag(flag, value, 1);
-    else if (flag == "--heads") a.heads = int_flag(flag, value, 1);
-    else if (flag == "--mlp") a.mlp = int_flag(flag, value, 1);
-    else if (flag == "--layers") a.layers = int_flag(flag, value, 1);
-    else if (flag == "--classes") a.classes = int_flag(flag, value, 0);
-    else if (flag == "--threads") a.threads = int_flag(flag, value, 1);
-    else if (flag == "--repeat") a.repeat = int_flag(flag, value, 1);
-    else if (flag == "--warmup") a.warmup = int_flag(flag, value, 0);
+    if (flag == "--d-model") a.d_model = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--heads") a.heads = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--mlp") a.mlp = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--layers") a.layers = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--classes") a.classes = vitattn::bench::int_flag(flag, value, 0, usage);
+    else if (flag == "--threads") a.threads = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--repeat") a.repeat = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--warmup") a.warmup = vitattn::bench::int_flag(flag, value, 0, usage);
     else if (flag == "--dtype" && (std::strcmp(value, "f32") == 0 || std::strcmp(value, "bf16") == 0))
       a.bf16 = std::strcmp(value, "bf16") == 0;
     else usage("unknown option or value: " + flag + " " + value);

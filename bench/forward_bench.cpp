@@ -53,10 +53,6 @@ struct Args {
   std::exit(2);
 }
 
-int positive_int(const std::string& flag, const char* text, int minimum) {
-  if (const std::optional<int> v = vitattn::bench::parse_int(text, minimum)) return *v;
-  usage(flag + " needs an integer ≥ " + std::to_string(minimum));
-}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -65,9 +61,9 @@ Args parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(flag + " needs a value");
     const char* value = argv[++i];
     if (flag == "--model") a.model = value;
-    else if (flag == "--threads") a.threads = positive_int(flag, value, 1);
-    else if (flag == "--repeat") a.repeat = positive_int(flag, value, 1);
-    else if (flag == "--warmup") a.warmup = positive_int(flag, value, 0);
+    else if (flag == "--threads") a.threads = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--repeat") a.repeat = vitattn::bench::int_flag(flag, value, 1, usage);
+    else if (flag == "--warmup") a.warmup = vitattn::bench::int_flag(flag, value, 0, usage);
     else if (flag == "--precision" && std::string(value) == "fp32") a.precision = vitattn::Precision::fp32;
     else if (flag == "--precision" && std::string(value) == "bf16") a.precision = vitattn::Precision::bf16;
     else if (flag == "--precision") usage("--precision is fp32 or bf16");

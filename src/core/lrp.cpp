@@ -100,7 +100,8 @@ void gelu_identity_inplace(Matrix& d, const Matrix& h, Gelu kind) {
         for (Eigen::Index j = 0; j < g.size(); ++j) g(j) *= 1.0f / (1.0f + std::exp(-1.702f * a(j)));
       } else {
         const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-        for (Eigen::Index j = 0; j < g.size(); ++j) {  // std::tanh, as the forward (layers.cpp says why)
+        // ½(1 + tanh(y)) with std::tanh: the forward's σ(2y) (vector_math.hpp) within rounding
+        for (Eigen::Index j = 0; j < g.size(); ++j) {
           const float x = a(j);
           g(j) *= 0.5f * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
         }
