@@ -14,7 +14,6 @@ average before and after. Unlike bench/compare_builds.sh it does not require equ
 a change meant to alter the last bits (a new exp), where compare_builds.sh would stop.
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_model_bench as rmb  # noqa: E402  (run_json, round_order)
 
 
 def load_average():
@@ -30,9 +31,8 @@ def load_average():
 
 
 def one_run(build, model, threads, repeat):
-    out = subprocess.run([os.path.join(build, "vitattn_forward_bench"), "--model", model, "--threads", str(threads),
-                          "--repeat", str(repeat), "--warmup", "3"], check=True, capture_output=True, text=True).stdout
-    r = json.loads(out)
+    r, _ = rmb.run_json([os.path.join(build, "vitattn_forward_bench"), "--model", model, "--threads", str(threads),
+                         "--repeat", str(repeat), "--warmup", "3"])
     return r["median"], r["cpu_median"]
 
 
@@ -69,7 +69,7 @@ def main():
         for threads in args.threads:
             times = [[] for _ in builds]
             for r in range(args.rounds + 1):
-                order = [(r + k) % len(builds) for k in range(len(builds))]
+                order = rmb.round_order(list(range(len(builds))), r)
                 for k in order:
                     t = one_run(builds[k], path, threads, args.repeat)
                     if r > 0:

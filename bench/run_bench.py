@@ -38,6 +38,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from run_model_bench import round_order  # noqa: E402
 PY = "/usr/bin/python3"
 NUMPY_SCRIPT = os.path.join(HERE, "numpy_pipeline.py")
 FLOOR_SCRIPT = os.path.join(HERE, "codec_floor.py")
@@ -196,7 +198,7 @@ def main():
         cpu = {n: [] for n in names}
         # round 0 is a warm-up (page cache, first-run costs): checked, not counted
         for rnd in range(args.rounds + 1):
-            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            order = round_order(names, rnd)
             line = []
             warm_outs = {}
             for name in order:

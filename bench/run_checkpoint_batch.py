@@ -178,7 +178,7 @@ def main():
             print(f"{label}: load average before {os.getloadavg()[0]:.2f}", flush=True)
             for rnd in range(args.rounds):
                 line = []
-                for way in names[rnd % len(names):] + names[:rnd % len(names)]:
+                for way in rmb.round_order(names, rnd):
                     if way == "forward":
                         res, _ = rmb.run_json(fwd_cmd)
                         kernel = res["gemm_kernel"]

@@ -149,24 +149,12 @@ def main():
                 ways["vitattn-bf16"] = [*ways["vitattn"], "--precision", "bf16"]
                 ways["pytorch-bf16"] = [*ways["pytorch"], "--precision", "bf16"]
             names = list(ways)
-            runs = {n: [] for n in names}
-            cpus = {n: [] for n in names}
-            kinds = {n: {} for n in ("onednn", "bf16")}
-            kernel, gflop = "?", 0.0
-            for rnd in range(args.rounds):
-                for way in names[rnd % len(names):] + names[:rnd % len(names)]:
-                    res, _ = rmb.run_json(ways[way])
-                    runs[way].extend(res["seconds"])
-                    cpus[way].append(res["cpu_median"])
-                    if way == "vitattn":
-                        kernel = res["gemm_kernel"]
-                    if way in kinds:
-                        gflop = res["gflop"]
-                        for kind, s in res["by_kind"].items():
-                            kinds[way].setdefault(kind, []).append(s)
-            med = {n: statistics.median(v) for n, v in runs.items()}
-            cpu = {n: statistics.median(v) for n, v in cpus.items()}
-            by_kind = {w: {k: statistics.median(v) for k, v in ks.items()} for w, ks in kinds.items()}
+            results = rmb.json_rounds(ways, args.rounds)
+            kernel, gflop = results["vitattn"][-1]["gemm_kernel"], results["onednn"][-1]["gflop"]
+            med = {n: statistics.median(s for res in r for s in res["seconds"]) for n, r in results.items()}
+            cpu = {n: statistics.median(res["cpu_median"] for res in r) for n, r in results.items()}
+            by_kind = {w: {k: statistics.median(res["by_kind"][k] for res in results[w]) for k in results[w][0]["by_kind"]}
+                       for w in ("onednn", "bf16") if w in results}
             print(f"{label} T={t}: " + ", ".join(f"{n} {med[n]:.4f} s" for n in names) +
                   f"; vitattn's kernel: {kernel}", flush=True)
             for way, ks in by_kind.items():

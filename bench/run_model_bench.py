@@ -66,6 +66,28 @@ def run_json(cmd):
     return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
 
 
+def round_order(names, rnd):
+    """The order of round `rnd`: each way first in turn, so that none always runs after the same
+    other (a warm cache, a cold one, another's leftover load)."""
+    k = rnd % len(names)
+    return names[k:] + names[:k]
+
+
+def json_rounds(ways, rounds, after_round=None):
+    """Runs each way's command (one JSON line last, run_json) once per round, in round_order;
+    after_round(rnd, {way: result}) if given. Returns {way: [its result of each round]}."""
+    names = list(ways)
+    results = {n: [] for n in names}
+    for rnd in range(rounds):
+        this_round = {}
+        for way in round_order(names, rnd):
+            this_round[way], _ = run_json(ways[way])
+            results[way].append(this_round[way])
+        if after_round:
+            after_round(rnd, this_round)
+    return results
+
+
 def check_blas():
     """Refuse to run unless numpy and torch (/usr/bin/python3) both sit on OpenBLAS."""
     for which in ("numpy", "torch"):
@@ -184,7 +206,7 @@ def bench_load(name, path, rounds, benches):
         got["fromfile"].append(floor["seconds"])
         got["fromfile_cpu"].append(floor["cpu_seconds"])
         labels = list(benches)
-        for label in labels[rnd % len(labels):] + labels[:rnd % len(labels)]:  # each build first in turn
+        for label in round_order(labels, rnd):
             env = dict(os.environ, VITATTN_BENCH_SPAWN_NS=str(time.monotonic_ns()))  # CLOCK_MONOTONIC, as steady_clock
             r = subprocess.run([benches[label], "--model", path, "--threads", "1", "--repeat", "1", "--warmup", "0"],
                                capture_output=True, text=True, env=env)
@@ -210,28 +232,17 @@ def bench_one(name, path, threads, args, vitattn_bench):
         "floor": [PY, os.path.join(HERE, "gemm_floor.py"), "--d-model", str(d), "--heads", str(heads),
                   "--mlp", str(mlp), *common],
     }
-    names = list(ways)
-    runs = {n: [] for n in names}
-    cpu = {n: [] for n in names}  # per-process medians of CPU seconds per forward
-    extra = {}
-    for rnd in range(args.rounds):
-        order = names[rnd % len(names):] + names[:rnd % len(names)]
-        line = []
-        for way in order:
-            res, _ = run_json(ways[way])
-            if way == "vitattn" and "gemm_kernel" in res:
-                extra["kernel"] = res["gemm_kernel"]
-            runs[way].extend(res["seconds"])
-            cpu[way].append(res["cpu_median"])
-            if way == "floor":
-                extra["gflop"] = res["gflop"]
-            line.append(f"{way} {res['median']:.3f}s (cpu {res['cpu_median']:.3f}s)")
-        print(f"  {label} T={threads} round {rnd + 1}: " + ", ".join(line), flush=True)
-    if "kernel" in extra:
-        print(f"  vitattn's GEMM kernel: {extra['kernel']}")
-    med = {n: statistics.median(v) for n, v in runs.items()}
-    cpu_med = {n: statistics.median(v) for n, v in cpu.items()}
-    return med, cpu_med, extra["gflop"]
+    def say(rnd, results):
+        print(f"  {label} T={threads} round {rnd + 1}: " + ", ".join(
+            f"{way} {res['median']:.3f}s (cpu {res['cpu_median']:.3f}s)" for way, res in results.items()), flush=True)
+
+    results = json_rounds(ways, args.rounds, say)
+    kernel = results["vitattn"][-1].get("gemm_kernel")
+    if kernel:
+        print(f"  vitattn's GEMM kernel: {kernel}")
+    med = {n: statistics.median(s for res in r for s in res["seconds"]) for n, r in results.items()}
+    cpu_med = {n: statistics.median(res["cpu_median"] for res in r) for n, r in results.items()}  # per-process medians
+    return med, cpu_med, results["floor"][-1]["gflop"]
 
 
 def main():

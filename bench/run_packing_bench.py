@@ -20,7 +20,6 @@ older core, such as Haswell on an AVX-512 CPU, would be a slow baseline); the co
 printed (OPENBLAS_VERBOSE=2).
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -74,19 +73,10 @@ def main():
                           "--mlp", str(mlp), *common],
             }
             names = list(ways)
-            runs = {n: [] for n in names}
-            kernels, gflop, policy = {}, 0.0, "?"
-            for rnd in range(args.rounds):
-                for way in names[rnd % len(names):] + names[:rnd % len(names)]:
-                    res, _ = rmb.run_json(ways[way])
-                    runs[way].extend(res["seconds"])
-                    if "gemm_kernel" in res:
-                        kernels[way] = res["gemm_kernel"]
-                    if way == "floor":
-                        gflop = res["gflop"]
-                    if way == "pytorch":
-                        policy = res.get("omp_wait_policy", "?")
-            med = {n: statistics.median(v) for n, v in runs.items()}
+            results = rmb.json_rounds(ways, args.rounds)
+            kernels = {w: r[-1]["gemm_kernel"] for w, r in results.items() if "gemm_kernel" in r[-1]}
+            gflop, policy = results["floor"][-1]["gflop"], results["pytorch"][-1].get("omp_wait_policy", "?")
+            med = {n: statistics.median(s for res in r for s in res["seconds"]) for n, r in results.items()}
             print(f"{label} T={t}: " + ", ".join(f"{n} {med[n]:.4f} s" for n in names) +
                   f"; kernels: {kernels}; PyTorch OMP_WAIT_POLICY={policy}", flush=True)
             rows.append((label, t, med, gflop, kernels))

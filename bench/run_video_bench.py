@@ -51,7 +51,7 @@ WAYS = ("seeded", "vits16", "pytorch", "floor")
 
 sys.path.insert(0, HERE)
 from make_clip import write_clip  # noqa: E402
-from run_model_bench import check_blas, use_openblas_own_kernels  # noqa: E402
+from run_model_bench import check_blas, round_order, use_openblas_own_kernels  # noqa: E402
 import run_dnnl_bench  # noqa: E402  (oneDNN's products of one forward)
 
 
@@ -161,7 +161,7 @@ def bench(ways, rounds):
     names = list(ways)
     got = {n: [] for n in names}
     for rnd in range(rounds + 1):
-        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        order = round_order(names, rnd)
         line = []
         for way in order:
             cmd, out_dir, own = ways[way]
