@@ -156,6 +156,22 @@ def run_ok(tally, label, args, timeout=600):
                        f"{label}: exit {proc.returncode} from {' '.join(cmd)}\n  stderr: {proc.stderr.strip()[-2000:]}")
 
 
+# Whether this CPU has AVX512-BF16 (vdpbf16ps), which --precision bf16 needs: where it has, the
+# oracle tests check bf16's maps; where not, that the option is refused (bf16_refused).
+CPU_HAS_BF16 = Path("/proc/cpuinfo").exists() and "avx512_bf16" in Path("/proc/cpuinfo").read_text()
+
+
+def bf16_refused(tally, label, args, out, **options):
+    """On a CPU without AVX512-BF16: `args` with --precision bf16 is one check of `tally` that the
+    run is refused as documented: exit 2, one error line naming the option and the instructions,
+    nothing written to `out` (the run's -o folder)."""
+    p = run_process(*args, "--precision", "bf16", "-o", out, **options)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("error")]
+    return tally.check(p.returncode == 2 and len(errors) == 1 and "--precision bf16" in errors[0]
+                       and "AVX512-BF16" in errors[0] and not Path(out).exists(),
+                       f"{label}: --precision bf16 without AVX512-BF16: exit {p.returncode}, {p.stderr.strip()[-300:]}")
+
+
 def photo_like(h, w, seed=0):
     """A colour image with structure: gradients, a disc and a bright square."""
     import cv2
