@@ -7,17 +7,10 @@
 
 #include "classify.hpp"
 #include "error.hpp"
+#include "splitmix64.hpp"
 
 namespace vitattn {
 namespace {
-
-// splitmix64 (Steele, Lea, Flood 2014): the next output, advancing `state`.
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // p(c) of one input: a forward to the logits, then the softmax.
 double class_probability(const VitModel& model, const ImageTensor& input, int class_index, bool scale) {

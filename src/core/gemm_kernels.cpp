@@ -1,12 +1,14 @@
 #include "gemm_kernels.hpp"
 
+#include "cpu_features.hpp"
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define VITATTN_X86_KERNELS 1
 #include <immintrin.h>
 #endif
 
 // This file is compiled for the baseline ISA like the rest. The AVX2 and AVX-512 kernels carry
-// their own target attribute and run only after __builtin_cpu_supports said yes, so the binary
+// their own target attribute and run only after cpu_features.hpp said yes, so the binary
 // runs on any x86-64 (no -march=native, no ISA flag that could leak into inline functions).
 namespace vitattn::gemm_detail {
 namespace {
@@ -148,14 +150,8 @@ KernelInfo kernel_info(GemmKernel kernel) {
 bool cpu_runs(GemmKernel kernel) {
   switch (kernel) {
     case GemmKernel::portable: return true;
-#ifdef VITATTN_X86_KERNELS
-    // libgcc's checks include the OS's XSAVE support for the wider registers.
-    case GemmKernel::avx2_fma: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case GemmKernel::avx512: __builtin_cpu_init(); return __builtin_cpu_supports("avx512f");
-#else
-    case GemmKernel::avx2_fma:
-    case GemmKernel::avx512: return false;
-#endif
+    case GemmKernel::avx2_fma: return cpu_has_avx2_fma();
+    case GemmKernel::avx512: return cpu_has_avx512f();
   }
   return false;
 }

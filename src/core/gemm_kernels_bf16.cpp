@@ -3,6 +3,8 @@
 #include <atomic>
 #include <bit>
 
+#include "cpu_features.hpp"
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define VITATTN_X86_BF16 1
 #include <immintrin.h>
@@ -102,12 +104,7 @@ void kernel_bf16(std::ptrdiff_t pairs, const std::uint32_t* a_panel, const std::
 
 bool cpu_runs_bf16() {
   if (g_hidden.load(std::memory_order_relaxed)) return false;
-#ifdef VITATTN_X86_BF16
-  __builtin_cpu_init();  // libgcc's checks include the OS's support for the zmm registers
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-#else
-  return false;
-#endif
+  return cpu_has_avx512_bf16();
 }
 
 void hide_cpu_bf16(bool hidden) { g_hidden.store(hidden); }

@@ -16,14 +16,11 @@ Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
 
 void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y) {
   y.resize(x.rows(), x.cols());
-  const float inv_d = 1.0f / static_cast<float>(x.cols());
   // rows [begin, end) of x (n_tokens, d_model) → the same rows of y; one thread per range
   parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) {
       const auto row = x.row(i).array();
-      const float mean = row.sum() * inv_d;
-      const float var = (row - mean).square().sum() * inv_d;
-      const float inv_std = 1.0f / std::sqrt(var + eps);
+      const auto [mean, inv_std] = layer_norm_statistics(row, eps);
       y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
     }
   });

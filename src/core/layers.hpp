@@ -1,5 +1,6 @@
 #pragma once
 // The element-wise and row-wise layers of a transformer block, each a small function.
+#include <cmath>
 #include <concepts>
 
 #include "tensor.hpp"
@@ -12,6 +13,21 @@ struct LayerNorm {
   RowVector bias;    // (d_model) β
   bool present() const { return weight.size() > 0; }
 };
+
+// What a LayerNorm takes of one row (an Eigen array of d values): its mean and 1/√(var + eps),
+// var the biased variance, in this order of float operations. The forward and both backwards
+// (vit_backward.cpp, lrp.cpp) take them from here, so they see the same bits.
+struct RowStatistics {
+  float mean = 0.0f;
+  float inv_std = 0.0f;
+};
+template <typename Row>
+RowStatistics layer_norm_statistics(const Row& row, float eps) {
+  const float inv_d = 1.0f / static_cast<float>(row.size());
+  const float mean = row.sum() * inv_d;
+  const float var = (row - mean).square().sum() * inv_d;
+  return {mean, 1.0f / std::sqrt(var + eps)};
+}
 
 // x (n_tokens, d_model) → (x − mean) / √(var + eps) · γ + β, row by row (biased variance, as torch).
 Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps);

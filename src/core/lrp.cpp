@@ -75,10 +75,7 @@ void layer_norm_identity_add(const Matrix& x, const LayerNorm& norm, float eps, 
   const float inv_d = 1.0f / static_cast<float>(x.cols());
   parallel_rows(x.rows(), 3 * x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) {
-      const auto row = x.row(i).array();
-      const float mean = row.sum() * inv_d;
-      const float var = (row - mean).square().sum() * inv_d;
-      const float inv_std = 1.0f / std::sqrt(var + eps);
+      const float inv_std = layer_norm_statistics(x.row(i).array(), eps).inv_std;
       const auto g = dy.row(i).array() * norm.weight.array();  // (d_model)
       dx.row(i).array() += inv_std * (g - g.sum() * inv_d);
     }

@@ -4,16 +4,10 @@
 #include <numbers>
 
 #include "error.hpp"
+#include "splitmix64.hpp"
 
 namespace vitattn {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // `count` values of N(mean, std²), as the header defines them, for tensor t of block l.
 template <typename Values>

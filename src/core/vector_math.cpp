@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attention.hpp"
+#include "cpu_features.hpp"
 #include "error.hpp"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -23,8 +24,8 @@
 #endif
 
 // This file is compiled for the baseline ISA like the rest of the core. The AVX2 and AVX-512
-// functions carry their own target attribute and run only after __builtin_cpu_supports said
-// yes (cpu_runs, the one place that asks), so the binary runs on any x86-64.
+// functions carry their own target attribute and run only after cpu_features.hpp said
+// yes (through cpu_runs), so the binary runs on any x86-64.
 namespace vitattn {
 namespace {
 
@@ -457,18 +458,12 @@ __attribute__((target("avx512f"))) void erf_gelu_row_avx512(float* row, std::ptr
 
 #endif  // VITATTN_X86_VECTOR
 
-// The one place that asks the CPU. libgcc's checks include the OS's XSAVE support for the
-// wider registers.
+// Whether this CPU runs `isa` (cpu_features.hpp asks it).
 bool cpu_runs(VectorIsa isa) {
   switch (isa) {
     case VectorIsa::portable: return true;
-#ifdef VITATTN_X86_VECTOR
-    case VectorIsa::avx2_fma: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case VectorIsa::avx512: __builtin_cpu_init(); return __builtin_cpu_supports("avx512f");
-#else
-    case VectorIsa::avx2_fma:
-    case VectorIsa::avx512: return false;
-#endif
+    case VectorIsa::avx2_fma: return cpu_has_avx2_fma();
+    case VectorIsa::avx512: return cpu_has_avx512f();
   }
   return false;
 }

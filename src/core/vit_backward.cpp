@@ -20,9 +20,7 @@ void layer_norm_backward_add(const Matrix& x, const LayerNorm& norm, float eps, 
   parallel_rows(x.rows(), 3 * x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) {
       const auto row = x.row(i).array();
-      const float mean = row.sum() * inv_d;
-      const float var = (row - mean).square().sum() * inv_d;
-      const float inv_std = 1.0f / std::sqrt(var + eps);
+      const auto [mean, inv_std] = layer_norm_statistics(row, eps);
       const auto x_hat = (row - mean) * inv_std;                  // (d_model)
       const auto g = dy.row(i).array() * norm.weight.array();     // (d_model)
       const float mean_g = g.sum() * inv_d;
