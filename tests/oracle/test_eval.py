@@ -81,14 +81,8 @@ def setup(tmp_path_factory):
     model = tr.make_vit(SIZE, 96, 3, 192, LAYERS, CLASSES, seed=11)
     path = tmp / "m.safetensors"
     save_model(model, path)
-    images, masks = [], tmp / "masks"
+    images, masks = tr.make_shifted_images(tmp, 3), tmp / "masks"
     masks.mkdir()
-    for i in range(3):
-        p = tmp / f"img{i}.png"
-        tr.make_image(p)
-        img = cv2.imread(str(p))
-        cv2.imwrite(str(p), np.roll(img, 53 * i, axis=1)[::(1 if i % 2 == 0 else -1)])
-        images.append(p)
     h, w = 200, 300
     blob = np.zeros((h, w), np.uint8)
     cv2.circle(blob, (143, 110), 50, 255, -1)

@@ -129,15 +129,7 @@ def setup(tmp_path_factory):
     model = tr.make_vit(SIZE, 96, 3, 192, 3, 10, seed=11)
     path = tmp / "m.safetensors"
     tr.write_safetensors(path, tr.export_timm(model.state_dict(), 3), metadata={"num_heads": 3})
-    images = []
-    for i in range(3):
-        p = tmp / f"img{i}.png"
-        tr.make_image(p)
-        import cv2
-        img = cv2.imread(str(p))
-        cv2.imwrite(str(p), np.roll(img, 53 * i, axis=1)[::(1 if i % 2 == 0 else -1)])
-        images.append(p)
-    return tmp, model, path, images
+    return tmp, model, path, tr.make_shifted_images(tmp, 3)
 
 
 def model_input(image):

@@ -40,6 +40,7 @@ import numpy as np
 
 import harness
 import safetensors_io
+from compare import relative
 from harness import need
 from tally import Tally
 
@@ -61,15 +62,6 @@ WORST = {}  # check kind -> largest relative difference seen, for the summary
 D, HEADS, MLP, P, GRID, CLASSES = 32, 2, 64, 8, 4, 7
 METHODS = ("chefer", "grad-rollout", "legrad", "gradcam")
 DISCARD = (0.0, 0.5, 0.9)  # grad-rollout's discard ratios
-
-
-def relative(got, ref):
-    """max|got − ref| / max|ref|, shapes checked; inf when they differ."""
-    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
-    if got.shape != ref.shape:
-        return math.inf
-    scale = np.abs(ref).max()
-    return float(np.abs(got - ref).max() / scale) if scale > 0 else float(np.abs(got).max())
 
 
 def check(kind, label, got, ref):

@@ -64,6 +64,7 @@ import numpy as np
 
 import harness
 import safetensors_io
+from compare import relative
 from harness import need
 from tally import Tally
 
@@ -82,14 +83,6 @@ REL_TOL = 1e-4
 EPS_STAB = 1e-6  # zennit's stabilize
 T = Tally()
 D, HEADS, MLP, P, GRID, CLASSES = 32, 2, 64, 8, 4, 7
-
-
-def relative(got, ref):
-    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
-    if got.shape != ref.shape:
-        return math.inf
-    scale = np.abs(ref).max()
-    return float(np.abs(got - ref).max() / scale) if scale > 0 else float(np.abs(got).max())
 
 
 def check(label, got, ref, tol=REL_TOL):

@@ -3,8 +3,8 @@ under torchvision, timm, HF ViT and HF Dinov2 names (export_*), written as safet
 torch's own bytes (write_safetensors, its BF16 rounding included), the reference forward
 (torch_reference: every layer's attention from torch.nn.MultiheadAttention, features,
 logits; dinov2_reference for layer scale and registers), position embeddings resampled the
-way each family's library does (STYLE, interp_pos), and the model input (make_image,
-preprocess: cv2 decode, resize, normalise).
+way each family's library does (STYLE, interp_pos), and the model input (make_image;
+make_shifted_images, a few variants of it; preprocess: cv2 decode, resize, normalise).
 
 Nothing here comes from vitattn. Importing it needs torch and torchvision: without them the
 importing test skips (tally.skip: pytest.skip under pytest, exit 77 for a script run on its
@@ -288,6 +288,19 @@ def make_image(path):
     cv2.circle(img, (90, 110), 50, (20, 40, 230), -1)
     cv2.rectangle(img, (180, 30), (280, 120), (240, 230, 30), -1)
     cv2.imwrite(str(path), img)
+
+
+def make_shifted_images(folder, n):
+    """n different pictures of make_image's, folder/img0.png ... img{n-1}.png: picture i rolled
+    53·i pixels along the width (wrapping round) and, for odd i, upside down. Returns the paths."""
+    paths = []
+    for i in range(n):
+        p = folder / f"img{i}.png"
+        make_image(p)
+        img = cv2.imread(str(p))
+        cv2.imwrite(str(p), np.roll(img, 53 * i, axis=1)[::(1 if i % 2 == 0 else -1)])
+        paths.append(p)
+    return paths
 
 
 def preprocess(path, width, height, norm):

@@ -22,6 +22,7 @@
 #include "core/gemm.hpp"
 #include "core/gemm_kernels_bf16.hpp"
 #include "cli/precision_option.hpp"
+#include "test_util.hpp"
 
 namespace vitattn {
 namespace {
@@ -54,13 +55,7 @@ float round_bf16(float x) {
 
 float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
-Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-  return m;
-}
+using test::random_normal_matrix;
 
 // The header's chain: c_ij ← c_ij + bf16(α·a_ip)·bf16(w_jp) for p ascending, each step rounded
 // once (fma: the product is exact), from c's value or 0; an odd k ends with + 0.
@@ -125,11 +120,11 @@ TEST_F(GemmBf16Test, MatchesTheStatedChainBitForBit) {
   for (const Shape& s : kShapes)
     for (bool accumulate : {false, true})
       for (float alpha : {1.0f, 0.37f}) {
-        Matrix a = random_matrix(s.m, s.k, seed++);
-        const Matrix w_values = random_matrix(s.n, s.k, seed++);
+        Matrix a = random_normal_matrix(s.m, s.k, seed++);
+        const Matrix w_values = random_normal_matrix(s.n, s.k, seed++);
         for (Eigen::Index p = 0; p < std::min<Eigen::Index>(a.size(), 64); p += 3)  // ties and subnormals too
           a.data()[p] = p % 2 == 0 ? 1.0f + 0x1p-8f + static_cast<float>(p) * 0x1p-7f : 0x1p-130f * static_cast<float>(p + 1);
-        const Matrix c0 = random_matrix(s.m, s.n, seed++);
+        const Matrix c0 = random_normal_matrix(s.m, s.n, seed++);
         const WeightMatrix w = w_values;
         const Matrix want = emulated_chain(c0, a, w_values, alpha, accumulate);
         for (int use = 0; use < 3; ++use)  // packed per product, then kept with the weight
@@ -143,7 +138,8 @@ TEST_F(GemmBf16Test, MatchesTheStatedChainBitForBit) {
 // first order; the bound is loose by design, the bit-exact test above is the sharp one).
 TEST_F(GemmBf16Test, WithinTheChainsBoundOfADoubleSum) {
   set_gemm_precision(Precision::bf16);
-  const Matrix a2 = random_matrix(50, 3001, 13), w2 = random_matrix(70, 3001, 14), c0 = random_matrix(50, 70, 15);
+  const Matrix a2 = random_normal_matrix(50, 3001, 13), w2 = random_normal_matrix(70, 3001, 14),
+               c0 = random_normal_matrix(50, 70, 15);
   const Matrix c = bf16_product(c0, a2, WeightMatrix(w2), 1.0f, true);
   double worst = 0.0;
   for (Eigen::Index i = 0; i < c.rows(); ++i)
@@ -165,7 +161,8 @@ TEST_F(GemmBf16Test, WithinTheChainsBoundOfADoubleSum) {
 TEST_F(GemmBf16Test, SameBytesAtEveryThreadCount) {
   set_gemm_precision(Precision::bf16);
   for (const Shape& s : {Shape{197, 2304, 768}, Shape{197, 768, 3072}, Shape{300, 300, 301}}) {
-    const Matrix a = random_matrix(s.m, s.k, 21), w_values = random_matrix(s.n, s.k, 22), c0 = random_matrix(s.m, s.n, 23);
+    const Matrix a = random_normal_matrix(s.m, s.k, 21), w_values = random_normal_matrix(s.n, s.k, 22),
+                 c0 = random_normal_matrix(s.m, s.n, 23);
     Matrix first;
     for (int threads : {1, 2, 3}) {
       const WeightMatrix w = w_values;  // a fresh weight: packed per product first, then kept
@@ -181,7 +178,8 @@ TEST_F(GemmBf16Test, SameBytesAtEveryThreadCount) {
 
 // Only x·Wᵀ with a weight changes: a view's product and the gradient's d·W stay float32.
 TEST_F(GemmBf16Test, OnlyTheWeightProductsOfTheForward) {
-  const Matrix a = random_matrix(30, 40, 31), b = random_matrix(50, 40, 32), d = random_matrix(30, 50, 33);
+  const Matrix a = random_normal_matrix(30, 40, 31), b = random_normal_matrix(50, 40, 32),
+               d = random_normal_matrix(30, 50, 33);
   const WeightMatrix w = b;
   Matrix view_fp32(30, 50), grad_fp32(30, 40), weight_fp32(30, 50);
   gemm_abt(view_fp32, a, b);
@@ -202,7 +200,7 @@ TEST_F(GemmBf16Test, OnlyTheWeightProductsOfTheForward) {
 // Inside KeepFloat32 a weight product is fp32's, bytes and all; scopes nest, and leaving the last
 // one gives bf16 back (the forward keeps its patch embedding and attention branch this way).
 TEST_F(GemmBf16Test, KeepFloat32KeepsThisThreadsWeightProductsInFloat32) {
-  const Matrix a = random_matrix(30, 40, 41), b = random_matrix(50, 40, 42);
+  const Matrix a = random_normal_matrix(30, 40, 41), b = random_normal_matrix(50, 40, 42);
   const WeightMatrix w = b;
   Matrix fp32(30, 50), kept(30, 50), nested(30, 50), after(30, 50);
   gemm_abt(fp32, a, w);

@@ -10,13 +10,13 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
-#include <random>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
+#include "test_util.hpp"
 
 namespace vitattn {
 namespace {
@@ -40,13 +40,7 @@ const std::vector<Shape> kShapes = {{1, 1, 1},    {0, 5, 3},     {5, 0, 3},     
                                     {7, 3, 300},  {25, 33, 1000}, {197, 197, 64}, {197, 64, 197}, {97, 259, 513},
                                     {130, 70, 20}};
 
-Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-  return m;
-}
+using test::random_normal_matrix;
 
 bool is_fma_kernel(GemmKernel k) { return k != GemmKernel::portable; }
 
@@ -127,9 +121,9 @@ void for_each_case(Check check) {
     for (bool transposed : {true, false})
       for (float alpha : {1.0f, 1.0f / std::sqrt(48.0f)})
         for (bool accumulate : {false, true}) {
-          const Matrix a = random_matrix(s.m, s.k, seed++);
-          const Matrix b = transposed ? random_matrix(s.n, s.k, seed++) : random_matrix(s.k, s.n, seed++);
-          const Matrix c0 = random_matrix(s.m, s.n, seed++);
+          const Matrix a = random_normal_matrix(s.m, s.k, seed++);
+          const Matrix b = transposed ? random_normal_matrix(s.n, s.k, seed++) : random_normal_matrix(s.k, s.n, seed++);
+          const Matrix c0 = random_normal_matrix(s.m, s.n, seed++);
           check(s, a, b, c0, transposed, alpha, accumulate);
         }
 }
@@ -188,8 +182,9 @@ TEST_F(GemmTest, EveryFmaKernelIsBitIdenticalToTheScalarFmaChain) {
 
 TEST_F(GemmTest, TheBytesDoNotDependOnTheThreadCount) {
   // Large enough for many tiles (and above the size kept on one thread).
-  const Matrix a = random_matrix(300, 700, 11), bt = random_matrix(500, 700, 12), b = random_matrix(700, 500, 13);
-  const Matrix c0 = random_matrix(300, 500, 14);
+  const Matrix a = random_normal_matrix(300, 700, 11), bt = random_normal_matrix(500, 700, 12),
+               b = random_normal_matrix(700, 500, 13);
+  const Matrix c0 = random_normal_matrix(300, 500, 14);
   for (GemmKernel kernel : available_gemm_kernels()) {
     set_gemm_kernel(kernel);
     set_gemm_threads(1);
@@ -211,7 +206,8 @@ TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
   for (GemmKernel k : available_gemm_kernels())
     if (is_fma_kernel(k)) fma.push_back(k);
   if (fma.empty()) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
-  const Matrix a = random_matrix(197, 384, 21), w = random_matrix(1152, 384, 22), c0 = random_matrix(197, 1152, 23);
+  const Matrix a = random_normal_matrix(197, 384, 21), w = random_normal_matrix(1152, 384, 22),
+               c0 = random_normal_matrix(197, 1152, 23);
   const Matrix reference = fma_chain(c0, a, w, true, 1.0f, true);
   for (GemmKernel k : fma) {
     set_gemm_kernel(k);
@@ -249,7 +245,8 @@ TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
 // The panel layout depends on the kernel (nr): one weight used under each kernel in turn, and
 // back, gives each kernel's own bytes (the portable kernel included), as an unkept view does.
 TEST_F(GemmTest, AWeightsPanelsFollowTheKernelInUse) {
-  const Matrix a = random_matrix(197, 300, 41), b_nk = random_matrix(230, 300, 42), c0 = random_matrix(197, 230, 43);
+  const Matrix a = random_normal_matrix(197, 300, 41), b_nk = random_normal_matrix(230, 300, 42),
+               c0 = random_normal_matrix(197, 230, 43);
   const Matrix b_kn = b_nk.transpose();
   const WeightMatrix w_nk = b_nk, w_kn = b_kn;  // read as a·Wᵀ (forward) and as a·W (gradient)
   std::vector<GemmKernel> order = available_gemm_kernels();
@@ -277,7 +274,8 @@ TEST_F(GemmTest, OneWeightReadInBothOrientationsKeepsPanelsForEach) {
   for (GemmKernel kernel : available_gemm_kernels()) {
     set_gemm_kernel(kernel);
     for (const Eigen::Index d : {Eigen::Index{64}, Eigen::Index{97}}) {
-      const Matrix a = random_matrix(50, d, 71), b = random_matrix(d, d, 72), c0 = random_matrix(50, d, 73);
+      const Matrix a = random_normal_matrix(50, d, 71), b = random_normal_matrix(d, d, 72),
+                   c0 = random_normal_matrix(50, d, 73);
       for (const std::vector<bool>& order : orders) {
         const WeightMatrix w = b;  // a fresh weight: nothing packed yet
         const std::string first = order.front() ? "a·Wᵀ first" : "a·W first";
@@ -298,7 +296,8 @@ TEST_F(GemmTest, OneWeightReadInBothOrientationsKeepsPanelsForEach) {
 
 // New values get new panels: a weight assigned after a product must not be read from the old ones.
 TEST_F(GemmTest, NewValuesAreNotReadFromOldPanels) {
-  const Matrix a = random_matrix(40, 70, 51), b1 = random_matrix(50, 70, 52), b2 = random_matrix(50, 70, 53);
+  const Matrix a = random_normal_matrix(40, 70, 51), b1 = random_normal_matrix(50, 70, 52),
+               b2 = random_normal_matrix(50, 70, 53);
   WeightMatrix w = b1;
   for (int use = 0; use < 3; ++use)  // the second product keeps the panels, the third reads them
     EXPECT_TRUE(same_bits(product(Matrix(), a, w, true, 1.0f, false), product(Matrix(), a, b1, true, 1.0f, false)));
@@ -312,7 +311,7 @@ TEST_F(GemmTest, NewValuesAreNotReadFromOldPanels) {
 // Values read in place at an address with float alignment only (a mapping's tensor), packed
 // by several threads' first products at once: each gets the right bytes (std::call_once).
 TEST_F(GemmTest, AWeightReadInPlaceIsPackedOnceUnderConcurrentFirstUse) {
-  const Matrix a = random_matrix(120, 384, 61), b = random_matrix(200, 384, 62);
+  const Matrix a = random_normal_matrix(120, 384, 61), b = random_normal_matrix(200, 384, 62);
   auto storage = std::make_shared<std::vector<float>>(static_cast<std::size_t>(b.size()) + 1);
   std::memcpy(storage->data() + 1, b.data(), static_cast<std::size_t>(b.size()) * sizeof(float));
   const WeightMatrix w(storage->data() + 1, b.rows(), b.cols(), storage);
@@ -328,7 +327,7 @@ TEST_F(GemmTest, AWeightReadInPlaceIsPackedOnceUnderConcurrentFirstUse) {
 TEST_F(GemmTest, StridedBlocksAreReadAndWrittenInPlace) {
   // q and k as column ranges of one qkv matrix, the result into a column range of a wider one:
   // the layout of the multi-head attention.
-  const Matrix qkv = random_matrix(50, 3 * 40, 31), v = random_matrix(50, 20, 32);
+  const Matrix qkv = random_normal_matrix(50, 3 * 40, 31), v = random_normal_matrix(50, 20, 32);
   Matrix heads = Matrix::Constant(50, 60, 7.0f);
   const auto q = qkv.middleCols(10, 20), k = qkv.middleCols(50, 20);
   Matrix scores(50, 50);

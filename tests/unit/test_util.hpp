@@ -2,6 +2,7 @@
 // Small helpers shared by the unit tests.
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -17,6 +18,18 @@ inline Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937& 
   std::uniform_real_distribution<float> u(-scale, scale);
   Matrix m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
+  return m;
+}
+
+// A matrix of standard normal values (mean 0, deviation 1) from a fresh std::mt19937 seeded
+// with `seed`, filled in storage order: the same values for the same seed and shape, whatever
+// else the test draws (random_matrix above shares the caller's generator instead). The GEMM
+// tests draw their operands here; their bit-for-bit checks hold for any values.
+inline Matrix random_normal_matrix(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
   return m;
 }
 
