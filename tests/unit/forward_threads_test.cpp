@@ -4,11 +4,14 @@
 // when it is streamed layer by layer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "core/attention.hpp"
 #include "core/gemm.hpp"
+#include "core/layers.hpp"
 #include "core/vit.hpp"
 #include "test_util.hpp"
 
@@ -120,6 +123,63 @@ TEST_F(ForwardThreads, TheSameBytesAtEveryThreadCount) {
           EXPECT_TRUE(same_bits(many.streamed[l][h], one.kept.attention[l][h]))
               << threads << " threads, streamed, layer " << l << " head " << h;
         }
+      }
+    }
+  }
+}
+
+// One block as the separate layers compute it, a barrier after each (layer_norm, linear, a
+// product per head, softmax_rows, gelu_inplace), on one thread: what run_block fuses into row
+// blocks and per-head tasks must give these bytes, with and without layer scale.
+Matrix block_by_layers(const EncoderBlock& b, const Matrix& x0, int n_heads, float eps) {
+  const Eigen::Index n = x0.rows(), d = b.w_qkv.rows() / 3, dh = d / n_heads;
+  const Matrix qkv = linear(layer_norm(x0, b.norm1, eps), b.w_qkv, b.b_qkv);
+  Matrix heads(n, d);
+  for (Eigen::Index h = 0; h < n_heads; ++h) {
+    Matrix scores(n, n);
+    gemm_abt(scores, qkv.middleCols(h * dh, dh), qkv.middleCols(d + h * dh, dh), 1.0f / std::sqrt(static_cast<float>(dh)));
+    softmax_rows(scores);
+    gemm_ab(heads.middleCols(h * dh, dh), scores, qkv.middleCols(2 * d + h * dh, dh));
+  }
+  // x + ls ⊙ (u·wᵀ + b); without layer scale the chain starts from x + b
+  const auto branch = [](Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVector& bias, const RowVector& ls) {
+    if (ls.size() == 0) {
+      x.rowwise() += bias;
+      gemm_abt(x, u, w, 1.0f, Accumulate::yes);
+    } else {
+      x.array() += linear(u, w, bias).array().rowwise() * ls.array();
+    }
+  };
+  Matrix x = x0;
+  branch(x, heads, b.w_proj, b.b_proj, b.ls1);
+  Matrix hidden = linear(layer_norm(x, b.norm2, eps), b.w_fc1, b.b_fc1);
+  gelu_inplace(hidden, Gelu::erf);
+  branch(x, hidden, b.w_fc2, b.b_fc2, b.ls2);
+  return x;
+}
+
+TEST_F(ForwardThreads, AFusedBlockGivesTheBytesOfItsLayersOneByOne) {
+  std::mt19937 rng(43);
+  VitModel m = model(rng);
+  const Matrix x0 = test::random_matrix(197, m.d_model(), rng);
+  for (bool layer_scale : {false, true}) {
+    EncoderBlock& b = m.blocks[0];
+    if (layer_scale) {
+      b.ls1 = test::random_matrix(1, m.d_model(), rng, 0.5f);
+      b.ls2 = test::random_matrix(1, m.d_model(), rng, 0.5f);
+    }
+    set_gemm_threads(1);
+    const Matrix expected = block_by_layers(b, x0, m.n_heads, m.eps);
+    BlockRule rule;
+    rule.n_heads = m.n_heads;
+    rule.eps = m.eps;
+    for (int threads : {1, 2, 3, 7}) {
+      set_gemm_threads(threads);
+      for (int repeat = 0; repeat < 3; ++repeat) {  // the second use reads the weights' kept panels
+        Matrix x = x0;
+        BlockBuffers buf;
+        run_block(rule, b, x, buf, nullptr);
+        EXPECT_TRUE(same_bits(x, expected)) << threads << " threads, use " << repeat << (layer_scale ? ", layer scale" : "");
       }
     }
   }
