@@ -1,7 +1,9 @@
 // The whole forward at 1, 2, 3 and 7 threads gives the same bytes: the heads run side by
-// side (each head's products and softmax on one thread, vit.cpp), the row layers and the
-// products split by rows and tiles. Also when the attention is kept, in head order, and
-// when it is streamed layer by layer.
+// side (each head's products and softmax on one thread, vit.cpp), the rest of a block by
+// blocks of rows (LN1 and qkv; the projection and the MLP, fc1, GELU and fc2 with no barrier
+// between them), the other products by tiles. Also when the attention is kept, in head order,
+// and when it is streamed layer by layer; and one block fused as run_block fuses it against
+// the same block computed layer by layer.
 #include <gtest/gtest.h>
 
 #include <cmath>
