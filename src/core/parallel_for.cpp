@@ -18,11 +18,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // How long a thread that waits for the pool (a worker for the next call, the caller for its
-// workers) spins before it blocks. Outside a team: about one wake-up's cost, so a call that
-// follows right away finds the workers awake and an idle pool soon sleeps. In a team: longer
-// than the serial stretches between the layers of a forward.
-constexpr auto kSpinAlone = std::chrono::microseconds(20);
-constexpr auto kSpinInTeam = std::chrono::microseconds(2000);
+// workers) spins before it blocks: outside a team, and in one. A spinner that catches the next
+// call skips a wake-up, but one that blocks is woken with the scheduler's preference for woken
+// threads, which a spinner loses when other processes want the cores; and a spin's CPU counts
+// against the process's share. On this project's shared 2-core machine every spin budget tried
+// made the 2-thread forward slower than blocking at once (docs/performance.md), so both are
+// zero: a waiter checks once, then blocks. The spin does not yield either: a yield hands the
+// core to another process for a whole time slice.
+constexpr auto kSpinAlone = std::chrono::microseconds(0);
+constexpr auto kSpinInTeam = std::chrono::microseconds(0);
 
 // True on a thread while it runs one of the pool's tasks.
 thread_local bool t_in_task = false;
@@ -35,19 +39,14 @@ void cpu_relax() {
 #endif
 }
 
-// Polls ready() for up to `budget`; whether it became true. Yields now and then, so that on a
-// busy machine a spinning thread lets the others run.
+// Polls ready() for up to `budget`; whether it became true.
 template <class Ready>
 bool spin_until(const Ready& ready, Clock::duration budget) {
   const Clock::time_point deadline = Clock::now() + budget;
   for (unsigned i = 1;; ++i) {
     if (ready()) return true;
-    if (i % 64 != 0) {
-      cpu_relax();
-      continue;
-    }
-    if (Clock::now() >= deadline) return ready();
-    std::this_thread::yield();
+    cpu_relax();
+    if (i % 64 == 0 && Clock::now() >= deadline) return ready();
   }
 }
 
