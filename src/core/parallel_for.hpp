@@ -3,12 +3,12 @@
 // below depends on an OpenMP runtime's settings, and ThreadSanitizer sees every sync: the
 // pool hands work over through std::atomic and waits through std::condition_variable).
 //
-// A call wakes the workers and waits for them (fork/join). Waking a blocked thread and
-// waiting for it to block again costs a system call each way, about what a small layer costs;
-// a forward makes dozens of calls in a row. So a worker that finishes its share spins for a
-// while before it blocks, and the next call finds it awake: briefly after any call, longer
-// while a ParallelTeam is alive (one forward). Spinning only changes when a worker starts,
-// never which tasks there are, so it changes no result.
+// A call wakes the workers and waits for them (fork/join), handing the call over through one
+// atomic word. A waiter (a worker between calls, the caller at the join) may spin before it
+// blocks, so that the next call finds it awake: one budget after any call, another while a
+// ParallelTeam is alive (one forward). Both budgets are zero today (parallel_for.cpp says why:
+// on a shared machine a spinner loses to blocking). Spinning only changes when a worker
+// starts, never which tasks there are, so it changes no result.
 #include <functional>
 
 namespace vitattn {
@@ -21,11 +21,11 @@ namespace vitattn {
 // after every task has stopped.
 void parallel_for(int n_tasks, int threads, const std::function<void(int)>& task);
 
-// While one lives, the pool's workers (up to threads − 1 of them, started here) keep spinning
-// between the calls instead of blocking after each: for a burst of parallel calls separated by
-// short serial stretches, such as the layers of one forward. A worker still blocks once a
-// stretch runs past a bound, so a caller that stops calling leaves no thread burning a core
-// for long. Scopes may nest and may live on several threads at once.
+// While one lives, the pool's workers (up to threads − 1 of them, started here) wait between
+// calls with the team's spin budget instead of the default one: for a burst of parallel calls
+// separated by short serial stretches, such as the steps of one forward. A worker still
+// blocks once a stretch runs past the budget, so a caller that stops calling leaves no thread
+// burning a core. Scopes may nest and may live on several threads at once.
 class ParallelTeam {
  public:
   explicit ParallelTeam(int threads);
