@@ -29,7 +29,7 @@ using Index = std::ptrdiff_t;
 // every thread count. Along k, chunks of kDepth keep the packed panels in cache; the chain
 // goes on across chunks through C, which holds the running sum in float, as a register would.
 constexpr Index kTileRows = 96, kTileCols = 256, kDepth = 256;
-constexpr Index kRowQuantum = 24, kColQuantum = 32;  // multiples of every kernel's mr and nr
+constexpr Index kRowQuantum = PackedWeight::kRowQuantum, kColQuantum = 32;  // multiples of every kernel's mr and nr
 constexpr Index kSerialWork = Index{1} << 18;         // products smaller than this (m·n·k) stay on one thread
 
 // The kernel in use, chosen from the CPU on first use.
@@ -210,41 +210,73 @@ void tile(const Product& g, const KernelInfo& kern, const Panels& panels, Index 
   }
 }
 
-void run(const Product& g) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0) {  // an empty sum: c stays, or becomes 0
-    if (!g.accumulate)
-      for (Index i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.0f);
-    return;
-  }
-  const GemmKernel kernel = kernel_in_use().load(std::memory_order_relaxed);
-  const KernelInfo kern = gemm_detail::kernel_info(kernel);
-  // The panels, packed once per product (a, an activation's b) or once per weight (a kept b),
-  // before any tile: no tile packs what another tile packs too.
-  thread_local Buffer a_buf, b_buf;
-  Panels panels{};
-  panels.m_padded = round_up(g.m, kern.mr);
-  float* a_panels = a_buf.get(panels.m_padded * g.k);
+// The cases with nothing to multiply: an empty C, or an empty sum (c stays, or becomes 0).
+// True when g was one of them.
+bool trivial(const Product& g) {
+  if (g.m == 0 || g.n == 0) return true;
+  if (g.k != 0) return false;
+  if (!g.accumulate)
+    for (Index i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.0f);
+  return true;
+}
+
+// α·a's panels, packed on the calling thread into a buffer of its own, once per product.
+const float* pack_a_here(const Product& g, const KernelInfo& kern, Index m_padded) {
+  thread_local Buffer a_buf;
+  float* a_panels = a_buf.get(m_padded * g.k);
   pack_a_all(g, kern.mr, a_panels);
-  panels.a = a_panels;
+  return a_panels;
+}
+
+// op(b)'s panels: kept with the weight from its second product on, else packed on the calling
+// thread into `scratch`.
+void b_panels_for(const Product& g, GemmKernel kernel, const KernelInfo& kern, Buffer& scratch, Panels& panels) {
   if (g.b_panels && g.b_panels->read_before(form_of(kernel, g.b_transposed))) {
     const PackedPanels& kept = weight_panels(g, kernel, kern.nr);
     panels.b = kept.data.get();
     panels.n_padded = kept.n_padded;
-  } else {
-    panels.n_padded = round_up(g.n, kern.nr);
-    float* b_panels = b_buf.get(panels.n_padded * g.k);
-    pack_b_all(g.b, g.ldb, g.b_transposed, g.k, g.n, kern.nr, b_panels);
-    panels.b = b_panels;
+    return;
   }
+  panels.n_padded = round_up(g.n, kern.nr);
+  float* b_panels = scratch.get(panels.n_padded * g.k);
+  pack_b_all(g.b, g.ldb, g.b_transposed, g.k, g.n, kern.nr, b_panels);
+  panels.b = b_panels;
+}
+
+// Every tile of C, on up to `threads` threads (the tiles are the same whatever that is).
+void run_tiles(const Product& g, const KernelInfo& kern, const Panels& panels, int threads) {
   const Cut rows = cut(g.m, kTileRows, kRowQuantum), cols = cut(g.n, kTileCols, kColQuantum);
   const auto n_tiles = static_cast<int>(rows.count * cols.count);
-  const int threads = g.m * g.n * g.k < kSerialWork ? 1 : g_threads.load(std::memory_order_relaxed);
-  parallel_for(n_tiles, threads, [&](int t) {
+  const auto one_tile = [&](int t) {
     const Index r = t / cols.count, s = t % cols.count;
     const Index i0 = r * rows.size, j0 = s * cols.size;
     tile(g, kern, panels, i0, std::min(rows.size, g.m - i0), j0, std::min(cols.size, g.n - j0));
-  });
+  };
+  if (threads <= 1) {
+    for (int t = 0; t < n_tiles; ++t) one_tile(t);
+    return;
+  }
+  parallel_for(n_tiles, threads, one_tile);
+}
+
+void run(const Product& g) {
+  if (trivial(g)) return;
+  const GemmKernel kernel = kernel_in_use().load(std::memory_order_relaxed);
+  const KernelInfo kern = gemm_detail::kernel_info(kernel);
+  // The panels, packed once per product (a, an activation's b) or once per weight (a kept b),
+  // before any tile: no tile packs what another tile packs too.
+  thread_local Buffer b_buf;
+  Panels panels{};
+  panels.m_padded = round_up(g.m, kern.mr);
+  panels.a = pack_a_here(g, kern, panels.m_padded);
+  b_panels_for(g, kernel, kern, b_buf, panels);
+  run_tiles(g, kern, panels, g.m * g.n * g.k < kSerialWork ? 1 : g_threads.load(std::memory_order_relaxed));
+}
+
+// x·Wᵀ for a weight: the product gemm_abt_weight and PackedWeight describe.
+Product weight_product(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate) {
+  return {c.data(), c.outerStride(), a.data(), a.outerStride(), w.data(), w.cols(), true, a.rows(), w.rows(), a.cols(),
+          alpha, accumulate == Accumulate::yes, &w.panels()};
 }
 
 std::string shape(const char* name, Index rows, Index cols) {
@@ -274,8 +306,7 @@ void gemm_abt_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, flo
     throw Error("gemm_abt: shapes do not fit: " + shape("c", c.rows(), c.cols()) + " = " + shape("a", a.rows(), a.cols()) +
                 " · " + shape("weight", b.rows(), b.cols()) + "ᵀ");
   if (weight_product_precision() == Precision::bf16) return gemm_abt_weight_bf16(c, a, b, alpha, accumulate);
-  run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.cols(), true, a.rows(), b.rows(), a.cols(),
-       alpha, accumulate == Accumulate::yes, &b.panels()});
+  run(weight_product(c, a, b, alpha, accumulate));
 }
 
 void gemm_ab_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, float alpha, Accumulate accumulate) {
@@ -284,6 +315,36 @@ void gemm_ab_weight(MatrixView c, ConstMatrixView a, const WeightMatrix& b, floa
                 " · " + shape("weight", b.rows(), b.cols()));
   run({c.data(), c.outerStride(), a.data(), a.outerStride(), b.data(), b.cols(), false, a.rows(), b.cols(), a.cols(),
        alpha, accumulate == Accumulate::yes, &b.panels()});
+}
+
+PackedWeight::PackedWeight(const WeightMatrix& w, int slot) : w_(&w), kernel_(kernel_in_use().load(std::memory_order_relaxed)) {
+  if (slot < 0 || slot >= kWeightSlots) throw Error("PackedWeight: slot " + std::to_string(slot) + " out of range");
+  bf16_ = weight_product_precision() == Precision::bf16;
+  if (bf16_ || w.rows() == 0 || w.cols() == 0) return;
+  thread_local Buffer slots[kWeightSlots];
+  // The weight's product with no rows of a: only b's side of it is read here.
+  const Product g{nullptr, 0, nullptr, 0, w.data(), w.cols(), true, 0, w.rows(), w.cols(), 1.0f, false, &w.panels()};
+  Panels panels{};
+  b_panels_for(g, kernel_, gemm_detail::kernel_info(kernel_), slots[slot], panels);
+  panels_ = panels.b;
+  n_padded_ = panels.n_padded;
+}
+
+void PackedWeight::product(MatrixView c, ConstMatrixView a, Accumulate accumulate) const {
+  const WeightMatrix& w = *w_;
+  if (a.cols() != w.cols() || c.rows() != a.rows() || c.cols() != w.rows())
+    throw Error("gemm_abt: shapes do not fit: " + shape("c", c.rows(), c.cols()) + " = " + shape("a", a.rows(), a.cols()) +
+                " · " + shape("weight", w.rows(), w.cols()) + "ᵀ");
+  if (bf16_) return gemm_abt_weight_bf16_here(c, a, w, accumulate);
+  const Product g = weight_product(c, a, w, 1.0f, accumulate);
+  if (trivial(g)) return;
+  const KernelInfo kern = gemm_detail::kernel_info(kernel_);
+  Panels panels{};
+  panels.m_padded = round_up(g.m, kern.mr);
+  panels.a = pack_a_here(g, kern, panels.m_padded);
+  panels.b = panels_;
+  panels.n_padded = n_padded_;
+  run_tiles(g, kern, panels, 1);
 }
 
 std::vector<GemmKernel> available_gemm_kernels() {

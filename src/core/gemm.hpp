@@ -69,6 +69,36 @@ GemmKernel gemm_kernel();                           // the one in use
 void set_gemm_kernel(GemmKernel kernel);            // throws Error when this CPU cannot run it
 std::string gemm_kernel_name(GemmKernel kernel);
 
+// A weight's panels for x·Wᵀ products that one parallel step cuts by rows, each range on one
+// thread (a row block of the MLP runs fc1, GELU and fc2 with no barrier between them): the
+// panels are made once, here, before the tasks, and every range reads them. From the weight's
+// second step on they are the panels kept with it (packed_panels.hpp), counted as gemm_abt
+// counts a product; before that they are packed into a buffer of the constructing thread, one
+// per `slot` (0 … kWeightSlots − 1), reused by the next PackedWeight of that slot on that thread:
+// the weights that one step reads together need distinct slots. The kernel is fixed here, and
+// so is the precision (gemm_bf16.hpp): the one the constructing thread's weight products take
+// (weight_product_precision), since the ranges run on other threads, outside its KeepFloat32
+// scopes; a bf16 weight is packed by the bf16 product itself, from its panels kept with the
+// weight. product() gives the bytes gemm_abt gives with the weight at that precision: a row's
+// chains do not depend on which rows share its call.
+class PackedWeight {
+ public:
+  static constexpr int kWeightSlots = 4;
+  // A multiple of every kernel's register rows: row ranges cut at multiples of it fill every
+  // register tile but the last.
+  static constexpr std::ptrdiff_t kRowQuantum = 24;
+  PackedWeight(const WeightMatrix& w, int slot);
+  // c (m, n) [+]= a (m, k) · wᵀ (k, n), all of it on the calling thread. c must not overlap a.
+  void product(MatrixView c, ConstMatrixView a, Accumulate accumulate) const;
+
+ private:
+  const WeightMatrix* w_;
+  const float* panels_ = nullptr;
+  std::ptrdiff_t n_padded_ = 0;
+  GemmKernel kernel_;
+  bool bf16_ = false;
+};
+
 // Threads one product may use (the caller is one of them), default 1. Each product is cut
 // into the same tiles whatever this is, so it changes the speed and never the bytes.
 void set_gemm_threads(int threads);

@@ -143,7 +143,9 @@ std::string cpu_refusal() {
 
 }  // namespace
 
-void gemm_abt_weight_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate) {
+namespace {
+
+void product_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate, bool here) {
   if (!gemm_detail::cpu_runs_bf16()) throw Error(cpu_refusal());
   const Index m = a.rows(), n = w.rows(), k = a.cols();
   if (m == 0 || n == 0) return;
@@ -156,11 +158,21 @@ void gemm_abt_weight_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w
   pack_rows(a.data(), a.outerStride(), m, k, alpha, kBf16Mr, a_pairs);
   const Product g{c.data(), c.outerStride(), m, n, k, accumulate == Accumulate::yes, a_pairs, weight_pairs(w, w_buf)};
   const Index row_tiles = div_up(m, kTileRows), col_tiles = div_up(n, kTileCols);
-  const int threads = m * n * k < kSerialWork ? 1 : gemm_threads();
+  const int threads = here || m * n * k < kSerialWork ? 1 : gemm_threads();
   parallel_for(static_cast<int>(row_tiles * col_tiles), threads, [&](int t) {
     const Index i0 = t / col_tiles * kTileRows, j0 = t % col_tiles * kTileCols;
     tile(g, i0, std::min(kTileRows, m - i0), j0, std::min(kTileCols, n - j0));
   });
+}
+
+}  // namespace
+
+void gemm_abt_weight_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate) {
+  product_bf16(c, a, w, alpha, accumulate, false);
+}
+
+void gemm_abt_weight_bf16_here(MatrixView c, ConstMatrixView a, const WeightMatrix& w, Accumulate accumulate) {
+  product_bf16(c, a, w, 1.0f, accumulate, true);
 }
 
 void set_gemm_precision(Precision precision) {

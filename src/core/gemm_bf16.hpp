@@ -47,6 +47,9 @@ std::string precision_name(Precision precision);  // "fp32", "bf16"
 // The bf16 product described above (gemm.cpp sends gemm_abt's weight products here when the
 // precision is bf16; shapes already checked). Throws Error when the CPU cannot run it.
 void gemm_abt_weight_bf16(MatrixView c, ConstMatrixView a, const WeightMatrix& w, float alpha, Accumulate accumulate);
+// The same with α = 1, all of it on the calling thread (PackedWeight::product, whose row ranges
+// are already one per thread).
+void gemm_abt_weight_bf16_here(MatrixView c, ConstMatrixView a, const WeightMatrix& w, Accumulate accumulate);
 
 // While one lives, this thread's weight products are float32 whatever the precision (scopes
 // nest; each restores what it found). Per thread, as the choice of path is made by the thread

@@ -17,13 +17,17 @@ Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps) {
 void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y) {
   y.resize(x.rows(), x.cols());
   // rows [begin, end) of x (n_tokens, d_model) → the same rows of y; one thread per range
-  parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index i = begin; i < end; ++i) {
-      const auto row = x.row(i).array();
-      const auto [mean, inv_std] = layer_norm_statistics(row, eps);
-      y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
-    }
-  });
+  parallel_rows(x.rows(), x.cols(),
+                [&](Eigen::Index begin, Eigen::Index end) { layer_norm_rows(x, norm, eps, y, begin, end); });
+}
+
+void layer_norm_rows(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y, Eigen::Index begin,
+                     Eigen::Index end) {
+  for (Eigen::Index i = begin; i < end; ++i) {
+    const auto row = x.row(i).array();
+    const auto [mean, inv_std] = layer_norm_statistics(row, eps);
+    y.row(i).array() = (row - mean) * inv_std * norm.weight.array() + norm.bias.array();
+  }
 }
 
 namespace {
@@ -43,9 +47,11 @@ void gelu_row(float* values, Eigen::Index n, Gelu kind) {
 
 void gelu_inplace(Matrix& x, Gelu kind) {
   // x (n_tokens, d_mlp): rows are independent, each done whole by one thread
-  parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index i = begin; i < end; ++i) gelu_row(x.row(i).data(), x.cols(), kind);
-  });
+  parallel_rows(x.rows(), x.cols(), [&](Eigen::Index begin, Eigen::Index end) { gelu_rows(x, kind, begin, end); });
+}
+
+void gelu_rows(Matrix& x, Gelu kind, Eigen::Index begin, Eigen::Index end) {
+  for (Eigen::Index i = begin; i < end; ++i) gelu_row(x.row(i).data(), x.cols(), kind);
 }
 
 const char* gelu_name(Gelu kind) {

@@ -33,6 +33,10 @@ RowStatistics layer_norm_statistics(const Row& row, float eps) {
 Matrix layer_norm(const Matrix& x, const LayerNorm& norm, float eps);
 // The same into `y` (resized when its shape differs), so a forward can reuse one buffer.
 void layer_norm_into(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y);
+// Rows [begin, end) of layer_norm_into, on the calling thread; y is already x's shape. Each row
+// is computed by the same code as there, so a step that owns a block of rows gets its bytes.
+void layer_norm_rows(const Matrix& x, const LayerNorm& norm, float eps, Matrix& y, Eigen::Index begin,
+                     Eigen::Index end);
 
 // The MLP's activation: exact GELU, its tanh approximation, or OpenAI CLIP's QuickGELU.
 enum class Gelu { erf, tanh, quick };
@@ -41,6 +45,8 @@ enum class Gelu { erf, tanh, quick };
 // ½x(1 + tanh(√(2/π)(x + 0.044715x³))) used by some checkpoints (SigLIP, tintn), or QuickGELU
 // x·σ(1.702x) (OpenAI CLIP's model.py, Hugging Face's "quick_gelu").
 void gelu_inplace(Matrix& x, Gelu kind);
+// Rows [begin, end) of gelu_inplace, on the calling thread (the same code per row).
+void gelu_rows(Matrix& x, Gelu kind, Eigen::Index begin, Eigen::Index end);
 // "erf", "tanh", "quick": what -v prints and the overrides take.
 const char* gelu_name(Gelu kind);
 

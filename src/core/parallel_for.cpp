@@ -2,28 +2,64 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace vitattn {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// How long a thread that waits for the pool (a worker for the next call, the caller for its
+// workers) spins before it blocks: outside a team, and in one. A spinner that catches the next
+// call skips a wake-up, but one that blocks is woken with the scheduler's preference for woken
+// threads, which a spinner loses when other processes want the cores; and a spin's CPU counts
+// against the process's share. On this project's shared 2-core machine every spin budget tried
+// made the 2-thread forward slower than blocking at once (docs/performance.md), so both are
+// zero: a waiter checks once, then blocks. The spin does not yield either: a yield hands the
+// core to another process for a whole time slice.
+constexpr auto kSpinAlone = std::chrono::microseconds(0);
+constexpr auto kSpinInTeam = std::chrono::microseconds(0);
+
 // True on a thread while it runs one of the pool's tasks.
 thread_local bool t_in_task = false;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls ready() for up to `budget`; whether it became true.
+template <class Ready>
+bool spin_until(const Ready& ready, Clock::duration budget) {
+  const Clock::time_point deadline = Clock::now() + budget;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0 && Clock::now() >= deadline) return ready();
+  }
+}
+
+// A call's ticket, one atomic word, so that a worker reads the generation and how many
+// workers it invites together: generation << kInviteBits | invited.
+constexpr int kInviteBits = 16;
+constexpr std::uint64_t kInviteMask = (std::uint64_t{1} << kInviteBits) - 1;
 
 class Pool {
  public:
   ~Pool() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    start_.notify_all();
+    stop_.store(true, std::memory_order_release);
+    wake(start_);
     for (std::thread& t : workers_) t.join();
   }
 
@@ -32,49 +68,78 @@ class Pool {
     std::unique_lock call(call_mutex_, std::try_to_lock);
     if (!call.owns_lock()) return false;
     grow(helpers);
-    helpers = std::min(helpers, static_cast<int>(workers_.size()));
+    helpers = std::min({helpers, static_cast<int>(workers_.size()), static_cast<int>(kInviteMask)});
+    // No worker reads these now: the previous call's invited workers have all finished, the
+    // others never read them. The ticket's release store publishes them.
+    task_ = &task;
+    n_tasks_ = n_tasks;
+    next_.store(0, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    ++generation_;
+    ticket_.store((generation_ << kInviteBits) | static_cast<std::uint64_t>(helpers), std::memory_order_release);
+    wake(start_);
+    run_tasks();
+    const auto all_done = [&] { return finished_.load(std::memory_order_acquire) == helpers; };
+    if (!spin_until(all_done, spin_budget())) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, all_done);  // no worker reads task_ after this
+    }
+    std::exception_ptr error;
     {
       std::lock_guard lock(mutex_);
-      task_ = &task;
-      n_tasks_ = n_tasks;
-      next_.store(0, std::memory_order_relaxed);
-      invited_ = helpers;
-      finished_ = 0;
-      error_ = nullptr;
-      ++generation_;
+      error = std::exchange(error_, nullptr);
     }
-    start_.notify_all();
-    run_tasks();
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return finished_ == invited_; });  // no helper still reads task_ after this
-    task_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
+    if (error) std::rethrow_exception(error);
     return true;
   }
 
+  void join_team(int helpers) {
+    teams_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock call(call_mutex_, std::try_to_lock);
+    if (call.owns_lock()) grow(helpers);  // else the pool is busy and run() starts them
+  }
+  void leave_team() { teams_.fetch_sub(1, std::memory_order_relaxed); }
+
  private:
+  // With call_mutex_ held.
   void grow(int helpers) {
     while (static_cast<int>(workers_.size()) < helpers) {
       try {
-        workers_.emplace_back([this, index = static_cast<int>(workers_.size())] { worker(index); });
+        workers_.emplace_back([this, index = static_cast<int>(workers_.size()), seen = generation_] { worker(index, seen); });
       } catch (const std::system_error&) {
         return;  // no more threads to be had: run with those there are
       }
     }
   }
 
-  void worker(int index) {
-    std::uint64_t seen = 0;
-    std::unique_lock lock(mutex_);
+  Clock::duration spin_budget() const {
+    return teams_.load(std::memory_order_relaxed) > 0 ? Clock::duration(kSpinInTeam) : Clock::duration(kSpinAlone);
+  }
+
+  // Wakes the threads blocked on `cv`. Taking the mutex orders this after a waiter's check of
+  // its condition (made under the mutex), so no wake-up falls between its check and its wait.
+  void wake(std::condition_variable& cv) {
+    { std::lock_guard lock(mutex_); }
+    cv.notify_all();
+  }
+
+  void worker(int index, std::uint64_t seen) {
     for (;;) {
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (index >= invited_) continue;  // this call wants fewer threads
-      lock.unlock();
+      std::uint64_t ticket = 0;
+      const auto news = [&] {
+        ticket = ticket_.load(std::memory_order_acquire);
+        return stop_.load(std::memory_order_acquire) || (ticket >> kInviteBits) != seen;
+      };
+      if (!spin_until(news, spin_budget())) {
+        std::unique_lock lock(mutex_);
+        start_.wait(lock, news);
+      }
+      if (stop_.load(std::memory_order_acquire)) return;
+      seen = ticket >> kInviteBits;
+      const int invited = static_cast<int>(ticket & kInviteMask);
+      if (index >= invited) continue;  // this call wants fewer threads
       run_tasks();
-      lock.lock();
-      if (++finished_ == invited_) done_.notify_one();
+      if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == invited) wake(done_);
     }
   }
 
@@ -91,25 +156,29 @@ class Pool {
     }
   }
 
-  std::mutex call_mutex_;  // one parallel call at a time
-  std::mutex mutex_;       // guards what follows, except next_
+  std::mutex call_mutex_;      // one parallel call at a time; guards workers_, generation_, task_, n_tasks_
+  std::mutex mutex_;           // guards error_; the blocking side of start_ and done_
   std::condition_variable start_, done_;
   std::vector<std::thread> workers_;
+  std::uint64_t generation_ = 0;
   const std::function<void(int)>* task_ = nullptr;
   int n_tasks_ = 0;
-  std::atomic<int> next_{0};
-  int invited_ = 0, finished_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<std::uint64_t> ticket_{0};
+  std::atomic<int> next_{0}, finished_{0}, teams_{0};
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
 
 }  // namespace
 
 void parallel_for(int n_tasks, int threads, const std::function<void(int)>& task) {
   if (n_tasks <= 0) return;
   const int helpers = std::min(threads, n_tasks) - 1;
-  static Pool pool;
   // A task that itself calls parallel_for (a head's products inside the heads' loop) runs
   // that inner loop on its own thread: the pool is busy with the outer one, and the caller's
   // thread already holds it.
@@ -121,9 +190,19 @@ void parallel_for(int n_tasks, int threads, const std::function<void(int)>& task
       } mark;
       task(t);
     };
-    if (pool.run(n_tasks, helpers, run_marked)) return;
+    if (pool().run(n_tasks, helpers, run_marked)) return;
   }
   for (int t = 0; t < n_tasks; ++t) task(t);
+}
+
+ParallelTeam::ParallelTeam(int threads) {
+  if (threads <= 1 || t_in_task) return;
+  pool().join_team(threads - 1);
+  active_ = true;
+}
+
+ParallelTeam::~ParallelTeam() {
+  if (active_) pool().leave_team();
 }
 
 }  // namespace vitattn

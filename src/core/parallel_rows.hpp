@@ -14,4 +14,9 @@ namespace vitattn {
 void parallel_rows(Eigen::Index n_rows, Eigen::Index row_cost,
                    const std::function<void(Eigen::Index begin, Eigen::Index end)>& rows);
 
+// The same with every range but the last a multiple of `quantum` rows: for steps whose rows go
+// through products, whose register tiles a range cut mid-tile would leave partly empty.
+void parallel_row_blocks(Eigen::Index n_rows, Eigen::Index quantum, Eigen::Index row_cost,
+                         const std::function<void(Eigen::Index begin, Eigen::Index end)>& rows);
+
 }  // namespace vitattn

@@ -10,6 +10,7 @@
 #include "gemm_bf16.hpp"
 #include "normalization_limits.hpp"
 #include "parallel_for.hpp"
+#include "parallel_rows.hpp"
 #include "patchify.hpp"
 #include "pos_embed.hpp"
 #include "rope.hpp"
@@ -192,16 +193,59 @@ void mask_future(Matrix& scores) {
   for (Eigen::Index i = 0; i + 1 < scores.rows(); ++i) scores.row(i).tail(scores.cols() - i - 1).setConstant(kMasked);
 }
 
-// xn (n_tokens, d_model) → buf.heads (n_tokens, d_attn); each sequence's heads' probabilities
+using Index = Eigen::Index;
+
+// The weights a step of run_block packs together, each in a slot of its own (gemm.hpp).
+enum WeightSlot : int { kQkvSlot = 0, kProjSlot = 1, kFc1Slot = 2, kFc2Slot = 3 };
+
+// Under the bf16 precision (gemm_bf16.hpp) only the MLP's products, fc1 and fc2 (two thirds of a
+// block's weight products), are rounded to bf16. The attention branch (qkv, proj) and the patch
+// embedding stay float32: the rounding of qkv reaches the softmax's logits directly, and proj's
+// and the embedding's the residual stream every later block's logits come from; measured, each
+// of the three moves the maps about as much as both MLP products together, and with all of them
+// in bf16 sharp random attentions drifted past 1 % of the map's maximum. A PackedWeight keeps
+// the precision it was made under, so the attention branch's are made under KeepFloat32.
+PackedWeight attention_branch_weight(const WeightMatrix& w, WeightSlot slot) {
+  const KeepFloat32 in_float32;
+  return PackedWeight(w, slot);
+}
+
+// Rows [begin, end) of y ← x·wᵀ + b (b empty: no bias), on the calling thread: the bias first,
+// the product's chains starting from it, as linear_into.
+void linear_rows(const Matrix& x, const PackedWeight& w, const RowVector& b, Matrix& y, Index begin, Index end) {
+  const Index n = end - begin;
+  if (b.size() == 0) {
+    w.product(y.middleRows(begin, n), x.middleRows(begin, n), Accumulate::no);
+    return;
+  }
+  for (Index i = begin; i < end; ++i) y.row(i) = b;  // a contiguous copy per row (replicate is scalar)
+  w.product(y.middleRows(begin, n), x.middleRows(begin, n), Accumulate::yes);
+}
+
+// The step before the heads, rows [begin, end) at a time, each block of rows on one thread with
+// no barrier inside: xn ← LN1(x) (when the block has the norm), then
+// xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) + b_qkv → qkv (n_tokens, 3·d_attn) = [q | k | v].
+void norm_and_qkv(const BlockRule& rule, const EncoderBlock& block, const Matrix& x, BlockBuffers& buf) {
+  const bool norm = block.norm1.present();
+  if (norm) buf.xn.resize(x.rows(), x.cols());
+  buf.qkv.resize(x.rows(), block.w_qkv.rows());
+  const PackedWeight w_qkv = attention_branch_weight(block.w_qkv, kQkvSlot);
+  const Matrix& in = norm ? buf.xn : x;
+  parallel_row_blocks(x.rows(), PackedWeight::kRowQuantum, x.cols() * block.w_qkv.rows(), [&](Index begin, Index end) {
+    if (norm) layer_norm_rows(x, block.norm1, rule.eps, buf.xn, begin, end);
+    linear_rows(in, w_qkv, block.b_qkv, buf.qkv, begin, end);
+  });
+}
+
+// buf.qkv → buf.heads (n_tokens, d_attn); each sequence's heads' probabilities
 // (length, length) go to `attention` when it is given. weights_only: skip the A·V products.
-// The (sequence, head) pairs are independent, so they are handed to the threads whole (a head's
-// products and softmax then run on one thread): a head's 197×197 products are too small to split
-// evenly in two, six or twelve heads are not. Every head's bytes are the same whoever computes it.
-void multi_head_attention(const BlockRule& rule, const EncoderBlock& block, const Matrix& xn, BlockBuffers& buf,
+// The (sequence, head) pairs are independent, so they are handed to the threads whole: a head's
+// products, its softmax (over its rows while they are in cache) and its A·V run on one thread,
+// with no barrier between them: a head's 197×197 products are too small to split evenly in two,
+// six or twelve heads are not. Every head's bytes are the same whoever computes it.
+void multi_head_attention(const BlockRule& rule, const EncoderBlock& block, BlockBuffers& buf,
                           std::vector<Matrix>* attention, bool weights_only) {
-  const Eigen::Index d = block.w_qkv.rows() / 3, d_head = d / rule.n_heads, n_tokens = xn.rows();
-  // xn (n_tokens, d_model) · w_qkvᵀ (d_model, 3·d_attn) → qkv (n_tokens, 3·d_attn) = [q | k | v]
-  linear_into(xn, block.w_qkv, block.b_qkv, buf.qkv);
+  const Eigen::Index d = block.w_qkv.rows() / 3, d_head = d / rule.n_heads, n_tokens = buf.qkv.rows();
   const float s = rule.scale ? 1.0f / std::sqrt(static_cast<float>(d_head)) : 1.0f;
   buf.heads.resize(weights_only ? 0 : n_tokens, d);
   if (!buf.sequences.empty()) buf.heads.setZero();  // the rows between sequences: no head writes them
@@ -236,35 +280,71 @@ void multi_head_attention(const BlockRule& rule, const EncoderBlock& block, cons
   });
 }
 
-// x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the residual stream.
-// Without layer scale the product lands on x directly (gemm accumulating onto x + b): no
-// branch matrix, no separate residual pass.
-void add_branch(Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVector& b, const RowVector& layer_scale,
-                Matrix& branch) {
+// Rows [begin, end) of x += ls ⊙ (u·wᵀ + b): a branch's last linear layer, added onto the
+// residual stream. Without layer scale the product lands on x directly (its chains accumulate
+// onto x + b): no branch matrix, no separate residual pass.
+void add_branch_rows(Matrix& x, const Matrix& u, const PackedWeight& w, const RowVector& b, const RowVector& layer_scale,
+                     Matrix& branch, Index begin, Index end) {
+  const Index n = end - begin;
   if (layer_scale.size() == 0) {
-    if (b.size() > 0) x.rowwise() += b;
-    // x (n_tokens, d_model) += u (n_tokens, d_in) · wᵀ (d_in, d_model)
-    gemm_abt(x, u, w, 1.0f, Accumulate::yes);
+    if (b.size() > 0) x.middleRows(begin, n).rowwise() += b;
+    // x (n, d_model) += u (n, d_in) · wᵀ (d_in, d_model)
+    w.product(x.middleRows(begin, n), u.middleRows(begin, n), Accumulate::yes);
     return;
   }
-  linear_into(u, w, b, branch);  // (n_tokens, d_model)
-  x.array() += branch.array().rowwise() * layer_scale.array();
+  linear_rows(u, w, b, branch, begin, end);  // (n, d_model)
+  x.middleRows(begin, n).array() += branch.middleRows(begin, n).array().rowwise() * layer_scale.array();
+}
+
+// The step after the heads, rows [begin, end) at a time, each block of rows on one thread with
+// no barrier inside (a row's projection needs only that row of every head, its MLP only that
+// row): x += proj(heads), then x += fc2(GELU(fc1(LN2(x)))), the GELU applied to the block's
+// hidden rows right after fc1 wrote them, while they are in cache. Each row goes through the
+// same per-row code and per-element chains as it would alone, so the cut changes no byte.
+void project_and_mlp(const BlockRule& rule, const EncoderBlock& block, Matrix& x, BlockBuffers& buf, BlockTape* record) {
+  const Index n_tokens = x.rows(), d_model = x.cols();
+  const bool mlp = block.has_mlp();
+  const PackedWeight w_proj = attention_branch_weight(block.w_proj, kProjSlot);
+  std::optional<PackedWeight> w_fc1, w_fc2;
+  Index row_cost = block.w_proj.rows() * block.w_proj.cols();
+  if (mlp) {
+    w_fc1.emplace(block.w_fc1, kFc1Slot);
+    w_fc2.emplace(block.w_fc2, kFc2Slot);
+    buf.xn.resize(n_tokens, d_model);
+    buf.hidden.resize(n_tokens, block.w_fc1.rows());
+    row_cost += 2 * block.w_fc1.rows() * d_model;
+  }
+  if (block.ls1.size() > 0 || block.ls2.size() > 0) buf.branch.resize(n_tokens, d_model);
+  if (record) {
+    record->x_mid.resize(n_tokens, d_model);
+    if (mlp) record->pre_gelu.resize(n_tokens, block.w_fc1.rows());
+  }
+  parallel_row_blocks(n_tokens, PackedWeight::kRowQuantum, row_cost, [&](Index begin, Index end) {
+    const Index n = end - begin;
+    // heads (n, d_attn) · w_projᵀ (d_attn, d_model) → onto x
+    add_branch_rows(x, buf.heads, w_proj, block.b_proj, block.ls1, buf.branch, begin, end);
+    if (record) record->x_mid.middleRows(begin, n) = x.middleRows(begin, n);
+    if (!mlp) return;
+    layer_norm_rows(x, block.norm2, rule.eps, buf.xn, begin, end);
+    // xn (n, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n, d_mlp)
+    linear_rows(buf.xn, *w_fc1, block.b_fc1, buf.hidden, begin, end);
+    if (record) record->pre_gelu.middleRows(begin, n) = buf.hidden.middleRows(begin, n);
+    gelu_rows(buf.hidden, rule.gelu, begin, end);
+    // hidden (n, d_mlp) · w_fc2ᵀ (d_mlp, d_model) → onto x
+    add_branch_rows(x, buf.hidden, *w_fc2, block.b_fc2, block.ls2, buf.branch, begin, end);
+  });
 }
 
 }  // namespace
 
-// Under the bf16 precision (gemm_bf16.hpp) only the MLP's products, fc1 and fc2 (two thirds of a
-// block's weight products), are rounded to bf16. The attention branch (qkv, proj) and the patch
-// embedding stay float32: the rounding of qkv reaches the softmax's logits directly, and proj's
-// and the embedding's the residual stream every later block's logits come from; measured, each
-// of the three moves the maps about as much as both MLP products together, and with all of them
-// in bf16 sharp random attentions drifted past 1 % of the map's maximum.
+// Three parallel steps per block, a barrier after each: LN1 and qkv by rows, the heads, then
+// the projection and the MLP by rows. Between them, every row of q, k and v (for any head) and
+// every head (for a row's projection) must be complete.
 void run_block(const BlockRule& rule, const EncoderBlock& block, Matrix& x, BlockBuffers& buf,
                std::vector<Matrix>* attention, bool attention_only, BlockTape* record) {
   if (record) record->x = x;
-  if (block.norm1.present()) layer_norm_into(x, block.norm1, rule.eps, buf.xn);
-  std::optional<KeepFloat32> attention_branch_in_float32{std::in_place};
-  multi_head_attention(rule, block, block.norm1.present() ? buf.xn : x, buf, attention, attention_only);
+  norm_and_qkv(rule, block, x, buf);
+  multi_head_attention(rule, block, buf, attention, attention_only);
   if (attention_only) return;
   if (record) {
     record->qkv = buf.qkv;
@@ -274,18 +354,7 @@ void run_block(const BlockRule& rule, const EncoderBlock& block, Matrix& x, Bloc
     std::swap(x, buf.heads);  // (n_tokens, d_attn): the output of an attention-only last block
     return;
   }
-  // heads (n_tokens, d_attn) · w_projᵀ (d_attn, d_model) → onto x
-  add_branch(x, buf.heads, block.w_proj, block.b_proj, block.ls1, buf.branch);
-  attention_branch_in_float32.reset();
-  if (record) record->x_mid = x;
-  if (!block.has_mlp()) return;
-  layer_norm_into(x, block.norm2, rule.eps, buf.xn);
-  // xn (n_tokens, d_model) · w_fc1ᵀ (d_model, d_mlp) + b_fc1 → hidden (n_tokens, d_mlp)
-  linear_into(buf.xn, block.w_fc1, block.b_fc1, buf.hidden);
-  if (record) record->pre_gelu = buf.hidden;
-  gelu_inplace(buf.hidden, rule.gelu);
-  // hidden (n_tokens, d_mlp) · w_fc2ᵀ (d_mlp, d_model) → onto x
-  add_branch(x, buf.hidden, block.w_fc2, block.b_fc2, block.ls2, buf.branch);
+  project_and_mlp(rule, block, x, buf, record);
 }
 
 namespace {
@@ -322,6 +391,7 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   result.first_kept_layer = keep_from;
   if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
+  const ParallelTeam team(gemm_threads());  // the workers stay awake from one step to the next
   // x (n_tokens, d_model), updated in place by every block; a tape keeps what LRP reads of the embedding
   Matrix x = options.tape ? embed_patches(model, options.tape->patches = patchify(image, model.patch_size),
                                           image.height / model.patch_size, image.width / model.patch_size,

@@ -1,14 +1,21 @@
 // The whole forward at 1, 2, 3 and 7 threads gives the same bytes: the heads run side by
-// side (each head's products and softmax on one thread, vit.cpp), the row layers and the
-// products split by rows and tiles. Also when the attention is kept, in head order, and
-// when it is streamed layer by layer.
+// side (each head's products and softmax on one thread, vit.cpp), the rest of a block by
+// blocks of rows (LN1 and qkv; the projection and the MLP, fc1, GELU and fc2 with no barrier
+// between them), the other products by tiles. Also when the attention is kept, in head order,
+// and when it is streamed layer by layer; and one block fused as run_block fuses it against
+// the same block computed layer by layer, in float32 and under the bf16 precision.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "core/attention.hpp"
 #include "core/gemm.hpp"
+#include "core/gemm_bf16.hpp"
+#include "core/layers.hpp"
 #include "core/vit.hpp"
 #include "test_util.hpp"
 
@@ -17,7 +24,10 @@ namespace {
 
 class ForwardThreads : public ::testing::Test {
  protected:
-  void TearDown() override { set_gemm_threads(1); }
+  void TearDown() override {
+    set_gemm_threads(1);
+    set_gemm_precision(Precision::fp32);
+  }
 };
 
 bool same_bits(const Matrix& x, const Matrix& y) {
@@ -123,6 +133,87 @@ TEST_F(ForwardThreads, TheSameBytesAtEveryThreadCount) {
       }
     }
   }
+}
+
+// One block as the separate layers compute it, a barrier after each (layer_norm, linear, a
+// product per head, softmax_rows, gelu_inplace), on one thread: what run_block fuses into row
+// blocks and per-head tasks must give these bytes, with and without layer scale. Under the
+// bf16 precision the attention branch's weight products (qkv, proj) stay float32 and the MLP's
+// (fc1, fc2) take bf16, as vit.cpp states the rule.
+Matrix block_by_layers(const EncoderBlock& b, const Matrix& x0, int n_heads, float eps) {
+  const Eigen::Index n = x0.rows(), d = b.w_qkv.rows() / 3, dh = d / n_heads;
+  std::optional<KeepFloat32> attention_branch_in_float32{std::in_place};
+  const Matrix qkv = linear(layer_norm(x0, b.norm1, eps), b.w_qkv, b.b_qkv);
+  Matrix heads(n, d);
+  for (Eigen::Index h = 0; h < n_heads; ++h) {
+    Matrix scores(n, n);
+    gemm_abt(scores, qkv.middleCols(h * dh, dh), qkv.middleCols(d + h * dh, dh), 1.0f / std::sqrt(static_cast<float>(dh)));
+    softmax_rows(scores);
+    gemm_ab(heads.middleCols(h * dh, dh), scores, qkv.middleCols(2 * d + h * dh, dh));
+  }
+  // x + ls ⊙ (u·wᵀ + b); without layer scale the chain starts from x + b
+  const auto branch = [](Matrix& x, const Matrix& u, const WeightMatrix& w, const RowVector& bias, const RowVector& ls) {
+    if (ls.size() == 0) {
+      x.rowwise() += bias;
+      gemm_abt(x, u, w, 1.0f, Accumulate::yes);
+    } else {
+      x.array() += linear(u, w, bias).array().rowwise() * ls.array();
+    }
+  };
+  Matrix x = x0;
+  branch(x, heads, b.w_proj, b.b_proj, b.ls1);
+  attention_branch_in_float32.reset();
+  Matrix hidden = linear(layer_norm(x, b.norm2, eps), b.w_fc1, b.b_fc1);
+  gelu_inplace(hidden, Gelu::erf);
+  branch(x, hidden, b.w_fc2, b.b_fc2, b.ls2);
+  return x;
+}
+
+// run_block against block_by_layers at 1, 2, 3 and 7 threads, with and without layer scale,
+// at the precision in force.
+void expect_fused_block_equals_its_layers(std::mt19937& rng) {
+  VitModel m = model(rng);
+  const Matrix x0 = test::random_matrix(197, m.d_model(), rng);
+  for (bool layer_scale : {false, true}) {
+    EncoderBlock& b = m.blocks[0];
+    if (layer_scale) {
+      b.ls1 = test::random_matrix(1, m.d_model(), rng, 0.5f);
+      b.ls2 = test::random_matrix(1, m.d_model(), rng, 0.5f);
+    }
+    set_gemm_threads(1);
+    const Matrix expected = block_by_layers(b, x0, m.n_heads, m.eps);
+    BlockRule rule;
+    rule.n_heads = m.n_heads;
+    rule.eps = m.eps;
+    for (int threads : {1, 2, 3, 7}) {
+      set_gemm_threads(threads);
+      for (int repeat = 0; repeat < 3; ++repeat) {  // the second use reads the weights' kept panels
+        Matrix x = x0;
+        BlockBuffers buf;
+        run_block(rule, b, x, buf, nullptr);
+        EXPECT_TRUE(same_bits(x, expected)) << threads << " threads, use " << repeat << (layer_scale ? ", layer scale" : "");
+      }
+    }
+  }
+}
+
+TEST_F(ForwardThreads, AFusedBlockGivesTheBytesOfItsLayersOneByOne) {
+  std::mt19937 rng(43);
+  expect_fused_block_equals_its_layers(rng);
+}
+
+TEST_F(ForwardThreads, UnderBf16AFusedBlockRoundsOnlyItsMlpAsItsLayersDo) {
+  if (!cpu_runs(Precision::bf16)) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  set_gemm_precision(Precision::bf16);
+  std::mt19937 rng(47);
+  expect_fused_block_equals_its_layers(rng);
+  // and the rule is not float32's: the same block in float32 differs
+  std::mt19937 rng_fp32(47);
+  VitModel m = model(rng_fp32);
+  const Matrix x0 = test::random_matrix(197, m.d_model(), rng_fp32);
+  const Matrix bf16 = block_by_layers(m.blocks[0], x0, m.n_heads, m.eps);
+  set_gemm_precision(Precision::fp32);
+  EXPECT_FALSE(same_bits(bf16, block_by_layers(m.blocks[0], x0, m.n_heads, m.eps)));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -237,6 +238,36 @@ TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
         EXPECT_TRUE(same_bits(product(c0, a, w, transposed, alpha, accumulate), reference))
             << label(kernel, s, transposed, alpha, accumulate) << ", kept panels, " << threads << " threads";
       }
+    });
+  }
+  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
+}
+
+// A PackedWeight (one packing for products cut by rows across threads) against the scalar FMA
+// chain: cut into row ranges of every size, each range its own product(), on its first use
+// (panels packed into the slot's buffer) and on later ones (the panels kept with the weight).
+TEST_F(GemmTest, APackedWeightCutByRowsGivesTheScalarFmaChainBitForBit) {
+  int fma_kernels = 0;
+  for (GemmKernel kernel : available_gemm_kernels()) {
+    if (!is_fma_kernel(kernel)) continue;
+    ++fma_kernels;
+    set_gemm_kernel(kernel);
+    for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
+                      bool accumulate) {
+      if (!transposed || alpha != 1.0f) return;  // x·Wᵀ only, α = 1: what PackedWeight does
+      const Matrix reference = fma_chain(c0, a, b, true, 1.0f, accumulate);
+      const WeightMatrix w = b;
+      for (int use = 0; use < 3; ++use)
+        for (Eigen::Index step : {Eigen::Index{1}, Eigen::Index{7}, Eigen::Index{24}, Eigen::Index{1000}}) {
+          const PackedWeight packed(w, use % PackedWeight::kWeightSlots);
+          Matrix c = accumulate ? c0 : Matrix::Constant(s.m, s.n, std::numeric_limits<float>::quiet_NaN());
+          for (Eigen::Index r = 0; r < s.m; r += step) {
+            const Eigen::Index n = std::min(step, s.m - r);
+            packed.product(c.middleRows(r, n), a.middleRows(r, n), accumulate ? Accumulate::yes : Accumulate::no);
+          }
+          EXPECT_TRUE(same_bits(c, reference)) << label(kernel, s, true, 1.0f, accumulate) << ", packed weight, use "
+                                               << use << ", rows " << step << " at a time";
+        }
     });
   }
   if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";

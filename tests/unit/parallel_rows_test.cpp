@@ -1,18 +1,23 @@
-// Layer norm, softmax and GELU split over threads by rows (core/parallel_rows.hpp): every
+// Layer norm, softmax and GELU split over threads by rows (core/parallel_rows.hpp), and the
+// pool under them (core/parallel_for.hpp, its teams): every
 // row done exactly once, the same bytes at any thread count, each row the same as if it
 // were computed alone, and the values against a plain double-precision formula.
 #include "core/parallel_rows.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/attention.hpp"
+#include "core/error.hpp"
+#include "core/parallel_for.hpp"
 #include "core/gemm.hpp"
 #include "core/layers.hpp"
 #include "test_util.hpp"
@@ -84,6 +89,61 @@ TEST_F(ParallelRowsTest, EveryRowIsHandedOutExactlyOnce) {
       for (Eigen::Index i = 0; i < n; ++i)
         EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "row " << i << " of " << n << ", " << threads << " threads";
     }
+}
+
+// parallel_row_blocks: every row once, and every range starts at a multiple of the quantum
+// (the register tiles of a range's products stay whole).
+TEST_F(ParallelRowsTest, RowBlocksCoverEveryRowOnceAndStartOnTheQuantum) {
+  for (int threads : {1, 2, 3, 7})
+    for (Eigen::Index n : {Eigen::Index{1}, Eigen::Index{23}, Eigen::Index{25}, Eigen::Index{197}, Eigen::Index{1000}}) {
+      set_gemm_threads(threads);
+      std::vector<int> seen(static_cast<std::size_t>(n), 0);
+      std::mutex m;
+      parallel_row_blocks(n, 24, 1 << 20, [&](Eigen::Index begin, Eigen::Index end) {
+        ASSERT_LT(begin, end);
+        ASSERT_LE(end, n);
+        EXPECT_EQ(begin % 24, 0) << "a range starts at row " << begin;
+        EXPECT_TRUE(end == n || end % 24 == 0) << "a range ends at row " << end << " of " << n;
+        std::lock_guard lock(m);
+        for (Eigen::Index i = begin; i < end; ++i) ++seen[static_cast<std::size_t>(i)];
+      });
+      for (Eigen::Index i = 0; i < n; ++i)
+        EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "row " << i << " of " << n << ", " << threads << " threads";
+    }
+}
+
+// Inside a team (the workers spin between calls) many short calls in a row: each task exactly
+// once per call, a task's throw reaches the caller and the next call still runs every task, a
+// call from inside a task runs there, and calls from two threads at once each complete.
+TEST_F(ParallelRowsTest, ATeamRunsEveryTaskOnceAcrossManyCalls) {
+  for (int threads : {2, 3, 7}) {
+    const ParallelTeam team(threads);
+    for (int call = 0; call < 100; ++call) {
+      const int n_tasks = 1 + call % 9;
+      std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n_tasks));
+      parallel_for(n_tasks, threads, [&](int t) { runs[static_cast<std::size_t>(t)].fetch_add(1); });
+      for (int t = 0; t < n_tasks; ++t) ASSERT_EQ(runs[static_cast<std::size_t>(t)].load(), 1) << "call " << call;
+    }
+    std::atomic<int> ran{0};
+    EXPECT_THROW(parallel_for(8, threads, [&](int t) {
+                   ran.fetch_add(1);
+                   if (t == 3) throw Error("task 3");
+                 }),
+                 Error);
+    EXPECT_EQ(ran.load(), 8);
+    std::atomic<int> inner{0};
+    parallel_for(4, threads, [&](int) { parallel_for(5, threads, [&](int) { inner.fetch_add(1); }); });
+    EXPECT_EQ(inner.load(), 20);
+  }
+  std::atomic<int> total{0};
+  const auto caller = [&] {
+    const ParallelTeam team(2);
+    for (int call = 0; call < 200; ++call) parallel_for(3, 2, [&](int) { total.fetch_add(1); });
+  };
+  std::thread other(caller);
+  caller();
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 200 * 3);
 }
 
 TEST_F(ParallelRowsTest, TheBytesDoNotDependOnTheThreadCount) {
