@@ -124,6 +124,16 @@ TEST(Video, FrameReorderHandsOnInSequenceOrderAndBoundsWhatItHolds) {
   std::vector<int> want(kItems);
   for (int i = 0; i < kItems; ++i) want[static_cast<std::size_t>(i)] = i * 10;
   EXPECT_EQ(got, want);
+  // A later result that is there first is not handed on before the next one in order.
+  pipeline::FrameReorder<int> late(4, 1);
+  ASSERT_TRUE(late.put(1, 11));
+  std::optional<int> first;
+  std::thread taker([&] { first = late.take(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(late.put(0, 10));
+  taker.join();
+  EXPECT_EQ(first, std::optional<int>(10));
+  EXPECT_EQ(late.take(), std::optional<int>(11));
   // A result `window` ahead of the next one waits for room; close() releases it, and take()
   // then gives nothing, even what is held.
   pipeline::FrameReorder<int> held(2, 1);
