@@ -186,11 +186,11 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
   const std::size_t window = std::max(kQueued, static_cast<std::size_t>(n_forwards));
   FrameReorder<Computed> computed(window, n_forwards);
   std::vector<std::exception_ptr> forward_errors(static_cast<std::size_t>(n_forwards));
-  // The next frame in order with its forward done, nullopt after the last; a stop asked for
-  // (Ctrl-C) ends the video before the frame is drawn.
   const auto stop_if_asked = [&] {
     if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
   };
+  // The next frame in order with its forward done, nullopt after the last; a stop asked for
+  // (Ctrl-C) ends the video before the frame is drawn.
   const auto next_frame = [&]() -> std::optional<Computed> {
     if (n_forwards > 1) {
       std::optional<Computed> c = computed.take();
