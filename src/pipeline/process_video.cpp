@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 #include "frame_queue.hpp"
@@ -20,8 +22,9 @@ namespace {
 constexpr std::size_t kQueued = 4;  // frames in flight between two stages
 
 struct Decoded {
-  std::int64_t index;  // the frame's number in the source video
-  cv::Mat bgr;         // (H, W) 8-bit
+  std::int64_t index = 0;  // the frame's number in the source video
+  std::int64_t seq = 0;    // its place among the frames drawn: 0, 1, 2, …
+  cv::Mat bgr;             // (H, W) 8-bit
 };
 
 struct Drawn {
@@ -49,7 +52,7 @@ void decode_frames(video::VideoReader& reader, const VideoOptions& video, FrameQ
       }
       ++end.decoded;
       if (index % video.every != 0) continue;
-      if (!out.push({index, std::move(bgr)})) break;  // the model stage gave up
+      if (!out.push({index, sent, std::move(bgr)})) break;  // the model stage gave up
       ++sent;
     }
   } catch (...) {
@@ -111,6 +114,47 @@ std::vector<NamedMap> frame_maps(const Decoded& d, const VitModel& model, const 
                        [&] { return image_maps(d.bgr, model, options, &grid, logits); });
 }
 
+// A frame and what its forward gave (frame_maps), or the error it threw: that one is rethrown
+// when the frame's turn comes, so that a video fails at the frame, and with the message, it
+// would fail at one frame at a time.
+struct Computed {
+  Decoded frame;
+  InputGrid grid;
+  RowVector logits;  // with `logits` (--top)
+  std::vector<NamedMap> named;
+  std::exception_ptr error;
+};
+
+Computed compute_frame(Decoded d, const VitModel& model, const ProcessOptions& options, const std::string& source,
+                       bool logits) {
+  Computed c;
+  c.frame = std::move(d);
+  try {
+    c.named = frame_maps(c.frame, model, options, c.grid, source, logits ? &c.logits : nullptr);
+  } catch (...) {
+    c.error = std::current_exception();
+  }
+  return c;
+}
+
+// One of the frames_at_once threads: computes the frames it takes, side by side with the others,
+// and puts each under its place in the video. An error outside a frame's forward closes both
+// queues, so that the other stages end, and is kept in `error` for the caller.
+void compute_frames(FrameQueue<Decoded>& in, FrameReorder<Computed>& out, const VitModel& model,
+                    const ProcessOptions& options, const std::string& source, bool logits, std::exception_ptr& error) {
+  try {
+    for (std::optional<Decoded> d; (d = in.pop());) {
+      const std::int64_t seq = d->seq;
+      if (!out.put(seq, compute_frame(std::move(*d), model, options, source, logits))) break;  // the drawing stage gave up
+    }
+  } catch (...) {
+    error = std::current_exception();
+    in.close();
+    out.close();
+  }
+  out.done();
+}
+
 // The video's outputs but its settings record (process_video's commit writes that).
 void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions& options, const VideoOptions& video,
                 const OutputSet& outputs) {
@@ -136,24 +180,51 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
   std::vector<std::uint64_t> map_shape;  // (frames, [n_maps,] grid_h, grid_w), set at the first frame
   std::int64_t n_drawn = 0;
   std::vector<FramePrediction> classes;  // with --top: each drawn frame's, in order
+  // The forwards: with frames_at_once > 1 on that many threads side by side, their results
+  // taken back in frame order (at most `window` held); else here, one frame after the other.
+  const int n_forwards = std::max(1, video.frames_at_once);
+  const std::size_t window = std::max(kQueued, static_cast<std::size_t>(n_forwards));
+  FrameReorder<Computed> computed(window, n_forwards);
+  std::vector<std::exception_ptr> forward_errors(static_cast<std::size_t>(n_forwards));
+  const auto stop_if_asked = [&] {
+    if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
+  };
+  // The next frame in order with its forward done, nullopt after the last; a stop asked for
+  // (Ctrl-C) ends the video before the frame is drawn.
+  const auto next_frame = [&]() -> std::optional<Computed> {
+    if (n_forwards > 1) {
+      std::optional<Computed> c = computed.take();
+      if (c) stop_if_asked();
+      return c;
+    }
+    std::optional<Decoded> d = decoded.pop();
+    if (!d) return std::nullopt;
+    stop_if_asked();
+    return compute_frame(std::move(*d), model, options, source, outputs.top);
+  };
   {
     std::jthread decoder([&] { decode_frames(reader, video, decoded, decode_end); });
     std::jthread encoder(
         [&] { encode_frames(video_path, frames_dir, info.fps / video.every, options, video, drawn, writer, encode_error); });
-    // The model stage, on this thread; any exception closes both queues so that the others end.
+    std::vector<std::jthread> forwards;  // joined first on the way out (declared last)
+    // The drawing stage, on this thread, in frame order; any exception closes every queue so
+    // that the others end.
     try {
+      if (n_forwards > 1)
+        for (std::size_t i = 0; i < forward_errors.size(); ++i)
+          forwards.emplace_back([&, i] { compute_frames(decoded, computed, model, options, source, outputs.top, forward_errors[i]); });
       std::vector<Matrix> ema;  // (grid_h, grid_w) each, with smooth
-      for (std::optional<Decoded> d; (d = decoded.pop());) {
-        if (video.stop && video.stop()) throw Error(fmt::format("{}: interrupted after {} frames; nothing written", source, n_drawn));
-        InputGrid grid;
-        RowVector logits;
-        const std::vector<NamedMap> named = frame_maps(*d, model, options, grid, source, outputs.top ? &logits : nullptr);
-        if (outputs.top) classes.push_back({d->index, top_classes(logits, options.top->k, model.class_probability())});
+      for (std::optional<Computed> c; (c = next_frame());) {
+        if (c->error) std::rethrow_exception(c->error);
+        const Decoded& d = c->frame;
+        const InputGrid& grid = c->grid;
+        const std::vector<NamedMap>& named = c->named;
+        if (outputs.top) classes.push_back({d.index, top_classes(c->logits, options.top->k, model.class_probability())});
         std::vector<Matrix> maps;
         for (const NamedMap& m : named) maps.push_back(m.map);
         if (n_drawn == 0 && options.on_grid) options.on_grid(job, grid);
         if (video.smooth) smooth_maps(maps, ema, *video.smooth);
-        const std::vector<cv::Mat> overlays = draw_overlays(d->bgr, maps, options);
+        const std::vector<cv::Mat> overlays = draw_overlays(d.bgr, maps, options);
         if (options.save_attention) {
           if (map_shape.empty()) {  // the frame count (first) is known at the end
             const auto h = static_cast<std::uint64_t>(grid.grid_h), w = static_cast<std::uint64_t>(grid.grid_w);
@@ -161,17 +232,21 @@ void draw_video(const InputJob& job, const VitModel& model, const ProcessOptions
           }
           for (const Matrix& m : maps) saved.insert(saved.end(), m.data(), m.data() + m.size());
         }
-        if (!drawn.push({d->index, overlays.size() == 1 ? captioned(overlays.front(), named.front()) : map_sheet(overlays, titles_of(named))})) break;
+        if (!drawn.push({d.index, overlays.size() == 1 ? captioned(overlays.front(), named.front()) : map_sheet(overlays, titles_of(named))})) break;
         ++n_drawn;
       }
       decoded.close();  // the encoder gave up: the decoder stops at its next push
+      computed.close();  // and the forward threads at their next put
     } catch (...) {
       decoded.close();
+      computed.close();
       drawn.close();
       throw;  // the jthreads join on the way out; the writer's temporary is removed with it
     }
     drawn.close();
   }
+  for (const std::exception_ptr& e : forward_errors)
+    if (e) std::rethrow_exception(e);
   if (encode_error) std::rethrow_exception(encode_error);
   if (decode_end.error) std::rethrow_exception(decode_end.error);
   if (n_drawn == 0 || !writer)

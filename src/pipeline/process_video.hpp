@@ -3,6 +3,8 @@
 // image (the same functions, the same options), and written as an attention video of the
 // same size, and the same frame rate and frame count unless `every` or `max_frames` says
 // otherwise. Decoding, the model and encoding overlap: three threads joined by small queues.
+// With frames_at_once > 1 the model stage's forwards run on that many threads of their own,
+// several frames side by side; the frames are still drawn, smoothed and written in order.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -22,6 +24,11 @@ struct VideoOptions {
   // Exponential moving average of the maps across the drawn frames, against flicker:
   // s₀ = m₀, sₜ = a·mₜ + (1 − a)·sₜ₋₁ with a = smooth in (0, 1]; unset: each frame's own map.
   std::optional<float> smooth;
+  // Frames whose forwards run side by side, each on a thread of its own; their results are
+  // taken back in frame order, so the outputs are the same bytes whatever it is. 1: one frame
+  // at a time, on the thread that draws. Above 1, the caller gives the libraries one thread
+  // each meanwhile (threads.hpp), so that the forwards use this many cores, not more.
+  int frames_at_once = 1;
   std::function<void(std::int64_t)> on_frames_expected;  // the frames this video should give, when known
   std::function<void()> on_frame;                         // one more frame written (any thread)
   std::function<void(const std::string&)> warn;             // hears "PATH: …" about the video written

@@ -61,6 +61,7 @@ class BatchRun {
   // under a shard): they are gathered from these jobs' parts (batch_files.hpp).
   std::vector<InputJob> batch_jobs_;
   bool pca_batch_ = false;  // a fitting pass over the whole batch before the jobs (fit_batch_pca)
+  int threads_each_ = 1;    // each worker's library threads (run_jobs)
   BatchOutcome out_;
 };
 
@@ -196,6 +197,8 @@ void BatchRun::select_jobs() {
 
 // One job on a worker: an image, or a video with its frames told as they are written. An
 // Error about a choice that does not fit this input is said with the front end's name for it.
+// A video takes its worker's thread budget as frames at once, each frame's forward on one
+// thread of the libraries (a lone worker's: the budget is 1 when there are several workers).
 void BatchRun::run_job(const ProcessOptions& process, const InputJob& job) {
   ev_.job_started(job);
   try {
@@ -208,6 +211,9 @@ void BatchRun::run_job(const ProcessOptions& process, const InputJob& job) {
     v.on_frame = [this] { ev_.frame_done(); };
     v.warn = [this](const std::string& message) { ev_.warning(message); };
     v.stop = [this] { return ev_.should_stop(); };
+    v.frames_at_once = threads_each_;
+    std::optional<LibraryThreadsFor> one_each;
+    if (v.frames_at_once > 1) one_each.emplace(1, threads_each_);
     process_video(q_.output, job, model_, process, v, outputs_);
   } catch (const Error& e) {
     if (!e.subject()) throw;
@@ -222,11 +228,11 @@ void BatchRun::run_job(const ProcessOptions& process, const InputJob& job) {
 // The jobs on the workers (parallel over inputs, not inside one), each one's end told.
 void BatchRun::run_jobs() {
   const int workers = std::min(q_.jobs > 0 ? q_.jobs : cores(), static_cast<int>(plan_.jobs.size()));
-  const int threads_each = workers > 1 ? 1 : cores();
-  set_library_threads(threads_each);
+  threads_each_ = workers > 1 ? 1 : cores();
+  set_library_threads(threads_each_);
   say(Level::debug, fmt::format("{}, {}, {} each", files::counted(plan_.jobs.size(), "image", "images"),
                                 files::counted(static_cast<std::size_t>(workers), "worker", "workers"),
-                                files::counted(static_cast<std::size_t>(threads_each), "thread", "threads")));
+                                files::counted(static_cast<std::size_t>(threads_each_), "thread", "threads")));
   ProcessOptions process = process_;
   if (process.top)
     process.on_top = [this](const InputJob& job, std::vector<ClassScore> classes) { ev_.top_classes(job, std::move(classes)); };

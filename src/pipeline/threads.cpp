@@ -12,4 +12,8 @@ void set_library_threads(int threads_per_worker) {
   set_gemm_threads(threads_per_worker < 1 ? 1 : threads_per_worker);
 }
 
+LibraryThreadsFor::LibraryThreadsFor(int threads, int after) : after_(after) { set_library_threads(threads); }
+
+LibraryThreadsFor::~LibraryThreadsFor() { set_library_threads(after_); }
+
 }  // namespace vitattn::pipeline

@@ -315,6 +315,35 @@ class Video(TmpCase):
         _, _, err = self.vitattn(outs[0], "-o", outs[0], "-r")
         self.assertIn("no images found", err)
 
+    def test_frames_at_once_give_the_bytes_of_one_frame_at_a_time(self):
+        # A lone worker (-j 1, the clip the only input) computes as many frames at once as the
+        # machine has cores; two workers (-j 2, an image beside the clip) one frame at a time.
+        # The smoothing (order-dependent), the classes, the maps and every frame must be the
+        # same bytes: the frames are drawn in their order, whatever order their forwards end in.
+        if (os.cpu_count() or 1) < 2:
+            self.skipTest("one core: a lone worker computes one frame at a time too")
+        cifar = REPO / "models" / "vit_cifar10_tintn.safetensors"
+        n = 120  # enough frames that some forwards end out of order
+        (self.dir / "in").mkdir()
+        clip = write_clip(self.dir / "in" / "clip.avi", n=n)
+        self.write("in/photo.png", frame(3))
+        opts = ["--model", cifar, "--smooth", "0.4", "--top", "3", "--save-attention", "--frames-dir"]
+        for name, inputs, j in (("alone", clip, "1"), ("pair", self.dir / "in", "2")):
+            rc, _, err = run(inputs, "-o", self.dir / f"out_{name}", "-j", j, *opts)
+            self.assertEqual(rc, 0, err)
+        wanted = ["clip_predictions.csv", "clip_cls.npy"] + [f"clip_frames/{t:06d}_attn.png" for t in range(n)] + ["clip_attn.mp4"]
+        for name in ("alone", "pair"):
+            out = self.dir / f"out_{name}"
+            names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and str(p.relative_to(out)).startswith("clip"))
+            self.assertEqual(names, sorted(wanted + ["clip_settings.txt"]))
+        for f in wanted:
+            self.assertEqual((self.dir / "out_alone" / f).read_bytes(), (self.dir / "out_pair" / f).read_bytes(),
+                             f"{f}: frames at once differ from one frame at a time")
+        # (test_smooth_is_the_stated_moving_average_… checks the average itself, on a lone clip.)
+        self.assertEqual(np.load(self.dir / "out_alone" / "clip_cls.npy").shape[0], n)
+        rows = (self.dir / "out_alone" / "clip_predictions.csv").read_text().splitlines()[1:]
+        self.assertEqual([int(r.split(",")[1]) for r in rows], [t for t in range(n) for _ in range(3)])
+
     # --- whole files only -----------------------------------------------------------------
     def long_clip(self):
         # Long enough (and the seeded 224 model slow enough) to be caught in the middle.

@@ -2,6 +2,7 @@
 // temporary they are written to, and the bounded queue between the stages of a video.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <numeric>
 #include <thread>
@@ -96,6 +97,57 @@ TEST(Video, FrameQueueKeepsOrderBoundsAndCloses) {
   std::thread blocked([&] { EXPECT_FALSE(full.push(1)); });
   full.close();
   blocked.join();
+}
+
+TEST(Video, FrameReorderHandsOnInSequenceOrderAndBoundsWhatItHolds) {
+  // Two producers put 0..199 in whatever order their threads run; the taker sees 0, 1, 2, ….
+  constexpr int kItems = 200;
+  pipeline::FrameQueue<int> in(4);
+  pipeline::FrameReorder<int> out(3, 2);
+  std::thread feeder([&] {
+    for (int i = 0; i < kItems; ++i) in.push(i);
+    in.close();
+  });
+  auto produce = [&] {
+    for (std::optional<int> v; (v = in.pop());) {
+      if (*v % 3 == 0) std::this_thread::yield();  // finish out of order now and then
+      out.put(*v, *v * 10);
+    }
+    out.done();
+  };
+  std::thread a(produce), b(produce);
+  std::vector<int> got;
+  for (std::optional<int> v; (v = out.take());) got.push_back(*v);
+  feeder.join();
+  a.join();
+  b.join();
+  std::vector<int> want(kItems);
+  for (int i = 0; i < kItems; ++i) want[static_cast<std::size_t>(i)] = i * 10;
+  EXPECT_EQ(got, want);
+  // A later result that is there first is not handed on before the next one in order.
+  pipeline::FrameReorder<int> late(4, 1);
+  ASSERT_TRUE(late.put(1, 11));
+  std::optional<int> first;
+  std::thread taker([&] { first = late.take(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(late.put(0, 10));
+  taker.join();
+  EXPECT_EQ(first, std::optional<int>(10));
+  EXPECT_EQ(late.take(), std::optional<int>(11));
+  // A result `window` ahead of the next one waits for room; close() releases it, and take()
+  // then gives nothing, even what is held.
+  pipeline::FrameReorder<int> held(2, 1);
+  ASSERT_TRUE(held.put(1, 1));
+  std::thread ahead([&] { EXPECT_FALSE(held.put(2, 2)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  held.close();
+  ahead.join();
+  EXPECT_FALSE(held.take().has_value());
+  // Every producer done and the next result missing: take() ends instead of waiting.
+  pipeline::FrameReorder<int> gap(4, 1);
+  ASSERT_TRUE(gap.put(1, 1));
+  gap.done();
+  EXPECT_FALSE(gap.take().has_value());
 }
 
 }  // namespace
