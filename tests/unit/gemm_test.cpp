@@ -45,6 +45,16 @@ using test::random_normal_matrix;
 
 bool is_fma_kernel(GemmKernel k) { return k != GemmKernel::portable; }
 
+// The FMA kernels this CPU runs: every one but the portable kernel. A test of them skips when
+// there is none, with this reason.
+std::vector<GemmKernel> fma_kernels() {
+  std::vector<GemmKernel> kernels;
+  for (GemmKernel k : available_gemm_kernels())
+    if (is_fma_kernel(k)) kernels.push_back(k);
+  return kernels;
+}
+constexpr const char* kNoFma = "this CPU has no FMA: only the portable kernel runs";
+
 // b_kn(p, j) of the product, whichever way b is stored.
 float at(const Matrix& b, bool transposed, Eigen::Index p, Eigen::Index j) { return transposed ? b(j, p) : b(p, j); }
 
@@ -163,10 +173,9 @@ TEST_F(GemmTest, EveryKernelMatchesANaiveDoubleLoop) {
 }
 
 TEST_F(GemmTest, EveryFmaKernelIsBitIdenticalToTheScalarFmaChain) {
-  int fma_kernels = 0;
-  for (GemmKernel kernel : available_gemm_kernels()) {
-    if (!is_fma_kernel(kernel)) continue;
-    ++fma_kernels;
+  const std::vector<GemmKernel> kernels = fma_kernels();
+  if (kernels.empty()) GTEST_SKIP() << kNoFma;
+  for (GemmKernel kernel : kernels) {
     set_gemm_kernel(kernel);
     for (int threads : {1, 2}) {
       set_gemm_threads(threads);
@@ -178,7 +187,6 @@ TEST_F(GemmTest, EveryFmaKernelIsBitIdenticalToTheScalarFmaChain) {
       });
     }
   }
-  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
 }
 
 TEST_F(GemmTest, TheBytesDoNotDependOnTheThreadCount) {
@@ -203,10 +211,8 @@ TEST_F(GemmTest, TheBytesDoNotDependOnTheThreadCount) {
 // here on a forward-sized product, one kernel at a time, so that a CPU with only AVX2 checks it
 // too (an AVX2 and an AVX-512 machine then agree with each other through the same reference).
 TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
-  std::vector<GemmKernel> fma;
-  for (GemmKernel k : available_gemm_kernels())
-    if (is_fma_kernel(k)) fma.push_back(k);
-  if (fma.empty()) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
+  const std::vector<GemmKernel> fma = fma_kernels();
+  if (fma.empty()) GTEST_SKIP() << kNoFma;
   const Matrix a = random_normal_matrix(197, 384, 21), w = random_normal_matrix(1152, 384, 22),
                c0 = random_normal_matrix(197, 1152, 23);
   const Matrix reference = fma_chain(c0, a, w, true, 1.0f, true);
@@ -224,10 +230,9 @@ TEST_F(GemmTest, TheFmaKernelsGiveTheSameBytes) {
 // the first product (packed for itself), the second (which packs the kept panels) and the later
 // ones (which read them).
 TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
-  int fma_kernels = 0;
-  for (GemmKernel kernel : available_gemm_kernels()) {
-    if (!is_fma_kernel(kernel)) continue;
-    ++fma_kernels;
+  const std::vector<GemmKernel> kernels = fma_kernels();
+  if (kernels.empty()) GTEST_SKIP() << kNoFma;
+  for (GemmKernel kernel : kernels) {
     set_gemm_kernel(kernel);
     for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
                       bool accumulate) {
@@ -240,17 +245,15 @@ TEST_F(GemmTest, KeptWeightPanelsGiveTheScalarFmaChainBitForBit) {
       }
     });
   }
-  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
 }
 
 // A PackedWeight (one packing for products cut by rows across threads) against the scalar FMA
 // chain: cut into row ranges of every size, each range its own product(), on its first use
 // (panels packed into the slot's buffer) and on later ones (the panels kept with the weight).
 TEST_F(GemmTest, APackedWeightCutByRowsGivesTheScalarFmaChainBitForBit) {
-  int fma_kernels = 0;
-  for (GemmKernel kernel : available_gemm_kernels()) {
-    if (!is_fma_kernel(kernel)) continue;
-    ++fma_kernels;
+  const std::vector<GemmKernel> kernels = fma_kernels();
+  if (kernels.empty()) GTEST_SKIP() << kNoFma;
+  for (GemmKernel kernel : kernels) {
     set_gemm_kernel(kernel);
     for_each_case([&](const Shape& s, const Matrix& a, const Matrix& b, const Matrix& c0, bool transposed, float alpha,
                       bool accumulate) {
@@ -270,7 +273,6 @@ TEST_F(GemmTest, APackedWeightCutByRowsGivesTheScalarFmaChainBitForBit) {
         }
     });
   }
-  if (fma_kernels == 0) GTEST_SKIP() << "this CPU has no FMA: only the portable kernel runs";
 }
 
 // The panel layout depends on the kernel (nr): one weight used under each kernel in turn, and
