@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -15,40 +14,15 @@
 namespace vitattn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// How long a thread that waits for the pool (a worker for the next call, the caller for its
-// workers) spins before it blocks: outside a team, and in one. A spinner that catches the next
-// call skips a wake-up, but one that blocks is woken with the scheduler's preference for woken
-// threads, which a spinner loses when other processes want the cores; and a spin's CPU counts
-// against the process's share. On this project's shared 2-core machine every spin budget tried
-// made the 2-thread forward slower than blocking at once (docs/performance.md), so both are
-// zero: a waiter checks once, then blocks. The spin does not yield either: a yield hands the
-// core to another process for a whole time slice.
-constexpr auto kSpinAlone = std::chrono::microseconds(0);
-constexpr auto kSpinInTeam = std::chrono::microseconds(0);
+// Waiters block at once, without spinning first: a spinner that catches the next call skips a
+// wake-up, but one that blocks is woken with the scheduler's preference for woken threads, which
+// a spinner loses when other processes want the cores, and a spin's CPU counts against the
+// process's share. On this project's shared 2-core machine every spin tried (short or long,
+// with or without yields, between any two calls or only within one forward) made the 2-thread
+// forward slower than blocking at once (docs/performance.md).
 
 // True on a thread while it runs one of the pool's tasks.
 thread_local bool t_in_task = false;
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Polls ready() for up to `budget`; whether it became true.
-template <class Ready>
-bool spin_until(const Ready& ready, Clock::duration budget) {
-  const Clock::time_point deadline = Clock::now() + budget;
-  for (unsigned i = 1;; ++i) {
-    if (ready()) return true;
-    cpu_relax();
-    if (i % 64 == 0 && Clock::now() >= deadline) return ready();
-  }
-}
 
 // A call's ticket, one atomic word, so that a worker reads the generation and how many
 // workers it invites together: generation << kInviteBits | invited.
@@ -80,7 +54,7 @@ class Pool {
     wake(start_);
     run_tasks();
     const auto all_done = [&] { return finished_.load(std::memory_order_acquire) == helpers; };
-    if (!spin_until(all_done, spin_budget())) {
+    {
       std::unique_lock lock(mutex_);
       done_.wait(lock, all_done);  // no worker reads task_ after this
     }
@@ -93,13 +67,6 @@ class Pool {
     return true;
   }
 
-  void join_team(int helpers) {
-    teams_.fetch_add(1, std::memory_order_relaxed);
-    std::unique_lock call(call_mutex_, std::try_to_lock);
-    if (call.owns_lock()) grow(helpers);  // else the pool is busy and run() starts them
-  }
-  void leave_team() { teams_.fetch_sub(1, std::memory_order_relaxed); }
-
  private:
   // With call_mutex_ held.
   void grow(int helpers) {
@@ -110,10 +77,6 @@ class Pool {
         return;  // no more threads to be had: run with those there are
       }
     }
-  }
-
-  Clock::duration spin_budget() const {
-    return teams_.load(std::memory_order_relaxed) > 0 ? Clock::duration(kSpinInTeam) : Clock::duration(kSpinAlone);
   }
 
   // Wakes the threads blocked on `cv`. Taking the mutex orders this after a waiter's check of
@@ -130,7 +93,7 @@ class Pool {
         ticket = ticket_.load(std::memory_order_acquire);
         return stop_.load(std::memory_order_acquire) || (ticket >> kInviteBits) != seen;
       };
-      if (!spin_until(news, spin_budget())) {
+      {
         std::unique_lock lock(mutex_);
         start_.wait(lock, news);
       }
@@ -164,7 +127,7 @@ class Pool {
   const std::function<void(int)>* task_ = nullptr;
   int n_tasks_ = 0;
   std::atomic<std::uint64_t> ticket_{0};
-  std::atomic<int> next_{0}, finished_{0}, teams_{0};
+  std::atomic<int> next_{0}, finished_{0};
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };
@@ -193,16 +156,6 @@ void parallel_for(int n_tasks, int threads, const std::function<void(int)>& task
     if (pool().run(n_tasks, helpers, run_marked)) return;
   }
   for (int t = 0; t < n_tasks; ++t) task(t);
-}
-
-ParallelTeam::ParallelTeam(int threads) {
-  if (threads <= 1 || t_in_task) return;
-  pool().join_team(threads - 1);
-  active_ = true;
-}
-
-ParallelTeam::~ParallelTeam() {
-  if (active_) pool().leave_team();
 }
 
 }  // namespace vitattn

@@ -391,7 +391,6 @@ ForwardResult forward(const VitModel& model, const ImageTensor& image, const For
   result.first_kept_layer = keep_from;
   if (!options.on_attention) result.attention.resize(static_cast<std::size_t>(last - keep_from + 1));
   if (options.tape) options.tape->blocks.resize(static_cast<std::size_t>(n_layers));
-  const ParallelTeam team(gemm_threads());  // the workers stay awake from one step to the next
   // x (n_tokens, d_model), updated in place by every block; a tape keeps what LRP reads of the embedding
   Matrix x = options.tape ? embed_patches(model, options.tape->patches = patchify(image, model.patch_size),
                                           image.height / model.patch_size, image.width / model.patch_size,

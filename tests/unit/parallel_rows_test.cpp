@@ -112,12 +112,10 @@ TEST_F(ParallelRowsTest, RowBlocksCoverEveryRowOnceAndStartOnTheQuantum) {
     }
 }
 
-// Inside a team (the workers spin between calls) many short calls in a row: each task exactly
-// once per call, a task's throw reaches the caller and the next call still runs every task, a
+// Many short calls in a row, as a forward's steps make them: each task exactly once per call, a task's throw reaches the caller and the next call still runs every task, a
 // call from inside a task runs there, and calls from two threads at once each complete.
-TEST_F(ParallelRowsTest, ATeamRunsEveryTaskOnceAcrossManyCalls) {
+TEST_F(ParallelRowsTest, ThePoolRunsEveryTaskOnceAcrossManyCalls) {
   for (int threads : {2, 3, 7}) {
-    const ParallelTeam team(threads);
     for (int call = 0; call < 100; ++call) {
       const int n_tasks = 1 + call % 9;
       std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n_tasks));
@@ -137,7 +135,6 @@ TEST_F(ParallelRowsTest, ATeamRunsEveryTaskOnceAcrossManyCalls) {
   }
   std::atomic<int> total{0};
   const auto caller = [&] {
-    const ParallelTeam team(2);
     for (int call = 0; call < 200; ++call) parallel_for(3, 2, [&](int) { total.fetch_add(1); });
   };
   std::thread other(caller);
